@@ -1,0 +1,163 @@
+/*
+ * numba_metal_runtime.h -- the C ABI of the numba-metal runtime.
+ *
+ * This header is the single source of truth for the ABI between Python (cffi)
+ * and the Swift runtime library. The Python binding reads the region between
+ * the CDEF markers verbatim, so that region uses only what cffi's cdef parser
+ * accepts: typedefs, structs, enums, prototypes and integer #defines.
+ *
+ * Conventions
+ *  - Every fallible call returns an nm_status. On failure the calling thread's
+ *    message is set; read it with nm_last_error(). Messages say what was wrong
+ *    and, for failed work, name the kernel.
+ *  - Handles are opaque pointers owned by the caller; release each exactly once.
+ *    Passing NULL where a handle is required returns NM_ERR_INVALID_ARGUMENT.
+ *  - Nothing in this ABI aborts the host process on bad input.
+ *  - All calls are safe to make from several threads at once.
+ *  - Two device kinds sit behind this ABI: Apple's Metal (macOS) and the CPU
+ *    reference device, which compiles the same MSL with clang and a strict
+ *    Metal shim. Both answer the same calls the same way.
+ */
+#ifndef NUMBA_METAL_RUNTIME_H
+#define NUMBA_METAL_RUNTIME_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* BEGIN CDEF */
+
+#define NM_ABI_VERSION 1
+#define NM_MAX_BUFFER_SLOTS 31
+#define NM_MAX_ARGUMENT_BYTES 4096
+#define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
+
+typedef int32_t nm_status;
+#define NM_OK 0
+#define NM_ERR_INVALID_ARGUMENT 1   /* a bad handle, size, offset, slot or option */
+#define NM_ERR_UNAVAILABLE 2        /* no such device, or a feature this device lacks */
+#define NM_ERR_OUT_OF_MEMORY 3
+#define NM_ERR_COMPILE 4            /* MSL failed to compile; the message is the full compiler log */
+#define NM_ERR_LIMIT 5              /* over a device or pipeline limit (threads, slots, bytes) */
+#define NM_ERR_EXECUTION 6          /* submitted work failed; the message names the kernel */
+#define NM_ERR_INTERNAL 7
+
+#define NM_DEVICE_METAL 1
+#define NM_DEVICE_CPU 2
+
+typedef struct nm_device nm_device;
+typedef struct nm_buffer nm_buffer;
+typedef struct nm_pipeline nm_pipeline;
+typedef struct nm_queue nm_queue;
+
+typedef struct {
+    char name[128];
+    int32_t kind;                          /* NM_DEVICE_METAL or NM_DEVICE_CPU */
+    uint32_t max_threads_per_threadgroup;
+    uint64_t max_threadgroup_memory;       /* bytes */
+    uint32_t simd_width;
+    uint32_t unified_memory;               /* 1 when host and device share memory */
+    uint64_t recommended_working_set;      /* bytes */
+    uint64_t page_size;                    /* alignment nm_buffer_wrap requires */
+    uint32_t max_buffer_slots;             /* 31 */
+    uint32_t max_argument_bytes;           /* 4096 */
+} nm_device_info;
+
+typedef struct {
+    uint64_t live_buffers;
+    uint64_t live_buffer_bytes;
+    uint64_t pipelines_compiled;           /* compiles that ran the compiler */
+    uint64_t pipelines_from_cache;         /* compiles answered from the disk cache */
+    uint64_t dispatches;
+} nm_device_stats;
+
+typedef struct {
+    uint32_t fast_math;          /* 0: safe math + precise functions; 1: fast math */
+    uint32_t language_version;   /* MSL version times 100 (e.g. 300 for 3.0); 0 = device default */
+} nm_compile_options;
+
+typedef struct {
+    uint32_t max_total_threads_per_threadgroup;
+    uint32_t thread_execution_width;
+    uint64_t static_threadgroup_memory;    /* bytes of threadgroup variables declared in the MSL */
+    uint32_t from_cache;                   /* 1 if the compiled code came from the disk cache */
+    uint64_t compile_ns;                   /* wall time this compile took */
+} nm_pipeline_info;
+
+typedef struct {
+    nm_pipeline *pipeline;
+    uint32_t buffer_count;
+    nm_buffer **buffers;                   /* buffer_count handles */
+    uint64_t *buffer_offsets;              /* byte offset each buffer is bound at */
+    uint32_t *buffer_slots;                /* [[buffer(i)]] index of each, 0..30 */
+    const void *arg_bytes;                 /* one packed argument block (setBytes), may be NULL */
+    uint32_t arg_length;                   /* <= 4096 */
+    uint32_t arg_slot;                     /* [[buffer(i)]] index of the argument block */
+    uint32_t threadgroup_memory_count;
+    uint32_t *threadgroup_memory_lengths;  /* bytes for [[threadgroup(i)]], i < count */
+    uint32_t groups[3];                    /* threadgroups per grid */
+    uint32_t threads[3];                   /* threads per threadgroup */
+    const char *label;                     /* names the kernel in errors; NULL = the MSL function name */
+} nm_dispatch_desc;
+
+/* ---- library ---- */
+uint32_t nm_abi_version(void);
+const char *nm_last_error(void);            /* this thread's message for its last failed call */
+uint64_t nm_now_ns(void);                   /* host monotonic clock, the base of work timestamps */
+
+/* ---- devices ---- */
+int32_t nm_device_count(void);              /* Metal devices first, then the CPU reference device */
+nm_status nm_device_get_info(int32_t index, nm_device_info *out);
+nm_status nm_device_open(int32_t index, nm_device **out);
+void nm_device_release(nm_device *device);
+nm_status nm_device_get_stats(nm_device *device, nm_device_stats *out);
+
+/* ---- buffers (shared storage: the host pointer is valid for the buffer's life) ---- */
+nm_status nm_buffer_new(nm_device *device, uint64_t length, nm_buffer **out);      /* zero-filled */
+nm_status nm_buffer_wrap(nm_device *device, void *host, uint64_t length, nm_buffer **out);
+                                            /* host must be page-aligned; no copy; the caller keeps the
+                                               memory alive until the buffer is released */
+void nm_buffer_release(nm_buffer *buffer);
+void *nm_buffer_contents(nm_buffer *buffer);
+uint64_t nm_buffer_length(nm_buffer *buffer);
+nm_status nm_buffer_write(nm_buffer *buffer, uint64_t offset, const void *src, uint64_t n);
+nm_status nm_buffer_read(nm_buffer *buffer, uint64_t offset, void *dst, uint64_t n);
+                                            /* write/read are immediate host copies: wait for the work
+                                               that uses the range first */
+
+/* ---- pipelines ---- */
+nm_status nm_pipeline_new(nm_device *device, const char *msl_source, const char *kernel_name,
+                          const nm_compile_options *options, nm_pipeline **out);
+void nm_pipeline_release(nm_pipeline *pipeline);
+nm_status nm_pipeline_get_info(nm_pipeline *pipeline, nm_pipeline_info *out);
+
+/* ---- queues (one per stream); work on one queue runs in submission order ---- */
+nm_status nm_queue_new(nm_device *device, nm_queue **out);
+void nm_queue_release(nm_queue *queue);     /* waits for outstanding work first */
+nm_status nm_queue_dispatch(nm_queue *queue, const nm_dispatch_desc *desc, uint64_t *work_id);
+                                            /* validated before anything is queued; asynchronous */
+nm_status nm_queue_copy(nm_queue *queue, nm_buffer *src, uint64_t src_offset,
+                        nm_buffer *dst, uint64_t dst_offset, uint64_t n, uint64_t *work_id);
+nm_status nm_queue_fill(nm_queue *queue, nm_buffer *buffer, uint64_t offset, uint64_t n,
+                        uint8_t value, uint64_t *work_id);
+nm_status nm_queue_marker(nm_queue *queue, uint64_t *work_id);
+                                            /* completes when all earlier work on the queue has */
+nm_status nm_queue_wait_for(nm_queue *queue, nm_queue *other, uint64_t other_work_id);
+                                            /* later work on queue starts after other's work_id completes */
+nm_status nm_queue_flush(nm_queue *queue);  /* submit encoded work without waiting */
+nm_status nm_queue_wait(nm_queue *queue);   /* flush, then wait for all submitted work; NM_ERR_EXECUTION
+                                               names the first kernel that failed since the last wait */
+nm_status nm_queue_query(nm_queue *queue, uint64_t work_id, int32_t *done);
+nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start_ns, uint64_t *end_ns);
+                                            /* device start/end of completed work, in nm_now_ns's base */
+
+/* END CDEF */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NUMBA_METAL_RUNTIME_H */
