@@ -1,0 +1,57 @@
+"""Lowering of calls: kernel-API stubs and Python builtins (through the lowering registry), NumPy
+scalar constructors, and device functions."""
+
+from __future__ import annotations
+
+from numba.core import types
+
+from .lowering import Value, registry as lowerings
+
+
+def lower_call(lc, expr, target) -> Value | None:
+    if expr.vararg is not None or getattr(expr, "varkwarg", None) is not None:
+        lc.error("calls with *args or **kwargs are not supported in Metal kernels")
+    sig = lc.calltypes.get(expr)
+    fnty = lc.typemap[expr.func.name]
+    callee = lc.resolve(expr.func)
+    args = [lc.value(a) for a in expr.args]
+    kws = {name: lc.value(v) for name, v in expr.kws}
+
+    fn = lowerings.find_call(callee)
+    lc.callee = callee
+    if fn is not None:
+        if kws:
+            return fn(lc, sig, args, **kws)
+        return fn(lc, sig, args)
+    if getattr(callee, "_numba_metal_device_function", False):
+        return lower_device_call(lc, callee, sig, args, kws)
+    if isinstance(fnty, types.NumberClass):
+        if len(args) != 1 or kws:
+            lc.error(f"{fnty.instance_type}() takes exactly one argument in a Metal kernel")
+        rt = sig.return_type
+        return Value(lc.cast(args[0], rt), rt)
+    name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", None) or repr(callee)
+    module = getattr(callee, "__module__", None)
+    if module and module not in ("builtins",):
+        name = f"{module}.{name}"
+    hint = ""
+    if callable(callee) and hasattr(callee, "py_func"):
+        hint = ("; to call a Numba-compiled function from a kernel, decorate it with "
+                "@metal.jit(device=True)")
+    elif callable(callee):
+        hint = "; to call your own function from a kernel, decorate it with @metal.jit(device=True)"
+    lc.error(f"calling {name} is not supported in Metal kernels{hint}")
+
+
+def lower_device_call(lc, devfn, sig, args, kws) -> Value | None:
+    if kws:
+        lc.error("keyword arguments to device functions are not supported; pass them positionally")
+    argtypes = tuple(types.unliteral(t) for t in sig.args)
+    name, rtype = lc.module.device_function(devfn, argtypes)
+    from numba_metal.compiler import msl
+    actual = [lc.cast(a, t) for a, t in zip(args, argtypes) if lc.module.type_name(t) is not None]
+    call = f"{name}({', '.join([msl.CTX_PARAM] + actual)})"
+    if isinstance(rtype, types.NoneType):
+        lc.emit(call + ";")
+        return None
+    return Value(call, rtype)

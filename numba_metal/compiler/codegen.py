@@ -1,0 +1,818 @@
+"""Typed Numba IR → MSL source.
+
+``ModuleBuilder`` is one MSL translation unit (prelude sections, type definitions, device functions,
+the kernel). ``FunctionLowering`` turns one typed function into MSL: it structures the control-flow
+graph (``structurize``), declares one MSL local per IR variable (the IR is not in SSA form, so there
+is nothing to destroy) and lowers each statement. Spellings come from :mod:`.msl`; calls and
+attributes of the kernel API come from :mod:`.lowering`'s registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+
+from numba.core import ir, types
+
+from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
+
+from . import msl
+from .frontend import TypedFunction, loc_of
+from .lowering import Value, registry as lowerings
+from .plan import ArgField, ArrayBinding, LaunchPlan
+from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
+                          StructureError, structurize)
+
+#: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
+_COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
+                      types.BoundFunction, types.DType, types.StringLiteral, types.UnicodeType,
+                      types.Omitted, types.Dummy, types.NoneType, types.TypeRef, types.Macro,
+                      types.Opaque, types.EnumClass, types.Callable)
+
+
+class ModuleBuilder:
+    """Collects everything one MSL translation unit needs, then renders it in dependency order."""
+
+    def __init__(self, *, debug: bool = False, fastmath: bool = False):
+        self.debug = debug
+        self.fastmath = fastmath
+        self.snippets: set[str] = {"base", "ctx"}
+        self.uses_mathlib = False
+        self._type_names: dict = {}
+        self._struct_defs: list[str] = []
+        self._functions: list[str] = []
+        self._device_functions: dict = {}
+        self._in_progress: set = set()
+        self.kernel_text = ""
+        self.array_names: list[str] = []
+        self.lines: dict[int, tuple[str, int]] = {}
+
+    # -- prelude ---------------------------------------------------------------------------
+
+    def need(self, snippet: str) -> None:
+        if snippet in msl.MATHLIB_FUNCTIONS or snippet == "mathlib":
+            self.uses_mathlib = True
+        else:
+            self.snippets.add(snippet)
+
+    # -- types -----------------------------------------------------------------------------
+
+    def type_name(self, ty) -> str | None:
+        """MSL spelling of a Numba type, defining a struct for it if needed; None if the type has no
+        run-time representation (modules, functions, classes...)."""
+        if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
+            ty = ty.literal_type
+        name = msl.scalar_type(ty)
+        if name is not None:
+            return name
+        if isinstance(ty, _COMPILE_TIME_ONLY) or _is_kernel_api_type(ty):
+            return None
+        key = ty
+        if key in self._type_names:
+            return self._type_names[key]
+        if isinstance(ty, types.Array):
+            self.need("array")
+            elem = self.element_type_name(ty.dtype, ty)
+            name = f"nm_arr<{msl.pointer(array_space(ty), elem)}, {ty.ndim}>"
+        elif isinstance(ty, types.BaseTuple):
+            members = [self.type_name(t) for t in ty.types]
+            if any(m is None for m in members):
+                raise UnsupportedFeatureError(f"a tuple holding {ty} cannot be used at run time in a kernel")
+            name = f"nm_tuple{len(self._struct_defs)}"
+            fields = "".join(f" {m} f{i};" for i, m in enumerate(members))
+            self._struct_defs.append(f"struct {name} {{{fields} }};")
+        elif isinstance(ty, types.Pair):
+            self.need("pair")
+            name = f"nm_pair<{self.require_type(ty.first_type)}, {self.require_type(ty.second_type)}>"
+        elif isinstance(ty, types.RangeType):
+            self.need("range")
+            name = f"nm_range<{self.require_type(ty.dtype)}>"
+        elif isinstance(ty, types.RangeIteratorType):
+            self.need("range")
+            name = f"nm_range_iter<{self.require_type(ty.yield_type)}>"
+        elif isinstance(ty, types.UniTupleIter):
+            tup = self.require_type(ty.container)
+            name = f"nm_tupleiter{len(self._struct_defs)}"
+            self._struct_defs.append(f"struct {name} {{ {tup} t; long i; }};")
+        else:
+            raise UnsupportedFeatureError(f"values of type {ty} are not supported in Metal kernels")
+        self._type_names[key] = name
+        return name
+
+    def require_type(self, ty) -> str:
+        name = self.type_name(ty)
+        if name is None:
+            raise UnsupportedFeatureError(f"values of type {ty} cannot be used at run time in a kernel")
+        return name
+
+    def element_type_name(self, dtype, arrty=None) -> str:
+        name = msl.scalar_type(dtype)
+        if name is None or dtype == types.float64:
+            what = f"arrays of {dtype}"
+            hint = "; use float32" if dtype == types.float64 else ""
+            raise UnsupportedFeatureError(f"{what} are not supported on Metal (Apple GPUs have no float64)"
+                                          f"{hint}" if dtype == types.float64 else
+                                          f"{what} are not supported in Metal kernels")
+        return name
+
+    # -- functions -------------------------------------------------------------------------
+
+    def device_function(self, devfn, argtypes) -> tuple[str, types.Type]:
+        """Lower a device function for ``argtypes`` into this module (once); returns (name, return type)."""
+        key = (devfn, tuple(argtypes))
+        if key in self._device_functions:
+            return self._device_functions[key]
+        tf = devfn.typed(tuple(argtypes))
+        name = "nm_f_" + _mangle(tf.name, argtypes)
+        lowering = FunctionLowering(self, tf, kind="device", name=name)
+        text = lowering.lower()
+        self._device_functions[key] = (name, tf.return_type)
+        self._functions.append(text)
+        return name, tf.return_type
+
+    def render(self) -> str:
+        parts = [msl.HEADER]
+        for snippet in msl.PRELUDE.closure(self.snippets):
+            parts.append(msl.PRELUDE.text(snippet))
+        if self.uses_mathlib:
+            parts.append(_mathlib_text())
+        parts.extend(d + "\n" for d in self._struct_defs)
+        parts.extend(f + "\n" for f in self._functions)
+        parts.append(self.kernel_text)
+        return "\n".join(p.rstrip("\n") for p in parts if p) + "\n"
+
+
+def _mathlib_text() -> str:
+    import os
+    with open(os.path.join(os.path.dirname(__file__), "mathlib.metal"), encoding="utf-8") as f:
+        return f.read()
+
+
+def array_space(ty) -> str:
+    """Address space of an array type's data: kernel-API array types say theirs, others are device."""
+    return getattr(ty, "address_space", "device")
+
+
+def _is_kernel_api_type(ty) -> bool:
+    return getattr(ty, "compile_time_only", False)
+
+
+def _mangle(name: str, argtypes) -> str:
+    digest = hashlib.sha1(repr(tuple(str(t) for t in argtypes)).encode()).hexdigest()[:8]
+    return msl.identifier(name, prefix="") + "_" + digest
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+_BINOPS = {
+    operator.add: "+", operator.iadd: "+", operator.sub: "-", operator.isub: "-",
+    operator.mul: "*", operator.imul: "*", operator.truediv: "/", operator.itruediv: "/",
+    operator.floordiv: "//", operator.ifloordiv: "//", operator.mod: "%", operator.imod: "%",
+    operator.pow: "**", operator.ipow: "**", operator.lshift: "<<", operator.ilshift: "<<",
+    operator.rshift: ">>", operator.irshift: ">>", operator.and_: "&", operator.iand: "&",
+    operator.or_: "|", operator.ior: "|", operator.xor: "^", operator.ixor: "^",
+    operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
+    operator.ne: "!=",
+}
+
+_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not"}
+
+
+class FunctionLowering:
+    """Lowers one typed function (a kernel or a device function) to MSL text."""
+
+    def __init__(self, module: ModuleBuilder, tf: TypedFunction, *, kind: str, name: str,
+                 plan: LaunchPlan | None = None):
+        self.module = module
+        self.tf = tf
+        self.kind = kind
+        self.name = name
+        self.plan = plan
+        self.typemap = tf.typemap
+        self.calltypes = tf.calltypes
+        self.func_ir = tf.func_ir
+        self.loc = None
+        self._lines: list[str] = []
+        self._indent = 1
+        self._names: dict[str, str] = {}
+        self._tmp_count = 0
+        self._decls: list[str] = []
+        self._uses_flag = False
+        self._params: list[str] = []
+        self._entry: list[str] = []
+        self.callee = None
+
+    # -- the lowering-context API used by kernel-API lowerings -------------------------------
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind == "kernel"
+
+    @property
+    def debug(self) -> bool:
+        return self.module.debug
+
+    def error(self, message: str, cls=UnsupportedFeatureError):
+        raise cls(message, loc_of(self.loc) or self.tf.location)
+
+    def need(self, snippet: str) -> None:
+        self.module.need(snippet)
+
+    def msl_type(self, ty) -> str:
+        try:
+            return self.module.require_type(ty)
+        except UnsupportedFeatureError as e:
+            self.error(e.message)
+
+    def ctx(self, field: str) -> str:
+        return f"{msl.CTX_PARAM}.{field}"
+
+    def emit(self, line: str) -> None:
+        self._lines.append("    " * self._indent + line)
+
+    def tmp(self, ty, init: str | None = None) -> str:
+        self._tmp_count += 1
+        name = f"nm_t{self._tmp_count}"
+        self._decls.append(f"{self.msl_type(ty)} {name}{{}};")
+        if init is not None:
+            self.emit(f"{name} = {init};")
+        return name
+
+    def declare(self, decl: str) -> None:
+        """A declaration at the top of the function body (e.g. a threadgroup array)."""
+        self._decls.append(decl)
+
+    def line(self) -> int:
+        return self.loc.line if self.loc is not None else 0
+
+    def cast(self, value: Value, to) -> str:
+        return cast_expr(self, value, to)
+
+    def resolve_current_callee(self):
+        """The Python object whose call is being lowered (for lowerings shared by several stubs)."""
+        return self.callee
+
+    # -- driver ----------------------------------------------------------------------------
+
+    def lower(self) -> str:
+        blocks = self.func_ir.blocks
+        succs = {}
+        for label, block in blocks.items():
+            term = block.terminator
+            if isinstance(term, ir.Jump):
+                succs[label] = [term.target]
+            elif isinstance(term, ir.Branch):
+                succs[label] = [term.truebr, term.falsebr]
+            else:
+                succs[label] = []
+        entry = min(blocks)
+        reachable = _reachable(entry, succs)
+        succs = {k: v for k, v in succs.items() if k in reachable}
+        self._check_statements(reachable)
+        try:
+            tree = structurize(entry, succs)
+        except StructureError as e:
+            self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
+        self._declare_variables()
+        signature = self._signature()
+        self._emit_tree(tree)
+        body = []
+        body.extend(self._entry)
+        body.extend("    " + d for d in self._decls)
+        if self._uses_flag:
+            body.append(f"    int {msl.FLAG_VAR} = 0;")
+        body.extend(self._lines)
+        return signature + " {\n" + "\n".join(body) + "\n}\n"
+
+    def _check_statements(self, labels) -> None:
+        """Refuse statements with no Metal meaning before generating anything, naming the line."""
+        for label in labels:
+            for stmt in self.func_ir.blocks[label].body:
+                self.loc = stmt.loc
+                if isinstance(stmt, (ir.Raise, ir.StaticRaise, ir.TryRaise, ir.StaticTryRaise)) or \
+                        type(stmt).__name__ in ("DynamicRaise", "DynamicTryRaise"):
+                    self.error("`raise` and `assert` are not supported in Metal kernels "
+                               "(a GPU thread cannot raise); check the condition on the host or "
+                               "write an error flag to an array")
+                if isinstance(stmt, ir.Print):
+                    self.error("print() is not supported in Metal kernels; write values to an "
+                               "output array and print them on the host")
+                if isinstance(stmt, (ir.EnterWith, ir.PopBlock)):
+                    self.error("`with` blocks are not supported in Metal kernels")
+                if isinstance(stmt, ir.SetAttr):
+                    self.error(f"setting attribute '{stmt.attr}' is not supported in Metal kernels")
+                if isinstance(stmt, ir.Return) and self.is_kernel:
+                    rt = self.typemap.get(stmt.value.name)
+                    if rt is not None and not isinstance(rt, types.NoneType):
+                        self.error("a @metal.jit kernel cannot return a value; write results to an "
+                                   "output array (device functions, @metal.jit(device=True), may return values)")
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
+                    op = stmt.value.op
+                    if op == "make_function":
+                        self.error("functions defined inside a kernel (closures, lambdas) are not "
+                                   "supported; define a @metal.jit(device=True) function at module level")
+                    if op in ("build_list", "build_map", "build_set", "list_comprehension"):
+                        kind = {"build_list": "lists", "build_map": "dicts", "build_set": "sets",
+                                "list_comprehension": "list comprehensions"}[op]
+                        self.error(f"{kind} are not supported in Metal kernels; use tuples, "
+                                   "metal.local.array or arrays passed in as arguments")
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Yield):
+                    self.error("generators (yield) are not supported in Metal kernels")
+        self.loc = None
+
+    # -- variables -------------------------------------------------------------------------
+
+    def var(self, name: str) -> str:
+        ident = self._names.get(name)
+        if ident is None:
+            ident = msl.identifier(name)
+            while ident in self._names.values():
+                ident += "_"
+            self._names[name] = ident
+        return ident
+
+    def value(self, var: ir.Var) -> Value:
+        return Value(self.var(var.name), self.typemap[var.name])
+
+    def _declare_variables(self) -> None:
+        argnames = set(self.tf.arg_names)
+        for name in sorted(self.typemap):
+            ty = self.typemap[name]
+            self.loc = None
+            try:
+                tname = self.module.type_name(ty)
+            except UnsupportedFeatureError as e:
+                self._raise_at_definition(name, e)
+            if tname is None:
+                continue
+            self._decls.append(f"{tname} {self.var(name)}{{}};")
+        del argnames
+
+    def _raise_at_definition(self, name, exc):
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and stmt.target.name == name:
+                    raise UnsupportedFeatureError(exc.message, loc_of(stmt.loc)) from None
+        raise exc
+
+    # -- signature -------------------------------------------------------------------------
+
+    def _signature(self) -> str:
+        if self.is_kernel:
+            return self._kernel_signature()
+        params = [f"thread const {msl.CTX_TYPE}& {msl.CTX_PARAM}"]
+        for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            tname = self.module.type_name(ty)
+            if tname is None:
+                continue
+            params.append(f"{tname} p{i}")
+        rty = self.tf.return_type
+        rname = "void" if isinstance(rty, types.NoneType) else self.msl_type(rty)
+        return f"{msl.DEVICE_FUNCTION_QUALIFIER} {rname} {self.name}({', '.join(params)})"
+
+    def _kernel_signature(self) -> str:
+        plan = self.plan
+        params = []
+        slot = 0
+        fields: list[ArgField] = []
+        for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            if isinstance(ty, types.Array):
+                elem = self.module.element_type_name(ty.dtype, ty)
+                params.append(f"{msl.pointer('device', elem)} nm_p{i} {msl.buffer_attribute(slot)}")
+                plan.arrays.append(ArrayBinding(i, slot, argname, str(ty.dtype), ty.ndim, ty.layout))
+                slot += 1
+                for k in range(ty.ndim):
+                    fields.append(ArgField(f"a{i}_shape{k}", i, ("shape", k), "long", 8, "q"))
+                for k in range(ty.ndim):
+                    fields.append(ArgField(f"a{i}_stride{k}", i, ("stride", k), "long", 8, "q"))
+                if ty.layout not in ("C", "F"):
+                    fields.append(ArgField(f"a{i}_origin", i, ("origin",), "long", 8, "q"))
+            else:
+                for path, sty in _flatten_scalars(ty):
+                    if sty == types.float64:
+                        raise UnsupportedFeatureError(
+                            f"argument '{argname}' is float64, which Apple GPUs do not have; pass "
+                            "np.float32 (a Python float is passed as float32)", self.tf.location)
+                    mtype = msl.scalar_type(sty)
+                    if mtype is None:
+                        raise UnsupportedFeatureError(
+                            f"argument '{argname}' of type {ty} is not supported by Metal kernels",
+                            self.tf.location)
+                    size, code = msl.SCALAR_LAYOUT[types.unliteral(sty)]
+                    suffix = "".join(f"_{p}" for p in path)
+                    what = ("item",) + path if path else ("value",)
+                    fields.append(ArgField(f"s{i}{suffix}", i, what, mtype, size, code))
+        if slot + (1 if fields else 0) + (1 if self.debug else 0) > msl_max_buffers():
+            raise UnsupportedFeatureError(
+                f"kernel {self.tf.name}() needs {slot} array buffers plus its argument block, more "
+                f"than Metal's {msl_max_buffers()} buffer slots; pass fewer arrays (e.g. stack them "
+                "into one 2-D array)", self.tf.location)
+        # Largest fields first: the struct then has no padding, so host and MSL agree on the layout.
+        fields.sort(key=lambda f: -f.size)
+        if fields:
+            plan.arg_slot = slot
+            slot += 1
+            struct_name = f"nm_args_{self.name}"
+            members = "\n".join(f"    {f.msl_type} {f.name};" for f in fields)
+            self.module._struct_defs.append(f"struct {struct_name} {{\n{members}\n}};")
+            params.append(f"constant {struct_name}& {msl.ARGS_PARAM} {msl.buffer_attribute(plan.arg_slot)}")
+            plan.fields = fields
+            plan.arg_format = "<" + "".join(f.code for f in fields)
+            size = sum(f.size for f in fields)
+            plan.arg_size = (size + 7) // 8 * 8 if any(f.size == 8 for f in fields) else size
+        if self.debug:
+            plan.error_slot = slot
+            params.append(f"device uint* nm_err {msl.buffer_attribute(slot)}")
+            slot += 1
+        if plan.dynamic_threadgroup_memory:
+            params.append(f"threadgroup uchar* nm_dynshared {msl.threadgroup_attribute(0)}")
+        for fieldname, mtype, attr in msl.KERNEL_BUILTINS:
+            params.append(f"{mtype} nm_b_{fieldname} {msl.builtin_attribute(attr)}")
+        entry = [f"    {msl.CTX_TYPE} {msl.CTX_PARAM};"]
+        for fieldname, _, _ in msl.KERNEL_BUILTINS:
+            entry.append(f"    {msl.CTX_PARAM}.{fieldname} = nm_b_{fieldname};")
+        entry.append(f"    {msl.CTX_PARAM}.err = {'nm_err' if self.debug else 'nullptr'};")
+        self._entry = entry
+        self._kernel_fields = fields
+        return f"{msl.KERNEL_QUALIFIER} {self.name}({', '.join(params)})"
+
+    def finish_kernel_params(self) -> None:
+        """Re-render the signature if lowering discovered dynamic shared memory (called by the driver)."""
+
+    # -- arguments -------------------------------------------------------------------------
+
+    def lower_arg(self, arg: ir.Arg) -> Value:
+        i = arg.index
+        ty = self.tf.argtypes[i]
+        if not self.is_kernel:
+            return Value(f"p{i}", ty)
+        if isinstance(ty, types.Array):
+            tname = self.msl_type(ty)
+            data = f"nm_p{i}"
+            if ty.layout not in ("C", "F"):
+                data = f"(nm_p{i} + {msl.ARGS_PARAM}.a{i}_origin)"
+            shape = ", ".join(f"{msl.ARGS_PARAM}.a{i}_shape{k}" for k in range(ty.ndim))
+            strides = ", ".join(f"{msl.ARGS_PARAM}.a{i}_stride{k}" for k in range(ty.ndim))
+            return Value(f"{tname}{{{data}, {{{shape}}}, {{{strides}}}}}", ty)
+        return Value(self._rebuild_scalar_arg(i, ty, ()), ty)
+
+    def _rebuild_scalar_arg(self, i, ty, path) -> str:
+        if isinstance(ty, types.BaseTuple):
+            tname = self.msl_type(ty)
+            items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
+            return f"{tname}{{{', '.join(items)}}}"
+        suffix = "".join(f"_{p}" for p in path)
+        return f"{msl.ARGS_PARAM}.s{i}{suffix}"
+
+    # -- structured control flow -----------------------------------------------------------
+
+    def _emit_tree(self, node) -> None:
+        if isinstance(node, Seq):
+            for item in node.items:
+                self._emit_tree(item)
+        elif isinstance(node, Code):
+            for stmt in self.func_ir.blocks[node.label].body[:-1]:
+                self.loc = stmt.loc
+                self.lower_stmt(stmt)
+        elif isinstance(node, If):
+            term = self.func_ir.blocks[node.label].terminator
+            self.loc = term.loc
+            cond = truth(self, self.value(term.cond))
+            self.emit(f"if ({cond}) {{")
+            self._nested(node.then)
+            if node.else_.items:
+                self.emit("} else {")
+                self._nested(node.else_)
+            self.emit("}")
+        elif isinstance(node, Loop):
+            self.emit("while (true) {")
+            self._nested(node.body)
+            self.emit("}")
+        elif isinstance(node, DoOnce):
+            self.emit("do {")
+            self._nested(node.body)
+            self.emit("} while (false);")
+        elif isinstance(node, Break):
+            self.emit("break;")
+        elif isinstance(node, Continue):
+            self.emit("continue;")
+        elif isinstance(node, SetFlag):
+            self._uses_flag = True
+            self.emit(f"{msl.FLAG_VAR} = {node.value};")
+        elif isinstance(node, IfFlag):
+            self._uses_flag = True
+            self.emit(f"if ({msl.FLAG_VAR} == {node.value}) {{")
+            self._nested(node.then)
+            if node.else_.items:
+                self.emit("} else {")
+                self._nested(node.else_)
+            self.emit("}")
+        elif isinstance(node, FunctionEnd):
+            term = self.func_ir.blocks[node.label].terminator
+            self.loc = term.loc
+            self._lower_exit(term)
+        else:  # pragma: no cover - the structurizer's node set is closed
+            raise KernelCompilationError(f"internal error: unknown structured node {node!r}")
+
+    def _nested(self, seq) -> None:
+        self._indent += 1
+        self._emit_tree(seq)
+        self._indent -= 1
+
+    def _lower_exit(self, term) -> None:
+        if isinstance(term, ir.Return):
+            rty = self.tf.return_type
+            if self.is_kernel or isinstance(rty, types.NoneType):
+                self.emit("return;")
+            else:
+                self.emit(f"return {self.cast(self.value(term.value), rty)};")
+        else:
+            self.error("`raise` is not supported in Metal kernels")
+
+    # -- statements ------------------------------------------------------------------------
+
+    def lower_stmt(self, stmt) -> None:
+        if isinstance(stmt, ir.Assign):
+            self._lower_assign(stmt)
+        elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+            from .arrays import lower_setitem
+            lower_setitem(self, stmt)
+        elif isinstance(stmt, ir.Del):
+            pass
+        else:
+            self.error(f"the statement `{stmt}` is not supported in Metal kernels")
+
+    def _lower_assign(self, stmt: ir.Assign) -> None:
+        target = stmt.target
+        tty = self.typemap[target.name]
+        tname = self.module.type_name(tty)
+        value = stmt.value
+        if tname is None:
+            # A compile-time-only value (a module, a function, a class): nothing to emit. Calls
+            # that return nothing still have to run.
+            if isinstance(value, ir.Expr) and value.op == "call":
+                result = self.lower_expr(value, target)
+                if result is not None and result.expr:
+                    self.emit(f"{result.expr};")
+            return
+        result = self.lower_value(value, target)
+        if result is None:
+            return
+        self.emit(f"{self.var(target.name)} = {self.cast(result, tty)};")
+
+    def lower_value(self, value, target) -> Value | None:
+        if isinstance(value, ir.Var):
+            return self.value(value)
+        if isinstance(value, ir.Arg):
+            return self.lower_arg(value)
+        if isinstance(value, (ir.Global, ir.FreeVar)):
+            fn = lowerings.find_value(value.value)
+            if fn is not None:
+                return fn(self, self.typemap[target.name])
+        if isinstance(value, (ir.Const, ir.Global, ir.FreeVar)):
+            return self.lower_constant(value.value, self.typemap[target.name])
+        if isinstance(value, ir.Expr):
+            return self.lower_expr(value, target)
+        self.error(f"`{value}` is not supported in Metal kernels")
+
+    def lower_constant(self, pyvalue, ty) -> Value:
+        from .constants import lower_constant
+        return lower_constant(self, pyvalue, ty)
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def lower_expr(self, expr: ir.Expr, target) -> Value | None:
+        from . import arrays, operators
+        op = expr.op
+        if op in ("binop", "inplace_binop"):
+            fn = expr.fn if op == "binop" else expr.immutable_fn
+            sig = self.calltypes[expr]
+            return operators.lower_binop(self, _BINOPS.get(fn, fn), sig, self.value(expr.lhs),
+                                         self.value(expr.rhs))
+        if op == "unary":
+            sig = self.calltypes[expr]
+            fn = _UNARY.get(expr.fn, expr.fn)
+            return operators.lower_unary(self, fn, sig, self.value(expr.value))
+        if op == "call":
+            return self.lower_call(expr, target)
+        if op == "getattr":
+            return self.lower_getattr(expr, target)
+        if op in ("getitem", "static_getitem", "typed_getitem"):
+            return arrays.lower_getitem(self, expr, target)
+        if op == "build_tuple":
+            tty = self.typemap[target.name]
+            items = [self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
+            return Value(f"{self.msl_type(tty)}{{{', '.join(items)}}}", tty)
+        if op == "exhaust_iter":
+            return self.value(expr.value)
+        if op == "pair_first":
+            return Value(f"{self.var(expr.value.name)}.first", self.typemap[expr.value.name].first_type)
+        if op == "pair_second":
+            return Value(f"{self.var(expr.value.name)}.second", self.typemap[expr.value.name].second_type)
+        if op == "getiter":
+            return self.lower_getiter(expr, target)
+        if op == "iternext":
+            return self.lower_iternext(expr, target)
+        if op == "cast":
+            return self.value(expr.value)
+        self.error(f"the expression `{expr}` ({op}) is not supported in Metal kernels")
+
+    def lower_getiter(self, expr, target) -> Value:
+        src = self.value(expr.value)
+        tty = self.typemap[target.name]
+        if isinstance(src.type, types.RangeType):
+            return Value(f"nm_getiter({src.expr})", tty)
+        if isinstance(src.type, types.UniTuple):
+            return Value(f"{self.msl_type(tty)}{{{src.expr}, 0l}}", tty)
+        self.error(f"iterating over {src.type} is not supported in Metal kernels; iterate over a "
+                   "range() or a tuple")
+
+    def lower_iternext(self, expr, target) -> Value:
+        it = self.value(expr.value)
+        tty = self.typemap[target.name]
+        if isinstance(it.type, types.RangeIteratorType):
+            return Value(f"nm_iternext({it.expr})", tty)
+        if isinstance(it.type, types.UniTupleIter):
+            n = it.type.container.count
+            pair = self.tmp(tty)
+            self.emit(f"{pair}.second = {it.expr}.i < {n}l;")
+            self.emit(f"if ({pair}.second) {{")
+            self._indent += 1
+            item = tuple_item(self, Value(f"{it.expr}.t", it.type.container), f"{it.expr}.i")
+            self.emit(f"{pair}.first = {item};")
+            self.emit(f"{it.expr}.i += 1l;")
+            self._indent -= 1
+            self.emit("}")
+            return Value(pair, tty)
+        self.error(f"iterating over {it.type} is not supported in Metal kernels")
+
+    def resolve(self, var: ir.Var):
+        """The compile-time Python object a variable holds (a function, module, stub), or raise."""
+        defs = self.func_ir._definitions.get(var.name, [])
+        if len(defs) != 1:
+            self.error(f"cannot tell at compile time which function '{var.name}' is")
+        d = defs[0]
+        if isinstance(d, ir.Var):
+            return self.resolve(d)
+        if isinstance(d, (ir.Global, ir.FreeVar, ir.Const)):
+            return d.value
+        if isinstance(d, ir.Expr) and d.op == "getattr":
+            base = self.resolve(d.value)
+            return getattr(base, d.attr)
+        self.error(f"cannot tell at compile time which function '{var.name}' is; call functions by name")
+
+    def lower_call(self, expr: ir.Expr, target) -> Value | None:
+        from .calls import lower_call
+        return lower_call(self, expr, target)
+
+    def lower_getattr(self, expr: ir.Expr, target) -> Value | None:
+        base = self.value(expr.value)
+        tty = self.typemap[target.name]
+        if isinstance(base.type, types.Module):
+            obj = getattr(base.type.pymod, expr.attr)
+            fn = lowerings.find_value(obj)
+            if fn is not None:
+                return fn(self, tty)
+            if self.module.type_name(tty) is None:
+                return None
+            return self.lower_constant(obj, tty)
+        fn = lowerings.find_attribute(base.type, expr.attr)
+        if fn is not None:
+            return fn(self, base, expr.attr, tty)
+        if isinstance(base.type, types.Array):
+            from .arrays import lower_array_attribute
+            return lower_array_attribute(self, base, expr.attr, tty)
+        if isinstance(base.type, types.BaseTuple) and self.module.type_name(tty) is None:
+            return None
+        self.error(f"attribute '{expr.attr}' of {base.type} is not supported in Metal kernels")
+
+
+def msl_max_buffers() -> int:
+    return 31
+
+
+def _flatten_scalars(ty, path=()):
+    if isinstance(ty, types.BaseTuple):
+        for k, t in enumerate(ty.types):
+            yield from _flatten_scalars(t, path + (k,))
+    else:
+        yield path, types.unliteral(ty)
+
+
+def _reachable(entry, succs):
+    seen = set()
+    stack = [entry]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(succs.get(n, ()))
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversions and truth values (Numba's rules; float64 is float32 on Metal).
+# ---------------------------------------------------------------------------------------------
+
+
+def cast_expr(lc: FunctionLowering, value: Value, to) -> str:
+    frm = types.unliteral(value.type)
+    to = types.unliteral(to)
+    if frm == to:
+        return value.expr
+    if isinstance(to, types.Boolean):
+        return truth(lc, value)
+    src = msl.scalar_type(frm)
+    dst = msl.scalar_type(to)
+    if src is not None and dst is not None:
+        if src == dst:
+            return value.expr
+        return f"{dst}({value.expr})"
+    if isinstance(to, types.BaseTuple) and isinstance(frm, types.BaseTuple) and len(to) == len(frm):
+        src_name = lc.msl_type(frm)
+        tmp = lc.tmp(frm, value.expr) if not _is_simple(value.expr) else value.expr
+        del src_name
+        items = [cast_expr(lc, Value(f"{tmp}.f{k}", ft), tt) for k, (ft, tt) in enumerate(zip(frm.types, to.types))]
+        return f"{lc.msl_type(to)}{{{', '.join(items)}}}"
+    if isinstance(to, types.Array) and isinstance(frm, types.Array):
+        if lc.msl_type(to) == lc.msl_type(frm):
+            return value.expr
+    if isinstance(to, types.RangeType) and isinstance(frm, types.RangeType):
+        t = lc.msl_type(to.dtype)
+        return (f"{lc.msl_type(to)}{{{t}({value.expr}.start), {t}({value.expr}.stop), "
+                f"{t}({value.expr}.step)}}")
+    if isinstance(to, types.Optional) or isinstance(frm, types.Optional):
+        lc.error("a value that may be None is not supported in Metal kernels")
+    if lc.module.type_name(to) is not None and lc.module.type_name(to) == lc.module.type_name(frm):
+        return value.expr
+    lc.error(f"cannot convert {frm} to {to} in a Metal kernel")
+
+
+def _is_simple(expr: str) -> bool:
+    return expr.replace("_", "").replace(".", "").isalnum()
+
+
+def truth(lc: FunctionLowering, value: Value) -> str:
+    ty = types.unliteral(value.type)
+    if isinstance(ty, types.Boolean):
+        return value.expr
+    if isinstance(ty, types.Integer):
+        return f"({value.expr} != 0)"
+    if isinstance(ty, types.Float):
+        return f"({value.expr} != 0.0f)" if ty != types.float16 else f"({value.expr} != half(0.0f))"
+    if isinstance(ty, types.NoneType):
+        return "false"
+    if isinstance(ty, types.BaseTuple):
+        return "true" if len(ty) else "false"
+    lc.error(f"the truth value of {ty} is not defined in Metal kernels")
+
+
+def tuple_item(lc: FunctionLowering, tup: Value, index_expr: str) -> str:
+    """Element ``index_expr`` (a run-time integer, negative wraps) of a homogeneous tuple."""
+    n = tup.type.count
+    if n == 0:
+        lc.error("indexing an empty tuple")
+    idx = lc.tmp(types.int64, f"nm_wrap(long({index_expr}), {n}l)")
+    lc.need("array")
+    expr = f"{tup.expr}.f{n - 1}"
+    for k in range(n - 2, -1, -1):
+        expr = f"({idx} == {k}l ? {tup.expr}.f{k} : {expr})"
+    return expr
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def lower_kernel(tf: TypedFunction, *, debug: bool = False, fastmath: bool = False,
+                 entry_name: str | None = None) -> tuple[str, LaunchPlan]:
+    """MSL source and launch plan of a kernel."""
+    module = ModuleBuilder(debug=debug, fastmath=fastmath)
+    name = entry_name or ("nm_" + _mangle(tf.name, tf.argtypes))
+    plan = LaunchPlan(entry_name=name)
+    lowering = FunctionLowering(module, tf, kind="kernel", name=name, plan=plan)
+    text = lowering.lower()
+    if plan.dynamic_threadgroup_memory and "nm_dynshared" not in text.split("{", 1)[0]:
+        # Dynamic shared memory was discovered while lowering the body: re-render the signature.
+        lowering2 = FunctionLowering(ModuleBuilder(debug=debug, fastmath=fastmath), tf, kind="kernel",
+                                     name=name, plan=LaunchPlan(entry_name=name,
+                                                                dynamic_threadgroup_memory=True))
+        module = lowering2.module
+        text = lowering2.lower()
+        plan = lowering2.plan
+    module.kernel_text = text
+    plan.array_names = module.array_names
+    plan.lines = module.lines
+    return module.render(), plan
+
+
+def lower_device_function(tf: TypedFunction, devfn=None, *, fastmath: bool = False) -> str:
+    """MSL source of a device function on its own (for `compile_msl(..., device=True)`)."""
+    module = ModuleBuilder(fastmath=fastmath)
+    name = "nm_f_" + _mangle(tf.name, tf.argtypes)
+    lowering = FunctionLowering(module, tf, kind="device", name=name)
+    module._functions.append(lowering.lower())
+    return module.render()

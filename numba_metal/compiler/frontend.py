@@ -1,0 +1,161 @@
+"""Python function → typed Numba IR.
+
+Runs Numba's bytecode analysis and the untyped rewrites numba-metal wants, then Numba's type inference
+with the metal typing context. SSA reconstruction is deliberately not run: every IR variable is a plain
+mutable local, which maps one-to-one onto an MSL local, so no phi destruction is ever needed.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from numba.core import bytecode, errors as numba_errors, interpreter, ir, postproc, types
+from numba.core.analysis import dead_branch_prune, rewrite_semantic_constants
+from numba.core.rewrites.ir_print import RewritePrintCalls
+from numba.core.rewrites.static_binop import DetectStaticBinops
+from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteConstSetitems
+from numba.core.rewrites.static_raise import RewriteConstRaises
+from numba.core.typed_passes import type_inference_stage
+
+from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
+
+from .typing import TARGET_CONTEXT, typing_context
+
+_UNTYPED_REWRITES = (RewriteConstGetitems, RewriteConstSetitems, RewriteConstRaises, DetectStaticBinops,
+                     RewritePrintCalls)
+
+
+@dataclass
+class TypedFunction:
+    """A Python function with its typed Numba IR: the compiler's input."""
+
+    pyfunc: object
+    func_ir: ir.FunctionIR
+    typemap: dict
+    calltypes: dict
+    return_type: types.Type
+    argtypes: tuple
+    arg_names: tuple
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.func_ir.func_id.func_name
+
+    @property
+    def location(self) -> tuple[str, int]:
+        return source_location(self.pyfunc)
+
+
+def source_location(pyfunc) -> tuple[str, int]:
+    """(file, first line) of a Python function, for error messages."""
+    code = getattr(pyfunc, "__code__", None)
+    if code is None:
+        return ("<unknown>", 0)
+    return (code.co_filename, code.co_firstlineno)
+
+
+def loc_of(loc) -> tuple[str, int] | None:
+    """A Numba ``ir.Loc`` as (file, line), or None."""
+    if loc is None:
+        return None
+    return (loc.filename, loc.line)
+
+
+def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
+    """Untyped Numba IR of ``pyfunc``, with constant rewrites and dead-branch pruning applied."""
+    if not inspect.isfunction(pyfunc):
+        raise UnsupportedFeatureError(
+            f"{pyfunc!r} is not a Python function; @metal.jit compiles plain `def` functions")
+    try:
+        func_id = bytecode.FunctionIdentity.from_function(pyfunc)
+        func_ir = interpreter.Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
+        postproc.PostProcessor(func_ir).run(False)
+    except numba_errors.UnsupportedBytecodeError as e:
+        raise UnsupportedFeatureError(_first_line(e) + "; kernels may use only the constructs listed "
+                                      "in docs/supported-features.md", loc_of(getattr(e, "loc", None))
+                                      or source_location(pyfunc)) from None
+    except numba_errors.NumbaError as e:
+        raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
+                                      or source_location(pyfunc)) from None
+    if func_ir.arg_count != len(argtypes):
+        raise KernelCompilationError(
+            f"{pyfunc.__name__}() takes {func_ir.arg_count} argument(s) but {len(argtypes)} were given",
+            source_location(pyfunc))
+    state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, args=tuple(argtypes),
+                            typingctx=typing_context(), targetctx=TARGET_CONTEXT)
+    _apply_rewrites(state)
+    rewrite_semantic_constants(func_ir, tuple(argtypes))
+    dead_branch_prune(func_ir, tuple(argtypes))
+    return func_ir
+
+
+def _apply_rewrites(state) -> None:
+    blocks = state.func_ir.blocks
+    for rewrite_cls in _UNTYPED_REWRITES:
+        rewrite = rewrite_cls(state)
+        work = list(blocks.items())
+        while work:
+            label, block = work.pop()
+            if rewrite.match(state.func_ir, block, state.typemap, state.calltypes):
+                new_block = rewrite.apply()
+                blocks[label] = new_block
+                work.append((label, new_block))
+
+
+def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
+    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context."""
+    argtypes = tuple(argtypes)
+    func_ir = build_ir(pyfunc, argtypes)
+    ctx = typing_context()
+    try:
+        typemap, restype, calltypes, _ = type_inference_stage(ctx, TARGET_CONTEXT, func_ir, argtypes,
+                                                              return_type)
+    except numba_errors.TypingError as e:
+        from numba_metal.errors import NumbaMetalError
+        cause = _metal_cause(e)
+        if cause is not None:
+            raise cause from None
+        raise KernelCompilationError(
+            "type inference failed for "
+            f"{pyfunc.__name__}{_argtypes_str(argtypes)}:\n{_strip_numba_banner(str(e))}",
+            loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
+    except numba_errors.NumbaError as e:
+        cause = _metal_cause(e)
+        if cause is not None:
+            raise cause from None
+        raise KernelCompilationError(_strip_numba_banner(str(e)),
+                                     loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
+    return TypedFunction(pyfunc, func_ir, typemap, calltypes, restype, argtypes, tuple(func_ir.arg_names))
+
+
+def _metal_cause(exc):
+    """A numba-metal error raised inside a typing template (and wrapped by Numba), if any."""
+    from numba_metal.errors import NumbaMetalError
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, NumbaMetalError):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _argtypes_str(argtypes) -> str:
+    return "(" + ", ".join(str(t) for t in argtypes) + ")"
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _strip_numba_banner(text: str) -> str:
+    # Numba prefixes typing errors with ANSI-free banners such as "Failed in nopython mode pipeline";
+    # keep its explanation, drop the pipeline chatter.
+    lines = [ln for ln in text.splitlines()
+             if not ln.startswith("Failed in ") and "During: " not in ln]
+    return "\n".join(lines).strip()

@@ -1,0 +1,78 @@
+"""The registry of MSL lowerings for calls and attributes, filled by the kernel-API modules.
+
+A lowering receives the :class:`~numba_metal.compiler.codegen.FunctionLowering` (the lowering context),
+the Numba signature of the call and the already-lowered argument values, and returns a ``Value``:
+an MSL expression and its Numba type.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from numba.core import types
+
+
+class Value(NamedTuple):
+    """An MSL expression and the Numba type it has."""
+
+    expr: str
+    type: types.Type
+
+
+class LoweringRegistry:
+    def __init__(self):
+        self.calls: dict[object, Callable] = {}
+        self.attributes: dict[tuple[type, str], Callable] = {}
+        self.values: dict[int, tuple[object, Callable]] = {}
+
+    def call(self, *keys):
+        """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
+        def decorate(fn):
+            for key in keys:
+                self.calls[_key(key)] = fn
+            return fn
+        return decorate
+
+    def attribute(self, type_class: type, *attrs: str):
+        """Register a lowering for ``value.attr`` where the value's Numba type is a ``type_class``."""
+        def decorate(fn):
+            for attr in attrs:
+                self.attributes[(type_class, attr)] = fn
+            return fn
+        return decorate
+
+    def value(self, *objs):
+        """Register a lowering for reading a kernel-API value (e.g. ``metal.laneid``)."""
+        def decorate(fn):
+            for obj in objs:
+                self.values[id(obj)] = (obj, fn)
+            return fn
+        return decorate
+
+    def find_value(self, obj):
+        entry = self.values.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        return None
+
+    def find_call(self, obj):
+        try:
+            return self.calls.get(_key(obj))
+        except TypeError:
+            return None
+
+    def find_attribute(self, ty, attr):
+        for cls in type(ty).__mro__:
+            fn = self.attributes.get((cls, attr))
+            if fn is not None:
+                return fn
+        return None
+
+
+def _key(obj):
+    # Builtin functions and stubs hash by identity; bound builtin methods compare equal across
+    # lookups, so use them directly.
+    return obj
+
+
+registry = LoweringRegistry()

@@ -1,0 +1,269 @@
+// numba-metal prelude: MSL helpers that give kernels Numba's semantics.
+//
+// Sections start with `//@@ name requires: dep ...`; code generation includes only the sections a
+// kernel uses, with their dependencies. Everything here must compile both with Apple's Metal compiler
+// and with the CPU reference device's clang shim: no double, no goto, no recursion, float literals
+// with an `f` suffix.
+
+//@@ base
+#ifndef NM_INLINE
+#define NM_INLINE inline __attribute__((__always_inline__))
+#endif
+
+//@@ ctx requires: base
+// The thread's builtins, built once at kernel entry and passed to every device function.
+struct nm_ctx {
+    uint3 gid;      // thread_position_in_grid
+    uint3 gsize;    // threads_per_grid
+    uint3 tgid;     // threadgroup_position_in_grid
+    uint3 ngroups;  // threadgroups_per_grid
+    uint3 tid;      // thread_position_in_threadgroup
+    uint3 tsize;    // threads_per_threadgroup
+    uint lane;      // thread_index_in_simdgroup
+    uint sgid;      // simdgroup_index_in_threadgroup
+    device uint* err;  // debug error record (debug=True), else null
+};
+
+//@@ array requires: base
+// An N-d array view: element pointer, shape and strides in elements (64-bit index arithmetic).
+template <typename P, int N> struct nm_arr {
+    P data;
+    long shape[N];
+    long strides[N];
+};
+
+// Python's negative-index wraparound.
+NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }
+
+//@@ boundscheck requires: ctx
+// debug=True: report the first out-of-bounds access (the host raises it at the next wait) and
+// tell the caller to skip the access.
+// Record layout (uint words): 0 flag, 1 array id, 2 axis, 3 line, 4-6 thread position,
+// 7 reserved, 8-9 index (lo, hi), 10-11 extent (lo, hi).
+NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_ctx& c, uint array_id, uint axis, uint line) {
+    if (i >= 0 && i < n) {
+        return true;
+    }
+    device atomic_uint* flag = (device atomic_uint*)c.err;
+    uint expected = 0u;
+    if (atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+        c.err[1] = array_id;
+        c.err[2] = axis;
+        c.err[3] = line;
+        c.err[4] = c.gid.x;
+        c.err[5] = c.gid.y;
+        c.err[6] = c.gid.z;
+        c.err[8] = uint(ulong(i) & 0xffffffffu);
+        c.err[9] = uint(ulong(i) >> 32);
+        c.err[10] = uint(ulong(n) & 0xffffffffu);
+        c.err[11] = uint(ulong(n) >> 32);
+    }
+    return false;
+}
+
+//@@ pair requires: base
+template <typename A, typename B> struct nm_pair {
+    A first;
+    B second;
+};
+
+//@@ range requires: pair
+// Python range objects and their iterators. The trip count is computed once, in unsigned
+// arithmetic, so iteration never overflows (range(0, 2**63 - 1, 2**62) is fine).
+template <typename T> struct nm_range {
+    T start;
+    T stop;
+    T step;
+};
+template <typename T> struct nm_range_iter {
+    T next;
+    T step;
+    ulong count;
+};
+NM_INLINE ulong nm_range_count(long start, long stop, long step) {
+    if (step > 0 && start < stop) {
+        return (ulong(stop) - ulong(start) - 1ul) / ulong(step) + 1ul;
+    }
+    if (step < 0 && start > stop) {
+        return (ulong(start) - ulong(stop) - 1ul) / (0ul - ulong(step)) + 1ul;
+    }
+    return 0ul;  // includes step == 0, where Python raises ValueError
+}
+NM_INLINE ulong nm_range_count(ulong start, ulong stop, ulong step) {
+    if (step > 0ul && start < stop) {
+        return (stop - start - 1ul) / step + 1ul;
+    }
+    return 0ul;
+}
+template <typename T> NM_INLINE nm_range_iter<T> nm_getiter(nm_range<T> r) {
+    nm_range_iter<T> it;
+    it.next = r.start;
+    it.step = r.step;
+    it.count = nm_range_count(r.start, r.stop, r.step);
+    return it;
+}
+template <typename T> NM_INLINE nm_pair<T, bool> nm_iternext(thread nm_range_iter<T>& it) {
+    nm_pair<T, bool> p;
+    p.first = it.next;
+    p.second = it.count != 0ul;
+    if (p.second) {
+        it.count -= 1ul;
+        it.next = T(ulong(it.next) + ulong(it.step));
+    }
+    return p;
+}
+
+//@@ intdiv requires: base
+// Python // and % on integers with Numba's conventions: x // 0 == x % 0 == 0, and
+// MIN // -1 == MIN % -1 == 0 (Numba's answer where the hardware would trap).
+#define NM_SIGNED_DIVMOD(T, U)                                                       \
+    NM_INLINE T nm_floordiv(T a, T b) {                                             \
+        if (b == T(0)) return T(0);                                                  \
+        if (b == T(-1)) return (U(a) == (U(1) << (sizeof(T) * 8 - 1))) ? T(0) : T(U(0) - U(a)); \
+        T q = T(a / b);                                                              \
+        T r = T(a - q * b);                                                          \
+        if (r != T(0) && ((r < T(0)) != (b < T(0)))) q = T(q - T(1));                \
+        return q;                                                                    \
+    }                                                                                \
+    NM_INLINE T nm_mod(T a, T b) {                                                  \
+        if (b == T(0) || b == T(-1)) return T(0);                                   \
+        T r = T(a - T(a / b) * b);                                                   \
+        if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = T(r + b);                   \
+        return r;                                                                    \
+    }
+#define NM_UNSIGNED_DIVMOD(T)                                                        \
+    NM_INLINE T nm_floordiv(T a, T b) { return b == T(0) ? T(0) : T(a / b); }       \
+    NM_INLINE T nm_mod(T a, T b) { return b == T(0) ? T(0) : T(a % b); }
+NM_SIGNED_DIVMOD(char, uchar)
+NM_SIGNED_DIVMOD(short, ushort)
+NM_SIGNED_DIVMOD(int, uint)
+NM_SIGNED_DIVMOD(long, ulong)
+NM_UNSIGNED_DIVMOD(uchar)
+NM_UNSIGNED_DIVMOD(ushort)
+NM_UNSIGNED_DIVMOD(uint)
+NM_UNSIGNED_DIVMOD(ulong)
+
+//@@ floatdiv requires: base
+// Python // and % on floats (CPython's float_divmod); x // 0 is x / 0 and x % 0 is NaN, as in
+// NumPy's error model.
+NM_INLINE float nm_floordiv(float a, float b) {
+    if (b == 0.0f) return a / b;
+    float mod = fmod(a, b);
+    float div = (a - mod) / b;
+    if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) {
+        div -= 1.0f;
+    }
+    if (div != 0.0f) {
+        float fl = floor(div);
+        if (div - fl > 0.5f) fl += 1.0f;
+        return fl;
+    }
+    return copysign(0.0f, a / b);
+}
+NM_INLINE float nm_mod(float a, float b) {
+    if (b == 0.0f) return NAN;
+    float mod = fmod(a, b);
+    if (mod != 0.0f) {
+        if ((b < 0.0f) != (mod < 0.0f)) mod += b;
+    } else {
+        mod = copysign(0.0f, b);
+    }
+    return mod;
+}
+NM_INLINE half nm_floordiv(half a, half b) { return half(nm_floordiv(float(a), float(b))); }
+NM_INLINE half nm_mod(half a, half b) { return half(nm_mod(float(a), float(b))); }
+
+//@@ ipow requires: base
+// Integer ** integer as Numba computes it: repeated squaring with wraparound; a negative exponent
+// gives 0 unless the base is 1 or -1, and 0 ** negative gives the type's minimum value.
+#define NM_IPOW(T, U)                                                                \
+    NM_INLINE T nm_ipow(T a, long b) {                                              \
+        if (b < 0l) {                                                                \
+            if (a == T(0)) return T(U(1) << (sizeof(T) * 8 - 1));                     \
+            if (a != T(1) && a != T(-1)) return T(0);                                \
+            return ((-b) & 1l) ? a : T(1);                                           \
+        }                                                                            \
+        U r = U(1);                                                                  \
+        U x = U(a);                                                                  \
+        ulong e = ulong(b);                                                          \
+        while (e != 0ul) {                                                           \
+            if (e & 1ul) r = U(r * x);                                               \
+            e >>= 1;                                                                 \
+            x = U(x * x);                                                            \
+        }                                                                            \
+        return T(r);                                                                 \
+    }
+NM_IPOW(long, ulong)
+NM_IPOW(int, uint)
+NM_IPOW(ulong, ulong)
+NM_IPOW(uint, uint)
+
+//@@ powi requires: base
+// float ** integer as Numba computes it: repeated multiplication, then 1/r for a negative exponent.
+NM_INLINE float nm_powi(float a, long b) {
+    ulong e = b < 0l ? 0ul - ulong(b) : ulong(b);
+    if (e > 65536ul) return pow(a, float(b));
+    float r = 1.0f;
+    float x = a;
+    while (e != 0ul) {
+        if (e & 1ul) r *= x;
+        e >>= 1;
+        x *= x;
+    }
+    return b < 0l ? 1.0f / r : r;
+}
+NM_INLINE half nm_powi(half a, long b) { return half(nm_powi(float(a), b)); }
+
+//@@ shifts requires: base
+// Shift counts are taken modulo the bit width, as MSL defines them; shifting is done on the
+// unsigned type so that shifting a negative value left is defined.
+#define NM_SHIFTS(T, U)                                                              \
+    NM_INLINE T nm_shl(T a, T b) { return T(U(a) << (U(b) & U(sizeof(T) * 8 - 1))); } \
+    NM_INLINE T nm_shr(T a, T b) { return T(a >> (U(b) & U(sizeof(T) * 8 - 1))); }
+NM_SHIFTS(char, uchar)
+NM_SHIFTS(short, ushort)
+NM_SHIFTS(int, uint)
+NM_SHIFTS(long, ulong)
+NM_SHIFTS(uchar, uchar)
+NM_SHIFTS(ushort, ushort)
+NM_SHIFTS(uint, uint)
+NM_SHIFTS(ulong, ulong)
+
+//@@ mixedcmp requires: base
+// Comparisons between a signed and an unsigned 64-bit integer by value (C++ would convert the
+// signed operand to unsigned first).
+NM_INLINE bool nm_lt(long a, ulong b) { return a < 0l || ulong(a) < b; }
+NM_INLINE bool nm_lt(ulong a, long b) { return b > 0l && a < ulong(b); }
+NM_INLINE bool nm_eq(long a, ulong b) { return a >= 0l && ulong(a) == b; }
+NM_INLINE bool nm_eq(ulong a, long b) { return b >= 0l && a == ulong(b); }
+
+//@@ round requires: pow10
+// round(x, ndigits) as Numba computes it (scale, round half to even, unscale).
+NM_INLINE float nm_round_ndigits(float x, long nd) {
+    if (isinf(x) || isnan(x)) return x;
+    if (nd >= 0l) {
+        float p = nm_pow10(nd);
+        float y = x * p;
+        if (isinf(y)) return x;
+        return rint(y) / p;
+    }
+    float p = nm_pow10(-nd);
+    return rint(x / p) * p;
+}
+
+//@@ pow10 requires: base
+NM_INLINE float nm_pow10(long n) {
+    float r = 1.0f;
+    for (long i = 0l; i < n && i < 64l; ++i) r *= 10.0f;
+    return r;
+}
+
+//@@ angles requires: base
+NM_INLINE float nm_degrees(float x) { return x * 57.295779513082320876798f; }
+NM_INLINE float nm_radians(float x) { return x * 0.017453292519943295769237f; }
+
+//@@ ldexp requires: base
+NM_INLINE float nm_ldexp(float x, long e) {
+    return ldexp(x, int(clamp(e, -1000l, 1000l)));
+}

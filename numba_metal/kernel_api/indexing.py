@@ -1,0 +1,205 @@
+"""Thread indexing: where a thread is in the grid, its threadgroup and its SIMD group.
+
+Metal names (``grid``, ``threadgroup_position``, ``thread_in_threadgroup``, ...) and numba.cuda's
+(``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``, ``laneid``, ``warpsize``) side by side. Each
+stub's typing and MSL lowering is next to it. ``grid(n)``-style functions take a constant 1, 2 or 3
+and return an int64 or a tuple of int64; the ``.x/.y/.z`` attributes are int32, as in numba.cuda.
+"""
+
+from __future__ import annotations
+
+from numba.core import types
+from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
+
+from numba_metal.compiler.lowering import Value, registry as lowering
+from numba_metal.compiler.typing import registry as typing
+from numba_metal.errors import UnsupportedFeatureError
+
+from ._stub import Stub
+
+WARP_SIZE = 32
+
+# ---------------------------------------------------------------------------------------------
+# grid(n)-style functions: (stub name, nm_ctx field, what it means)
+# ---------------------------------------------------------------------------------------------
+
+_POSITION_FUNCTIONS = (
+    ("grid", "gid", "the thread's absolute position in the grid (blockIdx * blockDim + threadIdx)"),
+    ("gridsize", "gsize", "the number of threads in the grid along each axis"),
+    ("threadgroup_position", "tgid", "the threadgroup's position in the grid (numba.cuda: blockIdx)"),
+    ("thread_in_threadgroup", "tid", "the thread's position in its threadgroup (numba.cuda: threadIdx)"),
+    ("threads_per_threadgroup", "tsize", "the threadgroup's size (numba.cuda: blockDim)"),
+    ("threadgroups_per_grid", "ngroups", "the grid's size in threadgroups (numba.cuda: gridDim)"),
+)
+
+grid = Stub("grid", "grid(ndim): " + _POSITION_FUNCTIONS[0][2])
+gridsize = Stub("gridsize", "gridsize(ndim): " + _POSITION_FUNCTIONS[1][2])
+threadgroup_position = Stub("threadgroup_position", "threadgroup_position(ndim): " + _POSITION_FUNCTIONS[2][2])
+thread_in_threadgroup = Stub("thread_in_threadgroup", "thread_in_threadgroup(ndim): " + _POSITION_FUNCTIONS[3][2])
+threads_per_threadgroup = Stub("threads_per_threadgroup",
+                               "threads_per_threadgroup(ndim): " + _POSITION_FUNCTIONS[4][2])
+threadgroups_per_grid = Stub("threadgroups_per_grid", "threadgroups_per_grid(ndim): " + _POSITION_FUNCTIONS[5][2])
+
+_FIELD_OF = {grid: "gid", gridsize: "gsize", threadgroup_position: "tgid", thread_in_threadgroup: "tid",
+             threads_per_threadgroup: "tsize", threadgroups_per_grid: "ngroups"}
+
+
+def _ndim(stub, args, kws):
+    if kws or len(args) != 1:
+        raise UnsupportedFeatureError(f"metal.{stub.__name__}() takes one argument, the number of "
+                                      "dimensions (a constant 1, 2 or 3)")
+    (n,) = args
+    if isinstance(n, types.IntegerLiteral):
+        if n.literal_value in (1, 2, 3):
+            return n.literal_value
+        raise UnsupportedFeatureError(f"metal.{stub.__name__}({n.literal_value}): the number of "
+                                      "dimensions must be 1, 2 or 3")
+    raise UnsupportedFeatureError(f"metal.{stub.__name__}() needs a constant 1, 2 or 3 as its "
+                                  f"argument, not a run-time {n}")
+
+
+def _position_template(stub):
+    class PositionTemplate(AbstractTemplate):
+        key = stub
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            n = _ndim(stub, args, kws)
+            result = types.int64 if n == 1 else types.UniTuple(types.int64, n)
+            return signature(result, *args)
+
+    PositionTemplate.__name__ = f"Metal_{stub.__name__}"
+    return PositionTemplate
+
+
+for _stub in _FIELD_OF:
+    typing.register_global(_stub, types.Function(_position_template(_stub)))
+
+
+@lowering.call(*_FIELD_OF)
+def _lower_position(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    n = sig.args[0].literal_value
+    field = lc.ctx(_FIELD_OF[stub])
+    comps = [f"long({field}.{c})" for c in "xyz"[:n]]
+    if n == 1:
+        return Value(comps[0], types.int64)
+    rt = sig.return_type
+    return Value(f"{lc.msl_type(rt)}{{{', '.join(comps)}}}", rt)
+
+
+# ---------------------------------------------------------------------------------------------
+# numba.cuda's threadIdx / blockIdx / blockDim / gridDim with .x .y .z (int32)
+# ---------------------------------------------------------------------------------------------
+
+
+class Dim3Type(types.Type):
+    """The type of ``metal.threadIdx`` and its kin: only their ``.x/.y/.z`` exist at run time."""
+
+    compile_time_only = True
+
+    def __init__(self, name: str, field: str):
+        self.field = field
+        super().__init__(name=f"metal.{name}")
+
+
+class _Dim3:
+    __slots__ = ("_name", "__doc__")
+
+    def __init__(self, name, doc):
+        self._name = name
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"<numba_metal kernel value metal.{self._name}>"
+
+    def __getattr__(self, attr):
+        raise AttributeError(f"metal.{self._name}.{attr} is only available inside @metal.jit kernels")
+
+
+threadIdx = _Dim3("threadIdx", "The thread's position in its threadgroup (.x, .y, .z; int32).")
+blockIdx = _Dim3("blockIdx", "The threadgroup's position in the grid (.x, .y, .z; int32).")
+blockDim = _Dim3("blockDim", "The threadgroup's size (.x, .y, .z; int32).")
+gridDim = _Dim3("gridDim", "The grid's size in threadgroups (.x, .y, .z; int32).")
+
+for _obj, _field in ((threadIdx, "tid"), (blockIdx, "tgid"), (blockDim, "tsize"), (gridDim, "ngroups")):
+    typing.register_global(_obj, Dim3Type(_obj._name, _field))
+
+
+@typing.register_attr
+class Dim3Attributes(AttributeTemplate):
+    key = Dim3Type
+
+    def resolve_x(self, ty):
+        return types.int32
+
+    def resolve_y(self, ty):
+        return types.int32
+
+    def resolve_z(self, ty):
+        return types.int32
+
+
+@lowering.attribute(Dim3Type, "x", "y", "z")
+def _lower_dim3(lc, base, attr, result_ty):
+    return Value(f"int({lc.ctx(base.type.field)}.{attr})", types.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# SIMD-group position: laneid / warpsize (numba.cuda) and simd_lane_id() / simd_group_id()
+# ---------------------------------------------------------------------------------------------
+
+
+class _LaneValue:
+    __slots__ = ("_name", "__doc__")
+
+    def __init__(self, name, doc):
+        self._name = name
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"<numba_metal kernel value metal.{self._name}>"
+
+
+laneid = _LaneValue("laneid", "The thread's lane in its SIMD group, 0..31 (numba.cuda's laneid; int32).")
+typing.register_global(laneid, types.int32)
+
+#: Threads per SIMD group on Apple GPUs (numba.cuda's warpsize).
+warpsize = WARP_SIZE
+
+
+@lowering.value(laneid)
+def _lower_laneid(lc, ty):
+    return Value(f"int({lc.ctx('lane')})", types.int32)
+
+
+simd_lane_id = Stub("simd_lane_id", "simd_lane_id(): the thread's lane in its SIMD group (uint32).")
+simd_group_id = Stub("simd_group_id",
+                     "simd_group_id(): the index of the thread's SIMD group in its threadgroup (uint32).")
+
+
+class _SimdIdTemplate(AbstractTemplate):
+    def generic(self, args, kws):
+        if args or kws:
+            raise UnsupportedFeatureError(f"metal.{self.key.__name__}() takes no arguments")
+        return signature(types.uint32)
+
+
+for _stub in (simd_lane_id, simd_group_id):
+    typing.register_global(_stub, types.Function(type(f"Metal_{_stub.__name__}", (_SimdIdTemplate,),
+                                                      {"key": _stub})))
+
+
+@lowering.call(simd_lane_id)
+def _lower_simd_lane_id(lc, sig, args):
+    return Value(f"uint({lc.ctx('lane')})", types.uint32)
+
+
+@lowering.call(simd_group_id)
+def _lower_simd_group_id(lc, sig, args):
+    return Value(f"uint({lc.ctx('sgid')})", types.uint32)
+
+
+__all__ = ["grid", "gridsize", "threadgroup_position", "thread_in_threadgroup", "threads_per_threadgroup",
+           "threadgroups_per_grid", "threadIdx", "blockIdx", "blockDim", "gridDim", "laneid", "warpsize",
+           "simd_lane_id", "simd_group_id"]
