@@ -120,7 +120,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         index = lc.value(expr.index)
         if isinstance(bty, types.BaseTuple):
             if isinstance(bty, types.UniTuple) and isinstance(types.unliteral(index.type), types.Integer):
-                from .codegen import tuple_item
+                from .conversions import tuple_item
                 return Value(tuple_item(lc, base, index.expr), bty.dtype)
             lc.error(f"indexing {bty} with {index.type} is not supported; index heterogeneous tuples "
                      "with constants")

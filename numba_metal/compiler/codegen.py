@@ -18,6 +18,7 @@ from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
 from . import msl
 from .frontend import TypedFunction, loc_of
+from .conversions import cast_expr, truth, tuple_item  # noqa: F401  (re-exported)
 from .lowering import Value, registry as lowerings
 from .plan import ArgField, ArrayBinding, LaunchPlan
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
@@ -710,76 +711,6 @@ def _reachable(entry, succs):
         seen.add(n)
         stack.extend(succs.get(n, ()))
     return seen
-
-
-# ---------------------------------------------------------------------------------------------
-# Conversions and truth values (Numba's rules; float64 is float32 on Metal).
-# ---------------------------------------------------------------------------------------------
-
-
-def cast_expr(lc: FunctionLowering, value: Value, to) -> str:
-    frm = types.unliteral(value.type)
-    to = types.unliteral(to)
-    if frm == to:
-        return value.expr
-    if isinstance(to, types.Boolean):
-        return truth(lc, value)
-    src = msl.scalar_type(frm)
-    dst = msl.scalar_type(to)
-    if src is not None and dst is not None:
-        if src == dst:
-            return value.expr
-        return f"{dst}({value.expr})"
-    if isinstance(to, types.BaseTuple) and isinstance(frm, types.BaseTuple) and len(to) == len(frm):
-        src_name = lc.msl_type(frm)
-        tmp = lc.tmp(frm, value.expr) if not _is_simple(value.expr) else value.expr
-        del src_name
-        items = [cast_expr(lc, Value(f"{tmp}.f{k}", ft), tt) for k, (ft, tt) in enumerate(zip(frm.types, to.types))]
-        return f"{lc.msl_type(to)}{{{', '.join(items)}}}"
-    if isinstance(to, types.Array) and isinstance(frm, types.Array):
-        if lc.msl_type(to) == lc.msl_type(frm):
-            return value.expr
-    if isinstance(to, types.RangeType) and isinstance(frm, types.RangeType):
-        t = lc.msl_type(to.dtype)
-        return (f"{lc.msl_type(to)}{{{t}({value.expr}.start), {t}({value.expr}.stop), "
-                f"{t}({value.expr}.step)}}")
-    if isinstance(to, types.Optional) or isinstance(frm, types.Optional):
-        lc.error("a value that may be None is not supported in Metal kernels")
-    if lc.module.type_name(to) is not None and lc.module.type_name(to) == lc.module.type_name(frm):
-        return value.expr
-    lc.error(f"cannot convert {frm} to {to} in a Metal kernel")
-
-
-def _is_simple(expr: str) -> bool:
-    return expr.replace("_", "").replace(".", "").isalnum()
-
-
-def truth(lc: FunctionLowering, value: Value) -> str:
-    ty = types.unliteral(value.type)
-    if isinstance(ty, types.Boolean):
-        return value.expr
-    if isinstance(ty, types.Integer):
-        return f"({value.expr} != 0)"
-    if isinstance(ty, types.Float):
-        return f"({value.expr} != 0.0f)" if ty != types.float16 else f"({value.expr} != half(0.0f))"
-    if isinstance(ty, types.NoneType):
-        return "false"
-    if isinstance(ty, types.BaseTuple):
-        return "true" if len(ty) else "false"
-    lc.error(f"the truth value of {ty} is not defined in Metal kernels")
-
-
-def tuple_item(lc: FunctionLowering, tup: Value, index_expr: str) -> str:
-    """Element ``index_expr`` (a run-time integer, negative wraps) of a homogeneous tuple."""
-    n = tup.type.count
-    if n == 0:
-        lc.error("indexing an empty tuple")
-    idx = lc.tmp(types.int64, f"nm_wrap(long({index_expr}), {n}l)")
-    lc.need("array")
-    expr = f"{tup.expr}.f{n - 1}"
-    for k in range(n - 2, -1, -1):
-        expr = f"({idx} == {k}l ? {tup.expr}.f{k} : {expr})"
-    return expr
 
 
 # ---------------------------------------------------------------------------------------------

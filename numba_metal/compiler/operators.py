@@ -113,7 +113,7 @@ def lower_unary(lc, op, sig, a: Value) -> Value:
     rt = types.unliteral(sig.return_type)
     a = Value(lc.cast(a, at), types.unliteral(at))
     if op == "not":
-        from .codegen import truth
+        from .conversions import truth
         return Value(f"(!{truth(lc, a)})", types.boolean)
     if op == "+":
         return Value(lc.cast(a, rt), rt)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 
 from numba.core import types
-from numba.core.target_extension import GPU, target_registry
+from numba.core import errors as numba_errors
+from numba.core.target_extension import GPU, jit_registry, target_override, target_registry
 from numba.core.typing import templates
 from numba.core.typing.context import BaseContext
 
@@ -20,8 +21,18 @@ class MetalHardware(GPU):
     """Numba's view of numba-metal's hardware target (``target='metal'``)."""
 
 
+def _overload_jit(*args, **kwargs):
+    # Numba implements some functions with @overload, compiling their Python implementation with
+    # the target's jit. numba-metal has no such jit: refuse as a typing failure (a NumbaError), so
+    # that Numba tries the function's other typing templates and otherwise reports this message.
+    raise numba_errors.UnsupportedError(
+        "this function is implemented in Numba with @overload, which numba-metal kernels do not support")
+
+
 if "metal" not in target_registry:
     target_registry["metal"] = MetalHardware
+if MetalHardware not in jit_registry:
+    jit_registry[MetalHardware] = _overload_jit
 
 #: numba-metal's own typing declarations (kernel API stubs, device functions).
 registry = templates.Registry()
@@ -61,8 +72,11 @@ def typing_context() -> MetalTypingContext:
     if _context is None:
         with _context_lock:
             if _context is None:
+                from .devicefn import register_typeof
+                register_typeof()
                 ctx = MetalTypingContext()
-                ctx.refresh()
+                with target_override("metal"):
+                    ctx.refresh()
                 _context = ctx
     return _context
 

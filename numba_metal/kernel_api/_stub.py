@@ -11,8 +11,6 @@ class Stub:
     Calling it from ordinary Python raises, saying where it may be used.
     """
 
-    __slots__ = ("__name__", "__qualname__", "__doc__", "_path")
-
     def __init__(self, path: str, doc: str = ""):
         self._path = path
         self.__name__ = path.rsplit(".", 1)[-1]

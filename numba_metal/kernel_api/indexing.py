@@ -104,7 +104,6 @@ class Dim3Type(types.Type):
 
 
 class _Dim3:
-    __slots__ = ("_name", "__doc__")
 
     def __init__(self, name, doc):
         self._name = name
@@ -151,7 +150,6 @@ def _lower_dim3(lc, base, attr, result_ty):
 
 
 class _LaneValue:
-    __slots__ = ("_name", "__doc__")
 
     def __init__(self, name, doc):
         self._name = name

@@ -13,7 +13,7 @@ from numba.core import types
 from numba.core.typing.templates import ConcreteTemplate, signature
 
 from numba_metal.compiler import msl
-from numba_metal.compiler.codegen import truth
+from numba_metal.compiler.conversions import truth
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 

@@ -1,0 +1,84 @@
+"""Device functions as the compiler sees them: typed per tuple of argument types, callable from
+kernels through a Numba typing template, never recursive."""
+
+from __future__ import annotations
+
+import threading
+
+from numba_metal.errors import UnsupportedFeatureError
+
+_in_progress = threading.local()
+
+
+class DeviceFunctionBase:
+    """What the compiler needs of a device function: ``py_func`` and typing per argument types.
+
+    The host API's ``@metal.jit(device=True)`` objects derive from this.
+    """
+
+    _numba_metal_device_function = True
+
+    def __init__(self, pyfunc):
+        self.py_func = pyfunc
+        self.__name__ = getattr(pyfunc, "__name__", "device_function")
+        self._typed: dict = {}
+        self._typing_lock = threading.RLock()
+        self._numba_type = None
+
+    def typed(self, argtypes):
+        """The typed IR of this function for ``argtypes`` (typed once per tuple of types)."""
+        from .frontend import infer_types, source_location
+        argtypes = tuple(argtypes)
+        tf = self._typed.get(argtypes)
+        if tf is not None:
+            return tf
+        stack = getattr(_in_progress, "stack", None)
+        if stack is None:
+            stack = _in_progress.stack = []
+        if any(f is self for f in stack):
+            chain = " -> ".join(f.__name__ for f in stack) + f" -> {self.__name__}"
+            raise UnsupportedFeatureError(f"recursion is not supported in Metal kernels ({chain}); "
+                                          "rewrite it as a loop", source_location(self.py_func))
+        stack.append(self)
+        try:
+            with self._typing_lock:
+                tf = self._typed.get(argtypes)
+                if tf is None:
+                    tf = infer_types(self.py_func, argtypes)
+                    self._typed[argtypes] = tf
+        finally:
+            stack.pop()
+        return tf
+
+    def numba_type(self):
+        if self._numba_type is None:
+            self._numba_type = _device_function_type(self)
+        return self._numba_type
+
+
+def _device_function_type(devfn):
+    from numba.core import types
+    from numba.core.typing.templates import AbstractTemplate, signature
+
+    class DeviceFunctionTemplate(AbstractTemplate):
+        key = devfn
+
+        def generic(self, args, kws):
+            if kws:
+                raise UnsupportedFeatureError(f"keyword arguments to device function {devfn.__name__}() "
+                                              "are not supported; pass them positionally")
+            argtypes = tuple(types.unliteral(a) for a in args)
+            tf = devfn.typed(argtypes)
+            return signature(tf.return_type, *argtypes)
+
+    DeviceFunctionTemplate.__name__ = f"DeviceFunction_{devfn.__name__}"
+    return types.Function(DeviceFunctionTemplate)
+
+
+def register_typeof() -> None:
+    """Teach Numba's typeof the type of device-function objects (done with the typing context)."""
+    from numba.core.typing.typeof import typeof_impl
+
+    @typeof_impl.register(DeviceFunctionBase)
+    def _typeof_device_function(val, c):
+        return val.numba_type()

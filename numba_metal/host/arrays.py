@@ -1,0 +1,332 @@
+"""Device arrays: ``DeviceNDArray``, ``to_device``, ``device_array``, ``mapped_array``.
+
+All numba-metal memory is shared storage (Apple silicon has unified memory; the CPU reference device
+is host memory), so every buffer has a host address. Host-side views, copies and slicing therefore
+go through NumPy views of that memory, after waiting for the device work that may use it. Kernels
+bind a buffer at a byte offset; shape and strides travel in the argument block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
+
+from . import device as _device
+from . import streams as _streams
+
+
+def _as_dtype(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise NumbaMetalError(f"{dtype!r} is not a NumPy dtype: {e}") from None
+
+
+def _normalize_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    try:
+        shape = tuple(int(s) for s in shape)
+    except TypeError:
+        raise NumbaMetalError(f"shape must be an int or a tuple of ints, not {shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise NumbaMetalError(f"negative dimensions are not allowed: {shape}")
+    return shape
+
+
+def _contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
+    strides = [0] * len(shape)
+    acc = itemsize
+    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    for k in dims:
+        strides[k] = acc
+        acc *= max(shape[k], 1)
+    return tuple(strides)
+
+
+def layout_of(shape, strides, itemsize) -> str:
+    """Numba's layout letter for an array geometry: 'C', 'F' or 'A'."""
+    if strides == _contiguous_strides(shape, itemsize, "C") or _is_contig(shape, strides, itemsize, "C"):
+        return "C"
+    if _is_contig(shape, strides, itemsize, "F"):
+        return "F"
+    return "A"
+
+
+def _is_contig(shape, strides, itemsize, order) -> bool:
+    if any(s == 0 for s in shape):
+        return True
+    acc = itemsize
+    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    for k in dims:
+        if shape[k] != 1 and strides[k] != acc:
+            return False
+        acc *= shape[k]
+    return True
+
+
+class DeviceNDArray:
+    """An array in device memory, as numba.cuda's ``DeviceNDArray``.
+
+    Slicing returns views that share memory; ``reshape``/``ravel`` work on contiguous arrays.
+    """
+
+    __slots__ = ("_buffer", "_offset", "shape", "strides", "dtype", "_ctx", "_nbtype", "_layout",
+                 "__weakref__")
+
+    def __init__(self, buffer, offset, shape, strides, dtype, ctx):
+        self._buffer = buffer
+        self._offset = int(offset)
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.dtype = np.dtype(dtype)
+        self._ctx = ctx
+        self._nbtype = None
+        self._layout = layout_of(self.shape, self.strides, self.dtype.itemsize)
+
+    # -- numba.cuda-compatible attributes ---------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def is_c_contiguous(self) -> bool:
+        return self._layout == "C"
+
+    def is_f_contiguous(self) -> bool:
+        return self._layout == "F" or (self.ndim <= 1 and self._layout == "C")
+
+    @property
+    def flags(self) -> dict:
+        return {"C_CONTIGUOUS": self.is_c_contiguous(), "F_CONTIGUOUS": self.is_f_contiguous()}
+
+    def __repr__(self) -> str:
+        return (f"<numba_metal DeviceNDArray shape={self.shape} dtype={self.dtype} "
+                f"on {self._ctx.info.name!r}>")
+
+    # -- host views of the shared memory ----------------------------------------------------
+
+    def _host_view(self) -> np.ndarray:
+        """A NumPy view of this array's memory (no wait; callers wait first)."""
+        return _view_of(self._buffer, self._offset, self.shape, self.strides, self.dtype)
+
+    # -- copies -----------------------------------------------------------------------------
+
+    def copy_to_host(self, ary=None, stream=0):
+        """Copy to a host NumPy array (a new one, or ``ary``), after the work that may write this array."""
+        _streams.wait_for_host_access(self._ctx, stream)
+        src = self._host_view()
+        if ary is None:
+            return src.copy(order="K" if self._layout != "A" else "C")
+        if not isinstance(ary, np.ndarray):
+            raise NumbaMetalError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
+        if ary.shape != self.shape or ary.dtype != self.dtype:
+            raise NumbaMetalError(f"copy_to_host: destination has shape {ary.shape} and dtype {ary.dtype}, "
+                                  f"but the device array has shape {self.shape} and dtype {self.dtype}")
+        if ary.ctypes.data == src.ctypes.data and ary.strides == src.strides:
+            return ary  # the destination is this very memory (unified memory): nothing to copy
+        np.copyto(ary, src)
+        return ary
+
+    def copy_to_device(self, ary, stream=0):
+        """Copy a host array (or another device array) into this array."""
+        _streams.wait_for_host_access(self._ctx, stream)
+        if isinstance(ary, DeviceNDArray):
+            src = ary._host_view()
+        else:
+            src = np.asarray(ary)
+        if src.shape != self.shape:
+            raise NumbaMetalError(f"copy_to_device: source shape {src.shape} does not match {self.shape}")
+        if src.dtype != self.dtype:
+            raise NumbaMetalError(f"copy_to_device: source dtype {src.dtype} does not match {self.dtype}")
+        np.copyto(self._host_view(), src)
+
+    # -- views --------------------------------------------------------------------------------
+
+    def __getitem__(self, index):
+        view = self._host_view()
+        sub = view[index]
+        if not isinstance(sub, np.ndarray) or (sub.ndim == 0 and _is_scalar_index(index, self.ndim)):
+            _streams.wait_for_host_access(self._ctx, 0)
+            return sub[()] if isinstance(sub, np.ndarray) else sub
+        if not np.shares_memory(sub, view) and sub.size:
+            raise UnsupportedFeatureError("advanced (fancy) indexing of device arrays is not supported; "
+                                          "use slices and integers, which give views")
+        return self._derived(sub)
+
+    def _derived(self, sub: np.ndarray) -> "DeviceNDArray":
+        base = self._buffer.address
+        offset = sub.ctypes.data - base if sub.size else self._offset
+        return DeviceNDArray(self._buffer, offset, sub.shape, sub.strides, sub.dtype, self._ctx)
+
+    def reshape(self, *newshape, order="C"):
+        if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
+            newshape = tuple(newshape[0])
+        if self._layout == "A" and self.size > 1:
+            raise UnsupportedFeatureError("reshape() of a non-contiguous device array would need a copy; "
+                                          "copy it to a contiguous array first")
+        view = self._host_view()
+        try:
+            sub = view.reshape(newshape, order=order)
+        except ValueError as e:
+            raise NumbaMetalError(f"cannot reshape {self.shape} to {newshape}: {e}") from None
+        if sub.size and not np.shares_memory(sub, view):
+            raise UnsupportedFeatureError("this reshape would need a copy of the device array")
+        return self._derived(sub)
+
+    def ravel(self, order="C"):
+        return self.reshape(self.size, order=order)
+
+    def view(self, dtype):
+        sub = self._host_view().view(_as_dtype(dtype))
+        return self._derived(sub)
+
+    @property
+    def T(self):
+        return self._derived(self._host_view().T)
+
+    def transpose(self, *axes):
+        return self._derived(self._host_view().transpose(*axes))
+
+    def get_numba_type(self):
+        return self._numba_type()
+
+    def _numba_type(self):
+        ty = self._nbtype
+        if ty is None:
+            from numba_metal.host.argtypes import array_type
+            ty = self._nbtype = array_type(self.dtype, self.ndim, self._layout)
+        return ty
+
+
+def _is_scalar_index(index, ndim) -> bool:
+    if isinstance(index, (int, np.integer)):
+        return ndim == 1
+    if isinstance(index, tuple):
+        return len(index) == ndim and all(isinstance(i, (int, np.integer)) for i in index)
+    return False
+
+
+def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if not shape or any(s == 0 for s in shape):
+        return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=0, strides=strides) \
+            if not any(s == 0 for s in shape) else np.empty(shape, dtype)
+    return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=offset, strides=strides)
+
+
+class MappedNDArray(np.ndarray):
+    """A NumPy array in unified memory: kernels use it directly, with no copies (``mapped_array``)."""
+
+    def __array_finalize__(self, obj):
+        self._nm_buffer = getattr(obj, "_nm_buffer", None)
+        self._nm_ctx = getattr(obj, "_nm_ctx", None)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _new_buffer(ctx, nbytes):
+    return ctx.device.new_buffer(max(int(nbytes), 1))
+
+
+def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
+    """An uninitialised (zero-filled) array on the device. (numba.cuda defaults to float64; Apple GPUs
+    have no float64, so the default here is float32.)"""
+    ctx = _device.current()
+    dtype = _as_dtype(dtype)
+    shape = _normalize_shape(shape)
+    if order not in ("C", "F"):
+        raise NumbaMetalError(f"order must be 'C' or 'F', not {order!r}")
+    if strides is None:
+        strides = _contiguous_strides(shape, dtype.itemsize, order)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    else:
+        strides = tuple(int(s) for s in strides)
+        if len(strides) != len(shape) or any(s < 0 for s in strides):
+            raise NumbaMetalError(f"strides {strides} do not fit shape {shape}")
+        nbytes = (sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize) if all(shape) else 0
+    buf = _new_buffer(ctx, nbytes)
+    return DeviceNDArray(buf, 0, shape, strides, dtype, ctx)
+
+
+def device_array_like(ary, stream=0) -> DeviceNDArray:
+    """A device array with the shape and dtype (and C/F order) of ``ary``."""
+    order = "F" if (getattr(ary, "ndim", 1) > 1 and _flag(ary, "F_CONTIGUOUS")
+                    and not _flag(ary, "C_CONTIGUOUS")) else "C"
+    return device_array(ary.shape, ary.dtype, order=order, stream=stream)
+
+
+def _flag(ary, name) -> bool:
+    flags = ary.flags
+    return bool(flags[name]) if isinstance(flags, dict) else bool(getattr(flags, name.lower(), False) or
+                                                                  flags[name])
+
+
+def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
+    """Copy a host array to the device (``to``: an existing device array to copy into).
+
+    A non-contiguous array is stored as a C-contiguous copy.
+    """
+    if isinstance(obj, DeviceNDArray):
+        return obj
+    ary = np.asarray(obj)
+    if to is not None:
+        to.copy_to_device(ary, stream=stream)
+        return to
+    if not (ary.flags.c_contiguous or ary.flags.f_contiguous):
+        ary = np.ascontiguousarray(ary)
+    order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
+    dev = device_array(ary.shape, ary.dtype, order=order, stream=stream)
+    if copy and ary.size:
+        np.copyto(dev._host_view(), ary)
+    return dev
+
+
+def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, portable=False, wc=False):
+    """A NumPy array in unified memory that kernels read and write directly, with no copies.
+
+    Launches that use it are asynchronous: synchronize before reading results on the host.
+    """
+    ctx = _device.current()
+    dev = device_array(shape, dtype, strides=strides, order=order)
+    host = dev._host_view().view(MappedNDArray)
+    host._nm_buffer = dev._buffer
+    host._nm_ctx = ctx
+    return host
+
+
+def mapped_array_like(ary, stream=0):
+    order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
+    return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
+
+
+def is_device_array(obj) -> bool:
+    return isinstance(obj, DeviceNDArray)
+
+
+def check_same_device(ctx, arr, what: str) -> None:
+    if arr._ctx is not ctx:
+        raise KernelLaunchError(f"{what} lives on {arr._ctx.info.name!r}, but the kernel runs on "
+                                f"{ctx.info.name!r}; copy it with copy_to_host()/to_device()")

@@ -1,0 +1,118 @@
+"""Which device numba-metal uses, chosen explicitly and never by silent fallback.
+
+The device is a Metal GPU by default. Without one, using a device raises
+:class:`~numba_metal.errors.UnsupportedPlatformError` that says how to choose the CPU reference
+device: ``NUMBA_METAL_DEVICE=cpu`` in the environment, or ``metal.select_device('cpu')``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import weakref
+
+from numba_metal.errors import UnsupportedPlatformError
+
+_lock = threading.RLock()
+_selected: "DeviceContext | None" = None
+_requested: str | None = None
+
+
+class DeviceContext:
+    """A runtime device plus numba-metal's per-device state: the default queue and live streams."""
+
+    def __init__(self, device):
+        self.device = device
+        self.info = device.info
+        self.default_queue = device.new_queue()
+        self.streams: "weakref.WeakSet" = weakref.WeakSet()
+        self.pending_checks: dict = {}  # debug kernels launched since the last wait: id -> checker
+        self.lock = threading.Lock()
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    def all_queues(self):
+        queues = [self.default_queue]
+        queues.extend(s._queue for s in list(self.streams) if s._queue is not None)
+        return queues
+
+    def __repr__(self) -> str:
+        return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"
+
+
+def _want_from_env() -> str | None:
+    value = os.environ.get("NUMBA_METAL_DEVICE", "").strip().lower()
+    return value or None
+
+
+def _open(kind: str) -> DeviceContext:
+    from numba_metal import runtime
+
+    devices = runtime.list_devices()
+    for info in devices:
+        if info.kind == kind:
+            return DeviceContext(runtime.open_device(info.index))
+    if kind == "metal":
+        raise UnsupportedPlatformError(_no_metal_message())
+    raise UnsupportedPlatformError(f"no {kind!r} device is available; devices found: "
+                                   f"{[d.name for d in devices] or 'none'}")
+
+
+def _no_metal_message() -> str:
+    where = f"{platform.system()} {platform.machine()}"
+    return (f"no Metal GPU is available on this machine ({where}). To run kernels on numba-metal's CPU "
+            "reference device instead, set the environment variable NUMBA_METAL_DEVICE=cpu or call "
+            "metal.select_device('cpu') before using a device.")
+
+
+def current() -> DeviceContext:
+    """The device in use, opening the chosen one on first use."""
+    global _selected
+    ctx = _selected
+    if ctx is not None:
+        return ctx
+    with _lock:
+        if _selected is None:
+            want = _requested or _want_from_env() or "metal"
+            if want not in ("metal", "cpu"):
+                raise UnsupportedPlatformError(
+                    f"NUMBA_METAL_DEVICE={want!r} is not a device kind; use 'metal' or 'cpu'")
+            _selected = _open(want)
+        return _selected
+
+
+def select_device(kind: str) -> DeviceContext:
+    """Choose the device: ``'metal'`` (an Apple GPU) or ``'cpu'`` (the CPU reference device).
+
+    Arrays and streams belong to the device they were made on.
+    """
+    global _selected, _requested
+    if isinstance(kind, int):
+        kind = {0: "metal", 1: "cpu"}.get(kind, str(kind))
+    kind = str(kind).lower()
+    if kind not in ("metal", "cpu"):
+        raise UnsupportedPlatformError(f"unknown device kind {kind!r}; use 'metal' or 'cpu'")
+    with _lock:
+        if _selected is not None and _selected.kind == kind:
+            return _selected
+        ctx = _open(kind)
+        _requested = kind
+        _selected = ctx
+        return ctx
+
+
+def is_available() -> bool:
+    """True if a Metal GPU is available (the CPU reference device does not count)."""
+    try:
+        from numba_metal import runtime
+        return any(d.kind == "metal" for d in runtime.list_devices())
+    except Exception:  # noqa: BLE001 - "available" must never raise
+        return False
+
+
+def get_device_info():
+    """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...)."""
+    return current().info

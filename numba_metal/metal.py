@@ -1,0 +1,59 @@
+"""The ``metal`` namespace: ``from numba_metal import metal``.
+
+Host-side names (``jit``, ``to_device``, streams...) are defined on import; kernel-side names
+(``grid``, ``threadIdx``, ``shared.array``, ``atomic.add``...) are loaded on first use, so importing
+numba-metal does not import Numba's compiler.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as _np
+
+from numba_metal.errors import (KernelCompilationError, KernelLaunchError, MetalRuntimeError,  # noqa: F401
+                                NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
+from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,  # noqa: F401
+                                     device_array_like, is_device_array, mapped_array, mapped_array_like,
+                                     to_device)
+from numba_metal.host.device import get_device_info, is_available, select_device  # noqa: F401
+from numba_metal.host.dispatcher import (DeviceFunction, Dispatcher, KernelBoundsError,  # noqa: F401
+                                         device_func, jit)
+from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
+                                      event_elapsed_time, stream, synchronize)
+
+
+def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:
+    """The MSL numba-metal generates for ``pyfunc`` and ``signature``; needs no device."""
+    from numba_metal.compiler.driver import compile_msl as _compile_msl
+    return _compile_msl(pyfunc, signature, device=device, fastmath=fastmath, debug=debug)
+
+
+# NumPy dtypes by their usual names, for shared/local array declarations.
+bool_ = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float16, float32 = _np.float16, _np.float32
+
+#: Kernel-side names and the kernel_api module that defines each.
+_KERNEL_API = {
+    "grid": "indexing", "gridsize": "indexing", "threadgroup_position": "indexing",
+    "thread_in_threadgroup": "indexing", "threads_per_threadgroup": "indexing",
+    "threadgroups_per_grid": "indexing", "threadIdx": "indexing", "blockIdx": "indexing",
+    "blockDim": "indexing", "gridDim": "indexing", "laneid": "indexing", "warpsize": "indexing",
+    "simd_lane_id": "indexing", "simd_group_id": "indexing",
+}
+
+
+def __getattr__(name):
+    module = _KERNEL_API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'numba_metal.metal' has no attribute {name!r}")
+    importlib.import_module("numba_metal.kernel_api")  # registers every family with the compiler
+    value = getattr(importlib.import_module(f"numba_metal.kernel_api.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_KERNEL_API))
