@@ -42,6 +42,19 @@ _KERNEL_API = {
     "threadgroups_per_grid": "indexing", "threadIdx": "indexing", "blockIdx": "indexing",
     "blockDim": "indexing", "gridDim": "indexing", "laneid": "indexing", "warpsize": "indexing",
     "simd_lane_id": "indexing", "simd_group_id": "indexing",
+    "shared": "memory", "local": "memory", "const": "memory", "shared_array": "memory",
+    "local_array": "memory",
+    "syncthreads": "sync", "barrier": "sync", "syncthreads_count": "sync", "syncthreads_and": "sync",
+    "syncthreads_or": "sync", "threadfence": "sync", "threadfence_block": "sync",
+    "simdgroup_barrier": "sync", "syncwarp": "sync",
+    "atomic": "atomics", "atomic_add": "atomics", "atomic_sub": "atomics", "atomic_min": "atomics",
+    "atomic_max": "atomics", "atomic_exchange": "atomics", "atomic_compare_exchange": "atomics",
+    "simd_sum": "simd", "simd_product": "simd", "simd_max": "simd", "simd_min": "simd",
+    "simd_prefix_exclusive_sum": "simd", "simd_prefix_inclusive_sum": "simd", "simd_shuffle": "simd",
+    "simd_shuffle_up": "simd", "simd_shuffle_down": "simd", "simd_shuffle_xor": "simd",
+    "simd_broadcast": "simd", "simd_all": "simd", "simd_any": "simd", "simd_ballot": "simd",
+    "shfl_sync": "simd", "shfl_up_sync": "simd", "shfl_down_sync": "simd", "shfl_xor_sync": "simd",
+    "all_sync": "simd", "any_sync": "simd", "ballot_sync": "simd", "activemask": "simd",
 }
 
 

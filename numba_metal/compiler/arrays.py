@@ -220,3 +220,17 @@ def _size(arr: Value) -> str:
     if n == 1:
         return f"{arr.expr}.shape[0]"
     return "(" + " * ".join(f"{arr.expr}.shape[{k}]" for k in range(n)) + ")"
+
+
+def element_address(lc, arr: Value, index: Value) -> str:
+    """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it). With
+    ``debug=True`` an out-of-bounds index is reported and replaced by 0."""
+    aty = types.unliteral(arr.type)
+    idx = _index_values(lc, index)
+    if idx is None or len(idx) != aty.ndim:
+        lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
+    comps, cond = _components(lc, arr, idx, arr.expr)
+    offset = _offset(arr, comps)
+    if cond:
+        offset = f"(({cond}) ? ({offset}) : 0l)"
+    return f"(&{arr.expr}.data[{offset}])"

@@ -19,6 +19,7 @@ def lower_call(lc, expr, target) -> Value | None:
 
     fn = lowerings.find_call(callee)
     lc.callee = callee
+    lc.current_call = expr
     if fn is not None:
         if kws:
             return fn(lc, sig, args, **kws)

@@ -45,6 +45,7 @@ class ModuleBuilder:
         self._device_functions: dict = {}
         self._in_progress: set = set()
         self.kernel_text = ""
+        self.uses_threadgroup_counter = False
         self.array_names: list[str] = []
         self.lines: dict[int, tuple[str, int]] = {}
 
@@ -131,6 +132,13 @@ class ModuleBuilder:
         self._functions.append(text)
         return name, tf.return_type
 
+    def constant_array(self, elem: str, values: list[str]) -> str:
+        """Define a program-scope constant array and return its name."""
+        name = f"nm_const{len(self._struct_defs)}"
+        body = ", ".join(values)
+        self._struct_defs.append(f"constant {elem} {name}[{len(values)}] = {{{body}}};")
+        return name
+
     def render(self) -> str:
         parts = [msl.HEADER]
         for snippet in msl.PRELUDE.closure(self.snippets):
@@ -203,6 +211,7 @@ class FunctionLowering:
         self._params: list[str] = []
         self._entry: list[str] = []
         self.callee = None
+        self.current_call = None
 
     # -- the lowering-context API used by kernel-API lowerings -------------------------------
 
@@ -244,6 +253,25 @@ class FunctionLowering:
         """A declaration at the top of the function body (e.g. a threadgroup array)."""
         self._decls.append(decl)
 
+    def fresh_name(self, prefix: str) -> str:
+        self._tmp_count += 1
+        return f"{prefix}{self._tmp_count}"
+
+    def require_dynamic_shared(self) -> None:
+        """The kernel uses dynamic threadgroup memory (sized by the launch's ``sharedmem``)."""
+        if not self.is_kernel:
+            self.error("dynamic shared memory (metal.shared.array(0, ...)) must be declared in the kernel")
+        self.plan.dynamic_threadgroup_memory = True
+
+    def threadgroup_counter(self) -> str:
+        """A ``threadgroup atomic_int*`` shared by the threadgroup (declared by the kernel)."""
+        self.module.uses_threadgroup_counter = True
+        return self.ctx("tgcount")
+
+    def resolve_argument_value(self, i: int):
+        """The compile-time Python value of argument ``i`` of the call being lowered."""
+        return self.resolve(self.current_call.args[i])
+
     def line(self) -> int:
         return self.loc.line if self.loc is not None else 0
 
@@ -276,8 +304,8 @@ class FunctionLowering:
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
         self._declare_variables()
-        signature = self._signature()
         self._emit_tree(tree)
+        signature = self._signature()
         body = []
         body.extend(self._entry)
         body.extend("    " + d for d in self._decls)
@@ -409,6 +437,8 @@ class FunctionLowering:
                 f"kernel {self.tf.name}() needs {slot} array buffers plus its argument block, more "
                 f"than Metal's {msl_max_buffers()} buffer slots; pass fewer arrays (e.g. stack them "
                 "into one 2-D array)", self.tf.location)
+        if plan.dynamic_threadgroup_memory:
+            fields.append(ArgField("nm_dynshared_bytes", -1, ("dynshared",), "uint", 4, "I"))
         # Largest fields first: the struct then has no padding, so host and MSL agree on the layout.
         fields.sort(key=lambda f: -f.size)
         if fields:
@@ -434,12 +464,14 @@ class FunctionLowering:
         for fieldname, _, _ in msl.KERNEL_BUILTINS:
             entry.append(f"    {msl.CTX_PARAM}.{fieldname} = nm_b_{fieldname};")
         entry.append(f"    {msl.CTX_PARAM}.err = {'nm_err' if self.debug else 'nullptr'};")
+        if self.module.uses_threadgroup_counter:
+            entry.append("    threadgroup atomic_int nm_tgcount;")
+            entry.append(f"    {msl.CTX_PARAM}.tgcount = &nm_tgcount;")
+        else:
+            entry.append(f"    {msl.CTX_PARAM}.tgcount = nullptr;")
         self._entry = entry
         self._kernel_fields = fields
         return f"{msl.KERNEL_QUALIFIER} {self.name}({', '.join(params)})"
-
-    def finish_kernel_params(self) -> None:
-        """Re-render the signature if lowering discovered dynamic shared memory (called by the driver)."""
 
     # -- arguments -------------------------------------------------------------------------
 
@@ -726,14 +758,6 @@ def lower_kernel(tf: TypedFunction, *, debug: bool = False, fastmath: bool = Fal
     plan = LaunchPlan(entry_name=name)
     lowering = FunctionLowering(module, tf, kind="kernel", name=name, plan=plan)
     text = lowering.lower()
-    if plan.dynamic_threadgroup_memory and "nm_dynshared" not in text.split("{", 1)[0]:
-        # Dynamic shared memory was discovered while lowering the body: re-render the signature.
-        lowering2 = FunctionLowering(ModuleBuilder(debug=debug, fastmath=fastmath), tf, kind="kernel",
-                                     name=name, plan=LaunchPlan(entry_name=name,
-                                                                dynamic_threadgroup_memory=True))
-        module = lowering2.module
-        text = lowering2.lower()
-        plan = lowering2.plan
     module.kernel_text = text
     plan.array_names = module.array_names
     plan.lines = module.lines

@@ -22,6 +22,7 @@ struct nm_ctx {
     uint lane;      // thread_index_in_simdgroup
     uint sgid;      // simdgroup_index_in_threadgroup
     device uint* err;  // debug error record (debug=True), else null
+    threadgroup atomic_int* tgcount;  // counter for syncthreads_count/and/or, else null
 };
 
 //@@ array requires: base
@@ -266,4 +267,110 @@ NM_INLINE float nm_radians(float x) { return x * 0.017453292519943295769237f; }
 //@@ ldexp requires: base
 NM_INLINE float nm_ldexp(float x, long e) {
     return ldexp(x, int(clamp(e, -1000l, 1000l)));
+}
+
+//@@ syncreduce requires: base
+// syncthreads_count: a barrier that also counts the threads whose predicate is true, through a
+// threadgroup counter. The third barrier keeps the next call's reset away from this call's reads.
+NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 tsize) {
+    uint linear = tid.x + tid.y * tsize.x + tid.z * tsize.x * tsize.y;
+    if (linear == 0u) {
+        atomic_store_explicit(c, 0, memory_order_relaxed);
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+    if (p) {
+        atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+    int r = atomic_load_explicit(c, memory_order_relaxed);
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+    return r;
+}
+
+//@@ atomics requires: base
+// Atomic operations MSL lacks, as compare-and-swap loops on the 32-bit word (relaxed order, the only
+// order MSL atomics have). Each returns the old value.
+#define NM_ATOMIC_CAS_LOOPS(AS)                                                              \
+    NM_INLINE int nm_atomic_cas_##AS(AS int* p, int expected, int desired) {                 \
+        AS atomic_int* q = (AS atomic_int*)p;                                                 \
+        int cur = expected;                                                                   \
+        while (true) {                                                                        \
+            if (atomic_compare_exchange_weak_explicit(q, &cur, desired, memory_order_relaxed, \
+                                                      memory_order_relaxed)) return expected; \
+            if (cur != expected) return cur;                                                  \
+        }                                                                                     \
+    }                                                                                         \
+    NM_INLINE uint nm_atomic_cas_##AS(AS uint* p, uint expected, uint desired) {             \
+        AS atomic_uint* q = (AS atomic_uint*)p;                                               \
+        uint cur = expected;                                                                  \
+        while (true) {                                                                        \
+            if (atomic_compare_exchange_weak_explicit(q, &cur, desired, memory_order_relaxed, \
+                                                      memory_order_relaxed)) return expected; \
+            if (cur != expected) return cur;                                                  \
+        }                                                                                     \
+    }                                                                                         \
+    NM_INLINE float nm_atomic_casf_##AS(AS float* p, float expected, float desired) {        \
+        return as_type<float>(nm_atomic_cas_##AS((AS uint*)p, as_type<uint>(expected),        \
+                                                  as_type<uint>(desired)));                   \
+    }                                                                                         \
+    NM_INLINE uint nm_atomic_inc_##AS(AS uint* p, uint v) {                                  \
+        AS atomic_uint* q = (AS atomic_uint*)p;                                               \
+        uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
+        while (true) {                                                                        \
+            uint nv = (old >= v) ? 0u : old + 1u;                                             \
+            if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,      \
+                                                      memory_order_relaxed)) return old;      \
+        }                                                                                     \
+    }                                                                                         \
+    NM_INLINE uint nm_atomic_dec_##AS(AS uint* p, uint v) {                                  \
+        AS atomic_uint* q = (AS atomic_uint*)p;                                               \
+        uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
+        while (true) {                                                                        \
+            uint nv = (old == 0u || old > v) ? v : old - 1u;                                  \
+            if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,      \
+                                                      memory_order_relaxed)) return old;      \
+        }                                                                                     \
+    }                                                                                         \
+    NM_ATOMIC_FLOAT_OP(AS, fadd, (o + v))                                                     \
+    NM_ATOMIC_FLOAT_OP(AS, fsub, (o - v))                                                     \
+    NM_ATOMIC_FLOAT_OP(AS, fmax, (v > o ? v : o))                                             \
+    NM_ATOMIC_FLOAT_OP(AS, fmin, (v < o ? v : o))                                             \
+    NM_ATOMIC_FLOAT_OP(AS, fnanmax, (isnan(o) ? v : (isnan(v) ? o : (v > o ? v : o))))        \
+    NM_ATOMIC_FLOAT_OP(AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))
+#define NM_ATOMIC_FLOAT_OP(AS, NAME, EXPR)                                                   \
+    NM_INLINE float nm_atomic_##NAME##_##AS(AS float* p, float v) {                          \
+        AS atomic_uint* q = (AS atomic_uint*)p;                                               \
+        uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
+        while (true) {                                                                        \
+            float o = as_type<float>(old);                                                    \
+            uint nv = as_type<uint>(EXPR);                                                    \
+            if (nv == old) return o;                                                          \
+            if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,      \
+                                                      memory_order_relaxed)) return o;        \
+        }                                                                                     \
+    }
+NM_ATOMIC_CAS_LOOPS(device)
+NM_ATOMIC_CAS_LOOPS(threadgroup)
+
+//@@ simd64 requires: base
+// SIMD shuffles of 64-bit values, as two 32-bit shuffles (MSL's SIMD functions exclude long).
+NM_INLINE ulong nm_simd_shuffle_64(ulong x, ushort lane) {
+    uint2 v = as_type<uint2>(x);
+    return as_type<ulong>(uint2(simd_shuffle(v.x, lane), simd_shuffle(v.y, lane)));
+}
+NM_INLINE ulong nm_simd_shuffle_up_64(ulong x, ushort d) {
+    uint2 v = as_type<uint2>(x);
+    return as_type<ulong>(uint2(simd_shuffle_up(v.x, d), simd_shuffle_up(v.y, d)));
+}
+NM_INLINE ulong nm_simd_shuffle_down_64(ulong x, ushort d) {
+    uint2 v = as_type<uint2>(x);
+    return as_type<ulong>(uint2(simd_shuffle_down(v.x, d), simd_shuffle_down(v.y, d)));
+}
+NM_INLINE ulong nm_simd_shuffle_xor_64(ulong x, ushort m) {
+    uint2 v = as_type<uint2>(x);
+    return as_type<ulong>(uint2(simd_shuffle_xor(v.x, m), simd_shuffle_xor(v.y, m)));
+}
+NM_INLINE ulong nm_simd_broadcast_64(ulong x, ushort lane) {
+    uint2 v = as_type<uint2>(x);
+    return as_type<ulong>(uint2(simd_broadcast(v.x, lane), simd_broadcast(v.y, lane)));
 }

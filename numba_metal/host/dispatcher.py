@@ -413,7 +413,7 @@ class _PreparedLaunch:
             dplan.set_buffer(i, geom.buffer, geom.bind_offset)
             geoms[argi] = geom
         try:
-            self.packer(args, geoms, dplan.arg_view)
+            self.packer(args, geoms, dplan.arg_view, sharedmem)
         except (struct.error, OverflowError, TypeError) as e:
             raise KernelLaunchError(f"kernel {kernel.name}(): an argument does not fit its type "
                                     f"({', '.join(map(str, kernel.argtypes))}): {e}") from None
@@ -538,11 +538,13 @@ def _make_packer(plan):
             exprs.append(f"geoms[{f.arg}].estrides[{f.what[1]}]")
         elif kind == "origin":
             exprs.append(f"geoms[{f.arg}].origin")
+        elif kind == "dynshared":
+            exprs.append("sharedmem")
         elif kind == "value":
             exprs.append(f"args[{f.arg}]")
         else:  # ("item", i, j, ...)
             exprs.append(f"args[{f.arg}]" + "".join(f"[{i}]" for i in f.what[1:]))
-    src = f"def pack(args, geoms, view):\n    _pack(view, 0, {', '.join(exprs)})\n"
+    src = f"def pack(args, geoms, view, sharedmem):\n    _pack(view, 0, {', '.join(exprs)})\n"
     namespace = {"_pack": s.pack_into}
     exec(compile(src, f"<numba_metal packer {plan.entry_name}>", "exec"), namespace)
     return namespace["pack"]

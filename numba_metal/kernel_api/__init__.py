@@ -5,4 +5,4 @@ Importing this package registers them all with the compiler (it is imported on t
 not when numba_metal is imported).
 """
 
-from . import indexing, pymath  # noqa: F401
+from . import atomics, indexing, memory, pymath, simd, sync  # noqa: F401

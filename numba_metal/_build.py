@@ -1,0 +1,59 @@
+"""Builds the Swift runtime library and stages it in numba_metal/_lib/.
+
+``python -m numba_metal._build`` rebuilds in place (used by setup.py's build_py for ``pip install .`` and
+``pip install -e .``). It runs ``swift build -c release`` with the Swift standard library linked
+statically on Linux (so an installed wheel needs no Swift runtime), then copies the library, the C ABI
+header and the Metal shim headers into ``numba_metal/_lib/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB_NAME = "libNumbaMetalRuntime.dylib" if sys.platform == "darwin" else "libNumbaMetalRuntime.so"
+
+
+def find_swift() -> str:
+    """The swift executable: $SWIFT, swift on PATH, or /opt/swift/usr/bin/swift."""
+    for candidate in (os.environ.get("SWIFT"), shutil.which("swift"), "/opt/swift/usr/bin/swift"):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise SystemExit("numba-metal needs Swift 6 to build its runtime library: put `swift` on PATH "
+                     "(or set SWIFT=/path/to/swift) and build again")
+
+
+def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> Path:
+    """Builds the library in root and copies it with the header and shim into dest (default root/numba_metal/_lib)."""
+    dest = dest or root / "numba_metal" / "_lib"
+    swift = find_swift()
+    cmd = [swift, "build", "-c", "release", "--package-path", str(root)]
+    if sys.platform.startswith("linux"):
+        cmd += ["-Xswiftc", "-static-stdlib"]
+    if verbose:
+        print("numba-metal: " + " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True)
+    bin_dir = subprocess.run(cmd + ["--show-bin-path"], check=True, capture_output=True, text=True).stdout.strip()
+    built = Path(bin_dir) / LIB_NAME
+    if not built.is_file():
+        raise SystemExit(f"swift build finished but {built} does not exist")
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = dest / (LIB_NAME + ".tmp")
+    shutil.copy2(built, tmp)
+    os.replace(tmp, dest / LIB_NAME)  # never overwrite a library a running process has mapped
+    shutil.copy2(root / "Sources" / "CNumbaMetal" / "include" / "numba_metal_runtime.h", dest / "numba_metal_runtime.h")
+    shim_dest = dest / "shim"
+    if shim_dest.exists():
+        shutil.rmtree(shim_dest)
+    shutil.copytree(root / "shim", shim_dest)
+    if verbose:
+        print(f"numba-metal: runtime staged in {dest}", file=sys.stderr)
+    return dest / LIB_NAME
+
+
+if __name__ == "__main__":
+    build()

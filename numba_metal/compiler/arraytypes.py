@@ -1,0 +1,42 @@
+"""Array types that remember their Metal address space.
+
+Numba's ``types.Array`` says nothing about where an array lives, but MSL pointers must: a shared
+(threadgroup) array, a per-thread local array and a constant array are different MSL types. A
+``MetalArray`` carries its address space in its Numba type, so device functions specialise on it and
+views keep it.
+"""
+
+from __future__ import annotations
+
+from numba.core import types
+
+
+class MetalArray(types.Array):
+    """An array in the ``threadgroup``, ``thread`` or ``constant`` address space."""
+
+    def __init__(self, dtype, ndim, layout, address_space: str, readonly=False, aligned=True):
+        self.address_space = address_space
+        name = f"{address_space} array({dtype}, {ndim}d, {layout})"
+        super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
+
+    def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        return MetalArray(self.dtype if dtype is None else dtype,
+                          self.ndim if ndim is None else ndim,
+                          self.layout if layout is None else layout,
+                          self.address_space,
+                          readonly=self.readonly if readonly is None else readonly,
+                          aligned=self.aligned)
+
+    @property
+    def key(self):
+        return super().key + (self.address_space,)
+
+    def can_convert_to(self, typingctx, other):
+        if not isinstance(other, MetalArray) or other.address_space != self.address_space:
+            return None
+        return super().can_convert_to(typingctx, other)
+
+    def unify(self, typingctx, other):
+        if isinstance(other, MetalArray) and other.address_space == self.address_space:
+            return super().unify(typingctx, other)
+        return None

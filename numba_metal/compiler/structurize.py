@@ -1,0 +1,1245 @@
+"""Control-flow structuring: turn a reducible CFG into goto-free structured code.
+
+Metal Shading Language has no ``goto``, so the code generator needs the function's control-flow
+graph (CFG) as a tree of ``if`` / ``while (true)`` / ``break`` / ``continue`` / ``return``.  This
+module does that, and nothing else: it knows block labels and edges only (no Numba import), so it
+can be tested exhaustively on its own.
+
+Algorithm (after Ramsey, "Beyond Relooper", ICFP 2022, adapted from WebAssembly to C):
+
+1. Depth-first numbering (reverse postorder, RPO), Cooper–Harvey–Kennedy dominators, and
+   post-dominators (reverse graph with a virtual exit).  An edge ``u -> v`` that retreats in RPO
+   must be a back edge (``v`` dominates ``u``); otherwise the CFG is irreducible and
+   :class:`StructureError` is raised.  Loop headers are the targets of back edges; natural loops
+   are collected from the back-edge sources.
+2. Placement.  Every block is emitted exactly once, as a child of its *placement parent*: its
+   immediate dominator, except that a loop's *follow* (the nearest common post-dominator of the
+   loop's ordinary exits) and what is forward-reachable from it is hoisted to just after the loop.
+   A child that has one forward predecessor is emitted inline at the branch that reaches it; a
+   child with several (a merge node) is placed after the construct that branches to it, inside an
+   intermediate "block" whose end is the jump target (Ramsey's ``block``).
+3. This gives a tree with labelled multi-level jumps (``Br`` to the end of a block or to the
+   start of a loop), like WebAssembly.  Each jump is then lowered to C: nothing (control falls
+   through to the target anyway), ``break``, ``continue``, or — when it must leave more than one
+   breakable construct — ``nm_br = k; break;`` with a dispatch ``if (nm_br == k) ...`` after each
+   construct it leaves (one function-wide ``int nm_br``, always 0 except while such a jump is in
+   flight).  A block becomes a ``do { } while (false)`` (:class:`DoOnce`) only when some jump to
+   its end can be expressed no other way (e.g. the merge after ``if a or b:`` with code between).
+4. Cosmetic, semantics-preserving clean-ups: ``if (c) {A} else {break;}`` becomes
+   ``if (!c) break; A``, redundant trailing ``continue``/``break`` are dropped.
+
+Guarantees: every reachable block's :class:`Code` appears exactly once; the tree has
+O(#blocks + #edges) nodes; output is a deterministic function of ``(entry, succs)``; execution of
+the tree visits blocks in exactly the CFG's order for every sequence of branch decisions
+(:func:`verify` checks this exhaustively for a given CFG).  See docs/architecture.md,
+"Control-flow structuring".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from numba_metal.errors import NumbaMetalError
+
+__all__ = [
+    "StructureError",
+    "Seq",
+    "Code",
+    "If",
+    "Loop",
+    "DoOnce",
+    "Break",
+    "Continue",
+    "SetFlag",
+    "IfFlag",
+    "FunctionEnd",
+    "Node",
+    "structurize",
+    "render",
+    "execute",
+    "verify",
+    "iter_nodes",
+]
+
+
+class StructureError(NumbaMetalError):
+    """The CFG is irreducible or malformed (never raised for a CFG that Python produced).
+
+    Seeing one while compiling a Python function means a bug in the compiler, not in the kernel.
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# The structured tree (public)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Statements in order."""
+
+    items: list
+
+
+@dataclass(frozen=True)
+class Code:
+    """The straight-line statements of basic block ``label`` (not its terminator)."""
+
+    label: int
+
+
+@dataclass(frozen=True)
+class If:
+    """Branch on the condition that ends block ``label``; ``then`` is the true edge."""
+
+    label: int
+    then: Seq
+    else_: Seq
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``while (true) { body }``; leaving it needs an explicit Break (or FunctionEnd)."""
+
+    body: Seq
+
+
+@dataclass(frozen=True)
+class DoOnce:
+    """``do { body } while (false);`` — a forward-exit target for ``break``."""
+
+    body: Seq
+
+
+@dataclass(frozen=True)
+class Break:
+    """C ``break``: leaves the innermost Loop/DoOnce."""
+
+
+@dataclass(frozen=True)
+class Continue:
+    """C ``continue``; only ever emitted when the innermost Loop/DoOnce is a Loop."""
+
+
+@dataclass(frozen=True)
+class SetFlag:
+    """``nm_br = value;`` (one int control variable per function, initially 0)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class IfFlag:
+    """``if (nm_br == value) {then} else {else_}``."""
+
+    value: int
+    then: Seq
+    else_: Seq
+
+
+@dataclass(frozen=True)
+class FunctionEnd:
+    """Block ``label`` ends the function here (the code generator emits its return/raise)."""
+
+    label: int
+
+
+Node = Union[Seq, Code, If, Loop, DoOnce, Break, Continue, SetFlag, IfFlag, FunctionEnd]
+
+
+# --------------------------------------------------------------------------------------------
+# CFG analysis
+# --------------------------------------------------------------------------------------------
+
+_VEXIT = object()  # virtual exit of the post-dominator computation
+
+
+class _Cfg:
+    """Reachable sub-graph with RPO, dominators, post-dominators and natural loops."""
+
+    def __init__(self, entry: int, succs: dict) -> None:
+        if entry not in succs:
+            raise StructureError(f"entry block {entry!r} is not in the successor map")
+        self.entry = entry
+        # -- reachability, successor validation, DFS postorder (iterative) --
+        self.succ: dict = {}
+        visited = {entry}
+        post: list = []
+        stack = [(entry, iter(self._succ_of(entry, succs)))]
+        while stack:
+            node, it = stack[-1]
+            for t in it:
+                if t not in visited:
+                    visited.add(t)
+                    stack.append((t, iter(self._succ_of(t, succs))))
+                    break
+            else:
+                stack.pop()
+                post.append(node)
+        self.rpo = post[::-1]
+        self.num = {n: i for i, n in enumerate(self.rpo)}
+        self.preds: dict = {n: [] for n in self.rpo}
+        for n in self.rpo:
+            for t in self.succ[n]:
+                self.preds[t].append(n)
+        # -- dominators --
+        self.idom = _chk_dominators(self.rpo, self.num, self.preds)
+        self.dom_kids: dict = {n: [] for n in self.rpo}
+        for n in self.rpo[1:]:
+            self.dom_kids[self.idom[n]].append(n)  # RPO order
+        self._dom_pre, self._dom_post = _tree_intervals(entry, self.dom_kids)
+        # -- back edges, irreducibility --
+        self.back: set = set()
+        latches: dict = {}
+        for u in self.rpo:
+            for v in self.succ[u]:
+                if self.num[v] <= self.num[u]:  # retreating edge in this DFS
+                    if not self.dominates(v, u):
+                        raise StructureError(
+                            f"irreducible control flow: edge {u!r} -> {v!r} re-enters a cycle "
+                            f"whose entry {v!r} does not dominate {u!r}"
+                        )
+                    self.back.add((u, v))
+                    latches.setdefault(v, []).append(u)
+        self.headers = [n for n in self.rpo if n in latches]  # outer headers first
+        self.latches = latches
+        # -- natural loops and nesting --
+        self.body: dict = {}
+        self.innermost: dict = {}
+        self.loop_parent: dict = {}
+        for h in self.headers:
+            body = {h}
+            work = [u for u in latches[h] if u != h]
+            body.update(work)
+            while work:
+                n = work.pop()
+                for p in self.preds[n]:
+                    if p not in body:
+                        body.add(p)
+                        work.append(p)
+            self.body[h] = body
+            self.loop_parent[h] = self.innermost.get(h)
+            for n in body:
+                self.innermost[n] = h
+        # -- forward predecessors, merge nodes --
+        self.fwd_preds = {
+            n: [p for p in self.preds[n] if (p, n) not in self.back] for n in self.rpo
+        }
+        self.is_merge = {n: len(self.fwd_preds[n]) >= 2 for n in self.rpo}
+        # -- post-dominators, loop follows, placement --
+        self._postdominators()
+        self._placement()
+
+    def _succ_of(self, n, succs):
+        try:
+            s = succs[n]
+        except KeyError:
+            raise StructureError(f"block {n!r} is a branch target but has no successor entry")
+        s = list(s)
+        if len(s) > 2:
+            raise StructureError(f"block {n!r} has {len(s)} successors (at most 2 allowed)")
+        if len(s) == 2 and s[0] == s[1]:
+            s = s[:1]  # a two-way branch to one target is a jump
+        for t in s:
+            if t not in succs:
+                raise StructureError(f"block {n!r} jumps to unknown block {t!r}")
+        self.succ[n] = s
+        return s
+
+    def dominates(self, a, b) -> bool:
+        return self._dom_pre[a] <= self._dom_pre[b] and self._dom_post[b] <= self._dom_post[a]
+
+    def loops_of(self, n) -> list:
+        """Headers of the loops containing ``n``, innermost first."""
+        out = []
+        h = self.innermost.get(n)
+        while h is not None:
+            out.append(h)
+            h = self.loop_parent[h]
+        return out
+
+    # -- post-dominators ------------------------------------------------------------------
+
+    def _postdominators(self) -> None:
+        # Reverse graph rooted at a virtual exit that every function-ending block jumps to.
+        rsucc = {n: list(self.preds[n]) for n in self.rpo}
+        rsucc[_VEXIT] = [n for n in reversed(self.rpo) if not self.succ[n]]
+        rpreds: dict = {n: list(self.succ[n]) for n in self.rpo}
+        for n in rsucc[_VEXIT]:
+            rpreds[n].append(_VEXIT)
+        rpreds[_VEXIT] = []
+        post: list = []
+        seen = {_VEXIT}
+        stack = [(_VEXIT, iter(rsucc[_VEXIT]))]
+        while stack:
+            node, it = stack[-1]
+            for t in it:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append((t, iter(rsucc[t])))
+                    break
+            else:
+                stack.pop()
+                post.append(node)
+        rrpo = post[::-1]
+        rnum = {n: i for i, n in enumerate(rrpo)}
+        rpreds = {n: [p for p in rpreds[n] if p in rnum] for n in rrpo}
+        self.ipdom = _chk_dominators(rrpo, rnum, rpreds)  # nodes that never end: absent
+        self._rnum = rnum
+        kids: dict = {n: [] for n in rrpo}
+        for n in rrpo[1:]:
+            kids[self.ipdom[n]].append(n)
+        # number of blocks each node post-dominates (itself included)
+        self.pdom_size = {}
+        for n in reversed(rrpo):
+            self.pdom_size[n] = 1 + sum(self.pdom_size[k] for k in kids[n])
+
+    def _ncpd(self, nodes: list):
+        """Nearest common post-dominator, or _VEXIT / None."""
+        cur = None
+        for n in nodes:
+            if n not in self.ipdom:
+                return None  # a block that never reaches a function end
+            if cur is None:
+                cur = n
+                continue
+            a, b = cur, n
+            while a != b:
+                while self._rnum[a] > self._rnum[b]:
+                    a = self.ipdom[a]
+                while self._rnum[b] > self._rnum[a]:
+                    b = self.ipdom[b]
+            cur = a
+        return cur
+
+    def _pdom_root(self, n):
+        """The ancestor of ``n`` just below the virtual exit (None if n never ends)."""
+        if n not in self.ipdom:
+            return None
+        while self.ipdom[n] is not _VEXIT:
+            n = self.ipdom[n]
+        return n
+
+    # -- loop follows and placement -------------------------------------------------------
+
+    def _follow(self, h):
+        """The block that should come right after loop ``h`` (or None)."""
+        body = self.body[h]
+        parent = self.loop_parent[h]
+        pbody = self.body[parent] if parent is not None else None
+        exits = [(u, v) for u in self.rpo if u in body for v in self.succ[u] if v not in body]
+        if not exits:
+            return None
+        # Ordinary exits leave this loop only, from code that is not in a nested loop.  Jumps
+        # that leave several loops at once (a return inside a nested loop) do not decide it.
+        normal = [
+            (u, v)
+            for (u, v) in exits
+            if self.innermost.get(u) == h and (pbody is None or v in pbody)
+        ]
+        cand = normal or exits
+        natural_src = {h, *self.latches[h]}
+        groups: dict = {}  # post-dominator root -> list of (u, v)
+        order: list = []
+        for u, v in cand:
+            root = self._pdom_root(v)
+            key = ("never", v) if root is None else ("root", root)
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append((u, v))
+
+        def score(key):
+            edges = groups[key]
+            natural = any(u in natural_src for u, _ in edges)
+            size = self.pdom_size[key[1]] if key[0] == "root" else 1
+            first = min(self.num[v] for _, v in edges)
+            # Prefer the exit whose region is largest (the rest of the function rather than an
+            # early return), then the header's or a latch's exit (the for/while test), then the
+            # one reached most often; the remaining tie goes to the earliest in RPO.
+            return (size, natural, len(edges), -first)
+
+        best = max(order, key=score)  # max() keeps the first of equal scores: deterministic
+        targets = []
+        for _, v in groups[best]:
+            if v not in targets:
+                targets.append(v)
+        f = self._ncpd(targets)
+        if f is None or f is _VEXIT or self.dominates(f, h):
+            return None  # no single place after the loop (or it is the loop's own header)
+        return f
+
+    def _fwd_reach(self, start) -> set:
+        seen = {start}
+        work = [start]
+        while work:
+            n = work.pop()
+            for t in self.succ[n]:
+                if t not in seen and (n, t) not in self.back:
+                    seen.add(t)
+                    work.append(t)
+        return seen
+
+    def _placement(self) -> None:
+        """Placement parent of every block; which blocks are hoisted after a loop."""
+        reach = {}
+        for h in self.headers:
+            f = self._follow(h)
+            reach[h] = self._fwd_reach(f) if f is not None else set()
+        self.pp: dict = {}
+        self.hoisted: set = set()
+        for z in self.rpo[1:]:
+            d = self.idom[z]
+            target = None
+            for h in self.loops_of(d):  # innermost first; keep the outermost match
+                if z not in self.body[h] and z in reach[h]:
+                    target = h
+            if target is None:
+                self.pp[z] = d
+            else:
+                self.pp[z] = target
+                self.hoisted.add(z)
+        self.kids: dict = {n: [] for n in self.rpo}
+        for z in self.rpo[1:]:
+            self.kids[self.pp[z]].append(z)  # RPO order
+
+    def is_inline(self, z) -> bool:
+        return not self.is_merge[z] and z not in self.hoisted
+
+
+def _chk_dominators(rpo: list, num: dict, preds: dict) -> dict:
+    """Cooper, Harvey & Kennedy, "A Simple, Fast Dominance Algorithm" (2001)."""
+    entry = rpo[0]
+    idom = {entry: entry}
+    changed = True
+    while changed:
+        changed = False
+        for n in rpo[1:]:
+            new = None
+            for p in preds[n]:
+                if p not in idom:
+                    continue
+                if new is None:
+                    new = p
+                    continue
+                a, b = p, new
+                while a != b:
+                    while num[a] > num[b]:
+                        a = idom[a]
+                    while num[b] > num[a]:
+                        b = idom[b]
+                new = a
+            if idom.get(n) != new:
+                idom[n] = new
+                changed = True
+    del idom[entry]
+    return idom
+
+
+def _tree_intervals(root, kids: dict):
+    pre: dict = {}
+    post: dict = {}
+    clock = 0
+    stack = [(root, iter(kids[root]))]
+    pre[root] = clock
+    clock += 1
+    while stack:
+        node, it = stack[-1]
+        for k in it:
+            pre[k] = clock
+            clock += 1
+            stack.append((k, iter(kids[k])))
+            break
+        else:
+            stack.pop()
+            post[node] = clock
+            clock += 1
+    return pre, post
+
+
+# --------------------------------------------------------------------------------------------
+# Intermediate tree with labelled jumps (WebAssembly-like)
+# --------------------------------------------------------------------------------------------
+
+
+class _WSeq:
+    __slots__ = ("items", "owner", "uid")
+
+    def __init__(self, owner, uid):
+        self.items: list = []
+        self.owner = owner
+        self.uid = uid
+
+
+class _WNode:
+    __slots__ = ("seq", "index")
+
+
+class _WCode(_WNode):
+    __slots__ = ("label",)
+
+    def __init__(self, label):
+        self.label = label
+
+
+class _WEnd(_WNode):
+    __slots__ = ("label",)
+
+    def __init__(self, label):
+        self.label = label
+
+
+class _WIf(_WNode):
+    __slots__ = ("label", "then", "else_")
+
+
+class _WBlock(_WNode):
+    """Ramsey's ``block``: a jump to it goes to its end, where the code of ``label`` follows."""
+
+    __slots__ = ("label", "body", "doonce")
+
+
+class _WLoop(_WNode):
+    """A jump to it goes to its start (the loop header ``label``)."""
+
+    __slots__ = ("label", "body")
+
+
+class _WBr(_WNode):
+    __slots__ = ("target",)
+
+    def __init__(self, target):
+        self.target = target
+
+
+def _is_breakable(o) -> bool:
+    return isinstance(o, _WLoop) or (isinstance(o, _WBlock) and o.doonce)
+
+
+class _Builder:
+    def __init__(self, g: _Cfg) -> None:
+        self.g = g
+        self._uid = 0
+        self.blocks: dict = {}  # label -> _WBlock
+        self.loops: dict = {}  # header -> _WLoop
+        self.brs: list = []  # every jump, in creation order
+        self.root = self._seq(None)
+        work = [(g.entry, self.root)]
+        while work:
+            x, seq = work.pop()
+            self._place(x, seq, work)
+
+    def _seq(self, owner) -> _WSeq:
+        self._uid += 1
+        return _WSeq(owner, self._uid)
+
+    @staticmethod
+    def _add(seq: _WSeq, node: _WNode) -> None:
+        node.seq = seq
+        node.index = len(seq.items)
+        seq.items.append(node)
+
+    def _block(self, seq: _WSeq, label) -> _WBlock:
+        b = _WBlock()
+        b.label = label
+        b.doonce = False
+        b.body = self._seq(b)
+        self._add(seq, b)
+        self.blocks[label] = b
+        return b
+
+    def _place(self, x, seq: _WSeq, work: list) -> None:
+        """Emit block x and its placement subtree at the end of ``seq``."""
+        g = self.g
+        kids = g.kids[x]
+        is_header = x in g.latches
+        exits = [c for c in kids if c in g.hoisted] if is_header else []
+        merges = [c for c in kids if c not in g.hoisted and g.is_merge[c]]
+        pending = []  # (label, seq to append its tree to)
+        cur = seq
+        for y in reversed(exits):  # the last exit gets the outermost block
+            blk = self._block(cur, y)
+            pending.append((y, cur))
+            cur = blk.body
+        if is_header:
+            lp = _WLoop()
+            lp.label = x
+            lp.body = self._seq(lp)
+            self._add(cur, lp)
+            self.loops[x] = lp
+            cur = lp.body
+        for y in reversed(merges):
+            blk = self._block(cur, y)
+            pending.append((y, cur))
+            cur = blk.body
+        self._add(cur, _WCode(x))
+        s = g.succ[x]
+        if not s:
+            self._add(cur, _WEnd(x))
+        elif len(s) == 1:
+            self._branch(x, s[0], cur, work)
+        else:
+            node = _WIf()
+            node.label = x
+            node.then = self._seq(node)
+            node.else_ = self._seq(node)
+            self._add(cur, node)
+            self._branch(x, s[0], node.then, work)
+            self._branch(x, s[1], node.else_, work)
+        # Ramsey: the code of each merge child follows the block that branches to it.
+        work.extend(reversed(pending))
+
+    def _branch(self, x, t, seq: _WSeq, work: list) -> None:
+        g = self.g
+        if (x, t) in g.back:
+            br = _WBr(self.loops[t])
+        elif g.pp[t] == x and g.is_inline(t):
+            work.append((t, seq))  # t's only forward predecessor is x: emit it right here
+            return
+        else:
+            br = _WBr(self.blocks[t])
+        self._add(seq, br)
+        self.brs.append(br)
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering labelled jumps to C: fall-through, break, continue, flag
+# --------------------------------------------------------------------------------------------
+
+_FALL, _BREAK, _CONTINUE, _PROP, _FAIL = range(5)
+
+
+def _ancestors(node: _WNode):
+    o = node.seq.owner
+    while o is not None:
+        yield o
+        o = o.seq.owner
+
+
+def _canon_after(node: _WNode):
+    """Where control goes when it falls off the end of ``node`` (a canonical point)."""
+    seq, i = node.seq, node.index + 1
+    while i == len(seq.items):
+        o = seq.owner
+        if o is None:
+            return ("top-end",)
+        if isinstance(o, _WLoop):
+            return ("loop", id(o))
+        seq, i = o.seq, o.index + 1  # end of an if-arm or a block: after that construct
+    return ("pt", seq.uid, i)
+
+
+def _goal(target):
+    if isinstance(target, _WLoop):
+        return ("loop", id(target))
+    return _canon_after(target)
+
+
+def _resolve(br: _WBr) -> list:
+    """How the jump ``br`` reaches its target, as [(position node, action)].
+
+    The position is "just after the node".  The first entry is at the jump itself; a _PROP
+    (``break`` with the flag set) moves the position to just after the construct it leaves.
+    """
+    target = br.target
+    goal = _goal(target)
+    steps = []
+    pos: _WNode = br
+    while True:
+        if _canon_after(pos) == goal:
+            steps.append((pos, _FALL))
+            return steps
+        k = None
+        for o in _ancestors(pos):
+            if o is target:
+                break
+            if _is_breakable(o):
+                k = o
+                break
+        if k is None:
+            if isinstance(target, _WLoop):
+                steps.append((pos, _CONTINUE))
+            elif target.doonce:
+                steps.append((pos, _BREAK))
+            else:
+                steps.append((pos, _FAIL))
+            return steps
+        if _canon_after(k) == goal:
+            steps.append((pos, _BREAK))
+            return steps
+        steps.append((pos, _PROP))
+        pos = k
+
+
+def _postorder_blocks(root: _WSeq) -> list:
+    out = []
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if isinstance(node, _WSeq):
+            for it in reversed(node.items):
+                stack.append((it, False))
+            continue
+        if done:
+            out.append(node)
+            continue
+        if isinstance(node, _WBlock):
+            stack.append((node, True))
+            stack.append((node.body, False))
+        elif isinstance(node, _WLoop):
+            stack.append((node.body, False))
+        elif isinstance(node, _WIf):
+            stack.append((node.else_, False))
+            stack.append((node.then, False))
+    return out
+
+
+class _Lowerer:
+    def __init__(self, b: _Builder) -> None:
+        by_target: dict = {}
+        for br in b.brs:
+            by_target.setdefault(id(br.target), []).append(br)
+        # A block becomes do { } while (false) only if some jump to its end cannot be done by
+        # falling through or by (flagged) breaks out of breakable constructs inside it.  Inner
+        # blocks are decided first: a jump to B only crosses constructs inside B.
+        for blk in _postorder_blocks(b.root):
+            for br in by_target.get(id(blk), ()):
+                if _resolve(br)[-1][1] == _FAIL:
+                    blk.doonce = True
+                    break
+        self.first: dict = {}  # id(br) -> list of public nodes replacing it
+        self.landing: dict = {}  # id(K) -> {flag value: action}
+        self.propagate: set = set()  # id(K) that need "if (nm_br != 0) break;"
+        flag_of: dict = {}
+        for br in b.brs:
+            steps = _resolve(br)
+            value = 0
+            if any(a == _PROP for _, a in steps):
+                value = flag_of.setdefault(id(br.target), len(flag_of) + 1)
+            for i, (pos, action) in enumerate(steps):
+                if action == _FAIL:  # pragma: no cover - excluded by the do-once decision
+                    raise AssertionError("structurize: unresolvable jump")
+                if i == 0:
+                    self.first[id(br)] = {
+                        _FALL: [],
+                        _BREAK: [Break()],
+                        _CONTINUE: [Continue()],
+                        _PROP: [SetFlag(value), Break()],
+                    }[action]
+                elif action == _PROP:
+                    self.propagate.add(id(pos))
+                else:
+                    assert action in (_BREAK, _CONTINUE)
+                    self.landing.setdefault(id(pos), {})[value] = action
+
+    def convert(self, seq: _WSeq) -> list:
+        out = []
+        for it in seq.items:
+            if isinstance(it, _WCode):
+                out.append(Code(it.label))
+            elif isinstance(it, _WEnd):
+                out.append(FunctionEnd(it.label))
+            elif isinstance(it, _WIf):
+                out.append(If(it.label, Seq(self.convert(it.then)), Seq(self.convert(it.else_))))
+            elif isinstance(it, _WBlock):
+                body = self.convert(it.body)
+                if it.doonce:
+                    out.append(DoOnce(Seq(body)))
+                else:
+                    out.extend(body)
+            elif isinstance(it, _WLoop):
+                out.append(Loop(Seq(self.convert(it.body))))
+            elif isinstance(it, _WBr):
+                out.extend(self.first[id(it)])
+            else:  # pragma: no cover
+                raise AssertionError(it)
+            if isinstance(it, (_WBlock, _WLoop)):
+                out.extend(self._dispatch(it))
+        return out
+
+    def _dispatch(self, k) -> list:
+        """The flag checks right after construct ``k``."""
+        tail: list = []
+        if id(k) in self.propagate:
+            tail = [IfFlag(0, Seq([]), Seq([Break()]))]
+        lands = self.landing.get(id(k), {})
+        for value in sorted(lands, reverse=True):
+            jump = Break() if lands[value] == _BREAK else Continue()
+            tail = [IfFlag(value, Seq([SetFlag(0), jump]), Seq(tail))]
+        return tail
+
+
+# --------------------------------------------------------------------------------------------
+# Clean-ups on the public tree (all semantics-preserving)
+# --------------------------------------------------------------------------------------------
+
+
+def _has_own_break(items: list) -> bool:
+    """Is there a Break in ``items`` whose innermost Loop/DoOnce is outside ``items``?"""
+    for it in items:
+        if isinstance(it, Break):
+            return True
+        if isinstance(it, (If, IfFlag)):
+            if _has_own_break(it.then.items) or _has_own_break(it.else_.items):
+                return True
+    return False
+
+
+def _can_complete(items: list) -> bool:
+    """Conservative: False only if control can never fall off the end of ``items``."""
+    for it in items:
+        if isinstance(it, (Break, Continue, FunctionEnd)):
+            return False
+        if isinstance(it, (If, IfFlag)):
+            if not (_can_complete(it.then.items) or _can_complete(it.else_.items)):
+                return False
+        elif isinstance(it, Loop):
+            if not _has_own_break(it.body.items):
+                return False
+        elif isinstance(it, DoOnce):
+            if not (_can_complete(it.body.items) or _has_own_break(it.body.items)):
+                return False
+    return True
+
+
+def _size(items: list) -> int:
+    return sum(1 for _ in iter_nodes(Seq(items)))
+
+
+def _hoist(items: list) -> list:
+    """``if (c) {A} else {X}`` where X never completes becomes ``if (c) {} else {X} A``."""
+    out = []
+    for it in items:
+        if isinstance(it, If):
+            t = _hoist(it.then.items)
+            e = _hoist(it.else_.items)
+            opts = []
+            if t and not _can_complete(e):
+                opts.append((_size(t), 1, "then"))
+            if e and not _can_complete(t):
+                opts.append((_size(e), 0, "else"))
+            if opts:
+                which = max(opts)[2]
+                if which == "then":
+                    out.append(If(it.label, Seq([]), Seq(e)))
+                    out.extend(t)
+                else:
+                    out.append(If(it.label, Seq(t), Seq([])))
+                    out.extend(e)
+            else:
+                out.append(If(it.label, Seq(t), Seq(e)))
+        elif isinstance(it, IfFlag):
+            out.append(IfFlag(it.value, Seq(_hoist(it.then.items)), Seq(_hoist(it.else_.items))))
+        elif isinstance(it, Loop):
+            out.append(Loop(Seq(_hoist(it.body.items))))
+        elif isinstance(it, DoOnce):
+            out.append(DoOnce(Seq(_hoist(it.body.items))))
+        else:
+            out.append(it)
+    return out
+
+
+def _trim(items: list, fall) -> list:
+    """Drop jumps that merely do what falling off the end would do.
+
+    ``fall`` says what falling off the end of ``items`` means: "loop" (start the innermost Loop
+    again, i.e. ``continue``), "once" (leave the innermost DoOnce, i.e. ``break``), or None.
+    """
+    out = []
+    n = len(items)
+    for i, it in enumerate(items):
+        here = fall if i == n - 1 else None
+        if isinstance(it, (If, IfFlag)):
+            t = _trim(it.then.items, here)
+            e = _trim(it.else_.items, here)
+            if isinstance(it, If):
+                if not t and not e:
+                    continue  # both arms empty: the branch decides nothing
+                out.append(If(it.label, Seq(t), Seq(e)))
+            else:
+                out.append(IfFlag(it.value, Seq(t), Seq(e)))
+        elif isinstance(it, Loop):
+            out.append(Loop(Seq(_trim(it.body.items, "loop"))))
+        elif isinstance(it, DoOnce):
+            body = _trim(it.body.items, "once")
+            if _has_own_break(body):
+                out.append(DoOnce(Seq(body)))
+            else:
+                out.extend(_trim(body, here))  # nothing leaves it early: unwrap
+        elif here == "loop" and isinstance(it, Continue):
+            continue
+        elif here == "once" and isinstance(it, Break):
+            continue
+        else:
+            out.append(it)
+    return out
+
+
+def _check_tree(tree: Seq, labels: list) -> None:
+    """Internal invariants; a failure is a bug in this module."""
+    seen: set = set()
+
+    def walk(items, inner):
+        for it in items:
+            if isinstance(it, Code):
+                if it.label in seen:
+                    raise AssertionError(f"structurize: block {it.label} emitted twice")
+                seen.add(it.label)
+            elif isinstance(it, (Break, Continue)):
+                if inner is None or (isinstance(it, Continue) and inner != "loop"):
+                    raise AssertionError(f"structurize: misplaced {type(it).__name__}")
+            elif isinstance(it, (If, IfFlag)):
+                walk(it.then.items, inner)
+                walk(it.else_.items, inner)
+            elif isinstance(it, Loop):
+                walk(it.body.items, "loop")
+            elif isinstance(it, DoOnce):
+                walk(it.body.items, "once")
+
+    walk(tree.items, None)
+    if seen != set(labels):
+        raise AssertionError("structurize: the tree does not hold every reachable block once")
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------------------------
+
+
+def structurize(entry: int, succs: dict) -> Seq:
+    """Structure the CFG ``succs`` (reachable from ``entry``) into a goto-free tree.
+
+    ``succs`` maps every block label reachable from ``entry`` to its successors: ``[]`` for a
+    block that ends the function (return/raise), ``[t]`` for an unconditional jump, ``[t, f]``
+    for a two-way branch (true target first; ``t`` may equal ``f``, which is treated as a jump
+    and gets no :class:`If`).  Blocks not reachable from ``entry`` are ignored.
+
+    Returns a :class:`Seq` whose execution visits blocks in exactly the order the CFG would for
+    any sequence of branch decisions.  Raises :class:`StructureError` for irreducible or
+    malformed CFGs.
+    """
+    g = _Cfg(entry, succs)
+    b = _Builder(g)
+    low = _Lowerer(b)
+    items = low.convert(b.root)
+    items = _hoist(items)
+    while True:  # dropping a jump can expose another redundant one before it
+        trimmed = _trim(items, None)
+        if trimmed == items:
+            break
+        items = trimmed
+    tree = Seq(items)
+    _check_tree(tree, g.rpo)
+    return tree
+
+
+def iter_nodes(tree):
+    """Every node of the tree (Seqs included), in pre-order."""
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, Seq):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, (If, IfFlag)):
+            stack.append(n.else_)
+            stack.append(n.then)
+        elif isinstance(n, (Loop, DoOnce)):
+            stack.append(n.body)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def render(tree, indent: str = "  ") -> str:
+    """C-like pseudo-code for debugging, docs and golden tests.
+
+    ``B7;`` is the code of block 7, ``c7`` its branch condition, ``end B7;`` its return/raise.
+    """
+    lines: list = []
+
+    def seq(items, d):
+        for it in items:
+            node(it, d)
+
+    def jump_only(items):
+        return len(items) == 1 and isinstance(items[0], (Break, Continue))
+
+    def cond(n, negate):
+        if isinstance(n, If):
+            return f"!c{n.label}" if negate else f"c{n.label}"
+        return f"nm_br {'!=' if negate else '=='} {n.value}"
+
+    def if_chain(n, d, lead):
+        p = indent * d
+        t, e = n.then.items, n.else_.items
+        if not t and e:
+            body, other, negate = e, [], True
+        else:
+            body, other, negate = t, e, False
+        head = f"{p}{lead}if ({cond(n, negate)})"
+        if not lead and not other and jump_only(body):
+            stmt = "break;" if isinstance(body[0], Break) else "continue;"
+            lines.append(f"{head} {stmt}")
+            return
+        lines.append(f"{head} {{")
+        seq(body, d + 1)
+        if other:
+            if len(other) == 1 and isinstance(other[0], (If, IfFlag)):
+                if_chain(other[0], d, "} else ")  # closes the chain's last brace itself
+                return
+            lines.append(f"{p}}} else {{")
+            seq(other, d + 1)
+        lines.append(f"{p}}}")
+
+    def node(n, d):
+        p = indent * d
+        if isinstance(n, Seq):
+            seq(n.items, d)
+        elif isinstance(n, Code):
+            lines.append(f"{p}B{n.label};")
+        elif isinstance(n, FunctionEnd):
+            lines.append(f"{p}end B{n.label};")
+        elif isinstance(n, Break):
+            lines.append(f"{p}break;")
+        elif isinstance(n, Continue):
+            lines.append(f"{p}continue;")
+        elif isinstance(n, SetFlag):
+            lines.append(f"{p}nm_br = {n.value};")
+        elif isinstance(n, (If, IfFlag)):
+            if_chain(n, d, "")
+        elif isinstance(n, Loop):
+            lines.append(f"{p}while (true) {{")
+            seq(n.body.items, d + 1)
+            lines.append(f"{p}}}")
+        elif isinstance(n, DoOnce):
+            lines.append(f"{p}do {{")
+            seq(n.body.items, d + 1)
+            lines.append(f"{p}}} while (false);")
+        else:
+            raise TypeError(f"not a structure node: {n!r}")
+
+    node(tree, 0)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+# -- reference interpreter ------------------------------------------------------------------------
+
+_NORMAL, _SBREAK, _SCONT, _SEND = range(4)
+
+
+def execute(
+    tree,
+    decide: Callable[[int], bool],
+    on_block: Callable[[int], None],
+    on_end: Callable[[int], None] | None = None,
+) -> None:
+    """Run the tree with C semantics.
+
+    ``decide(label)`` gives the branch decision of an :class:`If` on ``label``;
+    ``on_block(label)`` is called for each :class:`Code` and :class:`FunctionEnd` executed
+    (or, if ``on_end`` is given, ``on_end(label)`` for FunctionEnd).  Returns when a
+    FunctionEnd is reached; an exception raised by a callback propagates (use that to stop
+    a non-terminating run).
+    """
+    end_cb = on_end if on_end is not None else on_block
+    flag = [0]
+
+    def run(items) -> int:
+        for it in items:
+            if isinstance(it, Code):
+                on_block(it.label)
+            elif isinstance(it, If):
+                arm = it.then if decide(it.label) else it.else_
+                sig = run(arm.items)
+                if sig != _NORMAL:
+                    return sig
+            elif isinstance(it, IfFlag):
+                arm = it.then if flag[0] == it.value else it.else_
+                sig = run(arm.items)
+                if sig != _NORMAL:
+                    return sig
+            elif isinstance(it, SetFlag):
+                flag[0] = it.value
+            elif isinstance(it, Loop):
+                while True:
+                    sig = run(it.body.items)
+                    if sig == _SBREAK:
+                        break
+                    if sig == _SEND:
+                        return _SEND
+            elif isinstance(it, DoOnce):
+                sig = run(it.body.items)
+                if sig == _SEND:
+                    return _SEND  # break and continue both leave do {} while (false)
+            elif isinstance(it, Break):
+                return _SBREAK
+            elif isinstance(it, Continue):
+                return _SCONT
+            elif isinstance(it, FunctionEnd):
+                end_cb(it.label)
+                return _SEND
+            elif isinstance(it, Seq):
+                sig = run(it.items)
+                if sig != _NORMAL:
+                    return sig
+            else:
+                raise TypeError(f"not a structure node: {it!r}")
+        return _NORMAL
+
+    sig = run(tree.items if isinstance(tree, Seq) else [tree])
+    if sig == _NORMAL:
+        raise ValueError("execution fell off the end of the function without a FunctionEnd")
+    if sig != _SEND:
+        raise ValueError("break/continue outside any loop")
+
+
+# -- exhaustive equivalence check -----------------------------------------------------------------
+
+
+def _flatten(tree: Seq) -> list:
+    """Compile the tree to a tiny jump-based instruction list (C semantics)."""
+    code: list = []
+    fixups: list = []
+
+    class Label:
+        __slots__ = ("pc",)
+
+        def __init__(self):
+            self.pc = None
+
+    def here(lbl):
+        lbl.pc = len(code)
+
+    def emit(op, *args):
+        code.append([op, *args])
+
+    def walk(items, brk, cont):
+        for it in items:
+            if isinstance(it, Code):
+                emit("code", it.label)
+            elif isinstance(it, FunctionEnd):
+                emit("end", it.label)
+            elif isinstance(it, SetFlag):
+                emit("set", it.value)
+            elif isinstance(it, (If, IfFlag)):
+                l_else, l_end = Label(), Label()
+                if isinstance(it, If):
+                    emit("if", it.label, l_else)
+                else:
+                    emit("ifflag", it.value, l_else)
+                walk(it.then.items, brk, cont)
+                emit("jmp", l_end)
+                here(l_else)
+                walk(it.else_.items, brk, cont)
+                here(l_end)
+            elif isinstance(it, Loop):
+                l_top, l_end = Label(), Label()
+                here(l_top)
+                walk(it.body.items, l_end, l_top)
+                emit("jmp", l_top)
+                here(l_end)
+            elif isinstance(it, DoOnce):
+                l_end = Label()
+                walk(it.body.items, l_end, l_end)
+                here(l_end)
+            elif isinstance(it, Break):
+                if brk is None:
+                    raise StructureError("break outside any loop")
+                emit("jmp", brk)
+            elif isinstance(it, Continue):
+                if cont is None:
+                    raise StructureError("continue outside any loop")
+                emit("jmp", cont)
+            elif isinstance(it, Seq):
+                walk(it.items, brk, cont)
+            else:
+                raise TypeError(f"not a structure node: {it!r}")
+
+    walk(tree.items, None, None)
+    emit("fell-off")
+    for ins in code:
+        for i, a in enumerate(ins):
+            if isinstance(a, Label):
+                ins[i] = a.pc
+    return code
+
+
+def verify(tree: Seq, entry: int, succs: dict) -> None:
+    """Prove that ``tree`` visits blocks exactly as the CFG does, for every branch decision.
+
+    For each Code(b) it explores, for each decision of b's branch, every path to the next
+    Code/FunctionEnd, and checks that the block reached is b's successor for that decision,
+    that no other branch condition is consulted on the way, that ``nm_br`` is 0 whenever a block
+    runs, and that no path spins without reaching a block.  Raises StructureError on mismatch.
+    """
+    g = _Cfg(entry, succs)
+    prog = _flatten(tree)
+    code_pc: dict = {}
+    for pc, ins in enumerate(prog):
+        if ins[0] == "code":
+            if ins[1] in code_pc:
+                raise StructureError(f"block {ins[1]} appears twice")
+            code_pc[ins[1]] = pc
+    if set(code_pc) != set(g.rpo):
+        raise StructureError(
+            f"tree blocks {sorted(code_pc)} differ from reachable blocks {sorted(g.rpo)}"
+        )
+
+    def next_event(pc, flag, label):
+        """Outcomes from pc: {decision: ("code"|"end", label)}; decision None if no branch."""
+        results: dict = {}
+        stack = [(pc, flag, None)]
+        seen = set()
+        while stack:
+            pc, flag, dec = stack.pop()
+            while True:
+                state = (pc, flag, dec)
+                if state in seen:
+                    raise StructureError(f"after block {label}: a path loops without a block")
+                seen.add(state)
+                ins = prog[pc]
+                op = ins[0]
+                if op == "code":
+                    if flag != 0:
+                        raise StructureError(f"block {ins[1]} runs with nm_br = {flag}")
+                    results.setdefault(dec, set()).add(("code", ins[1]))
+                    break
+                if op == "end":
+                    results.setdefault(dec, set()).add(("end", ins[1]))
+                    break
+                if op == "fell-off":
+                    raise StructureError(f"after block {label}: falls off the function")
+                if op == "set":
+                    flag = ins[1]
+                    pc += 1
+                elif op == "jmp":
+                    pc = ins[1]
+                elif op == "ifflag":
+                    pc = pc + 1 if flag == ins[1] else ins[2]
+                elif op == "if":
+                    if ins[1] != label or dec is not None:
+                        raise StructureError(
+                            f"after block {label}: branch on c{ins[1]} (decision {dec})"
+                        )
+                    stack.append((ins[2], flag, False))
+                    pc, dec = pc + 1, True
+                else:  # pragma: no cover
+                    raise AssertionError(op)
+        return results
+
+    first = next_event(0, 0, None)
+    if first != {None: {("code", entry)}}:
+        raise StructureError(f"the tree does not start with block {entry}: {first}")
+    for b in g.rpo:
+        out = next_event(code_pc[b] + 1, 0, b)
+        s = g.succ[b]
+        if not s:
+            want = {None: {("end", b)}}
+        elif len(s) == 1:
+            want = {None: {("code", s[0])}}
+        else:
+            want = {True: {("code", s[0])}, False: {("code", s[1])}}
+        if out != want:
+            raise StructureError(f"after block {b}: tree goes to {out}, CFG to {want}")

@@ -1,0 +1,241 @@
+"""Atomic operations on device and threadgroup arrays, returning the old value.
+
+numba.cuda's ``metal.atomic.add/sub/max/min/nanmax/nanmin/and_/or_/xor/exch/inc/dec/cas`` and
+``compare_and_swap``, plus the earlier numba-metal's ``metal.atomic_add/sub/min/max/exchange`` and
+``atomic_compare_exchange`` (which returns ``(old, success)``). Element types: int32 and uint32
+natively; float32 add/sub natively on device memory and through compare-and-swap loops elsewhere
+(float max/min, float on threadgroup memory). Metal has no general 64-bit atomics: refused. All
+operations use relaxed memory order, the only order MSL atomics offer.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+
+from numba.core import types
+from numba.core.typing.templates import AbstractTemplate, signature
+
+from numba_metal.compiler.arraytypes import MetalArray
+from numba_metal.compiler.lowering import Value, registry as lowering
+from numba_metal.compiler.typing import registry as typing
+from numba_metal.errors import UnsupportedFeatureError
+
+from ._stub import Stub
+
+_OPS = ("add", "sub", "max", "min", "nanmax", "nanmin", "and_", "or_", "xor", "exch", "inc", "dec")
+_STUBS = {op: Stub(f"atomic.{op}", f"atomic.{op}(ary, idx, val): atomically update ary[idx]; "
+                                   "returns the old value") for op in _OPS}
+cas = Stub("atomic.cas", "atomic.cas(ary, idx, old, val): if ary[idx] == old, set it to val; returns the "
+                         "old value")
+compare_and_swap = Stub("atomic.compare_and_swap", "atomic.compare_and_swap(ary, old, val): cas on ary[0]")
+
+atomic = pytypes.ModuleType("numba_metal.metal.atomic", "Atomic operations (numba.cuda's cuda.atomic).")
+for _op, _stub in _STUBS.items():
+    setattr(atomic, _op, _stub)
+atomic.cas = cas
+atomic.compare_and_swap = compare_and_swap
+
+# The earlier numba-metal's spellings.
+atomic_add = Stub("atomic_add", "atomic_add(ary, idx, val): atomic.add")
+atomic_sub = Stub("atomic_sub", "atomic_sub(ary, idx, val): atomic.sub")
+atomic_min = Stub("atomic_min", "atomic_min(ary, idx, val): atomic.min")
+atomic_max = Stub("atomic_max", "atomic_max(ary, idx, val): atomic.max")
+atomic_exchange = Stub("atomic_exchange", "atomic_exchange(ary, idx, val): atomic.exch")
+atomic_compare_exchange = Stub("atomic_compare_exchange",
+                               "atomic_compare_exchange(ary, idx, expected, desired) -> (old, success)")
+
+_ALIASES = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
+            atomic_exchange: "exch"}
+_OP_OF = {stub: op for op, stub in _STUBS.items()}
+_OP_OF.update(_ALIASES)
+
+_INT_ONLY = {"and_", "or_", "xor"}
+_UINT_ONLY = {"inc", "dec"}
+
+
+def _space(ary) -> str:
+    return ary.address_space if isinstance(ary, MetalArray) else "device"
+
+
+def _check_array(name, ary, idx):
+    if not isinstance(ary, types.Array):
+        raise UnsupportedFeatureError(f"metal.{name}: the first argument must be an array, not {ary}")
+    space = _space(ary)
+    if space not in ("device", "threadgroup"):
+        raise UnsupportedFeatureError(f"metal.{name}: atomics work on device and shared (threadgroup) "
+                                      f"arrays, not {space} arrays")
+    if ary.dtype in (types.int64, types.uint64, types.float64):
+        raise UnsupportedFeatureError(f"metal.{name} on {ary.dtype}: Metal has no 64-bit atomic "
+                                      "read-modify-write operations; use int32, uint32 or float32")
+    if ary.dtype not in (types.int32, types.uint32, types.float32):
+        raise UnsupportedFeatureError(f"metal.{name}: atomics support int32, uint32 and float32 "
+                                      f"arrays, not {ary.dtype}")
+    nidx = len(idx) if isinstance(idx, types.BaseTuple) else 1
+    if isinstance(idx, types.BaseTuple):
+        ok = all(isinstance(t, types.Integer) for t in idx.types)
+    else:
+        ok = isinstance(idx, types.Integer)
+    if not ok or nidx != ary.ndim:
+        raise UnsupportedFeatureError(f"metal.{name}: the index must be {ary.ndim} integer(s) for a "
+                                      f"{ary.ndim}-d array, got {idx}")
+    if ary.readonly:
+        raise UnsupportedFeatureError(f"metal.{name}: the array is read-only")
+
+
+def _update_template(stub, op):
+    class Template(AbstractTemplate):
+        key = stub
+
+        def generic(self, args, kws):
+            name = stub._path
+            if kws or len(args) != 3:
+                raise UnsupportedFeatureError(f"metal.{name}(ary, idx, val) takes 3 arguments")
+            ary, idx, val = (types.unliteral(a) for a in args)
+            _check_array(name, ary, idx)
+            if op in _INT_ONLY and ary.dtype == types.float32:
+                raise UnsupportedFeatureError(f"metal.{name}: bitwise atomics need an int32 or uint32 array")
+            if op in _UNSUPPORTED_UINT and ary.dtype != types.uint32:
+                raise UnsupportedFeatureError(f"metal.{name}: needs a uint32 array (as numba.cuda)")
+            return signature(ary.dtype, ary, idx, ary.dtype)
+
+    Template.__name__ = f"Metal_atomic_{op}"
+    return types.Function(Template)
+
+
+_UNSUPPORTED_UINT = _UINT_ONLY
+
+for _stub, _op in _OP_OF.items():
+    typing.register_global(_stub, _update_template(_stub, _op))
+
+
+class CasTemplate(AbstractTemplate):
+    key = cas
+
+    def generic(self, args, kws):
+        if kws or len(args) != 4:
+            raise UnsupportedFeatureError("metal.atomic.cas(ary, idx, old, val) takes 4 arguments")
+        ary, idx, old, val = (types.unliteral(a) for a in args)
+        _check_array("atomic.cas", ary, idx)
+        if ary.dtype == types.float32:
+            raise UnsupportedFeatureError("metal.atomic.cas: needs an int32 or uint32 array (as numba.cuda)")
+        return signature(ary.dtype, ary, idx, ary.dtype, ary.dtype)
+
+
+class CompareAndSwapTemplate(AbstractTemplate):
+    key = compare_and_swap
+
+    def generic(self, args, kws):
+        if kws or len(args) != 3:
+            raise UnsupportedFeatureError("metal.atomic.compare_and_swap(ary, old, val) takes 3 arguments")
+        ary, old, val = (types.unliteral(a) for a in args)
+        if not isinstance(ary, types.Array) or ary.ndim != 1:
+            raise UnsupportedFeatureError("metal.atomic.compare_and_swap needs a 1-d array")
+        _check_array("atomic.compare_and_swap", ary, types.intp)
+        if ary.dtype == types.float32:
+            raise UnsupportedFeatureError("metal.atomic.compare_and_swap: needs an int32 or uint32 array")
+        return signature(ary.dtype, ary, ary.dtype, ary.dtype)
+
+
+class CompareExchangeTemplate(AbstractTemplate):
+    key = atomic_compare_exchange
+
+    def generic(self, args, kws):
+        if kws or len(args) != 4:
+            raise UnsupportedFeatureError("metal.atomic_compare_exchange(ary, idx, expected, desired) takes "
+                                          "4 arguments")
+        ary, idx, old, val = (types.unliteral(a) for a in args)
+        _check_array("atomic_compare_exchange", ary, idx)
+        return signature(types.Tuple((ary.dtype, types.boolean)), ary, idx, ary.dtype, ary.dtype)
+
+
+typing.register_global(cas, types.Function(CasTemplate))
+typing.register_global(compare_and_swap, types.Function(CompareAndSwapTemplate))
+typing.register_global(atomic_compare_exchange, types.Function(CompareExchangeTemplate))
+
+# ---------------------------------------------------------------------------------------------
+# Lowering
+# ---------------------------------------------------------------------------------------------
+
+_MSL_TYPE = {types.int32: "int", types.uint32: "uint", types.float32: "float"}
+_NATIVE_INT = {"add": "add", "sub": "sub", "max": "max", "min": "min", "nanmax": "max", "nanmin": "min",
+               "and_": "and", "or_": "or", "xor": "xor"}
+
+
+def _element_pointer(lc, ary: Value, idx: Value) -> str:
+    from numba_metal.compiler.arrays import element_address
+    return element_address(lc, ary, idx)
+
+
+@lowering.call(*_OP_OF)
+def _lower_update(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    op = _OP_OF[stub]
+    ary, idx, val = args
+    aty = types.unliteral(sig.args[0])
+    dtype = aty.dtype
+    space = _space(aty)
+    t = _MSL_TYPE[dtype]
+    ptr = _element_pointer(lc, ary, idx)
+    v = lc.cast(val, dtype)
+    order = "memory_order_relaxed"
+    if dtype in (types.int32, types.uint32):
+        atomic_ptr = f"(({space} atomic_{t}*){ptr})"
+        if op == "exch":
+            return Value(f"atomic_exchange_explicit({atomic_ptr}, {v}, {order})", dtype)
+        if op in _NATIVE_INT:
+            return Value(f"atomic_fetch_{_NATIVE_INT[op]}_explicit({atomic_ptr}, {v}, {order})", dtype)
+        lc.need("atomics")
+        return Value(f"nm_atomic_{op}_{space}({ptr}, {v})", dtype)
+    # float32
+    if op == "exch":
+        atomic_ptr = f"(({space} atomic_uint*){ptr})"
+        return Value(f"as_type<float>(atomic_exchange_explicit({atomic_ptr}, as_type<uint>({v}), {order}))",
+                     dtype)
+    if op in ("add", "sub") and space == "device":
+        atomic_ptr = f"(({space} atomic_float*){ptr})"
+        return Value(f"atomic_fetch_{op}_explicit({atomic_ptr}, {v}, {order})", dtype)
+    lc.need("atomics")
+    return Value(f"nm_atomic_f{op}_{space}({ptr}, {v})", dtype)
+
+
+@lowering.call(cas)
+def _lower_cas(lc, sig, args):
+    ary, idx, old, val = args
+    aty = types.unliteral(sig.args[0])
+    lc.need("atomics")
+    ptr = _element_pointer(lc, ary, idx)
+    return Value(f"nm_atomic_cas_{_space(aty)}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+                 aty.dtype)
+
+
+@lowering.call(compare_and_swap)
+def _lower_compare_and_swap(lc, sig, args):
+    ary, old, val = args
+    aty = types.unliteral(sig.args[0])
+    lc.need("atomics")
+    ptr = f"(&{ary.expr}.data[0])"
+    return Value(f"nm_atomic_cas_{_space(aty)}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+                 aty.dtype)
+
+
+@lowering.call(atomic_compare_exchange)
+def _lower_compare_exchange(lc, sig, args):
+    ary, idx, old, val = args
+    aty = types.unliteral(sig.args[0])
+    dtype = aty.dtype
+    lc.need("atomics")
+    ptr = _element_pointer(lc, ary, idx)
+    rt = sig.return_type
+    expected = lc.cast(old, dtype)
+    oldv = lc.tmp(dtype)
+    suffix = "f" if dtype == types.float32 else ""
+    lc.emit(f"{oldv} = nm_atomic_cas{suffix}_{_space(aty)}({ptr}, {expected}, {lc.cast(val, dtype)});")
+    if dtype == types.float32:
+        success = f"(as_type<uint>({oldv}) == as_type<uint>({expected}))"
+    else:
+        success = f"({oldv} == {expected})"
+    return Value(f"{lc.msl_type(rt)}{{{oldv}, {success}}}", rt)
+
+
+__all__ = ["atomic", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exchange",
+           "atomic_compare_exchange"]

@@ -1,0 +1,192 @@
+"""Kernel memory: threadgroup (shared), per-thread (local) and constant arrays.
+
+- ``metal.shared.array(shape, dtype)`` / ``metal.shared_array``: threadgroup memory shared by the
+  threads of a threadgroup. Each call site is one array (also inside loops). ``shape`` 0 means
+  dynamic shared memory sized by the launch's ``sharedmem`` bytes; all dynamic arrays alias it.
+  Static arrays count against the 32 KB limit at compile time.
+- ``metal.local.array(shape, dtype)`` / ``metal.local_array``: an array private to each thread.
+- ``metal.const.array_like(host_array)``: the array's data baked into the kernel as constant memory.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+
+import numpy as np
+from numba.core import types
+from numba.core.typing.npydecl import parse_dtype, parse_shape
+from numba.core.typing.templates import AbstractTemplate, CallableTemplate, signature
+
+from numba_metal.compiler import msl
+from numba_metal.compiler.arraytypes import MetalArray
+from numba_metal.compiler.lowering import Value, registry as lowering
+from numba_metal.compiler.typing import registry as typing
+from numba_metal.errors import UnsupportedFeatureError
+
+from ._stub import Stub
+
+#: Threadgroup memory of one threadgroup on Apple GPUs (Apple4 and later).
+MAX_THREADGROUP_MEMORY = 32 * 1024
+
+
+def _namespace(name: str, doc: str, **members) -> pytypes.ModuleType:
+    module = pytypes.ModuleType(f"numba_metal.metal.{name}", doc)
+    for key, value in members.items():
+        setattr(module, key, value)
+    return module
+
+
+shared_array = Stub("shared.array", "shared.array(shape, dtype): an array in threadgroup memory")
+local_array = Stub("local.array", "local.array(shape, dtype): an array private to each thread")
+const_array_like = Stub("const.array_like", "const.array_like(ary): ary's data as constant memory")
+
+shared = _namespace("shared", "Threadgroup (shared) memory.", array=shared_array)
+local = _namespace("local", "Per-thread (local) memory.", array=local_array)
+const = _namespace("const", "Constant memory.", array_like=const_array_like)
+
+
+def _shape_and_dtype(stub, shape, dtype):
+    ndims = parse_shape(shape)
+    nbdtype = parse_dtype(dtype)
+    if ndims is None or nbdtype is None:
+        raise UnsupportedFeatureError(
+            f"metal.{stub._path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
+            f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
+    if nbdtype == types.float64:
+        raise UnsupportedFeatureError(f"metal.{stub._path}: float64 arrays are not supported on Metal "
+                                      "(Apple GPUs have no float64); use np.float32")
+    if msl.scalar_type(nbdtype) is None:
+        raise UnsupportedFeatureError(f"metal.{stub._path}: dtype {nbdtype} is not supported")
+    return ndims, nbdtype
+
+
+def _array_template(stub, space):
+    class ArrayTemplate(CallableTemplate):
+        key = stub
+
+        def generic(self):
+            def typer(shape, dtype, alignment=None):
+                ndims, nbdtype = _shape_and_dtype(stub, shape, dtype)
+                return MetalArray(nbdtype, ndims, "C", space)
+            return typer
+
+    ArrayTemplate.__name__ = f"Metal_{stub._path.replace('.', '_')}"
+    return ArrayTemplate
+
+
+typing.register_global(shared_array, types.Function(_array_template(shared_array, "threadgroup")))
+typing.register_global(local_array, types.Function(_array_template(local_array, "thread")))
+
+
+class ConstArrayLike(AbstractTemplate):
+    key = const_array_like
+
+    def generic(self, args, kws):
+        if kws or len(args) != 1 or not isinstance(args[0], types.Array):
+            raise UnsupportedFeatureError("metal.const.array_like(ary) takes one NumPy array (a global "
+                                          "or closure variable)")
+        (ary,) = args
+        if ary.dtype == types.float64:
+            raise UnsupportedFeatureError("metal.const.array_like: float64 arrays are not supported on "
+                                          "Metal; convert the array with .astype(np.float32)")
+        return signature(MetalArray(ary.dtype, ary.ndim, "C", "constant", readonly=True), ary)
+
+
+typing.register_global(const_array_like, types.Function(ConstArrayLike))
+
+
+def _literal_shape(ty) -> tuple[int, ...]:
+    if isinstance(ty, types.IntegerLiteral):
+        return (ty.literal_value,)
+    if isinstance(ty, types.BaseTuple):
+        dims = []
+        for t in ty.types:
+            if not isinstance(t, types.IntegerLiteral):
+                raise UnsupportedFeatureError("array shapes must be constants")
+            dims.append(t.literal_value)
+        return tuple(dims)
+    raise UnsupportedFeatureError("array shapes must be constants")
+
+
+def _c_strides(shape) -> list[int]:
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return list(reversed(strides))
+
+
+def _array_value(lc, rt, data: str, shape, strides=None) -> Value:
+    strides = strides if strides is not None else [f"{s}l" for s in _c_strides(shape)]
+    shape_s = ", ".join(f"{s}l" if isinstance(s, int) else s for s in shape)
+    return Value(f"{lc.msl_type(rt)}{{{data}, {{{shape_s}}}, {{{', '.join(strides)}}}}}", rt)
+
+
+@lowering.call(shared_array)
+def _lower_shared(lc, sig, args, **kws):
+    rt = sig.return_type
+    shape = _literal_shape(types.unliteral(sig.args[0]) if not isinstance(sig.args[0], types.Literal)
+                           else sig.args[0])
+    elem = lc.msl_type(rt.dtype)
+    if not lc.is_kernel:
+        lc.error("metal.shared.array must be declared in the kernel itself, not in a device function; "
+                 "declare it in the kernel and pass it to the device function as an argument")
+    itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 0
+    if total == 0:
+        # Dynamic shared memory: sized by the launch's sharedmem argument; every dynamic array aliases it.
+        lc.plan.dynamic_threadgroup_memory = True
+        lc.require_dynamic_shared()
+        n = f"(long({msl.ARGS_PARAM}.nm_dynshared_bytes) / {itemsize}l)"
+        data = f"((threadgroup {elem}*)nm_dynshared)"
+        return _array_value(lc, rt, data, [n] + [1] * (len(shape) - 1), ["1l"] * len(shape))
+    nbytes = total * itemsize
+    lc.plan.static_threadgroup_memory += (nbytes + 15) // 16 * 16
+    if lc.plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
+        lc.error(f"shared arrays of kernel {lc.tf.name}() need {lc.plan.static_threadgroup_memory} bytes "
+                 f"of threadgroup memory, more than Metal's {MAX_THREADGROUP_MEMORY}; use smaller arrays")
+    name = lc.fresh_name("nm_shared")
+    lc.declare(f"threadgroup {elem} {name}[{total}];")
+    return _array_value(lc, rt, name, list(shape))
+
+
+@lowering.call(local_array)
+def _lower_local(lc, sig, args, **kws):
+    rt = sig.return_type
+    shape = _literal_shape(sig.args[0])
+    elem = lc.msl_type(rt.dtype)
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 0
+    if total <= 0:
+        lc.error("metal.local.array needs a positive constant size")
+    name = lc.fresh_name("nm_local")
+    lc.declare(f"{elem} {name}[{total}] = {{}};")
+    return _array_value(lc, rt, name, list(shape))
+
+
+@lowering.call(const_array_like)
+def _lower_const(lc, sig, args, **kws):
+    (var_value,) = args
+    ary = lc.resolve_argument_value(0)
+    if not isinstance(ary, np.ndarray):
+        lc.error("metal.const.array_like(ary) needs a NumPy array known at compile time (a global or "
+                 "closure variable)")
+    return lower_constant_array(lc, ary, sig.return_type)
+
+
+def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
+    """A host array baked into the MSL as program-scope constant data."""
+    ary = np.ascontiguousarray(ary)
+    if ary.dtype == np.float64:
+        lc.error("float64 constant arrays are not supported on Metal; use np.float32")
+    if ary.nbytes > 64 * 1024:
+        lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
+                 "64 KB); pass it as an argument instead")
+    if not isinstance(rt, MetalArray):
+        rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
+    elem = lc.msl_type(rt.dtype)
+    name = lc.module.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
+    return _array_value(lc, rt, name, list(ary.shape))
+
+
+__all__ = ["shared", "local", "const", "shared_array", "local_array"]

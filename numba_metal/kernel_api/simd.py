@@ -1,0 +1,214 @@
+"""SIMD-group (warp) functions: Metal's ``simd_*`` and numba.cuda's ``*_sync`` warp intrinsics.
+
+A SIMD group is 32 threads on Apple GPUs. numba.cuda's functions take a ``mask`` of participating
+lanes; Metal's SIMD functions always involve all active lanes, so only the full mask (0xffffffff) is
+accepted, as a constant. Shuffles follow numba.cuda's rules for out-of-range lanes: ``shfl_sync``
+takes the source lane modulo 32, ``shfl_up/down_sync`` leave lanes without a source unchanged.
+Reductions and scans take int32, uint32, float32 and float16; shuffles also take 64-bit integers
+(split into two 32-bit shuffles) and booleans.
+"""
+
+from __future__ import annotations
+
+from numba.core import types
+from numba.core.typing.templates import AbstractTemplate, signature
+
+from numba_metal.compiler.lowering import Value, registry as lowering
+from numba_metal.compiler.typing import registry as typing
+from numba_metal.errors import UnsupportedFeatureError
+
+from ._stub import Stub
+
+FULL_MASK = 0xFFFFFFFF
+
+_REDUCE = ("simd_sum", "simd_product", "simd_max", "simd_min", "simd_prefix_exclusive_sum",
+           "simd_prefix_inclusive_sum")
+_SHUFFLE = ("simd_shuffle", "simd_shuffle_up", "simd_shuffle_down", "simd_shuffle_xor", "simd_broadcast")
+_VOTE = ("simd_all", "simd_any", "simd_ballot")
+
+simd_sum = Stub("simd_sum", "simd_sum(x): sum of x over the active lanes of the SIMD group")
+simd_product = Stub("simd_product", "simd_product(x): product of x over the SIMD group")
+simd_max = Stub("simd_max", "simd_max(x): maximum of x over the SIMD group")
+simd_min = Stub("simd_min", "simd_min(x): minimum of x over the SIMD group")
+simd_prefix_exclusive_sum = Stub("simd_prefix_exclusive_sum", "sum of x over the lower lanes")
+simd_prefix_inclusive_sum = Stub("simd_prefix_inclusive_sum", "sum of x over the lower lanes and this one")
+simd_shuffle = Stub("simd_shuffle", "simd_shuffle(x, lane): x of the given lane")
+simd_shuffle_up = Stub("simd_shuffle_up", "simd_shuffle_up(x, delta): x of lane - delta (unchanged below)")
+simd_shuffle_down = Stub("simd_shuffle_down", "simd_shuffle_down(x, delta): x of lane + delta (unchanged above)")
+simd_shuffle_xor = Stub("simd_shuffle_xor", "simd_shuffle_xor(x, mask): x of lane ^ mask")
+simd_broadcast = Stub("simd_broadcast", "simd_broadcast(x, lane): x of the given lane, for every lane")
+simd_all = Stub("simd_all", "simd_all(pred): pred is true on every active lane")
+simd_any = Stub("simd_any", "simd_any(pred): pred is true on some active lane")
+simd_ballot = Stub("simd_ballot", "simd_ballot(pred): uint64 bit mask of the lanes where pred is true")
+
+shfl_sync = Stub("shfl_sync", "shfl_sync(mask, value, src_lane)")
+shfl_up_sync = Stub("shfl_up_sync", "shfl_up_sync(mask, value, delta)")
+shfl_down_sync = Stub("shfl_down_sync", "shfl_down_sync(mask, value, delta)")
+shfl_xor_sync = Stub("shfl_xor_sync", "shfl_xor_sync(mask, value, lane_mask)")
+all_sync = Stub("all_sync", "all_sync(mask, pred)")
+any_sync = Stub("any_sync", "any_sync(mask, pred)")
+ballot_sync = Stub("ballot_sync", "ballot_sync(mask, pred): uint32 bit mask")
+activemask = Stub("activemask", "activemask(): uint32 mask of the active lanes")
+
+_REDUCE_TYPES = (types.int32, types.uint32, types.float32, types.float16)
+_CUDA_TO_METAL = {shfl_sync: "simd_shuffle", shfl_up_sync: "simd_shuffle_up",
+                  shfl_down_sync: "simd_shuffle_down", shfl_xor_sync: "simd_shuffle_xor"}
+
+
+def _value_type(name, ty, allowed):
+    ty = types.unliteral(ty)
+    if isinstance(ty, types.Integer) and ty.bitwidth < 32:
+        return types.int32 if ty.signed else types.uint32
+    if ty == types.float64:
+        return types.float32
+    if ty in allowed:
+        return ty
+    raise UnsupportedFeatureError(f"metal.{name}: values of type {ty} are not supported (use int32, uint32, "
+                                  "float32 or float16)")
+
+
+def _make_template(stub, kind):
+    name = stub.__name__
+
+    class Template(AbstractTemplate):
+        key = stub
+
+        def generic(self, args, kws):
+            if kws:
+                raise UnsupportedFeatureError(f"metal.{name}() takes positional arguments only")
+            if kind == "reduce":
+                if len(args) != 1:
+                    raise UnsupportedFeatureError(f"metal.{name}(x) takes one argument")
+                t = _value_type(name, args[0], _REDUCE_TYPES)
+                return signature(t, t)
+            if kind == "shuffle":
+                if len(args) != 2:
+                    raise UnsupportedFeatureError(f"metal.{name}(x, lane) takes two arguments")
+                t = _value_type(name, args[0], _REDUCE_TYPES + (types.int64, types.uint64, types.boolean))
+                return signature(t, t, types.uint32)
+            if kind == "vote":
+                if len(args) != 1:
+                    raise UnsupportedFeatureError(f"metal.{name}(pred) takes one argument")
+                return signature(types.uint64 if name == "simd_ballot" else types.boolean, types.boolean)
+            if kind == "cuda_shuffle":
+                if len(args) != 3:
+                    raise UnsupportedFeatureError(f"metal.{name}(mask, value, lane) takes three arguments")
+                t = _value_type(name, args[1], _REDUCE_TYPES + (types.int64, types.uint64, types.boolean))
+                return signature(t, types.unliteral(args[0]), t, types.uint32)
+            if kind == "cuda_vote":
+                if len(args) != 2:
+                    raise UnsupportedFeatureError(f"metal.{name}(mask, pred) takes two arguments")
+                rt = types.uint32 if name == "ballot_sync" else types.boolean
+                return signature(rt, types.unliteral(args[0]), types.boolean)
+            if kind == "activemask":
+                if args:
+                    raise UnsupportedFeatureError("metal.activemask() takes no arguments")
+                return signature(types.uint32)
+            raise AssertionError(kind)
+
+    Template.__name__ = f"Metal_{name}"
+    return types.Function(Template)
+
+
+_KINDS = {}
+for _n in _REDUCE:
+    _KINDS[globals()[_n]] = "reduce"
+for _n in _SHUFFLE:
+    _KINDS[globals()[_n]] = "shuffle"
+for _n in _VOTE:
+    _KINDS[globals()[_n]] = "vote"
+for _s in _CUDA_TO_METAL:
+    _KINDS[_s] = "cuda_shuffle"
+for _s in (all_sync, any_sync, ballot_sync):
+    _KINDS[_s] = "cuda_vote"
+_KINDS[activemask] = "activemask"
+
+for _stub, _kind in _KINDS.items():
+    typing.register_global(_stub, _make_template(_stub, _kind))
+
+
+def require_full_mask(lc, name: str, index: int = 0) -> None:
+    """numba.cuda masks: only a constant full mask can be honoured by Metal's SIMD functions."""
+    value = None
+    try:
+        value = lc.resolve_argument_value(index)
+    except Exception:  # noqa: BLE001 - a run-time mask cannot be checked
+        lc.error(f"metal.{name}: the lane mask must be the constant 0xffffffff; Metal's SIMD-group "
+                 "functions always involve every active lane")
+    if value != FULL_MASK:
+        lc.error(f"metal.{name}: mask {value!r} is not supported; Metal's SIMD-group functions always "
+                 "involve every active lane, so only the full mask 0xffffffff is accepted")
+
+
+def _shuffle(lc, fn: str, x: Value, lane_expr: str, t) -> Value:
+    mt = lc.msl_type(t)
+    if t in (types.int64, types.uint64):
+        lc.need("simd64")
+        return Value(f"{mt}(nm_{fn}_64(as_type<ulong>({x.expr}), {lane_expr}))", t)
+    if t == types.boolean:
+        return Value(f"bool({fn}(uint({x.expr}), {lane_expr}))", t)
+    return Value(f"{fn}({lc.cast(x, t)}, {lane_expr})", t)
+
+
+@lowering.call(*[globals()[n] for n in _REDUCE])
+def _lower_reduce(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    t = sig.return_type
+    return Value(f"{stub.__name__}({lc.cast(args[0], t)})", t)
+
+
+@lowering.call(*[globals()[n] for n in _SHUFFLE])
+def _lower_shuffle(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    t = sig.return_type
+    lane = f"ushort({lc.cast(args[1], types.uint32)} & 31u)" if stub is not simd_shuffle_xor else \
+        f"ushort({lc.cast(args[1], types.uint32)} & 31u)"
+    if stub in (simd_shuffle_up, simd_shuffle_down):
+        lane = f"ushort(min({lc.cast(args[1], types.uint32)}, 32u))"
+    return _shuffle(lc, stub.__name__, args[0], lane, t)
+
+
+@lowering.call(simd_all, simd_any)
+def _lower_vote(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    return Value(f"{stub.__name__}({lc.cast(args[0], types.boolean)})", types.boolean)
+
+
+@lowering.call(simd_ballot)
+def _lower_ballot(lc, sig, args):
+    return Value(f"ulong(static_cast<simd_vote::vote_t>(simd_ballot({lc.cast(args[0], types.boolean)})))",
+                 types.uint64)
+
+
+@lowering.call(*_CUDA_TO_METAL)
+def _lower_cuda_shuffle(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    require_full_mask(lc, stub.__name__)
+    fn = _CUDA_TO_METAL[stub]
+    t = sig.return_type
+    if stub in (shfl_up_sync, shfl_down_sync):
+        lane = f"ushort(min({lc.cast(args[2], types.uint32)}, 32u))"
+    else:
+        lane = f"ushort({lc.cast(args[2], types.uint32)} & 31u)"
+    return _shuffle(lc, fn, args[1], lane, t)
+
+
+@lowering.call(all_sync, any_sync, ballot_sync)
+def _lower_cuda_vote(lc, sig, args):
+    stub = lc.resolve_current_callee()
+    require_full_mask(lc, stub.__name__)
+    pred = lc.cast(args[1], types.boolean)
+    if stub is ballot_sync:
+        return Value(f"uint(ulong(static_cast<simd_vote::vote_t>(simd_ballot({pred}))) & 0xffffffffu)",
+                     types.uint32)
+    return Value(f"{'simd_all' if stub is all_sync else 'simd_any'}({pred})", types.boolean)
+
+
+@lowering.call(activemask)
+def _lower_activemask(lc, sig, args):
+    return Value("uint(ulong(static_cast<simd_vote::vote_t>(simd_active_threads_mask())) & 0xffffffffu)",
+                 types.uint32)
+
+
+__all__ = list(_REDUCE + _SHUFFLE + _VOTE) + ["shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
+                                               "all_sync", "any_sync", "ballot_sync", "activemask"]

@@ -1,0 +1,427 @@
+"""The Python binding of the numba-metal runtime (cffi over the C ABI in numba_metal_runtime.h).
+
+Devices, buffers, pipelines and queues as thin objects over the library's handles. Importing this
+module does not load the library; the first call that needs it does. Status codes become exceptions
+from :mod:`numba_metal.errors`: a compile failure is a KernelCompilationError carrying the full
+compiler log; a dispatch refused before queueing (a limit or a bad argument) is a KernelLaunchError;
+a missing device or feature is an UnsupportedPlatformError; everything else (failed work, allocation,
+internal errors) is a MetalRuntimeError.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from numba_metal.errors import (
+    KernelCompilationError,
+    KernelLaunchError,
+    MetalRuntimeError,
+    UnsupportedPlatformError,
+)
+from numba_metal.runtime._loader import library_path, load
+
+__all__ = [
+    "DeviceInfo", "Device", "Buffer", "Pipeline", "Queue", "DispatchPlan",
+    "list_devices", "open_device", "now_ns", "library_path",
+]
+
+# Status codes (numba_metal_runtime.h); duplicated here so that errors can be raised without cffi lookups.
+NM_OK = 0
+NM_ERR_INVALID_ARGUMENT = 1
+NM_ERR_UNAVAILABLE = 2
+NM_ERR_OUT_OF_MEMORY = 3
+NM_ERR_COMPILE = 4
+NM_ERR_LIMIT = 5
+NM_ERR_EXECUTION = 6
+NM_ERR_INTERNAL = 7
+
+
+def _message(lib, ffi) -> str:
+    return ffi.string(lib.nm_last_error()).decode("utf-8", "replace")
+
+
+def _raise(rc: int, *, launch: bool = False):
+    ffi, lib = load()
+    msg = _message(lib, ffi)
+    if rc == NM_ERR_COMPILE:
+        raise KernelCompilationError(msg)
+    if rc == NM_ERR_UNAVAILABLE:
+        raise UnsupportedPlatformError(msg)
+    if launch and rc in (NM_ERR_LIMIT, NM_ERR_INVALID_ARGUMENT):
+        raise KernelLaunchError(msg)
+    raise MetalRuntimeError(msg)
+
+
+class DeviceInfo(NamedTuple):
+    """What a device is and its limits (nm_device_info)."""
+
+    index: int
+    name: str
+    kind: str  # 'metal' or 'cpu'
+    max_threads_per_threadgroup: int
+    max_threadgroup_memory: int
+    simd_width: int
+    unified_memory: bool
+    recommended_working_set: int
+    page_size: int
+    max_buffer_slots: int
+    max_argument_bytes: int
+
+
+def _info(index: int) -> DeviceInfo:
+    ffi, lib = load()
+    out = ffi.new("nm_device_info *")
+    rc = lib.nm_device_get_info(index, out)
+    if rc:
+        _raise(rc)
+    return DeviceInfo(
+        index=index,
+        name=ffi.string(out.name).decode("utf-8", "replace"),
+        kind="metal" if out.kind == 1 else "cpu",
+        max_threads_per_threadgroup=int(out.max_threads_per_threadgroup),
+        max_threadgroup_memory=int(out.max_threadgroup_memory),
+        simd_width=int(out.simd_width),
+        unified_memory=bool(out.unified_memory),
+        recommended_working_set=int(out.recommended_working_set),
+        page_size=int(out.page_size),
+        max_buffer_slots=int(out.max_buffer_slots),
+        max_argument_bytes=int(out.max_argument_bytes),
+    )
+
+
+def list_devices() -> list[DeviceInfo]:
+    """Every device: Metal GPUs first, then the CPU reference device."""
+    _, lib = load()
+    return [_info(i) for i in range(int(lib.nm_device_count()))]
+
+
+_devices: dict[int, "Device"] = {}
+
+
+def open_device(index: int) -> "Device":
+    """The device at index; the same index always gives the same Device object."""
+    dev = _devices.get(index)
+    if dev is None:
+        dev = _devices.setdefault(index, Device(index))
+    return dev
+
+
+def now_ns() -> int:
+    """The host monotonic clock in nanoseconds: the base of Queue.timestamps."""
+    _, lib = load()
+    return int(lib.nm_now_ns())
+
+
+class Device:
+    """An opened device (use open_device)."""
+
+    def __init__(self, index: int):
+        ffi, lib = load()
+        self.info = _info(index)
+        out = ffi.new("nm_device **")
+        rc = lib.nm_device_open(index, out)
+        if rc:
+            _raise(rc)
+        self.handle = out[0]
+
+    def __repr__(self) -> str:
+        return f"<numba_metal.runtime.Device {self.info.index}: {self.info.name}>"
+
+    def new_buffer(self, nbytes: int) -> "Buffer":
+        """A zero-filled buffer of nbytes (0 is allowed)."""
+        ffi, lib = load()
+        if nbytes < 0:
+            raise MetalRuntimeError(f"buffer size {nbytes} is negative")
+        out = ffi.new("nm_buffer **")
+        rc = lib.nm_buffer_new(self.handle, nbytes, out)
+        if rc:
+            _raise(rc)
+        return Buffer(self, out[0], nbytes, None)
+
+    def wrap_buffer(self, address: int, nbytes: int, owner: object) -> "Buffer":
+        """A buffer over page-aligned host memory at address, without a copy; keeps owner alive."""
+        ffi, lib = load()
+        out = ffi.new("nm_buffer **")
+        rc = lib.nm_buffer_wrap(self.handle, ffi.cast("void *", address), nbytes, out)
+        if rc:
+            _raise(rc)
+        return Buffer(self, out[0], nbytes, owner)
+
+    def compile(self, source: str, kernel_name: str, fast_math: bool = False, language_version: int = 0) -> "Pipeline":
+        """Compiles kernel_name from MSL source; raises KernelCompilationError with the compiler log."""
+        ffi, lib = load()
+        opts = ffi.new("nm_compile_options *", {"fast_math": 1 if fast_math else 0, "language_version": language_version})
+        out = ffi.new("nm_pipeline **")
+        rc = lib.nm_pipeline_new(self.handle, source.encode("utf-8"), kernel_name.encode("utf-8"), opts, out)
+        if rc:
+            _raise(rc)
+        return Pipeline(self, out[0], kernel_name)
+
+    def new_queue(self) -> "Queue":
+        """A new in-order queue (one per stream)."""
+        ffi, lib = load()
+        out = ffi.new("nm_queue **")
+        rc = lib.nm_queue_new(self.handle, out)
+        if rc:
+            _raise(rc)
+        return Queue(self, out[0])
+
+    def stats(self) -> dict:
+        """live_buffers, live_buffer_bytes, pipelines_compiled, pipelines_from_cache, dispatches."""
+        ffi, lib = load()
+        out = ffi.new("nm_device_stats *")
+        rc = lib.nm_device_get_stats(self.handle, out)
+        if rc:
+            _raise(rc)
+        return {k: int(getattr(out, k)) for k in
+                ("live_buffers", "live_buffer_bytes", "pipelines_compiled", "pipelines_from_cache", "dispatches")}
+
+
+class Buffer:
+    """A shared-storage buffer. ``address`` is its host pointer, valid until release()."""
+
+    __slots__ = ("handle", "nbytes", "address", "device", "_owner", "__weakref__")
+
+    def __init__(self, device: Device, handle, nbytes: int, owner: object):
+        ffi, lib = load()
+        self.device = device
+        self.handle = handle
+        self.nbytes = nbytes
+        self.address = int(ffi.cast("uintptr_t", lib.nm_buffer_contents(handle)))
+        self._owner = owner
+
+    def write(self, offset: int, src_address: int, n: int) -> None:
+        """Copies n bytes from host address src_address into the buffer at offset (immediately)."""
+        ffi, lib = load()
+        rc = lib.nm_buffer_write(self._live(), offset, ffi.cast("void *", src_address), n)
+        if rc:
+            _raise(rc)
+
+    def read(self, offset: int, dst_address: int, n: int) -> None:
+        """Copies n bytes at offset into host memory at dst_address (immediately)."""
+        ffi, lib = load()
+        rc = lib.nm_buffer_read(self._live(), offset, ffi.cast("void *", dst_address), n)
+        if rc:
+            _raise(rc)
+
+    def _live(self):
+        if self.handle is None:
+            raise MetalRuntimeError("this buffer was released; create a new one")
+        return self.handle
+
+    def release(self) -> None:
+        """Drops the handle (idempotent). Work already queued keeps the memory valid until it completes."""
+        h, self.handle = self.handle, None
+        if h is not None:
+            try:
+                load()[1].nm_buffer_release(h)
+            except Exception:  # interpreter shutdown
+                pass
+            self._owner = None
+
+    def __del__(self):
+        self.release()
+
+
+class Pipeline:
+    """A compiled kernel."""
+
+    def __init__(self, device: Device, handle, kernel_name: str):
+        ffi, lib = load()
+        self.device = device
+        self.handle = handle
+        self.kernel_name = kernel_name
+        info = ffi.new("nm_pipeline_info *")
+        rc = lib.nm_pipeline_get_info(handle, info)
+        if rc:
+            _raise(rc)
+        self.max_total_threads_per_threadgroup = int(info.max_total_threads_per_threadgroup)
+        self.thread_execution_width = int(info.thread_execution_width)
+        self.static_threadgroup_memory = int(info.static_threadgroup_memory)
+        self.from_cache = bool(info.from_cache)
+        self.compile_ns = int(info.compile_ns)
+
+    def __del__(self):
+        h, self.handle = getattr(self, "handle", None), None
+        if h is not None:
+            try:
+                load()[1].nm_pipeline_release(h)
+            except Exception:
+                pass
+
+
+class DispatchPlan:
+    """A preallocated nm_dispatch_desc reused across launches (the fast path of Queue.submit)."""
+
+    def __init__(self, pipeline: Pipeline, buffer_slots: list[int], arg_slot: int, arg_capacity: int,
+                 threadgroup_memory: list[int] = (), label: str | None = None):
+        ffi, _ = load()
+        n = len(buffer_slots)
+        self.pipeline = pipeline
+        self._desc = ffi.new("nm_dispatch_desc *")
+        self._buffers = ffi.new("nm_buffer *[]", max(n, 1))
+        self._offsets = ffi.new("uint64_t[]", max(n, 1))
+        self._slots = ffi.new("uint32_t[]", list(buffer_slots) or [0])
+        self._args = ffi.new("char[]", max(arg_capacity, 1))
+        self._tg = ffi.new("uint32_t[]", 31)
+        self._refs: list = [None] * n
+        self._label = ffi.new("char[]", label.encode("utf-8")) if label else ffi.NULL
+        self.arg_view = memoryview(ffi.buffer(self._args, arg_capacity)) if arg_capacity else memoryview(bytearray(0))
+        d = self._desc
+        d.pipeline = pipeline.handle
+        d.buffer_count = n
+        d.buffers = self._buffers
+        d.buffer_offsets = self._offsets
+        d.buffer_slots = self._slots
+        d.arg_bytes = self._args
+        d.arg_length = 0
+        d.arg_slot = arg_slot
+        d.threadgroup_memory_lengths = self._tg
+        d.label = self._label
+        self.set_threadgroup_memory(list(threadgroup_memory))
+
+    def set_buffer(self, i: int, buffer: Buffer, offset: int) -> None:
+        """Binds buffer at byte offset to the i-th slot of buffer_slots (keeps a reference while set)."""
+        self._buffers[i] = buffer.handle
+        self._offsets[i] = offset
+        self._refs[i] = buffer
+
+    def set_grid(self, groups: tuple[int, int, int], threads: tuple[int, int, int]) -> None:
+        """Threadgroups per grid and threads per threadgroup."""
+        d = self._desc
+        d.groups = groups
+        d.threads = threads
+
+    def set_threadgroup_memory(self, lengths: list[int]) -> None:
+        """Byte lengths of the [[threadgroup(i)]] arguments."""
+        if len(lengths) > 31:
+            raise KernelLaunchError(f"{len(lengths)} threadgroup memory arguments exceed Metal's 31")
+        for i, n in enumerate(lengths):
+            self._tg[i] = n
+        self._desc.threadgroup_memory_count = len(lengths)
+
+
+class Queue:
+    """An in-order work queue (a stream). Work ids increase per queue."""
+
+    def __init__(self, device: Device, handle):
+        ffi, lib = load()
+        self.device = device
+        self.handle = handle
+        self._ffi = ffi
+        self._id = ffi.new("uint64_t *")
+        self._dispatch_fn = lib.nm_queue_dispatch
+
+    def submit(self, plan: DispatchPlan, arg_length: int) -> int:
+        """Enqueues plan with the first arg_length bytes of plan.arg_view: exactly one C call."""
+        d = plan._desc
+        d.arg_length = arg_length
+        rc = self._dispatch_fn(self.handle, d, self._id)
+        if rc:
+            _raise(rc, launch=True)
+        return self._id[0]
+
+    def dispatch(self, pipeline: Pipeline, buffers: list[Buffer], offsets: list[int], slots: list[int],
+                 arg_bytes: bytes | None, arg_slot: int, threadgroup_memory: list[int],
+                 groups: tuple[int, int, int], threads: tuple[int, int, int], label: str | None = None) -> int:
+        """Enqueues one dispatch (builds a descriptor per call; use DispatchPlan + submit when it repeats)."""
+        ffi = self._ffi
+        n = len(buffers)
+        if len(offsets) != n or len(slots) != n:
+            raise KernelLaunchError(f"dispatch: {n} buffers but {len(offsets)} offsets and {len(slots)} slots")
+        d = ffi.new("nm_dispatch_desc *")
+        bufs = ffi.new("nm_buffer *[]", [b.handle for b in buffers] or [ffi.NULL])
+        offs = ffi.new("uint64_t[]", list(offsets) or [0])
+        sl = ffi.new("uint32_t[]", list(slots) or [0])
+        tg = ffi.new("uint32_t[]", list(threadgroup_memory) or [0])
+        args = ffi.new("char[]", bytes(arg_bytes)) if arg_bytes else ffi.NULL
+        lab = ffi.new("char[]", label.encode("utf-8")) if label else ffi.NULL
+        d.pipeline = pipeline.handle
+        d.buffer_count = n
+        d.buffers = bufs
+        d.buffer_offsets = offs
+        d.buffer_slots = sl
+        d.arg_bytes = args
+        d.arg_length = len(arg_bytes) if arg_bytes else 0
+        d.arg_slot = arg_slot
+        d.threadgroup_memory_count = len(threadgroup_memory)
+        d.threadgroup_memory_lengths = tg
+        d.groups = groups
+        d.threads = threads
+        d.label = lab
+        out = ffi.new("uint64_t *")
+        rc = self._dispatch_fn(self.handle, d, out)
+        if rc:
+            _raise(rc, launch=True)
+        return int(out[0])
+
+    def copy(self, src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, n: int) -> int:
+        """Enqueues a copy of n bytes between buffers."""
+        out = self._ffi.new("uint64_t *")
+        rc = load()[1].nm_queue_copy(self.handle, src._live(), src_offset, dst._live(), dst_offset, n, out)
+        if rc:
+            _raise(rc)
+        return int(out[0])
+
+    def fill(self, buf: Buffer, offset: int, n: int, value: int) -> int:
+        """Enqueues setting n bytes at offset to value (0..255)."""
+        out = self._ffi.new("uint64_t *")
+        rc = load()[1].nm_queue_fill(self.handle, buf._live(), offset, n, value, out)
+        if rc:
+            _raise(rc)
+        return int(out[0])
+
+    def marker(self) -> int:
+        """Enqueues a marker; its id completes when all earlier work on this queue has."""
+        out = self._ffi.new("uint64_t *")
+        rc = load()[1].nm_queue_marker(self.handle, out)
+        if rc:
+            _raise(rc)
+        return int(out[0])
+
+    def wait_for(self, other: "Queue", work_id: int) -> None:
+        """Later work on this queue starts after other's work_id completes."""
+        rc = load()[1].nm_queue_wait_for(self.handle, other.handle, work_id)
+        if rc:
+            _raise(rc)
+
+    def flush(self) -> None:
+        """Submits encoded work without waiting."""
+        rc = load()[1].nm_queue_flush(self.handle)
+        if rc:
+            _raise(rc)
+
+    def wait(self) -> None:
+        """Waits for all submitted work; raises MetalRuntimeError naming the first kernel that failed since the last wait."""
+        rc = load()[1].nm_queue_wait(self.handle)
+        if rc:
+            _raise(rc)
+
+    def query(self, work_id: int) -> bool:
+        """True when work_id has completed."""
+        out = self._ffi.new("int32_t *")
+        rc = load()[1].nm_queue_query(self.handle, work_id, out)
+        if rc:
+            _raise(rc)
+        return bool(out[0])
+
+    def timestamps(self, work_id: int) -> tuple[int, int]:
+        """(start_ns, end_ns) of completed work in now_ns()'s base."""
+        s = self._ffi.new("uint64_t *")
+        e = self._ffi.new("uint64_t *")
+        rc = load()[1].nm_queue_timestamps(self.handle, work_id, s, e)
+        if rc:
+            _raise(rc)
+        return int(s[0]), int(e[0])
+
+    def release(self) -> None:
+        """Waits for outstanding work and drops the queue (idempotent)."""
+        h, self.handle = self.handle, None
+        if h is not None:
+            try:
+                load()[1].nm_queue_release(h)
+            except Exception:
+                pass
+
+    def __del__(self):
+        self.release()
