@@ -66,7 +66,7 @@ def load():
         except OSError as e:
             raise MetalRuntimeError(f"could not load the numba-metal runtime library {path}: {e}; rebuild it with "
                                     "`python -m numba_metal._build`") from e
-        expected = int(ffi.integer_const("NM_ABI_VERSION"))
+        expected = int(lib.NM_ABI_VERSION)
         found = int(lib.nm_abi_version())
         if found != expected:
             raise MetalRuntimeError(

@@ -1,0 +1,714 @@
+/*
+ * cpu_engine.c -- the CPU reference device's executor.
+ *
+ * Queues: each nm_cq owns an executor thread that runs its work items in order. Items live in a ring
+ * of fixed-size chunks (stable addresses; at most NM_CQ_MAX_PENDING outstanding, after which submitting
+ * blocks until the executor catches up, so memory is bounded however much is queued).
+ *
+ * Dispatches: the threadgroups of a dispatch are handed out in chunks to the worker pool and to the
+ * executor thread itself. Every threadgroup runs wholly on one OS thread, so thread_local storage in
+ * a kernel object is exactly per-threadgroup (static threadgroup variables rely on this).
+ *  - Kernels that call no barrier or SIMD-group function run as a plain loop over work-items
+ *    (nm_kernel_run_groups, compiled into the kernel object, where clang can inline the kernel).
+ *  - Others run each work-item as a fiber. threadgroup_barrier parks a fiber until every live
+ *    work-item of the threadgroup is parked there; SIMD-group functions park it until every live lane
+ *    of its SIMD group (32 consecutive linear indices) is parked at a SIMD-group function, then the lanes
+ *    at one call site exchange operands. No progress possible = divergent barrier: the dispatch fails.
+ *
+ * Faults: SIGSEGV/SIGBUS/SIGILL/SIGFPE raised while a worker runs kernel code are caught on an
+ * alternate signal stack and siglongjmp back to the worker, which fails the dispatch (naming the
+ * kernel and the signal) and goes on. Signals raised anywhere else go to the previous handler.
+ */
+#if defined(__linux__)
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "nm_internal.h"
+#include "context.h"
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+/* MARK: - configuration */
+
+static uint32_t g_threads;
+static uint64_t g_stack_bytes;
+static size_t g_page;
+static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+
+static void config_init(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    g_threads = cores > 0 ? (uint32_t)cores : 1;
+    const char *t = getenv("NUMBA_METAL_CPU_THREADS");
+    if (t && *t) {
+        long v = strtol(t, NULL, 10);
+        if (v >= 1 && v <= 1024) g_threads = (uint32_t)v;
+    }
+    g_stack_bytes = 128 * 1024;
+    const char *s = getenv("NUMBA_METAL_CPU_STACK_KB");
+    if (s && *s) {
+        long v = strtol(s, NULL, 10);
+        if (v >= 16 && v <= 65536) g_stack_bytes = (uint64_t)v * 1024;
+    }
+    g_page = (size_t)sysconf(_SC_PAGESIZE);
+    g_stack_bytes = (g_stack_bytes + g_page - 1) & ~(uint64_t)(g_page - 1);
+}
+
+uint32_t nm_cpu_thread_count(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_threads;
+}
+
+uint64_t nm_cpu_stack_bytes(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_stack_bytes;
+}
+
+/* MARK: - workers */
+
+enum { F_RUN = 0, F_BARRIER = 1, F_SIMD = 2, F_DONE = 3 };
+
+typedef struct fiber {
+    void *sp;
+    void *stack;          /* usable stack above the guard page; NULL until first needed */
+    const void *site;     /* call site of the SIMD-group function it waits in */
+    uint32_t state;
+} fiber;
+
+#define NM_TG_SCRATCH (32768 + 31 * 16 + 64)
+
+typedef struct worker {
+    sigjmp_buf jb;
+    volatile sig_atomic_t in_kernel;
+    volatile int signo;
+    void *volatile fault_addr;
+    int fiber_mode;
+    fiber *fibers;        /* 1024 */
+    void *sched_sp;
+    uint32_t current;
+    uint32_t nthreads;
+    const nm_cpu_kernel *k;
+    const nm_launch *L;
+    void *tg_ptrs[31];
+    uint32_t group;
+    unsigned char *tg_scratch;
+    nm_simd_group_state sg[32];
+} worker;
+
+static _Thread_local worker *tl_worker;
+
+static const int g_signals[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+static struct sigaction g_previous[4];
+static pthread_once_t g_signals_once = PTHREAD_ONCE_INIT;
+
+static void fault_handler(int sig, siginfo_t *info, void *uc) {
+    worker *w = tl_worker;
+    if (w && w->in_kernel) {
+        w->in_kernel = 0;
+        w->signo = sig;
+        w->fault_addr = info ? info->si_addr : NULL;
+        siglongjmp(w->jb, 1);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (g_signals[i] != sig) continue;
+        struct sigaction *old = &g_previous[i];
+        if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+            old->sa_sigaction(sig, info, uc);
+            return;
+        }
+        if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
+            old->sa_handler(sig);
+            return;
+        }
+    }
+    /* Not ours and nobody else's: restore the default action; returning re-executes the fault. */
+    signal(sig, SIG_DFL);
+}
+
+static void install_signal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 4; i++) sigaction(g_signals[i], &sa, &g_previous[i]);
+}
+
+static worker *worker_get(void) {
+    worker *w = tl_worker;
+    if (w) return w;
+    pthread_once(&g_config_once, config_init);
+    pthread_once(&g_signals_once, install_signal_handlers);
+    w = (worker *)calloc(1, sizeof(worker));
+    w->fibers = (fiber *)calloc(1024, sizeof(fiber));
+    w->tg_scratch = (unsigned char *)aligned_alloc(64, NM_TG_SCRATCH);
+    size_t alt = 64 * 1024;
+    stack_t ss;
+    ss.ss_sp = malloc(alt);
+    ss.ss_size = alt;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+    nm_enable_ftz_daz();
+    tl_worker = w;
+    return w;
+}
+
+/* MARK: - runtime hooks called from kernel code */
+
+static void fail_outside_fibers(worker *w) {
+    w->signo = 0; /* 0 marks "barrier outside fiber mode" */
+    w->in_kernel = 0;
+    siglongjmp(w->jb, 1);
+}
+
+static void rt_threadgroup_barrier(void) {
+    worker *w = tl_worker;
+    if (!w->fiber_mode) fail_outside_fibers(w);
+    fiber *f = &w->fibers[w->current];
+    f->state = F_BARRIER;
+    nm_ctx_switch(&f->sp, w->sched_sp);
+}
+
+static nm_simd_group_state *rt_simd_exchange(const void *site, const void *operand, uint32_t size, uint32_t *lane) {
+    worker *w = tl_worker;
+    if (!w->fiber_mode) fail_outside_fibers(w);
+    uint32_t i = w->current;
+    nm_simd_group_state *g = &w->sg[i >> 5];
+    if (size > 32) size = 32;
+    if (size) memcpy(g->in[i & 31], operand, size);
+    fiber *f = &w->fibers[i];
+    f->site = site;
+    f->state = F_SIMD;
+    nm_ctx_switch(&f->sp, w->sched_sp);
+    *lane = i & 31;
+    return g;
+}
+
+const nm_rt_api nm_cpu_rt_api = {NM_KERNEL_ABI_VERSION, rt_threadgroup_barrier, rt_simd_exchange};
+
+/* MARK: - fibers */
+
+static void fiber_main(void *arg) {
+    worker *w = tl_worker;
+    uint32_t i = (uint32_t)(uintptr_t)arg;
+    w->k->run_item(w->L, w->tg_ptrs, w->group, i);
+    w->fibers[i].state = F_DONE;
+    nm_ctx_switch(&w->fibers[i].sp, w->sched_sp);
+}
+
+static int fiber_stack(fiber *f) {
+    if (f->stack) return 0;
+    size_t total = g_stack_bytes + g_page;
+    void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) return -1;
+    mprotect(base, g_page, PROT_NONE); /* guard page: an overflow faults instead of corrupting memory */
+    f->stack = (char *)base + g_page;
+    return 0;
+}
+
+static void group_coords(const nm_launch *L, uint32_t g, uint32_t out[3]) {
+    out[0] = g % L->groups[0];
+    out[1] = (g / L->groups[0]) % L->groups[1];
+    out[2] = g / (L->groups[0] * L->groups[1]);
+}
+
+/* Runs threadgroup w->group as fibers. 0 = done, 1 = no progress possible (message in err). */
+static int run_group_fibers(worker *w, char *err, size_t errlen) {
+    uint32_t n = w->nthreads;
+    fiber *f = w->fibers;
+    for (uint32_t i = 0; i < n; i++) {
+        if (fiber_stack(&f[i]) != 0) {
+            snprintf(err, errlen, "could not allocate a %llu-byte fiber stack (NUMBA_METAL_CPU_STACK_KB)",
+                     (unsigned long long)g_stack_bytes);
+            return 1;
+        }
+        f[i].sp = nm_ctx_init(f[i].stack, g_stack_bytes, fiber_main, (void *)(uintptr_t)i);
+        f[i].state = F_RUN;
+    }
+    uint32_t nsg = (n + 31) / 32;
+    for (;;) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (f[i].state == F_RUN) {
+                w->current = i;
+                nm_ctx_switch(&w->sched_sp, f[i].sp);
+            }
+        }
+        uint32_t done = 0, at_barrier = 0, at_simd = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            done += f[i].state == F_DONE;
+            at_barrier += f[i].state == F_BARRIER;
+            at_simd += f[i].state == F_SIMD;
+        }
+        uint32_t live = n - done;
+        if (live == 0) return 0;
+        if (at_barrier == live) {
+            for (uint32_t i = 0; i < n; i++)
+                if (f[i].state == F_BARRIER) f[i].state = F_RUN;
+            continue;
+        }
+        int released = 0;
+        for (uint32_t s = 0; s < nsg; s++) {
+            uint32_t lo = s * 32, hi = lo + 32 < n ? lo + 32 : n;
+            uint32_t lanes_live = 0, lanes_waiting = 0;
+            const void *site = NULL;
+            for (uint32_t i = lo; i < hi; i++) {
+                if (f[i].state == F_DONE) continue;
+                lanes_live++;
+                if (f[i].state == F_SIMD) {
+                    lanes_waiting++;
+                    /* Lanes waiting at different call sites (divergent SIMD-group calls): complete the
+                       site with the lowest code address first (see docs/limitations.md). */
+                    if (!site || (uintptr_t)f[i].site < (uintptr_t)site) site = f[i].site;
+                }
+            }
+            if (lanes_live == 0 || lanes_waiting != lanes_live) continue;
+            uint32_t mask = 0;
+            for (uint32_t i = lo; i < hi; i++)
+                if (f[i].state == F_SIMD && f[i].site == site) {
+                    mask |= 1u << (i - lo);
+                    f[i].state = F_RUN;
+                }
+            w->sg[s].mask = mask;
+            w->sg[s].computed = 0;
+            released = 1;
+        }
+        if (released) continue;
+        uint32_t gc[3];
+        group_coords(w->L, w->group, gc);
+        snprintf(err, errlen,
+                 "threadgroup (%u,%u,%u) can make no progress: %u work-items wait at threadgroup_barrier, "
+                 "%u at SIMD-group functions and %u have exited (divergent barrier: every live work-item of a "
+                 "threadgroup must reach the same threadgroup_barrier, every live lane of a SIMD group the same "
+                 "SIMD-group function)",
+                 gc[0], gc[1], gc[2], at_barrier, at_simd, done);
+        return 1;
+    }
+}
+
+/* MARK: - jobs and the worker pool */
+
+typedef struct job {
+    const nm_cpu_kernel *k;
+    const nm_launch *L;
+    const uint32_t *tg_lengths;
+    uint32_t tg_count;
+    uint32_t nthreads;
+    uint64_t total;
+    uint64_t chunk;
+    uint64_t next;       /* atomic: next group to hand out */
+    int failed;          /* atomic */
+    int active;          /* pool workers inside run_chunks (pool mutex) */
+    struct job *link;
+    char err[1024];
+} job;
+
+static pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_pool_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_pool_idle = PTHREAD_COND_INITIALIZER;
+static job *g_jobs;
+static uint32_t g_pool_started;
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGBUS: return "SIGBUS (misaligned or unmapped memory access)";
+    case SIGILL: return "SIGILL (illegal instruction, e.g. a trap)";
+    case SIGFPE: return "SIGFPE (arithmetic fault, e.g. integer division by zero)";
+    default: return "a signal";
+    }
+}
+
+static void job_fail(job *j, const char *msg) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&j->failed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        snprintf(j->err, sizeof j->err, "%s", msg);
+    __atomic_store_n(&j->next, j->total, __ATOMIC_RELEASE);
+}
+
+static void run_chunks(job *j) {
+    worker *w = worker_get();
+    unsigned char *base = (unsigned char *)(((uintptr_t)w->tg_scratch + 15) & ~(uintptr_t)15);
+    size_t off = 0;
+    for (uint32_t i = 0; i < 31; i++) {
+        if (i < j->tg_count && j->tg_lengths[i]) {
+            w->tg_ptrs[i] = base + off;
+            off += (j->tg_lengths[i] + 15u) & ~15u;
+        } else {
+            w->tg_ptrs[i] = NULL;
+        }
+    }
+    w->k = j->k;
+    w->L = j->L;
+    w->nthreads = j->nthreads;
+    w->fiber_mode = j->k->uses_fibers != 0;
+    if (sigsetjmp(w->jb, 0) != 0) {
+        char msg[512];
+        uint32_t gc[3];
+        group_coords(w->L, w->group, gc);
+        if (w->signo == 0)
+            snprintf(msg, sizeof msg, "called a barrier or SIMD-group function the runtime did not expect "
+                     "(the source scan found none); threadgroup (%u,%u,%u)", gc[0], gc[1], gc[2]);
+        else if (w->fiber_mode)
+            snprintf(msg, sizeof msg, "faulted with %s at address %p in threadgroup (%u,%u,%u); the dispatch "
+                     "was abandoned (an out-of-range index or a bad pointer is the usual cause)",
+                     signal_name(w->signo), w->fault_addr, gc[0], gc[1], gc[2]);
+        else
+            snprintf(msg, sizeof msg, "faulted with %s at address %p in one of threadgroups %u.. of the "
+                     "dispatch; the dispatch was abandoned (an out-of-range index or a bad pointer is the "
+                     "usual cause)", signal_name(w->signo), w->fault_addr, w->group);
+        job_fail(j, msg);
+        return;
+    }
+    char err[768];
+    for (;;) {
+        uint64_t g0 = __atomic_fetch_add(&j->next, j->chunk, __ATOMIC_ACQ_REL);
+        if (g0 >= j->total) break;
+        uint64_t cnt = j->total - g0 < j->chunk ? j->total - g0 : j->chunk;
+        if (w->fiber_mode) {
+            for (uint64_t g = g0; g < g0 + cnt; g++) {
+                w->group = (uint32_t)g;
+                w->in_kernel = 1;
+                int rc = run_group_fibers(w, err, sizeof err);
+                w->in_kernel = 0;
+                if (rc) {
+                    job_fail(j, err);
+                    return;
+                }
+            }
+        } else {
+            w->group = (uint32_t)g0;
+            w->in_kernel = 1;
+            j->k->run_groups(j->L, w->tg_ptrs, (uint32_t)g0, (uint32_t)cnt);
+            w->in_kernel = 0;
+        }
+    }
+}
+
+static void *pool_main(void *arg) {
+    (void)arg;
+    worker_get();
+    pthread_mutex_lock(&g_pool_mutex);
+    for (;;) {
+        while (!g_jobs) pthread_cond_wait(&g_pool_work, &g_pool_mutex);
+        job *j = g_jobs;
+        j->active++;
+        pthread_mutex_unlock(&g_pool_mutex);
+        run_chunks(j);
+        pthread_mutex_lock(&g_pool_mutex);
+        if (g_jobs == j) g_jobs = j->link; /* exhausted: nothing left to hand out */
+        if (--j->active == 0) pthread_cond_broadcast(&g_pool_idle);
+    }
+    return NULL;
+}
+
+static void pool_start(void) {
+    pthread_mutex_lock(&g_pool_mutex);
+    while (g_pool_started + 1 < g_threads) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 8u << 20);
+        if (pthread_create(&t, &attr, pool_main, NULL) != 0) {
+            pthread_attr_destroy(&attr);
+            break;
+        }
+        pthread_attr_destroy(&attr);
+        g_pool_started++;
+    }
+    pthread_mutex_unlock(&g_pool_mutex);
+}
+
+static void run_job(job *j) {
+    pthread_once(&g_config_once, config_init);
+    uint64_t parts = (uint64_t)g_threads * 4;
+    j->chunk = j->total / parts ? j->total / parts : 1;
+    if (j->k->uses_fibers) j->chunk = j->total / (g_threads * 8ull) ? j->total / (g_threads * 8ull) : 1;
+    if (j->total <= 1 || g_threads <= 1) {
+        run_chunks(j);
+        return;
+    }
+    if (g_pool_started + 1 < g_threads) pool_start();
+    pthread_mutex_lock(&g_pool_mutex);
+    j->link = NULL;
+    job **tail = &g_jobs;
+    while (*tail) tail = &(*tail)->link;
+    *tail = j;
+    pthread_cond_broadcast(&g_pool_work);
+    pthread_mutex_unlock(&g_pool_mutex);
+    run_chunks(j);
+    pthread_mutex_lock(&g_pool_mutex);
+    for (job **p = &g_jobs; *p; p = &(*p)->link)
+        if (*p == j) {
+            *p = j->link;
+            break;
+        }
+    while (j->active > 0) pthread_cond_wait(&g_pool_idle, &g_pool_mutex);
+    pthread_mutex_unlock(&g_pool_mutex);
+}
+
+/* MARK: - queues */
+
+#define NM_CQ_CHUNK 1024u
+#define NM_CQ_MAX_PENDING 32768u
+#define NM_CQ_HISTORY 65536u
+
+typedef struct hist_entry {
+    uint64_t id, start, end;
+} hist_entry;
+
+struct nm_cq {
+    pthread_mutex_t submit_lock;
+    pthread_mutex_t m;
+    pthread_cond_t cv_work, cv_done, cv_space;
+    nm_work *chunks[NM_CQ_MAX_PENDING / NM_CQ_CHUNK];
+    uint64_t issued;      /* last reserved id (submit_lock) */
+    uint64_t committed;   /* last committed id (m) */
+    uint64_t completed;   /* last completed id (m; read atomically elsewhere) */
+    char *first_error;    /* m */
+    int waiters;          /* m */
+    int stop;             /* m */
+    hist_entry *hist;
+    void (*release_ref)(void *);
+    pthread_t thread;
+};
+
+uint32_t nm_cq_history_length(void) { return NM_CQ_HISTORY; }
+
+static nm_work *cq_slot(nm_cq *q, uint64_t id) {
+    uint64_t r = (id - 1) % NM_CQ_MAX_PENDING;
+    return &q->chunks[r / NM_CQ_CHUNK][r % NM_CQ_CHUNK];
+}
+
+static void format_failure(nm_work *w, const char *detail, char **out) {
+    const char *name = w->label[0] ? w->label : (w->kernel ? w->kernel->name : "?");
+    size_t n = strlen(detail) + strlen(name) + 64;
+    char *msg = (char *)malloc(n);
+    snprintf(msg, n, "kernel '%s' %s", name, detail);
+    *out = msg;
+}
+
+static char *execute(nm_cq *q, nm_work *w) {
+    (void)q;
+    char *failure = NULL;
+    switch (w->kind) {
+    case NM_WORK_DISPATCH: {
+        nm_launch L = w->launch;
+        if (w->arg_slot < 31) L.buffers[w->arg_slot] = w->arg_length > NM_WORK_INLINE_ARGS ? w->arg_heap : w->arg_inline;
+        job j;
+        memset(&j, 0, offsetof(job, err));
+        j.err[0] = 0;
+        j.k = w->kernel;
+        j.L = &L;
+        j.tg_lengths = w->tg_lengths;
+        j.tg_count = w->tg_count;
+        j.nthreads = L.threads[0] * L.threads[1] * L.threads[2];
+        j.total = (uint64_t)L.groups[0] * L.groups[1] * L.groups[2];
+        run_job(&j);
+        if (j.failed) format_failure(w, j.err, &failure);
+        break;
+    }
+    case NM_WORK_COPY:
+        memmove(w->dst, w->src, w->n);
+        break;
+    case NM_WORK_FILL:
+        memset(w->dst, w->value, w->n);
+        break;
+    case NM_WORK_WAIT_FOR: {
+        nm_cq *o = w->other;
+        pthread_mutex_lock(&o->m);
+        o->waiters++;
+        while (o->completed < w->other_id) pthread_cond_wait(&o->cv_done, &o->m);
+        o->waiters--;
+        pthread_mutex_unlock(&o->m);
+        break;
+    }
+    default:
+        break;
+    }
+    return failure;
+}
+
+static void *cq_main(void *arg) {
+    nm_cq *q = (nm_cq *)arg;
+    worker_get();
+    for (;;) {
+        pthread_mutex_lock(&q->m);
+        while (q->completed == q->committed && !q->stop) pthread_cond_wait(&q->cv_work, &q->m);
+        if (q->completed == q->committed) {
+            pthread_mutex_unlock(&q->m);
+            break;
+        }
+        uint64_t id = q->completed + 1;
+        pthread_mutex_unlock(&q->m);
+
+        nm_work *w = cq_slot(q, id);
+        uint64_t start = nm_clock_ns();
+        char *failure = execute(q, w);
+        uint64_t end = nm_clock_ns();
+        hist_entry *h = &q->hist[id % NM_CQ_HISTORY];
+        h->start = start;
+        h->end = end;
+        __atomic_store_n(&h->id, id, __ATOMIC_RELEASE);
+        for (uint32_t i = 0; i < w->ref_count; i++) q->release_ref(w->refs[i]);
+        w->ref_count = 0;
+        free(w->arg_heap);
+        w->arg_heap = NULL;
+
+        pthread_mutex_lock(&q->m);
+        __atomic_store_n(&q->completed, id, __ATOMIC_RELEASE);
+        if (failure) {
+            if (!q->first_error) q->first_error = failure;
+            else free(failure);
+        }
+        if (q->waiters) pthread_cond_broadcast(&q->cv_done);
+        pthread_cond_signal(&q->cv_space);
+        pthread_mutex_unlock(&q->m);
+    }
+    return NULL;
+}
+
+nm_cq *nm_cq_new(void (*release_ref)(void *)) {
+    nm_cq *q = (nm_cq *)calloc(1, sizeof(nm_cq));
+    if (!q) return NULL;
+    q->hist = (hist_entry *)calloc(NM_CQ_HISTORY, sizeof(hist_entry));
+    if (!q->hist) {
+        free(q);
+        return NULL;
+    }
+    q->release_ref = release_ref;
+    pthread_mutex_init(&q->submit_lock, NULL);
+    pthread_mutex_init(&q->m, NULL);
+    pthread_cond_init(&q->cv_work, NULL);
+    pthread_cond_init(&q->cv_done, NULL);
+    pthread_cond_init(&q->cv_space, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 8u << 20);
+    int rc = pthread_create(&q->thread, &attr, cq_main, q);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        free(q->hist);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+nm_work *nm_cq_reserve(nm_cq *q) {
+    pthread_mutex_lock(&q->submit_lock);
+    uint64_t id = q->issued + 1;
+    if (id > NM_CQ_MAX_PENDING && __atomic_load_n(&q->completed, __ATOMIC_ACQUIRE) + NM_CQ_MAX_PENDING < id) {
+        pthread_mutex_lock(&q->m);
+        while (q->completed + NM_CQ_MAX_PENDING < id) pthread_cond_wait(&q->cv_space, &q->m);
+        pthread_mutex_unlock(&q->m);
+    }
+    uint64_t r = (id - 1) % NM_CQ_MAX_PENDING;
+    nm_work **chunk = &q->chunks[r / NM_CQ_CHUNK];
+    if (!*chunk) {
+        *chunk = (nm_work *)calloc(NM_CQ_CHUNK, sizeof(nm_work));
+        if (!*chunk) {
+            pthread_mutex_unlock(&q->submit_lock);
+            return NULL;
+        }
+    }
+    nm_work *w = &(*chunk)[r % NM_CQ_CHUNK];
+    memset(w, 0, offsetof(nm_work, arg_inline));
+    w->id = id;
+    w->arg_slot = 31;
+    q->issued = id;
+    return w;
+}
+
+void nm_cq_commit(nm_cq *q, nm_work *w) {
+    pthread_mutex_lock(&q->m);
+    q->committed = w->id;
+    pthread_cond_signal(&q->cv_work);
+    pthread_mutex_unlock(&q->m);
+    pthread_mutex_unlock(&q->submit_lock);
+}
+
+void nm_cq_cancel(nm_cq *q, nm_work *w) {
+    free(w->arg_heap);
+    w->arg_heap = NULL;
+    q->issued = w->id - 1;
+    pthread_mutex_unlock(&q->submit_lock);
+}
+
+int nm_cq_wait(nm_cq *q, char **message) {
+    pthread_mutex_lock(&q->m);
+    uint64_t target = q->committed;
+    q->waiters++;
+    while (q->completed < target) pthread_cond_wait(&q->cv_done, &q->m);
+    q->waiters--;
+    char *err = q->first_error;
+    q->first_error = NULL;
+    pthread_mutex_unlock(&q->m);
+    *message = err;
+    return err ? 1 : 0;
+}
+
+int nm_cq_query(nm_cq *q, uint64_t id) {
+    if (id == 0 || id > __atomic_load_n(&q->issued, __ATOMIC_ACQUIRE)) return -1;
+    return __atomic_load_n(&q->completed, __ATOMIC_ACQUIRE) >= id ? 1 : 0;
+}
+
+int nm_cq_timestamps(nm_cq *q, uint64_t id, uint64_t *start, uint64_t *end) {
+    int st = nm_cq_query(q, id);
+    if (st < 0) return 3;
+    if (st == 0) return 1;
+    hist_entry *h = &q->hist[id % NM_CQ_HISTORY];
+    if (__atomic_load_n(&h->id, __ATOMIC_ACQUIRE) != id) return 2;
+    *start = h->start;
+    *end = h->end;
+    return 0;
+}
+
+uint64_t nm_cq_last_id(nm_cq *q) { return __atomic_load_n(&q->issued, __ATOMIC_ACQUIRE); }
+
+void nm_cq_destroy(nm_cq *q) {
+    pthread_mutex_lock(&q->m);
+    q->stop = 1;
+    pthread_cond_signal(&q->cv_work);
+    pthread_mutex_unlock(&q->m);
+    pthread_join(q->thread, NULL);
+    for (size_t i = 0; i < NM_CQ_MAX_PENDING / NM_CQ_CHUNK; i++) free(q->chunks[i]);
+    free(q->first_error);
+    free(q->hist);
+    pthread_mutex_destroy(&q->submit_lock);
+    pthread_mutex_destroy(&q->m);
+    pthread_cond_destroy(&q->cv_work);
+    pthread_cond_destroy(&q->cv_done);
+    pthread_cond_destroy(&q->cv_space);
+    free(q);
+}
+
+/* MARK: - measuring the switch */
+
+static void *g_bench_main_sp, *g_bench_fiber_sp;
+static void bench_fiber(void *arg) {
+    uint32_t n = (uint32_t)(uintptr_t)arg;
+    for (uint32_t i = 0; i < n; i++) nm_ctx_switch(&g_bench_fiber_sp, g_bench_main_sp);
+    for (;;) nm_ctx_switch(&g_bench_fiber_sp, g_bench_main_sp);
+}
+
+double nm_measure_context_switch_ns(uint32_t iterations) {
+    pthread_once(&g_config_once, config_init);
+    fiber f = {0};
+    if (fiber_stack(&f) != 0) return -1;
+    g_bench_fiber_sp = nm_ctx_init(f.stack, g_stack_bytes, bench_fiber, (void *)(uintptr_t)iterations);
+    uint64_t t0 = nm_clock_ns();
+    for (uint32_t i = 0; i < iterations; i++) nm_ctx_switch(&g_bench_main_sp, g_bench_fiber_sp);
+    uint64_t t1 = nm_clock_ns();
+    munmap((char *)f.stack - g_page, g_stack_bytes + g_page);
+    return (double)(t1 - t0) / (2.0 * iterations);
+}

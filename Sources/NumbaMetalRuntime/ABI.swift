@@ -1,0 +1,296 @@
+// ABI.swift -- the C ABI (Sources/CNumbaMetal/include/numba_metal_runtime.h) as @_cdecl functions.
+// Handles are retained Swift objects passed as opaque pointers; every call returns an nm_status and
+// leaves a message for nm_last_error() (implemented in C) when it fails. Nothing here traps on bad input.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CNumbaMetal
+
+// MARK: - Plumbing
+
+/// Runs body, turning a thrown RuntimeError into its status plus the thread's message.
+@inline(__always)
+private func guarded(_ body: () throws -> Void) -> nm_status {
+    do {
+        try body()
+        return NM_OK
+    } catch let e as RuntimeError {
+        nm_set_last_error(e.message)
+        return e.status
+    } catch {
+        nm_set_last_error("internal error: \(error)")
+        return NM_ERR_INTERNAL
+    }
+}
+
+/// The object behind a handle (not retained), or an NM_ERR_INVALID_ARGUMENT naming the call.
+@inline(__always)
+private func object<T: AnyObject>(_ handle: OpaquePointer?, _ type: T.Type, _ call: StaticString) throws -> T {
+    guard let h = handle else { throw RuntimeError.invalid("\(call): the \(T.self) handle is NULL") }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(h)).takeUnretainedValue()
+}
+
+/// A new owned handle for object.
+@inline(__always)
+private func handle(_ o: AnyObject) -> OpaquePointer { OpaquePointer(Unmanaged.passRetained(o).toOpaque()) }
+
+/// Releases an owned handle (NULL is ignored).
+@inline(__always)
+private func releaseHandle(_ h: OpaquePointer?) {
+    if let h { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).release() }
+}
+
+/// Checks an out-pointer.
+@inline(__always)
+private func out<T>(_ p: UnsafeMutablePointer<T>?, _ call: StaticString) throws -> UnsafeMutablePointer<T> {
+    guard let p else { throw RuntimeError.invalid("\(call): the output pointer is NULL") }
+    return p
+}
+
+// MARK: - Library
+
+/// The ABI version this library implements (NM_ABI_VERSION).
+@_cdecl("nm_abi_version")
+public func nmAbiVersion() -> UInt32 { UInt32(NM_ABI_VERSION) }
+
+/// Host monotonic clock in nanoseconds; the base of work timestamps.
+@_cdecl("nm_now_ns")
+public func nmNowNs() -> UInt64 { nm_clock_ns() }
+
+// MARK: - Devices
+
+/// Metal devices first, then the CPU reference device.
+@_cdecl("nm_device_count")
+public func nmDeviceCount() -> Int32 { DeviceRegistry.count }
+
+/// The description of a device without opening it.
+@_cdecl("nm_device_get_info")
+public func nmDeviceGetInfo(_ index: Int32, _ info: UnsafeMutablePointer<nm_device_info>?) -> nm_status {
+    guarded { try out(info, "nm_device_get_info").pointee = try DeviceRegistry.info(index: index) }
+}
+
+/// Opens device index (a new handle to the process-wide device object).
+@_cdecl("nm_device_open")
+public func nmDeviceOpen(_ index: Int32, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let r = try out(result, "nm_device_open")
+        r.pointee = handle(try DeviceRegistry.open(index: index))
+    }
+}
+
+/// Releases a device handle.
+@_cdecl("nm_device_release")
+public func nmDeviceRelease(_ device: OpaquePointer?) { releaseHandle(device) }
+
+/// Live statistics of a device.
+@_cdecl("nm_device_get_stats")
+public func nmDeviceGetStats(_ device: OpaquePointer?, _ stats: UnsafeMutablePointer<nm_device_stats>?) -> nm_status {
+    guarded {
+        let d = try object(device, Device.self, "nm_device_get_stats")
+        try out(stats, "nm_device_get_stats").pointee = d.statistics()
+    }
+}
+
+// MARK: - Buffers
+
+/// A zero-filled shared buffer.
+@_cdecl("nm_buffer_new")
+public func nmBufferNew(_ device: OpaquePointer?, _ length: UInt64, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let d = try object(device, Device.self, "nm_buffer_new")
+        let r = try out(result, "nm_buffer_new")
+        if length > d.info.recommended_working_set * 2 && length > (1 << 32) {
+            throw RuntimeError.outOfMemory("nm_buffer_new: \(length) bytes is far beyond the device's recommended working set "
+                + "of \(d.info.recommended_working_set) bytes")
+        }
+        r.pointee = handle(try d.makeBuffer(length: length))
+    }
+}
+
+/// Wraps page-aligned host memory without copying.
+@_cdecl("nm_buffer_wrap")
+public func nmBufferWrap(_ device: OpaquePointer?, _ host: UnsafeMutableRawPointer?, _ length: UInt64,
+                         _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let d = try object(device, Device.self, "nm_buffer_wrap")
+        let r = try out(result, "nm_buffer_wrap")
+        guard let host else { throw RuntimeError.invalid("nm_buffer_wrap: the host pointer is NULL") }
+        r.pointee = handle(try d.wrapBuffer(host: host, length: length))
+    }
+}
+
+/// Releases a buffer handle (work in flight keeps the memory valid until it completes).
+@_cdecl("nm_buffer_release")
+public func nmBufferRelease(_ buffer: OpaquePointer?) { releaseHandle(buffer) }
+
+/// Host pointer of a buffer (NULL for a NULL handle).
+@_cdecl("nm_buffer_contents")
+public func nmBufferContents(_ buffer: OpaquePointer?) -> UnsafeMutableRawPointer? {
+    guard let b = try? object(buffer, Buffer.self, "nm_buffer_contents") else { return nil }
+    return b.contents
+}
+
+/// Length of a buffer in bytes (0 for a NULL handle).
+@_cdecl("nm_buffer_length")
+public func nmBufferLength(_ buffer: OpaquePointer?) -> UInt64 {
+    guard let b = try? object(buffer, Buffer.self, "nm_buffer_length") else { return 0 }
+    return b.length
+}
+
+/// Immediate host copy into a buffer.
+@_cdecl("nm_buffer_write")
+public func nmBufferWrite(_ buffer: OpaquePointer?, _ offset: UInt64, _ src: UnsafeRawPointer?, _ n: UInt64) -> nm_status {
+    guarded {
+        let b = try object(buffer, Buffer.self, "nm_buffer_write")
+        guard let src else { if n == 0 { return }; throw RuntimeError.invalid("nm_buffer_write: the source pointer is NULL") }
+        try b.write(offset: offset, from: src, count: n)
+    }
+}
+
+/// Immediate host copy out of a buffer.
+@_cdecl("nm_buffer_read")
+public func nmBufferRead(_ buffer: OpaquePointer?, _ offset: UInt64, _ dst: UnsafeMutableRawPointer?, _ n: UInt64) -> nm_status {
+    guarded {
+        let b = try object(buffer, Buffer.self, "nm_buffer_read")
+        guard let dst else { if n == 0 { return }; throw RuntimeError.invalid("nm_buffer_read: the destination pointer is NULL") }
+        try b.read(offset: offset, into: dst, count: n)
+    }
+}
+
+// MARK: - Pipelines
+
+/// Compiles a kernel from MSL source.
+@_cdecl("nm_pipeline_new")
+public func nmPipelineNew(_ device: OpaquePointer?, _ source: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
+                          _ options: UnsafePointer<nm_compile_options>?, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let d = try object(device, Device.self, "nm_pipeline_new")
+        let r = try out(result, "nm_pipeline_new")
+        guard let source, let name else { throw RuntimeError.invalid("nm_pipeline_new: the source or kernel name is NULL") }
+        let opts = options?.pointee ?? nm_compile_options(fast_math: 0, language_version: 0)
+        r.pointee = handle(try d.makePipeline(source: String(cString: source), name: String(cString: name), options: opts))
+    }
+}
+
+/// Releases a pipeline handle.
+@_cdecl("nm_pipeline_release")
+public func nmPipelineRelease(_ pipeline: OpaquePointer?) { releaseHandle(pipeline) }
+
+/// Limits and compile facts of a pipeline.
+@_cdecl("nm_pipeline_get_info")
+public func nmPipelineGetInfo(_ pipeline: OpaquePointer?, _ info: UnsafeMutablePointer<nm_pipeline_info>?) -> nm_status {
+    guarded {
+        let p = try object(pipeline, Pipeline.self, "nm_pipeline_get_info")
+        try out(info, "nm_pipeline_get_info").pointee = p.info
+    }
+}
+
+// MARK: - Queues
+
+/// A new in-order queue.
+@_cdecl("nm_queue_new")
+public func nmQueueNew(_ device: OpaquePointer?, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let d = try object(device, Device.self, "nm_queue_new")
+        let r = try out(result, "nm_queue_new")
+        r.pointee = handle(try d.makeQueue())
+    }
+}
+
+/// Waits for the queue's outstanding work, then releases the handle.
+@_cdecl("nm_queue_release")
+public func nmQueueRelease(_ queue: OpaquePointer?) {
+    guard let q = try? object(queue, Queue.self, "nm_queue_release") else { return }
+    q.close()
+    releaseHandle(queue)
+}
+
+/// Validates and enqueues a dispatch.
+@_cdecl("nm_queue_dispatch")
+public func nmQueueDispatch(_ queue: OpaquePointer?, _ desc: UnsafePointer<nm_dispatch_desc>?, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_dispatch")
+        guard let desc else { throw RuntimeError.invalid("nm_queue_dispatch: the descriptor is NULL") }
+        let id = try q.dispatch(desc)
+        workID?.pointee = id
+    }
+}
+
+/// Enqueues a copy between buffers.
+@_cdecl("nm_queue_copy")
+public func nmQueueCopy(_ queue: OpaquePointer?, _ src: OpaquePointer?, _ srcOffset: UInt64, _ dst: OpaquePointer?,
+                        _ dstOffset: UInt64, _ n: UInt64, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_copy")
+        let s = try object(src, Buffer.self, "nm_queue_copy")
+        let d = try object(dst, Buffer.self, "nm_queue_copy")
+        let id = try q.copy(from: s, srcOffset: srcOffset, to: d, dstOffset: dstOffset, count: n)
+        workID?.pointee = id
+    }
+}
+
+/// Enqueues a byte fill.
+@_cdecl("nm_queue_fill")
+public func nmQueueFill(_ queue: OpaquePointer?, _ buffer: OpaquePointer?, _ offset: UInt64, _ n: UInt64, _ value: UInt8,
+                        _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_fill")
+        let b = try object(buffer, Buffer.self, "nm_queue_fill")
+        let id = try q.fill(b, offset: offset, count: n, value: value)
+        workID?.pointee = id
+    }
+}
+
+/// Enqueues a marker.
+@_cdecl("nm_queue_marker")
+public func nmQueueMarker(_ queue: OpaquePointer?, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_marker")
+        let id = try q.marker()
+        workID?.pointee = id
+    }
+}
+
+/// Later work on queue starts after other's work id completes.
+@_cdecl("nm_queue_wait_for")
+public func nmQueueWaitFor(_ queue: OpaquePointer?, _ other: OpaquePointer?, _ otherWorkID: UInt64) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_wait_for")
+        let o = try object(other, Queue.self, "nm_queue_wait_for")
+        try q.waitFor(o, workID: otherWorkID)
+    }
+}
+
+/// Submits encoded work without waiting.
+@_cdecl("nm_queue_flush")
+public func nmQueueFlush(_ queue: OpaquePointer?) -> nm_status {
+    guarded { try object(queue, Queue.self, "nm_queue_flush").flush() }
+}
+
+/// Flushes and waits for all submitted work.
+@_cdecl("nm_queue_wait")
+public func nmQueueWait(_ queue: OpaquePointer?) -> nm_status {
+    guarded { try object(queue, Queue.self, "nm_queue_wait").wait() }
+}
+
+/// Whether work id has completed.
+@_cdecl("nm_queue_query")
+public func nmQueueQuery(_ queue: OpaquePointer?, _ workID: UInt64, _ done: UnsafeMutablePointer<Int32>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_query")
+        try out(done, "nm_queue_query").pointee = try q.query(workID) ? 1 : 0
+    }
+}
+
+/// Device start/end of completed work.
+@_cdecl("nm_queue_timestamps")
+public func nmQueueTimestamps(_ queue: OpaquePointer?, _ workID: UInt64, _ start: UnsafeMutablePointer<UInt64>?,
+                              _ end: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let q = try object(queue, Queue.self, "nm_queue_timestamps")
+        let s = try out(start, "nm_queue_timestamps"), e = try out(end, "nm_queue_timestamps")
+        (s.pointee, e.pointee) = try q.timestamps(workID)
+    }
+}

@@ -1,0 +1,270 @@
+// KernelCompiler.swift -- MSL to a loaded shared object for the CPU device: clang with the Metal shim,
+// an in-process table of loaded kernels, and a content-addressed disk cache whose objects are checked
+// (SHA-256 of their bytes) and loaded from exactly the checked bytes.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CNumbaMetal
+
+// MARK: - Loaded kernels
+
+/// A kernel object loaded into this process (never unloaded: its code may run on any worker).
+final class LoadedKernel {
+    /// The kernel function name.
+    let name: String
+    /// Entry points for the executor (allocated for the process lifetime).
+    let entry: UnsafeMutablePointer<nm_cpu_kernel>
+    /// What the signature declares.
+    let analysis: KernelAnalysis
+
+    /// Wraps bound entry points.
+    init(name: String, entry: UnsafeMutablePointer<nm_cpu_kernel>, analysis: KernelAnalysis) {
+        self.name = name
+        self.entry = entry
+        self.analysis = analysis
+    }
+}
+
+/// The outcome of a compile request.
+struct CompileResult {
+    /// The loaded kernel.
+    let kernel: LoadedKernel
+    /// True when clang ran.
+    let compiled: Bool
+    /// Wall time of the request.
+    let nanoseconds: UInt64
+}
+
+// MARK: - Compiler
+
+/// Compiles MSL for the CPU device and caches the results in-process and on disk.
+final class KernelCompiler {
+    private let lock = Mutex()
+    private var loaded: [String: LoadedKernel] = [:]
+    private var toolchain: (clang: String, identity: String)? = nil
+    private var shim: (dir: String, digest: String)? = nil
+    private var cacheDir: String?? = nil
+    private var privateDir: String? = nil
+
+    /// Flags for every kernel: Metal's rules as far as clang can impose them (see docs/limitations.md).
+    static let baseFlags: [String] = [
+        "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-nostdinc", "-fno-exceptions", "-fno-rtti",
+        "-fsigned-char", "-fwrapv", "-fno-strict-float-cast-overflow", "-fno-math-errno", "-fvisibility=hidden",
+        "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-cl-single-precision-constant",
+        "-Wno-unknown-attributes", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-ignored-attributes",
+    ]
+    /// Safe math and precise functions (MTLMathMode.safe, .precise): no contraction, no fast math.
+    static let safeMathFlags: [String] = ["-ffp-contract=off", "-fno-fast-math"]
+    /// Fast math (without -ffast-math itself, which could link crtfastmath and change the host's FP mode).
+    static let fastMathFlags: [String] = ["-fno-honor-nans", "-fno-honor-infinities", "-fno-signed-zeros",
+                                          "-freciprocal-math", "-ffp-contract=fast", "-fapprox-func"]
+
+    /// Compiles (or finds) kernel `kernelName` of `source`.
+    func compile(source: String, kernelName: String, options: nm_compile_options) throws -> CompileResult {
+        let t0 = nm_clock_ns()
+        let version = options.language_version == 0 ? 300 : options.language_version
+        if version < 200 || version > 410 {
+            throw RuntimeError.invalid("language_version \(options.language_version) is not an MSL version this runtime knows "
+                + "(200..410, as the MSL version times 100, or 0 for the default)")
+        }
+        let memoKey = hex(sha256(Array("\(kernelName)\u{0}\(options.fast_math)\u{0}\(version)\u{0}".utf8) + Array(source.utf8)))
+        if let k = lock.locked({ loaded[memoKey] }) {
+            return CompileResult(kernel: k, compiled: false, nanoseconds: nm_clock_ns() - t0)
+        }
+        let analysis = try analyzeKernel(source: source, kernelName: kernelName)
+        let (clang, identity) = try lock.locked { try toolchainLocked() }
+        let (shimDir, shimDigest) = try lock.locked { try shimLocked() }
+        let flags = KernelCompiler.baseFlags + (options.fast_math != 0 ? KernelCompiler.fastMathFlags : KernelCompiler.safeMathFlags)
+            + ["-D__METAL_VERSION__=\(version)", "-D__NM_FAST_MATH=\(options.fast_math != 0 ? 1 : 0)"]
+        let lines = source.utf8.reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
+        let unit = "#line 1 \"kernel.metal\"\n" + analysis.rewrittenSource
+            + generateGlue(kernelName: kernelName, analysis: analysis, sourceLineCount: lines)
+        let key = hex(sha256(Array("numba-metal cpu object v1\u{0}\(identity)\u{0}\(shimDigest)\u{0}\(flags.joined(separator: " "))\u{0}".utf8)
+            + Array(unit.utf8)))
+
+        var compiledNow = false
+        var bytes: [UInt8]? = nil
+        let dir = lock.locked { cacheDirectoryLocked() }
+        if let dir, let cached = readCacheEntry(dir: dir, key: key) { bytes = cached }
+        if bytes == nil {
+            bytes = try runClang(clang: clang, shimDir: shimDir, flags: flags, unit: unit)
+            compiledNow = true
+            if let dir { writeCacheEntry(dir: dir, key: key, object: bytes!) }
+        }
+        let kernel = try load(bytes: bytes!, name: kernelName, analysis: analysis)
+        let result = lock.locked { () -> LoadedKernel in
+            if let existing = loaded[memoKey] { return existing }
+            loaded[memoKey] = kernel
+            return kernel
+        }
+        return CompileResult(kernel: result, compiled: compiledNow, nanoseconds: nm_clock_ns() - t0)
+    }
+
+    // MARK: clang
+
+    /// Finds clang: NUMBA_METAL_CLANG, clang++ on PATH, or the clang++ beside the Swift toolchain's swift.
+    private func toolchainLocked() throws -> (String, String) {
+        if let t = toolchain { return t }
+        var candidates: [String] = []
+        if let env = environment("NUMBA_METAL_CLANG") { candidates.append(env) }
+        let path = environment("PATH") ?? "/usr/bin:/bin"
+        for d in path.split(separator: ":") where fileExists("\(d)/clang++") { candidates.append("\(d)/clang++"); break }
+        for d in path.split(separator: ":") where fileExists("\(d)/swift") { candidates.append("\(d)/clang++"); break }
+        candidates.append("/opt/swift/usr/bin/clang++")
+        guard let clang = candidates.first(where: { access($0, X_OK) == 0 }) else {
+            throw RuntimeError.unavailable("the CPU device needs clang to compile MSL and found none: set NUMBA_METAL_CLANG to a "
+                + "clang++ (version 16 or newer), put clang++ on PATH, or install a Swift toolchain (its clang++ is used)")
+        }
+        let log = try privateDirectoryLocked() + "/clang-version.txt"
+        let rc = runProcess([clang, "--version"], log: log)
+        guard rc == 0, let out = readFile(log) else {
+            throw RuntimeError.unavailable("\(clang) --version failed (exit \(rc)); set NUMBA_METAL_CLANG to a working clang++")
+        }
+        toolchain = (clang, clang + "\n" + String(decoding: out, as: UTF8.self))
+        return toolchain!
+    }
+
+    /// Runs clang on the translation unit; returns the object's bytes or throws NM_ERR_COMPILE with the log.
+    private func runClang(clang: String, shimDir: String, flags: [String], unit: String) throws -> [UInt8] {
+        let base = try lock.locked { try privateDirectoryLocked() }
+        var template = Array("\(base)/build-XXXXXX".utf8CString)
+        guard let dirPtr = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw RuntimeError.internal("could not create a build directory under \(base) (errno \(errno))")
+        }
+        let dir = String(cString: dirPtr)
+        defer {
+            for f in ["kernel.cpp", "kernel.so", "clang.log"] { unlink("\(dir)/\(f)") }
+            rmdir(dir)
+        }
+        guard writeFile("\(dir)/kernel.cpp", Array(unit.utf8)) else {
+            throw RuntimeError.internal("could not write \(dir)/kernel.cpp (errno \(errno))")
+        }
+        let argv = [clang] + flags + ["-isystem", shimDir, "-o", "\(dir)/kernel.so", "\(dir)/kernel.cpp", "-lm"]
+        let rc = runProcess(argv, log: "\(dir)/clang.log")
+        let log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self).replacingAll("\(dir)/", with: "")
+        if rc < 0 {
+            throw RuntimeError.unavailable("could not run \(clang) (errno \(-rc)); set NUMBA_METAL_CLANG to a working clang++")
+        }
+        if rc != 0 {
+            throw RuntimeError.compile(log.isEmpty ? "clang failed with exit status \(rc) and no message" : log)
+        }
+        guard let bytes = readFile("\(dir)/kernel.so") else {
+            throw RuntimeError.internal("clang succeeded but \(dir)/kernel.so cannot be read")
+        }
+        return bytes
+    }
+
+    /// Loads exactly these bytes and binds the entry points.
+    private func load(bytes: [UInt8], name: String, analysis: KernelAnalysis) throws -> LoadedKernel {
+        let tmp = try lock.locked { try privateDirectoryLocked() }
+        var err = [CChar](repeating: 0, count: 1024)
+        guard let handle = bytes.withUnsafeBytes({ nm_dlopen_bytes($0.baseAddress, $0.count, tmp, &err, err.count) }) else {
+            throw RuntimeError.internal(String(cString: err))
+        }
+        let entry = UnsafeMutablePointer<nm_cpu_kernel>.allocate(capacity: 1)
+        entry.initialize(to: nm_cpu_kernel())
+        if nm_cpu_kernel_bind(handle, entry, &err, err.count) != 0 { throw RuntimeError.internal(String(cString: err)) }
+        entry.pointee.uses_fibers = analysis.usesFibers ? 1 : 0
+        copy(name, intoTuple: &entry.pointee.name)
+        return LoadedKernel(name: name, entry: entry, analysis: analysis)
+    }
+
+    // MARK: shim
+
+    /// The shim directory (NUMBA_METAL_SHIM_DIR, else beside the library, else the source tree) and a
+    /// digest of its contents for cache keys.
+    private func shimLocked() throws -> (String, String) {
+        if let s = shim { return s }
+        let lib = String(cString: nm_library_path())
+        var candidates: [String] = []
+        if let env = environment("NUMBA_METAL_SHIM_DIR") { candidates.append(env) }
+        let libDir = dirname(of: lib)
+        candidates += ["\(libDir)/shim", "\(libDir)/../../../shim", "\(libDir)/../../shim", "\(libDir)/../shim"]
+        guard let dir = candidates.first(where: { fileExists("\($0)/metal_stdlib") }) else {
+            throw RuntimeError.unavailable("the Metal shim headers (metal_stdlib) were not found next to \(lib); reinstall "
+                + "numba-metal or set NUMBA_METAL_SHIM_DIR to its shim/ directory")
+        }
+        var digestInput = [UInt8]()
+        for f in ["metal_stdlib", "simd/simd.h"] {
+            digestInput += Array("\(f)\u{0}".utf8) + (readFile("\(dir)/\(f)") ?? [])
+        }
+        shim = (dir, hex(sha256(digestInput)))
+        return shim!
+    }
+
+    // MARK: directories
+
+    /// A private (0700) directory of this process for builds and loading copies.
+    private func privateDirectoryLocked() throws -> String {
+        if let d = privateDir { return d }
+        let tmp = environment("TMPDIR") ?? "/tmp"
+        var template = Array("\(tmp)/numba-metal-XXXXXX".utf8CString)
+        guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw RuntimeError.internal("could not create a private directory under \(tmp) (errno \(errno))")
+        }
+        privateDir = String(cString: p)
+        return privateDir!
+    }
+
+    /// `<cache>/cpu-objects`, or nil when no safe cache directory exists (then nothing is cached on disk).
+    private func cacheDirectoryLocked() -> String? {
+        if let d = cacheDir { return d }
+        var root: String
+        if let d = environment("NUMBA_METAL_CACHE_DIR") { root = d }
+        else if let d = environment("NUMBA_CACHE_DIR") { root = d + "/numba-metal" }
+        else if let d = environment("XDG_CACHE_HOME") { root = d + "/numba-metal" }
+        else if let h = environment("HOME") { root = h + "/.cache/numba-metal" }
+        else { cacheDir = .some(nil); return nil }
+        let dir = root + "/cpu-objects"
+        let ok = makeDirectories(root) && isPrivateDirectory(root) && makeDirectories(dir) && isPrivateDirectory(dir)
+        cacheDir = .some(ok ? dir : nil)
+        return cacheDir!
+    }
+
+    /// mkdir -p with mode 0700 for the directories it creates.
+    private func makeDirectories(_ path: String) -> Bool {
+        if fileExists(path) { return true }
+        let parent = dirname(of: path)
+        if parent != path && !fileExists(parent) && !makeDirectories(parent) { return false }
+        return mkdir(path, 0o700) == 0 || errno == EEXIST
+    }
+
+    /// A cache directory must be ours and not writable by group or others (its objects will run).
+    private func isPrivateDirectory(_ path: String) -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return false }
+        return st.st_uid == geteuid() && (st.st_mode & 0o022) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    // MARK: disk cache
+
+    /// Entry format: "NMOBJ1 <sha256 of object>\n" followed by the object bytes.
+    private func readCacheEntry(dir: String, key: String) -> [UInt8]? {
+        guard let data = readFile("\(dir)/\(key).nmo") else { return nil }
+        let header = 7 + 64 + 1
+        guard data.count > header, Array(data[0..<7]) == Array("NMOBJ1 ".utf8), data[header - 1] == 10 else { return nil }
+        let recorded = String(decoding: data[7..<(7 + 64)], as: UTF8.self)
+        let object = Array(data[header...])
+        guard hex(sha256(object)) == recorded else { return nil } // corrupt or tampered: rebuild
+        return object
+    }
+
+    /// Writes an entry atomically (temporary file, then rename) so concurrent writers are safe.
+    private func writeCacheEntry(dir: String, key: String, object: [UInt8]) {
+        let tmp = "\(dir)/.\(key).\(getpid()).\(nm_clock_ns()).tmp"
+        let entry = Array("NMOBJ1 \(hex(sha256(object)))\n".utf8) + object
+        if writeFile(tmp, entry) { if rename(tmp, "\(dir)/\(key).nmo") != 0 { unlink(tmp) } } else { unlink(tmp) }
+    }
+}
+
+/// Runs argv with output to log; the exit status, or -errno when it could not start.
+func runProcess(_ argv: [String], log: String) -> Int32 {
+    var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
+    cArgs.append(nil)
+    defer { for p in cArgs { free(p) } }
+    return cArgs.withUnsafeBufferPointer { buf in
+        buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { nm_run_process($0, log) }
+    }
+}
