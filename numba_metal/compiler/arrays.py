@@ -164,7 +164,7 @@ def lower_setitem(lc, stmt) -> None:
     tty = types.unliteral(target.type)
     if not isinstance(tty, types.Array):
         lc.error(f"item assignment to {tty} is not supported in Metal kernels (tuples are immutable)")
-    if getattr(tty, "readonly", False) or not tty.mutable:
+    if not tty.mutable:
         lc.error("this array is read-only (constant memory) and cannot be assigned to")
     if isinstance(stmt, ir.StaticSetItem):
         idx = None

@@ -24,7 +24,7 @@ class MetalArray(types.Array):
                           self.ndim if ndim is None else ndim,
                           self.layout if layout is None else layout,
                           self.address_space,
-                          readonly=self.readonly if readonly is None else readonly,
+                          readonly=(not self.mutable) if readonly is None else readonly,
                           aligned=self.aligned)
 
     @property

@@ -27,7 +27,7 @@ from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag
 #: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
                       types.BoundFunction, types.DType, types.StringLiteral, types.UnicodeType,
-                      types.Omitted, types.Dummy, types.NoneType, types.TypeRef, types.Macro,
+                      types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
                       types.Opaque, types.EnumClass, types.Callable)
 
 
@@ -41,6 +41,7 @@ class ModuleBuilder:
         self.uses_mathlib = False
         self._type_names: dict = {}
         self._struct_defs: list[str] = []
+        self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
         self._in_progress: set = set()
@@ -134,8 +135,12 @@ class ModuleBuilder:
 
     def constant_array(self, elem: str, values: list[str]) -> str:
         """Define a program-scope constant array and return its name."""
-        name = f"nm_const{len(self._struct_defs)}"
         body = ", ".join(values)
+        key = (elem, body)
+        if key in self._constants:
+            return self._constants[key]
+        name = f"nm_const{len(self._struct_defs)}"
+        self._constants[key] = name
         self._struct_defs.append(f"constant {elem} {name}[{len(values)}] = {{{body}}};")
         return name
 
@@ -158,8 +163,12 @@ def _mathlib_text() -> str:
 
 
 def array_space(ty) -> str:
-    """Address space of an array type's data: kernel-API array types say theirs, others are device."""
-    return getattr(ty, "address_space", "device")
+    """Address space of an array type's data: kernel-API array types say theirs; read-only arrays are
+    module globals baked in as constants; the others are device buffers."""
+    space = getattr(ty, "address_space", None)
+    if space is not None:
+        return space
+    return "device" if ty.mutable else "constant"
 
 
 def _is_kernel_api_type(ty) -> bool:
@@ -512,6 +521,11 @@ class FunctionLowering:
             term = self.func_ir.blocks[node.label].terminator
             self.loc = term.loc
             cond = truth(self, self.value(term.cond))
+            if not node.then.items and node.else_.items:
+                self.emit(f"if (!{cond}) {{")
+                self._nested(node.else_)
+                self.emit("}")
+                return
             self.emit(f"if ({cond}) {{")
             self._nested(node.then)
             if node.else_.items:

@@ -8,6 +8,7 @@ mutable local, which maps one-to-one onto an MSL local, so no phi destruction is
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -153,9 +154,13 @@ def _first_line(exc) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _strip_numba_banner(text: str) -> str:
-    # Numba prefixes typing errors with ANSI-free banners such as "Failed in nopython mode pipeline";
-    # keep its explanation, drop the pipeline chatter.
+    # Numba highlights its messages with terminal escape codes and prefixes banners such as
+    # "Failed in nopython mode pipeline": keep its explanation, drop the escapes and the chatter.
+    text = _ANSI.sub("", text)
     lines = [ln for ln in text.splitlines()
              if not ln.startswith("Failed in ") and "During: " not in ln]
     return "\n".join(lines).strip()

@@ -290,8 +290,8 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
 //@@ atomics requires: base
 // Atomic operations MSL lacks, as compare-and-swap loops on the 32-bit word (relaxed order, the only
 // order MSL atomics have). Each returns the old value.
-#define NM_ATOMIC_CAS_LOOPS(AS)                                                              \
-    NM_INLINE int nm_atomic_cas_##AS(AS int* p, int expected, int desired) {                 \
+#define NM_ATOMIC_CAS_LOOPS(SFX, AS)                                                              \
+    NM_INLINE int nm_atomic_cas_##SFX(AS int* p, int expected, int desired) {                 \
         AS atomic_int* q = (AS atomic_int*)p;                                                 \
         int cur = expected;                                                                   \
         while (true) {                                                                        \
@@ -300,7 +300,7 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
             if (cur != expected) return cur;                                                  \
         }                                                                                     \
     }                                                                                         \
-    NM_INLINE uint nm_atomic_cas_##AS(AS uint* p, uint expected, uint desired) {             \
+    NM_INLINE uint nm_atomic_cas_##SFX(AS uint* p, uint expected, uint desired) {             \
         AS atomic_uint* q = (AS atomic_uint*)p;                                               \
         uint cur = expected;                                                                  \
         while (true) {                                                                        \
@@ -309,11 +309,11 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
             if (cur != expected) return cur;                                                  \
         }                                                                                     \
     }                                                                                         \
-    NM_INLINE float nm_atomic_casf_##AS(AS float* p, float expected, float desired) {        \
-        return as_type<float>(nm_atomic_cas_##AS((AS uint*)p, as_type<uint>(expected),        \
+    NM_INLINE float nm_atomic_casf_##SFX(AS float* p, float expected, float desired) {        \
+        return as_type<float>(nm_atomic_cas_##SFX((AS uint*)p, as_type<uint>(expected),        \
                                                   as_type<uint>(desired)));                   \
     }                                                                                         \
-    NM_INLINE uint nm_atomic_inc_##AS(AS uint* p, uint v) {                                  \
+    NM_INLINE uint nm_atomic_inc_##SFX(AS uint* p, uint v) {                                  \
         AS atomic_uint* q = (AS atomic_uint*)p;                                               \
         uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
         while (true) {                                                                        \
@@ -322,7 +322,7 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
                                                       memory_order_relaxed)) return old;      \
         }                                                                                     \
     }                                                                                         \
-    NM_INLINE uint nm_atomic_dec_##AS(AS uint* p, uint v) {                                  \
+    NM_INLINE uint nm_atomic_dec_##SFX(AS uint* p, uint v) {                                  \
         AS atomic_uint* q = (AS atomic_uint*)p;                                               \
         uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
         while (true) {                                                                        \
@@ -331,14 +331,14 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
                                                       memory_order_relaxed)) return old;      \
         }                                                                                     \
     }                                                                                         \
-    NM_ATOMIC_FLOAT_OP(AS, fadd, (o + v))                                                     \
-    NM_ATOMIC_FLOAT_OP(AS, fsub, (o - v))                                                     \
-    NM_ATOMIC_FLOAT_OP(AS, fmax, (v > o ? v : o))                                             \
-    NM_ATOMIC_FLOAT_OP(AS, fmin, (v < o ? v : o))                                             \
-    NM_ATOMIC_FLOAT_OP(AS, fnanmax, (isnan(o) ? v : (isnan(v) ? o : (v > o ? v : o))))        \
-    NM_ATOMIC_FLOAT_OP(AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))
-#define NM_ATOMIC_FLOAT_OP(AS, NAME, EXPR)                                                   \
-    NM_INLINE float nm_atomic_##NAME##_##AS(AS float* p, float v) {                          \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fadd, (o + v))                                                     \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fsub, (o - v))                                                     \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fmax, (v > o ? v : o))                                             \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fmin, (v < o ? v : o))                                             \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmax, (isnan(o) ? v : (isnan(v) ? o : (v > o ? v : o))))        \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))
+#define NM_ATOMIC_FLOAT_OP(SFX, AS, NAME, EXPR)                                                   \
+    NM_INLINE float nm_atomic_##NAME##_##SFX(AS float* p, float v) {                          \
         AS atomic_uint* q = (AS atomic_uint*)p;                                               \
         uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
         while (true) {                                                                        \
@@ -349,8 +349,8 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
                                                       memory_order_relaxed)) return o;        \
         }                                                                                     \
     }
-NM_ATOMIC_CAS_LOOPS(device)
-NM_ATOMIC_CAS_LOOPS(threadgroup)
+NM_ATOMIC_CAS_LOOPS(dev, device)
+NM_ATOMIC_CAS_LOOPS(tg, threadgroup)
 
 //@@ simd64 requires: base
 // SIMD shuffles of 64-bit values, as two 32-bit shuffles (MSL's SIMD functions exclude long).

@@ -51,7 +51,7 @@ def typeof_arg(value, position: int):
         return ty
     if isinstance(value, np.ndarray):
         layout = layout_of(value.shape, value.strides, value.itemsize)
-        return array_type(value.dtype, value.ndim, layout, readonly=not value.flags.writeable)
+        return array_type(value.dtype, value.ndim, layout)
     if isinstance(value, tuple):
         from numba.core import types
         items = tuple(typeof_arg(v, position) for v in value)

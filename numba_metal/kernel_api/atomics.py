@@ -57,6 +57,10 @@ def _space(ary) -> str:
     return ary.address_space if isinstance(ary, MetalArray) else "device"
 
 
+#: Suffix of the prelude's compare-and-swap helpers per address space.
+_SUFFIX = {"device": "dev", "threadgroup": "tg"}
+
+
 def _check_array(name, ary, idx):
     if not isinstance(ary, types.Array):
         raise UnsupportedFeatureError(f"metal.{name}: the first argument must be an array, not {ary}")
@@ -78,7 +82,7 @@ def _check_array(name, ary, idx):
     if not ok or nidx != ary.ndim:
         raise UnsupportedFeatureError(f"metal.{name}: the index must be {ary.ndim} integer(s) for a "
                                       f"{ary.ndim}-d array, got {idx}")
-    if ary.readonly:
+    if not ary.mutable:
         raise UnsupportedFeatureError(f"metal.{name}: the array is read-only")
 
 
@@ -185,7 +189,7 @@ def _lower_update(lc, sig, args):
         if op in _NATIVE_INT:
             return Value(f"atomic_fetch_{_NATIVE_INT[op]}_explicit({atomic_ptr}, {v}, {order})", dtype)
         lc.need("atomics")
-        return Value(f"nm_atomic_{op}_{space}({ptr}, {v})", dtype)
+        return Value(f"nm_atomic_{op}_{_SUFFIX[space]}({ptr}, {v})", dtype)
     # float32
     if op == "exch":
         atomic_ptr = f"(({space} atomic_uint*){ptr})"
@@ -195,7 +199,7 @@ def _lower_update(lc, sig, args):
         atomic_ptr = f"(({space} atomic_float*){ptr})"
         return Value(f"atomic_fetch_{op}_explicit({atomic_ptr}, {v}, {order})", dtype)
     lc.need("atomics")
-    return Value(f"nm_atomic_f{op}_{space}({ptr}, {v})", dtype)
+    return Value(f"nm_atomic_f{op}_{_SUFFIX[space]}({ptr}, {v})", dtype)
 
 
 @lowering.call(cas)
@@ -204,7 +208,7 @@ def _lower_cas(lc, sig, args):
     aty = types.unliteral(sig.args[0])
     lc.need("atomics")
     ptr = _element_pointer(lc, ary, idx)
-    return Value(f"nm_atomic_cas_{_space(aty)}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+    return Value(f"nm_atomic_cas_{_SUFFIX[_space(aty)]}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
                  aty.dtype)
 
 
@@ -214,7 +218,7 @@ def _lower_compare_and_swap(lc, sig, args):
     aty = types.unliteral(sig.args[0])
     lc.need("atomics")
     ptr = f"(&{ary.expr}.data[0])"
-    return Value(f"nm_atomic_cas_{_space(aty)}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+    return Value(f"nm_atomic_cas_{_SUFFIX[_space(aty)]}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
                  aty.dtype)
 
 
@@ -229,7 +233,7 @@ def _lower_compare_exchange(lc, sig, args):
     expected = lc.cast(old, dtype)
     oldv = lc.tmp(dtype)
     suffix = "f" if dtype == types.float32 else ""
-    lc.emit(f"{oldv} = nm_atomic_cas{suffix}_{_space(aty)}({ptr}, {expected}, {lc.cast(val, dtype)});")
+    lc.emit(f"{oldv} = nm_atomic_cas{suffix}_{_SUFFIX[_space(aty)]}({ptr}, {expected}, {lc.cast(val, dtype)});")
     if dtype == types.float32:
         success = f"(as_type<uint>({oldv}) == as_type<uint>({expected}))"
     else:

@@ -63,9 +63,11 @@ def _shape_and_dtype(stub, shape, dtype):
 def _array_template(stub, space):
     class ArrayTemplate(CallableTemplate):
         key = stub
+        prefer_literal = True  # the shape must be a constant: keep its literal value
 
         def generic(self):
             def typer(shape, dtype, alignment=None):
+                _literal_shape(shape, stub)
                 ndims, nbdtype = _shape_and_dtype(stub, shape, dtype)
                 return MetalArray(nbdtype, ndims, "C", space)
             return typer
@@ -95,17 +97,18 @@ class ConstArrayLike(AbstractTemplate):
 typing.register_global(const_array_like, types.Function(ConstArrayLike))
 
 
-def _literal_shape(ty) -> tuple[int, ...]:
+def _literal_shape(ty, stub=None) -> tuple[int, ...]:
+    what = f"metal.{stub._path}" if stub is not None else "the array"
     if isinstance(ty, types.IntegerLiteral):
-        return (ty.literal_value,)
-    if isinstance(ty, types.BaseTuple):
-        dims = []
-        for t in ty.types:
-            if not isinstance(t, types.IntegerLiteral):
-                raise UnsupportedFeatureError("array shapes must be constants")
-            dims.append(t.literal_value)
-        return tuple(dims)
-    raise UnsupportedFeatureError("array shapes must be constants")
+        dims = (ty.literal_value,)
+    elif isinstance(ty, types.BaseTuple) and all(isinstance(t, types.IntegerLiteral) for t in ty.types):
+        dims = tuple(t.literal_value for t in ty.types)
+    else:
+        raise UnsupportedFeatureError(f"{what}: the shape must be a constant int or tuple of ints "
+                                      f"(a literal, global or closure value), not a run-time {ty}")
+    if any(d < 0 for d in dims):
+        raise UnsupportedFeatureError(f"{what}: negative dimensions in shape {dims}")
+    return dims
 
 
 def _c_strides(shape) -> list[int]:
@@ -126,8 +129,7 @@ def _array_value(lc, rt, data: str, shape, strides=None) -> Value:
 @lowering.call(shared_array)
 def _lower_shared(lc, sig, args, **kws):
     rt = sig.return_type
-    shape = _literal_shape(types.unliteral(sig.args[0]) if not isinstance(sig.args[0], types.Literal)
-                           else sig.args[0])
+    shape = _literal_shape(sig.args[0])
     elem = lc.msl_type(rt.dtype)
     if not lc.is_kernel:
         lc.error("metal.shared.array must be declared in the kernel itself, not in a device function; "

@@ -10,7 +10,7 @@ import builtins
 import math
 
 from numba.core import types
-from numba.core.typing.templates import ConcreteTemplate, signature
+from numba.core.typing.templates import AbstractTemplate, ConcreteTemplate, signature
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.conversions import truth
@@ -29,6 +29,44 @@ class Math_binary_float(ConcreteTemplate):
         signature(types.float32, types.float32, types.float32),
         signature(types.float64, types.float64, types.float64),
     ]
+
+
+class _MetalTemplate(AbstractTemplate):
+    # Numba 0.68 types min, max and int with @overload implementations, which need a jit numba-metal
+    # does not have; these templates are tried first (they are specific to the metal target).
+    metadata = {"target": "metal"}
+
+
+@typing.register_global(builtins.min)
+@typing.register_global(builtins.max)
+class MinMax(_MetalTemplate):
+    def generic(self, args, kws):
+        if kws:
+            return None
+        if len(args) == 1 and isinstance(args[0], types.BaseTuple) and len(args[0]):
+            tys = args[0].types
+        elif len(args) >= 2:
+            tys = args
+        else:
+            return None
+        tys = [types.unliteral(t) for t in tys]
+        if not all(isinstance(t, (types.Number, types.Boolean)) for t in tys):
+            return None
+        unified = self.context.unify_types(*tys)
+        if unified is None:
+            return None
+        return signature(unified, *args)
+
+
+@typing.register_global(builtins.int)
+class Int(_MetalTemplate):
+    def generic(self, args, kws):
+        if kws or len(args) != 1:
+            return None
+        (x,) = args
+        if isinstance(types.unliteral(x), (types.Number, types.Boolean)):
+            return signature(types.intp, x)
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
