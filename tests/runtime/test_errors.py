@@ -1,0 +1,150 @@
+"""What Metal refuses is refused here: compile errors name the MSL line; bad launches fail before queueing;
+failed work surfaces at the next wait naming the kernel, and the queue keeps working."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_metal.errors import KernelCompilationError, KernelLaunchError, MetalRuntimeError
+from runtime_helpers import from_buffer, launch, pack
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+OK_KERNEL = HEADER + """
+kernel void ok(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = int(i) + 1; }
+"""
+
+
+def test_double_is_refused_naming_the_line(device):
+    src = HEADER + "kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n" \
+                   "    double d = x[i];\n    x[i] = d;\n}\n"
+    with pytest.raises(KernelCompilationError) as e:
+        device.compile(src, "k")
+    assert "kernel.metal:4:" in str(e.value)
+    assert "double_is_not_supported_in_Metal" in str(e.value)
+
+
+def test_address_space_mixup_is_refused_naming_the_line(device):
+    src = HEADER + """
+void helper(thread float* p) { *p = 1.0f; }
+kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    helper(x + i);
+}
+"""
+    with pytest.raises(KernelCompilationError) as e:
+        device.compile(src, "k")
+    assert "kernel.metal:6:" in str(e.value) and "error" in str(e.value)
+
+
+def test_signature_rules_of_metal(device):
+    cases = {
+        "kernel void k(device float* x [[buffer(0)]], int n) {}": "has no attribute",
+        "kernel void k(device float* x [[buffer(31)]]) {}": "between 0 and 30",
+        "kernel void k(device float* x [[buffer(1)]], device float* y [[buffer(1)]]) {}": "buffer indices must be unique",
+        "kernel void k(int n [[buffer(0)]]) {}": "invalid type 'int'",
+        "kernel void k(float3 p [[thread_position_in_grid]]) {}": "invalid type 'float3'",
+    }
+    for body, expected in cases.items():
+        with pytest.raises(KernelCompilationError) as e:
+            device.compile(HEADER + body, "k")
+        assert "kernel.metal:3:" in str(e.value), str(e.value)
+        assert expected in str(e.value)
+    with pytest.raises(KernelCompilationError, match="no kernel function named 'missing'"):
+        device.compile(OK_KERNEL, "missing")
+
+
+def test_atomics_accept_only_relaxed_order(device):
+    src = HEADER + """
+kernel void k(device atomic_int* x [[buffer(0)]]) { atomic_fetch_add_explicit(x, 1, memory_order_seq_cst); }
+"""
+    with pytest.raises(KernelCompilationError, match="memory_order_seq_cst"):
+        device.compile(src, "k")
+
+
+def test_launch_limits_are_refused_before_queueing(device, queue):
+    pipe = device.compile(OK_KERNEL, "ok")
+    buf = device.new_buffer(4 * 2048)
+    before = device.stats()["dispatches"]
+    with pytest.raises(KernelLaunchError, match="1025 threads per threadgroup"):
+        launch(queue, pipe, [buf], (1, 1, 1), (1025, 1, 1))
+    with pytest.raises(KernelLaunchError, match="zero dimension"):
+        launch(queue, pipe, [buf], (1, 0, 1), (1, 1, 1))
+    with pytest.raises(KernelLaunchError, match="slot 31 is out of range"):
+        queue.dispatch(pipe, [buf], [0], [31], None, 0, [], (1, 1, 1), (1, 1, 1))
+    with pytest.raises(KernelLaunchError, match="4097 bytes exceeds"):
+        launch(queue, pipe, [buf], (1, 1, 1), (1, 1, 1), args=bytes(4097), arg_slot=1)
+    with pytest.raises(KernelLaunchError, match="bound twice"):
+        launch(queue, pipe, [buf], (1, 1, 1), (1, 1, 1), args=bytes(4), arg_slot=0)
+    with pytest.raises(KernelLaunchError, match="beyond its length"):
+        queue.dispatch(pipe, [buf], [buf.nbytes + 4], [0], None, 1, [], (1, 1, 1), (1, 1, 1))
+    with pytest.raises(KernelLaunchError, match="declares \\[\\[buffer\\(0\\)\\]\\]"):
+        queue.dispatch(pipe, [], [], [], None, 1, [], (1, 1, 1), (1, 1, 1))
+    with pytest.raises(KernelLaunchError, match="threadgroup memory"):
+        launch(queue, pipe, [buf], (1, 1, 1), (1, 1, 1), threadgroup_memory=[32768 + 16])
+    assert device.stats()["dispatches"] == before
+    launch(queue, pipe, [buf], (2, 1, 1), (1024, 1, 1))
+    queue.wait()
+    assert from_buffer(buf, np.int32, 2048)[-1] == 2048
+
+
+def test_faulting_kernel_fails_the_dispatch_and_the_queue_goes_on(device, queue):
+    bad = HEADER + """
+kernel void wild(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    device int* p = (device int*)(0x10 + 0 * i);
+    x[i] = *p;
+}
+"""
+    pipe = device.compile(bad, "wild")
+    ok = device.compile(OK_KERNEL, "ok")
+    buf = device.new_buffer(4 * 64)
+    launch(queue, pipe, [buf], (4, 1, 1), (16, 1, 1), label="my_wild_kernel")
+    launch(queue, ok, [buf], (1, 1, 1), (64, 1, 1))
+    with pytest.raises(MetalRuntimeError, match="kernel 'my_wild_kernel' faulted with SIGSEGV"):
+        queue.wait()
+    assert from_buffer(buf, np.int32, 64)[63] == 64  # later work ran
+    launch(queue, ok, [buf], (1, 1, 1), (64, 1, 1))
+    queue.wait()  # the failure was reported once
+
+
+def test_integer_division_by_zero_fails_the_dispatch(device, queue):
+    src = HEADER + """
+kernel void div(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 7 / x[i]; }
+"""
+    buf = device.new_buffer(16)
+    launch(queue, device.compile(src, "div"), [buf], (1, 1, 1), (4, 1, 1))
+    import platform
+    if platform.machine() in ("x86_64", "AMD64"):
+        with pytest.raises(MetalRuntimeError, match="kernel 'div' faulted with SIGFPE"):
+            queue.wait()
+    else:  # arm64 division by zero gives 0 without a trap
+        queue.wait()
+
+
+def test_divergent_barrier_fails_instead_of_hanging(device, queue):
+    src = HEADER + """
+kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
+    if (tid < 16) threadgroup_barrier(mem_flags::mem_threadgroup);
+    else simdgroup_barrier(mem_flags::mem_none);
+    x[tid] = 1;
+}
+"""
+    buf = device.new_buffer(4 * 64)
+    launch(queue, device.compile(src, "diverge"), [buf], (1, 1, 1), (64, 1, 1))
+    with pytest.raises(MetalRuntimeError, match="kernel 'diverge'.*divergent barrier"):
+        queue.wait()
+    launch(queue, device.compile(OK_KERNEL, "ok"), [buf], (1, 1, 1), (64, 1, 1))
+    queue.wait()
+
+
+def test_stack_overflow_in_a_fiber_is_caught(device, queue):
+    src = HEADER + """
+int deep(int n) { volatile int pad[256]; pad[0] = n; return n == 0 ? pad[0] : deep(n - 1) + pad[0]; }
+kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
+    threadgroup_barrier(mem_flags::mem_none);
+    x[tid] = deep(x[tid] + 1000000);
+}
+"""
+    buf = device.new_buffer(4 * 32)
+    launch(queue, device.compile(src, "rec"), [buf], (1, 1, 1), (32, 1, 1))
+    with pytest.raises(MetalRuntimeError, match="kernel 'rec' faulted with SIGSEGV"):
+        queue.wait()
