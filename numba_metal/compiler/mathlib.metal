@@ -70,12 +70,12 @@ NM_INLINE nm_i_df nm_i_df_mul_f(nm_i_df a, float b) {
     return nm_i_fast_two_sum(p, e);
 }
 
-// (a.hi + a.lo) * (1 + w) for |w| < 1.
-NM_INLINE nm_i_df nm_i_df_mul_1p(nm_i_df a, float w) {
-    float p = a.hi * w;
-    float pe = metal::fma(a.hi, w, -p);
+// (a.hi + a.lo) * (1 + w.hi + w.lo) for |w| < 1.
+NM_INLINE nm_i_df nm_i_df_mul_1p(nm_i_df a, nm_i_df w) {
+    float p = a.hi * w.hi;
+    float pe = metal::fma(a.hi, w.hi, -p);
     nm_i_df s = nm_i_fast_two_sum(a.hi, p);
-    float lo = s.lo + (pe + metal::fma(a.lo, w, a.lo));
+    float lo = s.lo + (pe + metal::fma(a.hi, w.lo, metal::fma(a.lo, w.hi, a.lo)));
     return nm_i_fast_two_sum(s.hi, lo);
 }
 
@@ -144,7 +144,8 @@ NM_INLINE nm_i_df nm_i_poly_erfcx(float q) {
 }
 
 // 1/Gamma(1+t) = 1 + t(t-1) S(t) for t in [-0.5, 1]; relative error of the fit 2^-26.4.
-NM_INLINE float nm_i_poly_rgamma(float t) {
+// Returns S as hi + lo (the last Horner step is done error-free).
+NM_INLINE nm_i_df nm_i_poly_rgamma(float t) {
     float p = -1.541336678e-05f;
     p = metal::fma(p, t, 1.068199344e-04f);
     p = metal::fma(p, t, -1.213566429e-04f);
@@ -154,8 +155,10 @@ NM_INLINE float nm_i_poly_rgamma(float t) {
     p = metal::fma(p, t, -4.587385803e-02f);
     p = metal::fma(p, t, 1.206654534e-01f);
     p = metal::fma(p, t, 7.866241038e-02f);
-    p = metal::fma(p, t, -5.772156715e-01f);
-    return p;
+    float ph = p * t;
+    float pl = metal::fma(p, t, -ph);
+    nm_i_df s = nm_i_fast_two_sum(-5.772156715e-01f, ph);
+    return nm_i_fast_two_sum(s.hi, s.lo + pl);
 }
 
 // sin(pi r) = r P(r^2) for |r| <= 1/2; relative error 2^-25.1.
@@ -371,9 +374,26 @@ NM_INLINE float nm_erfc(float x) {
 // tgamma, lgamma
 // ---------------------------------------------------------------------------------------------
 
-// w(t) = 1/Gamma(1+t) - 1 = t (t-1) S(t), t in [-0.5, 1]. Relative accuracy kept at both zeros.
-NM_INLINE float nm_i_rgamma_m1(float t) {
-    return metal::fma(t, t, -t) * nm_i_poly_rgamma(t);
+// w(t) = 1/Gamma(1+t) - 1 = t (t-1) S(t), t in [-0.5, 1], as hi + lo. t (t-1) is formed exactly,
+// so relative accuracy is kept at both zeros (t = 0, t = 1).
+NM_INLINE nm_i_df nm_i_rgamma_m1(float t) {
+    nm_i_df s = nm_i_poly_rgamma(t);
+    nm_i_df tt = nm_i_df_mul_f(nm_i_two_sum(t, -1.0f), t);
+    float wh = tt.hi * s.hi;
+    float wl = metal::fma(tt.hi, s.hi, -wh);
+    wl = wl + metal::fma(tt.hi, s.lo, tt.lo * s.hi);
+    return nm_i_fast_two_sum(wh, wl);
+}
+
+// log1p(w.hi + w.lo) for w in [-0.5, sqrt(2)-1], as hi + lo.
+NM_INLINE nm_i_df nm_i_log1p_df(nm_i_df w) {
+    if (w.hi >= -2.928932309e-01f) {
+        nm_i_df l = nm_i_log1p_reduced(w.hi);
+        return nm_i_fast_two_sum(l.hi, l.lo + w.lo / (1.0f + w.hi));
+    }
+    nm_i_df u = nm_i_fast_two_sum(1.0f, w.hi);       // 1 + w.hi = u.hi + u.lo exactly
+    nm_i_df l = nm_i_log_df(u.hi);
+    return nm_i_fast_two_sum(l.hi, l.lo + (u.lo + w.lo) / u.hi);
 }
 
 // For x < -0.5, not an integer, x > -42: D with Gamma(x) = 1/D,
@@ -430,7 +450,9 @@ NM_INLINE float nm_tgamma(float x) {
     for (int k = 1; k < ni; ++k) {
         p = nm_i_df_mul_f(p, x - float(k));          // x - k exact
     }
-    nm_i_df q = nm_i_fast_two_sum(1.0f, nm_i_rgamma_m1(t));
+    nm_i_df w = nm_i_rgamma_m1(t);
+    nm_i_df q = nm_i_fast_two_sum(1.0f, w.hi);
+    q.lo = q.lo + w.lo;
     float r = p.hi / q.hi;
     float e = metal::fma(-r, q.hi, p.hi);
     e = e + (p.lo - r * q.lo);
@@ -478,16 +500,26 @@ NM_INLINE float nm_lgamma(float x) {
     if (x > 0.0f) {
         if (x < 0.5f) {
             nm_i_df l = nm_i_log_df(x);
-            nm_i_df w = nm_i_log1p_reduced(nm_i_rgamma_m1(x));
+            nm_i_df w = nm_i_log1p_df(nm_i_rgamma_m1(x));
             nm_i_df s = nm_i_two_sum(l.hi, w.hi);
             return -(s.hi + ((s.lo + l.lo) + w.lo));
         }
         if (x < 1.0f) {
-            float v = metal::fma(x * x, nm_i_poly_rgamma(x), 1.0f);
-            return 0.0f - nm_log1p((x - 1.0f) * v);
+            // x Q(x) - 1 = (x - 1)(1 + x^2 S(x)), all in double-float
+            nm_i_df sx = nm_i_poly_rgamma(x);
+            float x2h = x * x;
+            float x2l = metal::fma(x, x, -x2h);
+            float ph = x2h * sx.hi;
+            float pl = metal::fma(x2h, sx.hi, -ph) + metal::fma(x2h, sx.lo, x2l * sx.hi);
+            nm_i_df v = nm_i_fast_two_sum(1.0f, ph);
+            float xm = x - 1.0f;                     // exact
+            float wh = xm * v.hi;
+            float wl = metal::fma(xm, v.hi, -wh) + xm * (v.lo + pl);
+            nm_i_df l = nm_i_log1p_df(nm_i_fast_two_sum(wh, wl));
+            return 0.0f - (l.hi + l.lo);
         }
         if (x < 2.0f) {
-            nm_i_df w = nm_i_log1p_reduced(nm_i_rgamma_m1(x - 1.0f));
+            nm_i_df w = nm_i_log1p_df(nm_i_rgamma_m1(x - 1.0f));
             return 0.0f - (w.hi + w.lo);
         }
         float n = metal::floor(x);
@@ -499,7 +531,7 @@ NM_INLINE float nm_lgamma(float x) {
         }
         nm_i_df l = nm_i_log_df(p.hi);
         float llo = l.lo + p.lo / p.hi;
-        nm_i_df w = nm_i_log1p_reduced(nm_i_rgamma_m1(t));
+        nm_i_df w = nm_i_log1p_df(nm_i_rgamma_m1(t));
         nm_i_df s = nm_i_two_sum(l.hi, -w.hi);
         return s.hi + ((s.lo + llo) - w.lo);
     }
@@ -510,8 +542,8 @@ NM_INLINE float nm_lgamma(float x) {
     }
     if (x > -0.5f) {
         nm_i_df l = nm_i_log_df(a);
-        float lw = nm_log1p(nm_i_rgamma_m1(x));
-        return -(l.hi + (l.lo + lw));
+        nm_i_df w = nm_i_log1p_df(nm_i_rgamma_m1(x));   // w in (-0.44, 0)
+        return -(l.hi + (l.lo + (w.hi + w.lo)));
     }
     if (x > -20.0f) {
         nm_i_df d = nm_i_gamma_neg_denominator(x);

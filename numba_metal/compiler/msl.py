@@ -105,10 +105,14 @@ def float_literal(value: float, msl_type: str = "float") -> str:
 
 def _shortest_float32(value: float) -> str:
     """The shortest decimal that rounds to the same float32 as ``value``, with an ``f`` suffix."""
-    target = struct.pack("<f", value)
-    for digits in range(1, 18):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == target:
+    exact = struct.unpack("<f", struct.pack("<f", value))[0]
+    # A short decimal only if it *is* the float32 value (0.5, 2.0, 1.25); otherwise 9 significant
+    # digits, which every correctly rounding decimal-to-float32 parse maps back to the same float32.
+    text = f"{exact:.9g}"
+    for digits in range(1, 9):
+        candidate = f"{exact:.{digits}g}"
+        if float(candidate) == exact:
+            text = candidate
             break
     if "e" not in text and "." not in text and "inf" not in text and "nan" not in text:
         text += ".0"

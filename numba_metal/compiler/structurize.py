@@ -60,6 +60,7 @@ __all__ = [
     "execute",
     "verify",
     "iter_nodes",
+    "skip_empty_blocks",
 ]
 
 
@@ -932,6 +933,43 @@ def structurize(entry: int, succs: dict) -> Seq:
     tree = Seq(items)
     _check_tree(tree, g.rpo)
     return tree
+
+
+def skip_empty_blocks(entry: int, succs: dict, empty) -> dict:
+    """Thread jumps through blocks that hold no statements; returns a new successor map.
+
+    ``empty`` names blocks whose only content is an unconditional jump (Numba makes one per
+    loop with ``continue``: its single latch, and one per ``break``).  Every edge into such a
+    block is redirected to the block it jumps to (following chains), the entry is kept, and
+    only blocks still reachable are returned.  Reducibility is preserved.  Calling this before
+    :func:`structurize` lets ``continue`` inside nested ``if``s become a plain ``continue``
+    instead of a jump to a latch block past the rest of the loop body (which needs a DoOnce).
+    """
+    empty = set(empty)
+
+    def thread(t):
+        seen = set()
+        while t in empty and t != entry and t not in seen:
+            s = list(succs[t])
+            if len(s) == 2 and s[0] == s[1]:
+                s = s[:1]
+            if len(s) != 1:
+                break
+            seen.add(t)
+            t = s[0]
+        return t
+
+    out: dict = {}
+    work = [entry]
+    while work:
+        n = work.pop()
+        if n in out:
+            continue
+        if n not in succs:
+            raise StructureError(f"block {n!r} is a branch target but has no successor entry")
+        out[n] = [thread(t) for t in succs[n]]
+        work.extend(reversed(out[n]))
+    return out
 
 
 def iter_nodes(tree):

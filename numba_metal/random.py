@@ -1,0 +1,140 @@
+"""Device-side random numbers: xoroshiro128+, the generator of ``numba.cuda.random``.
+
+For the same seed the streams are those of ``numba.cuda.random``: the same states, the same uint64
+sequence and the same float32 uniforms bit for bit; normal values go through the device's
+``log``/``sqrt``/``cos`` and so agree to within a few ulp.
+
+One difference: the states array is a ``(n, 2)`` uint64 device array (``states[i, 0]`` is ``s0``,
+``states[i, 1]`` is ``s1``) rather than a 1-d array of a record dtype, because numba-metal kernels do
+not support record arrays. Kernels use it exactly as with numba.cuda::
+
+    from numba_metal.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+
+    @metal.jit
+    def fill(states, out):
+        i = metal.grid(1)
+        if i < out.size:
+            out[i] = xoroshiro128p_uniform_float32(states, i)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numba_metal.host.dispatcher import jit
+
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U11 = np.uint64(11)
+_U14 = np.uint64(14)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+_U36 = np.uint64(36)
+_U55 = np.uint64(55)
+_U64 = np.uint64(64)
+_SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_SPLITMIX_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_SPLITMIX_M2 = np.uint64(0x94D049BB133111EB)
+_JUMP0 = np.uint64(0xBEAC0467EBA5FACB)
+_JUMP1 = np.uint64(0xD86B048B86AA9922)
+_TWO_NEG53 = np.float32(2.0 ** -53)
+_TWO_PI = np.float32(2 * math.pi)
+_MINUS_TWO = np.float32(-2.0)
+
+
+@jit(device=True)
+def _rotl(x, k):
+    return (x << k) | (x >> (_U64 - k))
+
+
+@jit(device=True)
+def xoroshiro128p_next(states, index):
+    """The next uint64 of generator ``index``, advancing it."""
+    s0 = states[index, 0]
+    s1 = states[index, 1]
+    result = s0 + s1
+    s1 ^= s0
+    states[index, 0] = _rotl(s0, _U55) ^ s1 ^ (s1 << _U14)
+    states[index, 1] = _rotl(s1, _U36)
+    return result
+
+
+@jit(device=True)
+def xoroshiro128p_uniform_float32(states, index):
+    """A float32 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit)."""
+    # numba.cuda rounds the 53-bit fraction (x >> 11) / 2**53 to float32; rounding the 53-bit
+    # integer to float32 and then scaling by the power of two 2**-53 is the same single rounding.
+    return np.float32(xoroshiro128p_next(states, index) >> _U11) * _TWO_NEG53
+
+
+@jit(device=True)
+def xoroshiro128p_normal_float32(states, index):
+    """A standard-normal float32 from generator ``index`` (Box–Muller; uses two uniforms)."""
+    u1 = xoroshiro128p_uniform_float32(states, index)
+    u2 = xoroshiro128p_uniform_float32(states, index)
+    return math.sqrt(_MINUS_TWO * math.log(u1)) * math.cos(_TWO_PI * u2)
+
+
+@jit(device=True)
+def xoroshiro128p_jump(states, index):
+    """Advance generator ``index`` by 2**64 steps."""
+    s0 = _U0
+    s1 = _U0
+    for i in range(2):
+        jump = _JUMP0 if i == 0 else _JUMP1
+        for b in range(64):
+            if jump & (_U1 << np.uint64(b)):
+                s0 ^= states[index, 0]
+                s1 ^= states[index, 1]
+            xoroshiro128p_next(states, index)
+    states[index, 0] = s0
+    states[index, 1] = s1
+
+
+@jit(device=True)
+def _init_state(states, index, seed):
+    # SplitMix64 of the seed, as numba.cuda.random.
+    z = seed + _SPLITMIX_GAMMA
+    z = (z ^ (z >> _U30)) * _SPLITMIX_M1
+    z = (z ^ (z >> _U27)) * _SPLITMIX_M2
+    z = z ^ (z >> _U31)
+    states[index, 0] = z
+    states[index, 1] = z
+
+
+@jit
+def _init_states_kernel(states, seed, subsequence_start):
+    # Launched as one thread: each generator is its predecessor jumped 2**64 steps, which is
+    # inherently sequential (numba.cuda runs the same loop on the host CPU).
+    n = states.shape[0]
+    _init_state(states, 0, seed)
+    for _ in range(subsequence_start):
+        xoroshiro128p_jump(states, 0)
+    for i in range(1, n):
+        states[i, 0] = states[i - 1, 0]
+        states[i, 1] = states[i - 1, 1]
+        xoroshiro128p_jump(states, i)
+
+
+def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
+    """(Re)initialise ``states`` for ``seed``, starting at subsequence ``subsequence_start``."""
+    if states.ndim != 2 or states.shape[1] != 2 or states.dtype != np.uint64:
+        raise ValueError("states must be an (n, 2) uint64 array from create_xoroshiro128p_states")
+    if states.shape[0] == 0:
+        return
+    _init_states_kernel[1, 1, stream](states, np.uint64(seed % (1 << 64)), np.uint64(subsequence_start))
+
+
+def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
+    """``n`` generator states for ``seed`` as an (n, 2) uint64 device array."""
+    from numba_metal.host.arrays import device_array
+    states = device_array((int(n), 2), dtype=np.uint64, stream=stream)
+    init_xoroshiro128p_states(states, seed, subsequence_start, stream)
+    return states
+
+
+__all__ = ["create_xoroshiro128p_states", "init_xoroshiro128p_states", "xoroshiro128p_next",
+           "xoroshiro128p_jump", "xoroshiro128p_uniform_float32", "xoroshiro128p_normal_float32"]
