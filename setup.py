@@ -1,0 +1,37 @@
+"""Build hook: compiles the Swift runtime library (numba_metal/_build.py) as part of build_py, so that
+`pip install .`, `pip install -e .` and wheel builds all ship numba_metal/_lib/ (library, C header, shim)."""
+
+import importlib.util
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _builder():
+    # Load _build.py by path: importing the numba_metal package would need numba in the build environment.
+    spec = importlib.util.spec_from_file_location("_numba_metal_build", ROOT / "numba_metal" / "_build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildPyWithRuntime(build_py):
+    """Builds the runtime into numba_metal/_lib/ (in the source tree), then copies package data as usual."""
+
+    def run(self):
+        _builder().build(ROOT)
+        super().run()
+
+
+class BinaryDistribution(Distribution):
+    """The package ships a native library: wheels are platform-specific."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildPyWithRuntime}, distclass=BinaryDistribution)
