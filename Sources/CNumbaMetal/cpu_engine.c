@@ -461,6 +461,7 @@ static void run_job(job *j) {
 #define NM_CQ_CHUNK 1024u
 #define NM_CQ_MAX_PENDING 32768u
 #define NM_CQ_HISTORY 65536u
+#define NM_CQ_SPIN_NS 50000u
 
 typedef struct hist_entry {
     uint64_t id, start, end;
@@ -469,13 +470,14 @@ typedef struct hist_entry {
 struct nm_cq {
     pthread_mutex_t submit_lock;
     pthread_mutex_t m;
-    pthread_cond_t cv_work, cv_done, cv_space;
+    pthread_cond_t cv_work, cv_done;
     nm_work *chunks[NM_CQ_MAX_PENDING / NM_CQ_CHUNK];
     uint64_t issued;      /* last reserved id (submit_lock) */
     uint64_t committed;   /* last committed id (m) */
     uint64_t completed;   /* last completed id (m; read atomically elsewhere) */
     char *first_error;    /* m */
-    int waiters;          /* m */
+    int waiters;          /* atomic: threads waiting for `completed` to advance */
+    int sleeping;         /* m: the executor waits for work */
     int stop;             /* m */
     hist_entry *hist;
     void (*release_ref)(void *);
@@ -526,9 +528,9 @@ static char *execute(nm_cq *q, nm_work *w) {
     case NM_WORK_WAIT_FOR: {
         nm_cq *o = w->other;
         pthread_mutex_lock(&o->m);
-        o->waiters++;
-        while (o->completed < w->other_id) pthread_cond_wait(&o->cv_done, &o->m);
-        o->waiters--;
+        __atomic_fetch_add(&o->waiters, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&o->completed, __ATOMIC_SEQ_CST) < w->other_id) pthread_cond_wait(&o->cv_done, &o->m);
+        __atomic_fetch_sub(&o->waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&o->m);
         break;
     }
@@ -538,41 +540,68 @@ static char *execute(nm_cq *q, nm_work *w) {
     return failure;
 }
 
+/* Wakes waiters (nm_cq_wait, wait_for, a full ring) after `completed` advanced. The waiter side
+   increments `waiters` and then reads `completed`, both sequentially consistent, so one of the two
+   sides always sees the other: no lost wake-up, and no lock or system call when nobody waits. */
+static void cq_publish(nm_cq *q, uint64_t id) {
+    __atomic_store_n(&q->completed, id, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&q->waiters, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&q->m);
+        pthread_cond_broadcast(&q->cv_done);
+        pthread_mutex_unlock(&q->m);
+    }
+}
+
 static void *cq_main(void *arg) {
     nm_cq *q = (nm_cq *)arg;
     worker_get();
     for (;;) {
+        /* Launches arrive microseconds apart: spin briefly before sleeping, so that a burst of submits
+           does not pay a futex wake-up per item. */
+        uint64_t spin_until = nm_clock_ns() + NM_CQ_SPIN_NS;
+        for (uint32_t k = 0; __atomic_load_n(&q->committed, __ATOMIC_ACQUIRE) == q->completed; k++) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            __asm__ volatile("yield");
+#endif
+            if ((k & 63) == 63 && nm_clock_ns() > spin_until) break;
+        }
         pthread_mutex_lock(&q->m);
-        while (q->completed == q->committed && !q->stop) pthread_cond_wait(&q->cv_work, &q->m);
-        if (q->completed == q->committed) {
+        while (q->completed == q->committed && !q->stop) {
+            q->sleeping = 1;
+            pthread_cond_wait(&q->cv_work, &q->m);
+            q->sleeping = 0;
+        }
+        uint64_t target = q->committed;
+        if (q->completed == target) {
             pthread_mutex_unlock(&q->m);
             break;
         }
-        uint64_t id = q->completed + 1;
         pthread_mutex_unlock(&q->m);
 
-        nm_work *w = cq_slot(q, id);
-        uint64_t start = nm_clock_ns();
-        char *failure = execute(q, w);
-        uint64_t end = nm_clock_ns();
-        hist_entry *h = &q->hist[id % NM_CQ_HISTORY];
-        h->start = start;
-        h->end = end;
-        __atomic_store_n(&h->id, id, __ATOMIC_RELEASE);
-        for (uint32_t i = 0; i < w->ref_count; i++) q->release_ref(w->refs[i]);
-        w->ref_count = 0;
-        free(w->arg_heap);
-        w->arg_heap = NULL;
-
-        pthread_mutex_lock(&q->m);
-        __atomic_store_n(&q->completed, id, __ATOMIC_RELEASE);
-        if (failure) {
-            if (!q->first_error) q->first_error = failure;
-            else free(failure);
+        /* Run everything committed so far without touching the lock again. */
+        for (uint64_t id = q->completed + 1; id <= target; id++) {
+            nm_work *w = cq_slot(q, id);
+            uint64_t start = nm_clock_ns();
+            char *failure = execute(q, w);
+            uint64_t end = nm_clock_ns();
+            hist_entry *h = &q->hist[id % NM_CQ_HISTORY];
+            h->start = start;
+            h->end = end;
+            __atomic_store_n(&h->id, id, __ATOMIC_RELEASE);
+            for (uint32_t i = 0; i < w->ref_count; i++) q->release_ref(w->refs[i]);
+            w->ref_count = 0;
+            free(w->arg_heap);
+            w->arg_heap = NULL;
+            if (failure) {
+                pthread_mutex_lock(&q->m);
+                if (!q->first_error) q->first_error = failure;
+                else free(failure);
+                pthread_mutex_unlock(&q->m);
+            }
+            cq_publish(q, id);
         }
-        if (q->waiters) pthread_cond_broadcast(&q->cv_done);
-        pthread_cond_signal(&q->cv_space);
-        pthread_mutex_unlock(&q->m);
     }
     return NULL;
 }
@@ -590,7 +619,6 @@ nm_cq *nm_cq_new(void (*release_ref)(void *)) {
     pthread_mutex_init(&q->m, NULL);
     pthread_cond_init(&q->cv_work, NULL);
     pthread_cond_init(&q->cv_done, NULL);
-    pthread_cond_init(&q->cv_space, NULL);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20);
@@ -609,7 +637,10 @@ nm_work *nm_cq_reserve(nm_cq *q) {
     uint64_t id = q->issued + 1;
     if (id > NM_CQ_MAX_PENDING && __atomic_load_n(&q->completed, __ATOMIC_ACQUIRE) + NM_CQ_MAX_PENDING < id) {
         pthread_mutex_lock(&q->m);
-        while (q->completed + NM_CQ_MAX_PENDING < id) pthread_cond_wait(&q->cv_space, &q->m);
+        __atomic_fetch_add(&q->waiters, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&q->completed, __ATOMIC_SEQ_CST) + NM_CQ_MAX_PENDING < id)
+            pthread_cond_wait(&q->cv_done, &q->m);
+        __atomic_fetch_sub(&q->waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&q->m);
     }
     uint64_t r = (id - 1) % NM_CQ_MAX_PENDING;
@@ -631,8 +662,8 @@ nm_work *nm_cq_reserve(nm_cq *q) {
 
 void nm_cq_commit(nm_cq *q, nm_work *w) {
     pthread_mutex_lock(&q->m);
-    q->committed = w->id;
-    pthread_cond_signal(&q->cv_work);
+    __atomic_store_n(&q->committed, w->id, __ATOMIC_RELEASE);
+    if (q->sleeping) pthread_cond_signal(&q->cv_work);
     pthread_mutex_unlock(&q->m);
     pthread_mutex_unlock(&q->submit_lock);
 }
@@ -647,9 +678,9 @@ void nm_cq_cancel(nm_cq *q, nm_work *w) {
 int nm_cq_wait(nm_cq *q, char **message) {
     pthread_mutex_lock(&q->m);
     uint64_t target = q->committed;
-    q->waiters++;
-    while (q->completed < target) pthread_cond_wait(&q->cv_done, &q->m);
-    q->waiters--;
+    __atomic_fetch_add(&q->waiters, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&q->completed, __ATOMIC_SEQ_CST) < target) pthread_cond_wait(&q->cv_done, &q->m);
+    __atomic_fetch_sub(&q->waiters, 1, __ATOMIC_SEQ_CST);
     char *err = q->first_error;
     q->first_error = NULL;
     pthread_mutex_unlock(&q->m);
@@ -688,7 +719,6 @@ void nm_cq_destroy(nm_cq *q) {
     pthread_mutex_destroy(&q->m);
     pthread_cond_destroy(&q->cv_work);
     pthread_cond_destroy(&q->cv_done);
-    pthread_cond_destroy(&q->cv_space);
     free(q);
 }
 

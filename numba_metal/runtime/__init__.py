@@ -275,6 +275,7 @@ class DispatchPlan:
         d.buffer_slots = self._slots
         d.arg_bytes = self._args
         d.arg_length = 0
+        self._arg_length = 0
         d.arg_slot = arg_slot
         d.threadgroup_memory_lengths = self._tg
         d.label = self._label
@@ -315,7 +316,9 @@ class Queue:
     def submit(self, plan: DispatchPlan, arg_length: int) -> int:
         """Enqueues plan with the first arg_length bytes of plan.arg_view: exactly one C call."""
         d = plan._desc
-        d.arg_length = arg_length
+        if arg_length != plan._arg_length:  # a cffi field store costs about as much as the call's checks
+            d.arg_length = arg_length
+            plan._arg_length = arg_length
         rc = self._dispatch_fn(self.handle, d, self._id)
         if rc:
             _raise(rc, launch=True)
