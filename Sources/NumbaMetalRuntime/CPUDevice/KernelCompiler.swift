@@ -117,12 +117,23 @@ final class KernelCompiler {
             throw RuntimeError.unavailable("the CPU device needs clang to compile MSL and found none: set NUMBA_METAL_CLANG to a "
                 + "clang++ (version 16 or newer), put clang++ on PATH, or install a Swift toolchain (its clang++ is used)")
         }
-        let log = try privateDirectoryLocked() + "/clang-version.txt"
-        let rc = runProcess([clang, "--version"], log: log)
-        guard rc == 0, let out = readFile(log) else {
-            throw RuntimeError.unavailable("\(clang) --version failed (exit \(rc)); set NUMBA_METAL_CLANG to a working clang++")
+        // Identify the compiler by its resolved path, size and modification time (a `--version` run would
+        // cost ~20 ms per process on every disk-cache hit).
+        var resolved = clang
+        if let r = realpath(clang, nil) {
+            resolved = String(cString: r)
+            free(r)
         }
-        toolchain = (clang, clang + "\n" + String(decoding: out, as: UTF8.self))
+        var st = stat()
+        guard stat(resolved, &st) == 0 else {
+            throw RuntimeError.unavailable("cannot stat \(resolved); set NUMBA_METAL_CLANG to a working clang++")
+        }
+        #if canImport(Darwin)
+        let mtime = st.st_mtimespec.tv_sec
+        #else
+        let mtime = st.st_mtim.tv_sec
+        #endif
+        toolchain = (clang, "\(resolved)|\(st.st_size)|\(mtime)")
         return toolchain!
     }
 
