@@ -204,6 +204,11 @@ class Buffer:
         if rc:
             _raise(rc)
 
+    def memory(self) -> memoryview:
+        """A writable memoryview of the buffer's nbytes bytes (shared memory; valid until release())."""
+        ffi, _ = load()
+        return memoryview(ffi.buffer(ffi.cast("char *", self.address), self.nbytes))
+
     def _live(self):
         if self.handle is None:
             raise MetalRuntimeError("this buffer was released; create a new one")

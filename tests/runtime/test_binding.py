@@ -1,0 +1,56 @@
+"""The Python binding itself: lazy loading, device listing and caching, buffer views, error mapping."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from numba_metal import runtime as rt
+from numba_metal.errors import KernelCompilationError, MetalRuntimeError
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_importing_does_not_load_the_library():
+    code = ("import numba_metal.runtime as r\n"
+            "maps = open('/proc/self/maps').read()\n"
+            "assert 'libNumbaMetalRuntime' not in maps\n"
+            "r.list_devices()\n"
+            "assert 'libNumbaMetalRuntime' in open('/proc/self/maps').read()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_device_list_and_open_device_is_cached(device):
+    infos = rt.list_devices()
+    cpu = [d for d in infos if d.kind == "cpu"]
+    assert len(cpu) == 1 and infos[-1] == cpu[0]  # Metal devices first, then the CPU device
+    info = cpu[0]
+    assert info.max_threads_per_threadgroup == 1024 and info.max_threadgroup_memory == 32768
+    assert info.simd_width == 32 and info.unified_memory and info.max_buffer_slots == 31
+    assert info.max_argument_bytes == 4096 and info.page_size >= 4096 and info.recommended_working_set > 0
+    assert info.name.startswith("CPU reference device (")
+    assert rt.open_device(info.index) is device
+
+
+def test_buffer_memory_view_and_host_copies(device):
+    buf = device.new_buffer(64)
+    view = np.frombuffer(buf.memory(), dtype=np.int32)
+    view[:] = np.arange(16)
+    out = np.zeros(16, dtype=np.int32)
+    buf.read(0, out.ctypes.data, 64)
+    np.testing.assert_array_equal(out, np.arange(16))
+    src = np.full(4, 7, dtype=np.int32)
+    buf.write(16, src.ctypes.data, 16)
+    assert list(view[4:8]) == [7, 7, 7, 7]
+    with pytest.raises(MetalRuntimeError, match="outside the buffer"):
+        buf.read(60, out.ctypes.data, 8)
+    assert device.stats()["live_buffer_bytes"] >= 64
+
+
+def test_compile_error_carries_the_full_log(device):
+    with pytest.raises(KernelCompilationError) as e:
+        device.compile("#include <metal_stdlib>\nkernel void k(device float* x [[buffer(0)]]) { x[0] = y; }\n", "k")
+    assert "kernel.metal:2:" in str(e.value) and "undeclared identifier 'y'" in str(e.value)
