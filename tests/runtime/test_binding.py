@@ -54,3 +54,12 @@ def test_compile_error_carries_the_full_log(device):
     with pytest.raises(KernelCompilationError) as e:
         device.compile("#include <metal_stdlib>\nkernel void k(device float* x [[buffer(0)]]) { x[0] = y; }\n", "k")
     assert "kernel.metal:2:" in str(e.value) and "undeclared identifier 'y'" in str(e.value)
+
+
+def test_missing_library_says_how_to_build_it(tmp_path):
+    code = ("from numba_metal import runtime as r\n"
+            "from numba_metal.errors import MetalRuntimeError\n"
+            "try:\n    r.list_devices()\nexcept MetalRuntimeError as e:\n    print('ERR', e)\n")
+    env = dict(__import__("os").environ, NUMBA_METAL_LIBRARY=str(tmp_path / "libNope.so"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert "ERR" in out.stdout and "python -m numba_metal._build" in out.stdout, out.stdout + out.stderr

@@ -207,3 +207,15 @@ def test_fast_path_and_fiber_path_agree_on_builtins(device, queue):
     np.testing.assert_array_equal(results[0], results[1])
     r = results[0].reshape(2, 6, 20, 4)
     assert r[1, 5, 19, 0] == 1 + 10 + 100 and r[1, 5, 19, 1] == 9 + 20 and r[1, 5, 19, 2] == 29 and r[1, 5, 19, 3] == 2000
+
+
+def test_fast_math_compiles_separately_and_runs(device, queue):
+    src = HEADER + """
+    kernel void fm(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = x[i] / 3.0f + exp(0.0f); }"""
+    safe = device.compile(src, "fm")
+    fast = device.compile(src, "fm", fast_math=True)
+    assert fast.handle != safe.handle
+    buf = to_buffer(device, np.full(64, 3.0, dtype=np.float32))
+    launch(queue, fast, [buf], (1, 1, 1), (64, 1, 1))
+    queue.wait()
+    np.testing.assert_allclose(from_buffer(buf, np.float32, 64), 2.0, rtol=1e-6)
