@@ -162,6 +162,22 @@ static worker *worker_get(void) {
     return w;
 }
 
+/* Frees the calling thread's worker (fiber stacks, scratch, alternate signal stack) before it exits. */
+static void worker_free(void) {
+    worker *w = tl_worker;
+    if (!w) return;
+    tl_worker = NULL;
+    for (uint32_t i = 0; i < 1024; i++)
+        if (w->fibers[i].stack) munmap((char *)w->fibers[i].stack - g_page, g_stack_bytes + g_page);
+    stack_t ss, old;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_flags = SS_DISABLE;
+    if (sigaltstack(&ss, &old) == 0 && old.ss_sp) free(old.ss_sp);
+    free(w->fibers);
+    free(w->tg_scratch);
+    free(w);
+}
+
 /* MARK: - runtime hooks called from kernel code */
 
 static void fail_outside_fibers(worker *w) {
@@ -603,6 +619,7 @@ static void *cq_main(void *arg) {
             cq_publish(q, id);
         }
     }
+    worker_free();
     return NULL;
 }
 
