@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba_metal import profiling as _prof
 from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
@@ -137,8 +138,12 @@ class DeviceNDArray:
         """Copy to a host NumPy array (a new one, or ``ary``), after the work that may write this array."""
         _streams.wait_for_host_access(self._ctx, stream)
         src = self._host_view()
+        start = _prof.now_ns() if _prof._listeners else 0
         if ary is None:
-            return src.copy(order="K" if self._layout != "A" else "C")
+            out = src.copy(order="K" if self._layout != "A" else "C")
+            if start:
+                _prof.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
+            return out
         if not isinstance(ary, np.ndarray):
             raise NumbaMetalError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
         if ary.shape != self.shape or ary.dtype != self.dtype:
@@ -147,6 +152,8 @@ class DeviceNDArray:
         if ary.ctypes.data == src.ctypes.data and ary.strides == src.strides:
             return ary  # the destination is this very memory (unified memory): nothing to copy
         np.copyto(ary, src)
+        if start:
+            _prof.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
         return ary
 
     def copy_to_device(self, ary, stream=0):
@@ -160,7 +167,11 @@ class DeviceNDArray:
             raise NumbaMetalError(f"copy_to_device: source shape {src.shape} does not match {self.shape}")
         if src.dtype != self.dtype:
             raise NumbaMetalError(f"copy_to_device: source dtype {src.dtype} does not match {self.dtype}")
+        start = _prof.now_ns() if _prof._listeners else 0
         np.copyto(self._host_view(), src)
+        if start:
+            _prof.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
+                       nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
 
     # -- views --------------------------------------------------------------------------------
 
@@ -248,7 +259,12 @@ class MappedNDArray(np.ndarray):
 
 
 def _new_buffer(ctx, nbytes):
-    return ctx.device.new_buffer(max(int(nbytes), 1))
+    if not _prof._listeners:
+        return ctx.device.new_buffer(max(int(nbytes), 1))
+    start = _prof.now_ns()
+    buf = ctx.device.new_buffer(max(int(nbytes), 1))
+    _prof.emit("alloc", nbytes=int(nbytes), start_ns=start, end_ns=_prof.now_ns())
+    return buf
 
 
 def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
@@ -300,7 +316,10 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     dev = device_array(ary.shape, ary.dtype, order=order, stream=stream)
     if copy and ary.size:
+        start = _prof.now_ns() if _prof._listeners else 0
         np.copyto(dev._host_view(), ary)
+        if start:
+            _prof.emit("copy", direction="h2d", nbytes=ary.nbytes, start_ns=start, end_ns=_prof.now_ns())
     return dev
 
 

@@ -20,6 +20,7 @@ from numba_metal.errors import (KernelCompilationError, KernelLaunchError, Metal
 
 from . import device as _device
 from . import streams as _streams
+from numba_metal import profiling as _prof
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 
 from .argtypes import typeof_arg
@@ -312,8 +313,12 @@ class Kernel:
         self.argtypes = argtypes
         self.name = dispatcher.__name__
         opts = dispatcher.targetoptions
+        start = _prof.now_ns() if _prof._listeners else 0
         result = compile_kernel(dispatcher.py_func, argtypes, debug=opts["debug"],
                                 fastmath=opts["fastmath"], cache=opts["cache"])
+        if _prof._listeners:
+            _prof.emit("compile", name=self.name, argtypes=argtypes, start_ns=start, end_ns=_prof.now_ns(),
+                       stage="python", from_cache=bool(getattr(result, "from_cache", False)))
         self.typed = result.typed
         self.msl = result.source
         self.plan = result.plan
@@ -360,7 +365,11 @@ class _PreparedLaunch:
         self.ctx = ctx
         plan = kernel.plan
         opts = kernel.dispatcher.targetoptions
+        start = _prof.now_ns() if _prof._listeners else 0
         self.pipeline = ctx.device.compile(kernel.msl, plan.entry_name, fast_math=opts["fastmath"])
+        if _prof._listeners:
+            _prof.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
+                       end_ns=_prof.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))
         self.max_threads = self.pipeline.max_total_threads_per_threadgroup
         slots = [a.slot for a in plan.arrays]
         if plan.error_slot is not None:
@@ -380,6 +389,7 @@ class _PreparedLaunch:
         self.max_shared = ctx.info.max_threadgroup_memory
 
     def launch(self, args, griddim, blockdim, stream, sharedmem):
+        start = _prof.now_ns() if _prof._listeners else 0
         kernel = self.kernel
         nthreads = blockdim[0] * blockdim[1] * blockdim[2]
         if nthreads > self.max_threads:
@@ -418,13 +428,16 @@ class _PreparedLaunch:
             raise KernelLaunchError(f"kernel {kernel.name}(): an argument does not fit its type "
                                     f"({', '.join(map(str, kernel.argtypes))}): {e}") from None
         dplan.set_grid(griddim, blockdim)
-        queue.submit(dplan, plan.arg_size)
+        work_id = queue.submit(dplan, plan.arg_size)
+        if start:
+            _prof.emit("launch", name=kernel.name, start_ns=start, end_ns=_prof.now_ns(), work_id=work_id,
+                       queue=queue, grid=griddim, block=blockdim)
         if self.error_buffer is not None:
             with ctx.lock:
                 ctx.pending_checks[id(self)] = self._check_error_record
         if host_arrays:
             # NumPy arguments: as numba.cuda, the launch is synchronous and results are copied back.
-            queue.wait()
+            _streams.timed_wait(queue, "launch")
             for geom in host_arrays:
                 if geom.host_copy is not None:
                     geom.host_copy()

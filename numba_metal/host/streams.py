@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from numba_metal import profiling as _prof
 from numba_metal.errors import NumbaMetalError
 
 from . import device as _device
@@ -26,7 +27,7 @@ class Stream:
 
     def synchronize(self) -> None:
         """Wait for all work submitted to this stream, then report any failure."""
-        self._queue.wait()
+        timed_wait(self._queue, "stream")
         check_faults(self._ctx)
 
     def query(self) -> bool:
@@ -82,13 +83,23 @@ def resolve(stream, ctx):
     raise NumbaMetalError(f"stream must be a metal.stream(), metal.default_stream() or 0, not {stream!r}")
 
 
-def synchronize() -> None:
-    """Wait for all work on every stream of the current device; raise the first failure."""
-    ctx = _device.current()
+def timed_wait(queue, what: str) -> None:
+    """``queue.wait()``, reported to profilers as a wait."""
+    if not _prof._listeners:
+        queue.wait()
+        return
+    start = _prof.now_ns()
+    try:
+        queue.wait()
+    finally:
+        _prof.emit("wait", what=what, start_ns=start, end_ns=_prof.now_ns())
+
+
+def _wait_all(ctx, what: str) -> None:
     first_error = None
     for q in ctx.all_queues():
         try:
-            q.wait()
+            timed_wait(q, what)
         except NumbaMetalError as e:
             first_error = first_error or e
     check_faults(ctx)
@@ -96,20 +107,17 @@ def synchronize() -> None:
         raise first_error
 
 
+def synchronize() -> None:
+    """Wait for all work on every stream of the current device; raise the first failure."""
+    _wait_all(_device.current(), "synchronize")
+
+
 def wait_for_host_access(ctx, stream) -> None:
     """Before the host touches device memory: wait for ``stream`` (0: all streams) and report faults."""
     if stream is None or (isinstance(stream, int) and stream == 0):
-        first_error = None
-        for q in ctx.all_queues():
-            try:
-                q.wait()
-            except NumbaMetalError as e:
-                first_error = first_error or e
-        check_faults(ctx)
-        if first_error is not None:
-            raise first_error
+        _wait_all(ctx, "copy")
     else:
-        resolve(stream, ctx).wait()
+        timed_wait(resolve(stream, ctx), "copy")
         check_faults(ctx)
 
 

@@ -1,0 +1,63 @@
+"""Runtime events for profilers: compiles, launches, copies, allocations and waits.
+
+A listener is a callable ``listener(event)`` receiving an :class:`Event`. With no listener
+registered the host code pays one truth test per event site and nothing else.
+
+Event kinds and their fields (times are ``numba_metal.runtime.now_ns()`` nanoseconds, the clock of
+device timestamps):
+
+``compile``  name, argtypes, start_ns, end_ns, stage ('python' for typing + MSL generation,
+             'pipeline' for the device compile), from_cache (bool)
+``launch``   name, start_ns, end_ns (host time spent in the launch call), work_id, queue (use
+             ``queue.timestamps(work_id)`` after a wait for device start/end), grid, block
+``copy``     direction ('h2d', 'd2h', 'd2d'), nbytes, start_ns, end_ns
+``alloc``    nbytes, start_ns, end_ns
+``wait``     what ('synchronize', 'stream', 'event', 'copy', 'launch'), start_ns, end_ns
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+_listeners: list = []
+_lock = threading.Lock()
+
+
+@dataclass
+class Event:
+    kind: str
+    fields: dict = field(default_factory=dict)
+
+    def __getattr__(self, name):
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def add_listener(listener) -> None:
+    """Start sending events to ``listener(event)``."""
+    with _lock:
+        _listeners.append(listener)
+
+
+def remove_listener(listener) -> None:
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+
+def emit(kind: str, **fields) -> None:
+    """Send an event to every listener (host code calls this only when ``_listeners`` is non-empty)."""
+    event = Event(kind, fields)
+    for listener in list(_listeners):
+        listener(event)
+
+
+def now_ns() -> int:
+    from numba_metal import runtime
+    return runtime.now_ns()
+
+
+__all__ = ["Event", "add_listener", "remove_listener", "emit", "now_ns"]
