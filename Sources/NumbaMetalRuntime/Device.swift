@@ -62,7 +62,9 @@ class Device {
 enum DeviceRegistry {
     /// Lazily creates devices; the same index always returns the same object.
     private static let lock = Mutex()
+    /// Devices opened so far (guarded by lock).
     nonisolated(unsafe) private static var opened: [Int32: Device] = [:]
+    /// Number of Metal devices, -1 until asked (guarded by lock).
     nonisolated(unsafe) private static var metalCount: Int32 = -1
 
     /// How many Metal devices exist (0 without Metal).

@@ -36,6 +36,7 @@ struct RuntimeError: Error {
 
 /// A non-recursive pthread mutex with scoped use.
 final class Mutex {
+    /// The pthread mutex (heap-allocated: it must not move).
     private let raw: UnsafeMutablePointer<pthread_mutex_t>
 
     /// Creates an unlocked mutex.
@@ -60,7 +61,9 @@ final class Mutex {
 
 /// A mutex with a condition variable, for waiting on state that completion handlers change.
 final class Monitor {
+    /// The pthread mutex.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// The condition variable.
     private let cond: UnsafeMutablePointer<pthread_cond_t>
 
     /// Creates an unlocked monitor.
@@ -104,7 +107,9 @@ final class Monitor {
 
 /// Lock-free 64-bit counters (relaxed), for device statistics.
 final class Counters {
+    /// The counters.
     private let raw: UnsafeMutablePointer<UInt64>
+    /// How many counters.
     private let count: Int
 
     /// Creates `count` counters, all zero.

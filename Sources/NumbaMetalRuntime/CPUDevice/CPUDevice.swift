@@ -36,19 +36,23 @@ final class CPUDevice: Device {
         return info
     }
 
+    /// Zero-filled page-aligned host memory.
     override func makeBuffer(length: UInt64) throws -> Buffer { try CPUBuffer(device: self, length: length) }
 
+    /// Caller memory, page-aligned as on Metal.
     override func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
         return CPUBuffer(device: self, wrapping: host, length: length)
     }
 
+    /// Compiles with clang (or finds the object in a cache).
     override func makePipeline(source: String, name: String, options: nm_compile_options) throws -> Pipeline {
         let compiled = try compiler.compile(source: source, kernelName: name, options: options)
         stats.add(compiled.compiled ? Stat.pipelinesCompiled.rawValue : Stat.pipelinesFromCache.rawValue, 1)
         return CPUPipeline(device: self, kernel: compiled.kernel, fromCache: !compiled.compiled, compileNs: compiled.nanoseconds)
     }
 
+    /// A queue with its own executor thread.
     override func makeQueue() throws -> Queue { try CPUQueue(cpuDevice: self) }
 }
 
@@ -74,7 +78,9 @@ func cpuModelName() -> String {
 
 /// Host memory owned (zero-filled, page-aligned) or wrapped (caller-owned).
 final class CPUBuffer: Buffer {
+    /// Whether the memory is ours to unmap.
     private let owned: Bool
+    /// Bytes mapped (whole pages) when owned.
     private let mappedLength: Int
 
     /// A zero-filled buffer; length 0 gets one valid page.

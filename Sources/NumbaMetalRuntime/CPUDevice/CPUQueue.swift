@@ -14,6 +14,7 @@ private let releaseReference: @convention(c) (UnsafeMutableRawPointer?) -> Void 
 
 /// An in-order queue executed by its own executor thread.
 final class CPUQueue: Queue {
+    /// The C executor (nm_cq).
     private let cq: OpaquePointer
 
     /// Starts the executor thread.
@@ -25,6 +26,7 @@ final class CPUQueue: Queue {
 
     deinit { nm_cq_destroy(cq) }
 
+    /// The C executor handle.
     private var raw: OpaquePointer { cq }
 
     /// Keeps object alive until the work item completes.
@@ -35,6 +37,7 @@ final class CPUQueue: Queue {
         w.pointee.ref_count += 1
     }
 
+    /// Validates, then records the dispatch in the executor's ring.
     override func dispatch(_ descPtr: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
         let d = descPtr.pointee
         guard let ph = d.pipeline else { throw RuntimeError.invalid("nm_queue_dispatch: the pipeline is NULL") }
@@ -109,6 +112,7 @@ final class CPUQueue: Queue {
         return id
     }
 
+    /// Records a host memmove run in queue order.
     override func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
         guard src.device === device, dst.device === device else { throw RuntimeError.invalid("nm_queue_copy: a buffer belongs to another device") }
         try src.checkRange(offset: srcOffset, count: count, what: "nm_queue_copy source")
@@ -125,6 +129,7 @@ final class CPUQueue: Queue {
         return id
     }
 
+    /// Records a host memset run in queue order.
     override func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
         guard buffer.device === device else { throw RuntimeError.invalid("nm_queue_fill: the buffer belongs to another device") }
         try buffer.checkRange(offset: offset, count: count, what: "nm_queue_fill")
@@ -139,6 +144,7 @@ final class CPUQueue: Queue {
         return id
     }
 
+    /// Records an item that does nothing but complete in order.
     override func marker() throws -> UInt64 {
         guard let w = nm_cq_reserve(raw) else { throw RuntimeError.outOfMemory("could not grow the queue") }
         w.pointee.kind = UInt32(NM_WORK_MARKER)
@@ -147,6 +153,7 @@ final class CPUQueue: Queue {
         return id
     }
 
+    /// Records an item that blocks this queue's executor until other's work completes.
     override func waitFor(_ other: Queue, workID: UInt64) throws {
         guard let o = other as? CPUQueue, other.device === device else {
             throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device")
@@ -163,6 +170,7 @@ final class CPUQueue: Queue {
         nm_cq_commit(raw, w)
     }
 
+    /// Waits for everything committed; reports the first failure since the last wait.
     override func wait() throws {
         var message: UnsafeMutablePointer<CChar>? = nil
         if nm_cq_wait(raw, &message) != 0, let m = message {
@@ -171,12 +179,14 @@ final class CPUQueue: Queue {
         }
     }
 
+    /// Whether the executor has completed workID.
     override func query(_ workID: UInt64) throws -> Bool {
         let st = nm_cq_query(raw, workID)
         if st < 0 { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
         return st == 1
     }
 
+    /// Executor start/end times of completed work (last 65,536 items).
     override func timestamps(_ workID: UInt64) throws -> (UInt64, UInt64) {
         var s: UInt64 = 0, e: UInt64 = 0
         switch nm_cq_timestamps(raw, workID, &s, &e) {
@@ -188,6 +198,7 @@ final class CPUQueue: Queue {
         }
     }
 
+    /// Drains the queue (its failures are dropped: nobody waits for them any more).
     override func close() {
         var message: UnsafeMutablePointer<CChar>? = nil
         _ = nm_cq_wait(raw, &message)

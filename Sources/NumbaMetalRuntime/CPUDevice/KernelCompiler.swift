@@ -41,11 +41,17 @@ struct CompileResult {
 
 /// Compiles MSL for the CPU device and caches the results in-process and on disk.
 final class KernelCompiler {
+    /// Guards the tables below.
     private let lock = Mutex()
+    /// Kernels loaded in this process, by (source, kernel, options) digest.
     private var loaded: [String: LoadedKernel] = [:]
+    /// clang's path and identity for cache keys, found on first use.
     private var toolchain: (clang: String, identity: String)? = nil
+    /// The shim directory and a digest of its headers, found on first use.
     private var shim: (dir: String, digest: String)? = nil
+    /// The disk cache directory: nil = not decided yet, .some(nil) = none usable.
     private var cacheDir: String?? = nil
+    /// This process's private 0700 temporary directory.
     private var privateDir: String? = nil
 
     /// Flags for every kernel: Metal's rules as far as clang can impose them (see docs/limitations.md).

@@ -30,7 +30,9 @@ func describeMetalError(_ error: any Error) -> String {
 final class MetalDevice: Device {
     /// The Metal device object.
     let mtl: any MTLDevice
+    /// Guards `pipelines`.
     private let lock = Mutex()
+    /// Pipelines compiled in this process, by options, kernel name and source.
     private var pipelines: [String: MetalPipeline] = [:]
 
     /// How many Metal devices exist.
@@ -67,6 +69,7 @@ final class MetalDevice: Device {
         super.init(info: MetalDevice.describe(mtl))
     }
 
+    /// A shared-storage MTLBuffer.
     override func makeBuffer(length: UInt64) throws -> Buffer {
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
         guard let b = mtl.makeBuffer(length: Int(max(length, 16)), options: .storageModeShared) else {
@@ -76,6 +79,7 @@ final class MetalDevice: Device {
         return MetalBuffer(device: self, mtl: b, length: length)
     }
 
+    /// An MTLBuffer over caller memory (bytesNoCopy).
     override func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
         // bytesNoCopy needs a page-aligned length too; the rest of the last page is mapped (same page).
@@ -86,6 +90,7 @@ final class MetalDevice: Device {
         return MetalBuffer(device: self, mtl: b, length: length)
     }
 
+    /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
     override func makePipeline(source: String, name: String, options: nm_compile_options) throws -> Pipeline {
         let t0 = nm_clock_ns()
         let key = "\(options.fast_math)/\(options.language_version)/\(name)/" + source
@@ -125,6 +130,7 @@ final class MetalDevice: Device {
         return p
     }
 
+    /// A queue over a new MTLCommandQueue and MTLSharedEvent.
     override func makeQueue() throws -> Queue {
         guard let q = mtl.makeCommandQueue(), let event = mtl.makeSharedEvent() else {
             throw RuntimeError.outOfMemory("Metal could not create a command queue")

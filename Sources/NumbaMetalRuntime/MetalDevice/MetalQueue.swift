@@ -22,23 +22,37 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// Completed work whose timestamps are kept.
     static let historyLength = 65_536
 
+    /// The Metal command queue.
     private let queue: any MTLCommandQueue
     /// Signalled with the last work id of each committed command buffer.
     let event: any MTLSharedEvent
+    /// Guards everything below and signals completion.
     private let state = Monitor()
 
     // Guarded by `state`.
+    /// The open (uncommitted) command buffer.
     private var commandBuffer: (any MTLCommandBuffer)? = nil
+    /// The open compute encoder of commandBuffer.
     private var compute: (any MTLComputeCommandEncoder)? = nil
+    /// The open blit encoder of commandBuffer.
     private var blit: (any MTLBlitCommandEncoder)? = nil
+    /// Dispatches in commandBuffer.
     private var encodedDispatches = 0
+    /// Objects commandBuffer's work uses, kept until it completes.
     private var retained: [AnyObject] = []
+    /// Kernel labels in commandBuffer (first 8), for error messages.
     private var labels: [String] = []
+    /// First work id in commandBuffer.
     private var firstID: UInt64 = 0
+    /// Last work id handed out.
     private var lastIssued: UInt64 = 0
+    /// Last work id in a committed command buffer.
     private var committedThrough: UInt64 = 0
+    /// Last work id known complete.
     private var completedThrough: UInt64 = 0
+    /// First failure since the last wait.
     private var failure: String? = nil
+    /// Start/end times of recent work ids (ring).
     private var history = [(id: UInt64, start: UInt64, end: UInt64)](repeating: (0, 0, 0), count: MetalQueue.historyLength)
 
     /// Creates the queue over a Metal command queue.
@@ -50,6 +64,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     // MARK: encoding (state held)
 
+    /// The open command buffer, created on demand.
     private func openCommandBuffer() throws -> any MTLCommandBuffer {
         if let cb = commandBuffer { return cb }
         guard let cb = queue.makeCommandBuffer() else { throw RuntimeError.outOfMemory("Metal could not create a command buffer") }
@@ -58,6 +73,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return cb
     }
 
+    /// Ends whichever encoder is open.
     private func endEncoders() {
         compute?.endEncoding()
         compute = nil
@@ -65,6 +81,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         blit = nil
     }
 
+    /// The open compute encoder, created on demand.
     private func computeEncoder() throws -> any MTLComputeCommandEncoder {
         if let e = compute { return e }
         endEncoders()
@@ -75,6 +92,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return e
     }
 
+    /// The open blit encoder, created on demand.
     private func blitEncoder() throws -> any MTLBlitCommandEncoder {
         if let e = blit { return e }
         endEncoders()
@@ -85,6 +103,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return e
     }
 
+    /// The next work id.
     private func issue() -> UInt64 {
         lastIssued += 1
         return lastIssued
@@ -150,6 +169,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     // MARK: operations
 
+    /// Validates, then encodes into the open compute encoder.
     override func dispatch(_ descPtr: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
         let d = descPtr.pointee
         guard let ph = d.pipeline else { throw RuntimeError.invalid("nm_queue_dispatch: the pipeline is NULL") }
@@ -186,6 +206,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return id
     }
 
+    /// A blit copy, or a host copy after earlier work when Metal's 4-byte rule is not met.
     override func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
         guard let s = src as? MetalBuffer, let t = dst as? MetalBuffer, s.device === device, t.device === device else {
             throw RuntimeError.invalid("nm_queue_copy: a buffer belongs to another device")
@@ -204,6 +225,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return completeOnHost { if count > 0 { memmove(t.contents + Int(dstOffset), s.contents + Int(srcOffset), Int(count)) } }
     }
 
+    /// A blit fill, or a host memset after earlier work when Metal's 4-byte rule is not met.
     override func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
         guard let b = buffer as? MetalBuffer, b.device === device else {
             throw RuntimeError.invalid("nm_queue_fill: the buffer belongs to another device")
@@ -219,6 +241,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         return completeOnHost { if count > 0 { memset(b.contents + Int(offset), Int32(value), Int(count)) } }
     }
 
+    /// A work id in the open command buffer.
     override func marker() throws -> UInt64 {
         try state.locked {
             _ = try openCommandBuffer()
@@ -226,6 +249,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
     }
 
+    /// encodeWaitForEvent on the other queue's shared event.
     override func waitFor(_ other: Queue, workID: UInt64) throws {
         guard let o = other as? MetalQueue, o.device === device else {
             throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device")
@@ -245,8 +269,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
     }
 
+    /// Commits the open command buffer.
     override func flush() throws { state.locked { commitLocked() } }
 
+    /// Commits and waits; reports the first GPU failure since the last wait.
     override func wait() throws {
         drain()
         let message = state.locked { () -> String? in
@@ -257,6 +283,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         if let message { throw RuntimeError.execution(message) }
     }
 
+    /// Whether workID's command buffer completed.
     override func query(_ workID: UInt64) throws -> Bool {
         try state.locked {
             if workID == 0 || workID > lastIssued { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
@@ -264,6 +291,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
     }
 
+    /// The GPU start/end of workID's command buffer.
     override func timestamps(_ workID: UInt64) throws -> (UInt64, UInt64) {
         try state.locked {
             if workID == 0 || workID > lastIssued {
@@ -281,5 +309,6 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
     }
 
+    /// Commits and waits for everything.
     override func close() { drain() }
 }
