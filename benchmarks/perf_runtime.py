@@ -150,6 +150,54 @@ def bandwidth(dev, sizes: list[int], repeats: int) -> list[dict]:
     return rows
 
 
+VADD_BARRIER = VADD.replace("vadd(", "vadd_fibers(").replace(
+    "uint i [[thread_position_in_grid]]) {", "uint i [[thread_position_in_grid]]) {\n    threadgroup_barrier(mem_flags::mem_none);")
+
+REDUCE = HEADER + """
+kernel void reduce(device const float* x [[buffer(0)]], device float* partial [[buffer(1)]],
+                   uint tid [[thread_index_in_threadgroup]], uint gid [[thread_position_in_grid]],
+                   uint group [[threadgroup_position_in_grid]], uint size [[threads_per_threadgroup]]) {
+    threadgroup float tile[1024];
+    tile[tid] = x[gid];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = size / 2; s > 0; s >>= 1) {
+        if (tid < s) tile[tid] += tile[tid + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (tid == 0) partial[group] = tile[0];
+}
+"""
+
+
+def fiber_cost(dev, n: int, repeats: int) -> dict:
+    """The same vector add on the fast path and on fibers (a no-op barrier), and a 1024-thread tree reduction."""
+    q = dev.new_queue()
+    a, b, c = (dev.new_buffer(4 * n) for _ in range(3))
+    out = {}
+    for name, src, fn in (("fast_path", VADD, "vadd"), ("fibers", VADD_BARRIER, "vadd_fibers")):
+        pipe = dev.compile(src, fn)
+        best = float("inf")
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            q.dispatch(pipe, [a, b, c], [0, 0, 0], [0, 1, 2], np.uint32(n).tobytes(), 3, [], ((n + 255) // 256, 1, 1),
+                       (256, 1, 1))
+            q.wait()
+            best = min(best, time.perf_counter() - t0)
+        out[name + "_ns_per_item"] = best / n * 1e9
+    pipe = dev.compile(REDUCE, "reduce")
+    partial = dev.new_buffer(4 * (n // 1024))
+    best = float("inf")
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        q.dispatch(pipe, [a, partial], [0, 0], [0, 1], None, 31, [], (n // 1024, 1, 1), (1024, 1, 1))
+        q.wait()
+        best = min(best, time.perf_counter() - t0)
+    out["reduce1024_ns_per_item"] = best / n * 1e9
+    out["n"] = n
+    q.release()
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", type=int, default=None, help="device index (default: the CPU reference device)")
@@ -181,6 +229,10 @@ def main(argv=None) -> int:
     for r in result["vector_add"]:
         print(f"vector add n={r['n']:>9}: device {r['device_gb_s']:6.2f} GB/s ({r['device_ms']:.3f} ms)   "
               f"numpy {r['numpy_gb_s']:6.2f} GB/s ({r['numpy_ms']:.3f} ms)")
+    result["fibers"] = fiber_cost(dev, 1 << 20, reps)
+    fc = result["fibers"]
+    print(f"work-item cost, n={fc['n']}: vector add fast path {fc['fast_path_ns_per_item']:.2f} ns, same kernel on fibers "
+          f"(a barrier) {fc['fibers_ns_per_item']:.2f} ns, 1024-thread tree reduction {fc['reduce1024_ns_per_item']:.2f} ns")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

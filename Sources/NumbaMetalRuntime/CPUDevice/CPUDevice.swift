@@ -88,7 +88,7 @@ final class CPUBuffer: Buffer {
         let bytes = Int(max(length, 1))
         let mapped = (bytes + Int(hostPageSize) - 1) / Int(hostPageSize) * Int(hostPageSize)
         let p = mmap(nil, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0)
-        guard let p, p != MAP_FAILED else {
+        guard let p, p != UnsafeMutableRawPointer(bitPattern: -1) else {  // MAP_FAILED
             throw RuntimeError.outOfMemory("could not allocate a buffer of \(length) bytes (mmap failed with errno \(errno))")
         }
         owned = true
