@@ -12,7 +12,9 @@ HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 def test_vector_add_matches_numpy(device, queue):
     src = HEADER + """
-    kernel void vadd(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]],
+    // comments, [[attributes]] on their own lines and qualifiers are tolerated
+    kernel void vadd(device const float* __restrict a [[buffer(0)]], /* b: */ device const float* b
+                     [[buffer(1)]],
                      device float* c [[buffer(2)]], constant uint& n [[buffer(3)]],
                      uint gid [[thread_position_in_grid]]) {
         if (gid < n) c[gid] = a[gid] + b[gid];

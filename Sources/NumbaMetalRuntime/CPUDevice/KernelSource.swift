@@ -302,7 +302,12 @@ func analyzeKernel(source: String, kernelName: String, fileName: String = "kerne
                 throw failure(at, "kernel parameters '\(other)' and '\(name)' both use [[buffer(\(slot))]]; buffer indices must be unique")
             }
             usedBuffers[slot] = name
-            let isPointer = type.hasSuffix("*"), isReference = type.hasSuffix("&")
+            // Qualifiers after the declarator (`device float* __restrict x`) do not change what it is.
+            var core = type
+            for q in [" const", " volatile", " __restrict", " __restrict__", " restrict"] where core.hasSuffix(q) {
+                core = String(core.dropLast(q.count))
+            }
+            let isPointer = core.hasSuffix("*"), isReference = core.hasSuffix("&") && core == type
             guard (isPointer || isReference) && (typeWords.contains("device") || typeWords.contains("constant")) else {
                 throw failure(toks[declTokens[0]].start, "invalid type '\(type)' for buffer declaration of kernel parameter '\(name)'; "
                     + "a [[buffer(i)]] parameter must be a device or constant pointer or reference (pass scalars as "
