@@ -70,6 +70,8 @@ class ModuleBuilder:
             return name
         if isinstance(ty, _COMPILE_TIME_ONLY) or _is_kernel_api_type(ty):
             return None
+        if isinstance(ty, types.BaseTuple):
+            ty = canonical_tuple(ty)
         key = ty
         if key in self._type_names:
             return self._type_names[key]
@@ -154,6 +156,16 @@ class ModuleBuilder:
         parts.extend(f + "\n" for f in self._functions)
         parts.append(self.kernel_text)
         return "\n".join(p.rstrip("\n") for p in parts if p) + "\n"
+
+
+def canonical_tuple(ty):
+    """The tuple type with literal members replaced by their types (UniTuple when homogeneous): tuples
+    that have the same layout get the same MSL struct."""
+    members = tuple(canonical_tuple(t) if isinstance(t, types.BaseTuple) else types.unliteral(t)
+                    for t in ty.types)
+    if members and all(m == members[0] for m in members):
+        return types.UniTuple(members[0], len(members))
+    return types.Tuple(members)
 
 
 def _mathlib_text() -> str:

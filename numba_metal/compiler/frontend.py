@@ -119,9 +119,14 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
         cause = _metal_cause(e)
         if cause is not None:
             raise cause from None
+        text = _strip_numba_banner(str(e))
+        if "Cannot unify" in text:
+            text += ("\nHint: in numba-metal kernels a variable keeps one type for the whole function; "
+                     "use a new name for a value of a different kind (e.g. a loop variable named like "
+                     "an array argument).")
         raise KernelCompilationError(
             "type inference failed for "
-            f"{pyfunc.__name__}{_argtypes_str(argtypes)}:\n{_strip_numba_banner(str(e))}",
+            f"{pyfunc.__name__}{_argtypes_str(argtypes)}:\n{text}",
             loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
     except numba_errors.NumbaError as e:
         cause = _metal_cause(e)

@@ -25,8 +25,10 @@ Algorithm (after Ramsey, "Beyond Relooper", ICFP 2022, adapted from WebAssembly 
    construct it leaves (one function-wide ``int nm_br``, always 0 except while such a jump is in
    flight).  A block becomes a ``do { } while (false)`` (:class:`DoOnce`) only when some jump to
    its end can be expressed no other way (e.g. the merge after ``if a or b:`` with code between).
-4. Cosmetic, semantics-preserving clean-ups: ``if (c) {A} else {break;}`` becomes
-   ``if (!c) break; A``, redundant trailing ``continue``/``break`` are dropped.
+4. A cosmetic, semantics-preserving clean-up: ``if (c) {A} else {break;}`` becomes
+   ``if (!c) break; A`` (an arm that never completes is kept, the other arm follows the ``if``).
+   No redundant jump needs removing: step 3 compares canonical program points exactly, so a
+   jump whose target is where control would fall anyway is never emitted.
 
 Guarantees: every reachable block's :class:`Code` appears exactly once; the tree has
 O(#blocks + #edges) nodes; output is a deterministic function of ``(entry, succs)``; execution of
@@ -296,24 +298,6 @@ class _Cfg:
         for n in reversed(rrpo):
             self.pdom_size[n] = 1 + sum(self.pdom_size[k] for k in kids[n])
 
-    def _ncpd(self, nodes: list):
-        """Nearest common post-dominator, or _VEXIT / None."""
-        cur = None
-        for n in nodes:
-            if n not in self.ipdom:
-                return None  # a block that never reaches a function end
-            if cur is None:
-                cur = n
-                continue
-            a, b = cur, n
-            while a != b:
-                while self._rnum[a] > self._rnum[b]:
-                    a = self.ipdom[a]
-                while self._rnum[b] > self._rnum[a]:
-                    b = self.ipdom[b]
-            cur = a
-        return cur
-
     def _pdom_root(self, n):
         """The ancestor of ``n`` just below the virtual exit (None if n never ends)."""
         if n not in self.ipdom:
@@ -325,13 +309,16 @@ class _Cfg:
     # -- loop follows and placement -------------------------------------------------------
 
     def _follow(self, h):
-        """The block that should come right after loop ``h`` (or None)."""
+        """The block that should come right after loop ``h`` (or None).
+
+        It is the earliest block where the most exit edges of the loop converge: the Python
+        statement after the loop, which the loop test, the ``else:`` clause and every ``break``
+        reach, while an exit that only returns converges with nothing.
+        """
         body = self.body[h]
         parent = self.loop_parent[h]
         pbody = self.body[parent] if parent is not None else None
         exits = [(u, v) for u in self.rpo if u in body for v in self.succ[u] if v not in body]
-        if not exits:
-            return None
         # Ordinary exits leave this loop only, from code that is not in a nested loop.  Jumps
         # that leave several loops at once (a return inside a nested loop) do not decide it.
         normal = [
@@ -340,35 +327,42 @@ class _Cfg:
             if self.innermost.get(u) == h and (pbody is None or v in pbody)
         ]
         cand = normal or exits
+        if not cand:
+            return None
+        weight: dict = {}  # exit target -> number of exit edges to it (targets in RPO order)
+        for _, v in sorted(cand, key=lambda e: self.num[e[1]]):
+            weight[v] = weight.get(v, 0) + 1
         natural_src = {h, *self.latches[h]}
-        groups: dict = {}  # post-dominator root -> list of (u, v)
-        order: list = []
-        for u, v in cand:
-            root = self._pdom_root(v)
-            key = ("never", v) if root is None else ("root", root)
-            if key not in groups:
-                groups[key] = []
-                order.append(key)
-            groups[key].append((u, v))
+        natural = {v for u, v in cand if u in natural_src}
+        # What each exit reaches.  An exit to an enclosing loop's header (a `continue` of that
+        # loop) reaches just that header: going on from there would re-enter this loop.
+        reach = {t: {t} if self.dominates(t, h) else self._fwd_reach(t) for t in weight}
+        # Group the blocks reached from the exits by which exit targets reach them; each group
+        # is represented by its earliest block (its first point of convergence).
+        first_of: dict = {}
+        for z in self.rpo:
+            sig = tuple(t for t in weight if z in reach[t])
+            if sig and sig not in first_of:
+                first_of[sig] = z
 
-        def score(key):
-            edges = groups[key]
-            natural = any(u in natural_src for u, _ in edges)
-            size = self.pdom_size[key[1]] if key[0] == "root" else 1
-            first = min(self.num[v] for _, v in edges)
-            # Prefer the exit whose region is largest (the rest of the function rather than an
-            # early return), then the header's or a latch's exit (the for/while test), then the
-            # one reached most often; the remaining tie goes to the earliest in RPO.
-            return (size, natural, len(edges), -first)
+        def score(sig):
+            z = first_of[sig]
+            count = sum(weight[t] for t in sig)
+            # A target whose immediate dominator is outside the loop is placed after the loop
+            # whatever we choose here, so it had better be the one a plain `break` reaches.
+            forced = any(self.idom[t] not in body for t in sig)
+            # Likewise code that flows on into code the loop header does not dominate: kept
+            # inside the loop it would need a multi-level jump.  An exit that only returns
+            # costs nothing inside the loop.
+            joins = any(not self.dominates(h, n) for t in sig for n in reach[t])
+            root = self._pdom_root(z)
+            size = self.pdom_size[root] if root is not None else 1
+            return (count, forced, joins, size, bool(natural.intersection(sig)), -self.num[z])
 
-        best = max(order, key=score)  # max() keeps the first of equal scores: deterministic
-        targets = []
-        for _, v in groups[best]:
-            if v not in targets:
-                targets.append(v)
-        f = self._ncpd(targets)
-        if f is None or f is _VEXIT or self.dominates(f, h):
-            return None  # no single place after the loop (or it is the loop's own header)
+        # (z is unique per group, so there are no ties: the choice is deterministic)
+        f = first_of[max(first_of, key=score)]
+        if self.dominates(f, h):
+            return None  # the loop is left by continuing an enclosing loop: nothing to hoist
         return f
 
     def _fwd_reach(self, start) -> set:
@@ -709,27 +703,54 @@ class _Lowerer:
                 if _resolve(br)[-1][1] == _FAIL:
                     blk.doonce = True
                     break
-        self.first: dict = {}  # id(br) -> list of public nodes replacing it
-        self.landing: dict = {}  # id(K) -> {flag value: action}
-        self.propagate: set = set()  # id(K) that need "if (nm_br != 0) break;"
+        resolved = []  # (br, flag value or 0, steps)
         flag_of: dict = {}
         for br in b.brs:
             steps = _resolve(br)
+            if steps[-1][1] == _FAIL:  # pragma: no cover - excluded by the do-once decision
+                raise AssertionError("structurize: unresolvable jump")
             value = 0
             if any(a == _PROP for _, a in steps):
                 value = flag_of.setdefault(id(br.target), len(flag_of) + 1)
+            resolved.append((br, value, steps))
+        # Flag elision: if every way out of a loop carries the same flag value, testing the flag
+        # after the loop tells nothing.  When that holds at every place a value is tested, the
+        # value needs no flag at all: its tests become unconditional and its SetFlags vanish.
+        # (E.g. the loop inside a for-else's `else:` clause, whose only exit leaves the outer
+        # loop too.)
+        leaving: dict = {}  # id(K) -> set of flag values, or "plain", that leave construct K
+        tested: dict = {}  # flag value -> the constructs after which it is tested
+        node_of: dict = {}
+        for br, value, steps in resolved:
             for i, (pos, action) in enumerate(steps):
-                if action == _FAIL:  # pragma: no cover - excluded by the do-once decision
-                    raise AssertionError("structurize: unresolvable jump")
+                if action == _PROP:
+                    k = steps[i + 1][0]
+                    node_of[id(k)] = k
+                    leaving.setdefault(id(k), set()).add(value)
+                    tested.setdefault(value, set()).add(id(k))
+                elif action == _BREAK:
+                    k = next(o for o in _ancestors(pos) if _is_breakable(o))
+                    leaving.setdefault(id(k), set()).add("plain")
+        elided = {
+            v
+            for v, ks in tested.items()
+            if all(isinstance(node_of[k], _WLoop) and leaving[k] == {v} for k in ks)
+        }
+        self.first: dict = {}  # id(br) -> list of public nodes replacing it
+        self.landing: dict = {}  # id(K) -> {flag value: action}
+        self.propagate: dict = {}  # id(K) -> flag values passing through K
+        self.elided = elided
+        for br, value, steps in resolved:
+            for i, (pos, action) in enumerate(steps):
                 if i == 0:
                     self.first[id(br)] = {
                         _FALL: [],
                         _BREAK: [Break()],
                         _CONTINUE: [Continue()],
-                        _PROP: [SetFlag(value), Break()],
+                        _PROP: [Break()] if value in elided else [SetFlag(value), Break()],
                     }[action]
                 elif action == _PROP:
-                    self.propagate.add(id(pos))
+                    self.propagate.setdefault(id(pos), set()).add(value)
                 else:
                     assert action in (_BREAK, _CONTINUE)
                     self.landing.setdefault(id(pos), {})[value] = action
@@ -761,10 +782,14 @@ class _Lowerer:
 
     def _dispatch(self, k) -> list:
         """The flag checks right after construct ``k``."""
-        tail: list = []
-        if id(k) in self.propagate:
-            tail = [IfFlag(0, Seq([]), Seq([Break()]))]
         lands = self.landing.get(id(k), {})
+        passing = self.propagate.get(id(k), set())
+        if len(lands) + len(passing) == 1 and (set(lands) | passing) <= self.elided:
+            # the only way out of k: no test needed (see flag elision above)
+            return [Continue()] if _CONTINUE in lands.values() else [Break()]
+        tail: list = []
+        if passing:
+            tail = [IfFlag(0, Seq([]), Seq([Break()]))]  # `if (nm_br != 0) break;`
         for value in sorted(lands, reverse=True):
             jump = Break() if lands[value] == _BREAK else Continue()
             tail = [IfFlag(value, Seq([SetFlag(0), jump]), Seq(tail))]
@@ -841,42 +866,6 @@ def _hoist(items: list) -> list:
     return out
 
 
-def _trim(items: list, fall) -> list:
-    """Drop jumps that merely do what falling off the end would do.
-
-    ``fall`` says what falling off the end of ``items`` means: "loop" (start the innermost Loop
-    again, i.e. ``continue``), "once" (leave the innermost DoOnce, i.e. ``break``), or None.
-    """
-    out = []
-    n = len(items)
-    for i, it in enumerate(items):
-        here = fall if i == n - 1 else None
-        if isinstance(it, (If, IfFlag)):
-            t = _trim(it.then.items, here)
-            e = _trim(it.else_.items, here)
-            if isinstance(it, If):
-                if not t and not e:
-                    continue  # both arms empty: the branch decides nothing
-                out.append(If(it.label, Seq(t), Seq(e)))
-            else:
-                out.append(IfFlag(it.value, Seq(t), Seq(e)))
-        elif isinstance(it, Loop):
-            out.append(Loop(Seq(_trim(it.body.items, "loop"))))
-        elif isinstance(it, DoOnce):
-            body = _trim(it.body.items, "once")
-            if _has_own_break(body):
-                out.append(DoOnce(Seq(body)))
-            else:
-                out.extend(_trim(body, here))  # nothing leaves it early: unwrap
-        elif here == "loop" and isinstance(it, Continue):
-            continue
-        elif here == "once" and isinstance(it, Break):
-            continue
-        else:
-            out.append(it)
-    return out
-
-
 def _check_tree(tree: Seq, labels: list) -> None:
     """Internal invariants; a failure is a bug in this module."""
     seen: set = set()
@@ -924,13 +913,7 @@ def structurize(entry: int, succs: dict) -> Seq:
     b = _Builder(g)
     low = _Lowerer(b)
     items = low.convert(b.root)
-    items = _hoist(items)
-    while True:  # dropping a jump can expose another redundant one before it
-        trimmed = _trim(items, None)
-        if trimmed == items:
-            break
-        items = trimmed
-    tree = Seq(items)
+    tree = Seq(_hoist(items))
     _check_tree(tree, g.rpo)
     return tree
 
