@@ -77,3 +77,17 @@ def test_unsafe_cache_directory_is_not_used(tmp_path):
     assert not (shared / "cpu-objects").exists() or not list((shared / "cpu-objects").glob("*.nmo"))
     again = run_child(shared, "5")
     assert not again["from_cache"]
+
+
+def test_concurrent_processes_share_one_valid_entry(tmp_path):
+    import json
+    env = dict(os.environ, NUMBA_METAL_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, "int(i) + 100"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1])["vals"] == [100, 101, 102, 103]
+    assert len(list((tmp_path / "cpu-objects").glob("*.nmo"))) == 1
+    assert not list((tmp_path / "cpu-objects").glob(".*.tmp"))
+    assert run_child(tmp_path, "int(i) + 100")["from_cache"]
