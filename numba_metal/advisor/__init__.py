@@ -1,0 +1,21 @@
+"""``numba-metal advisor``: which of my functions would actually benefit from numba-metal?
+
+Built only on the public API (``numba_metal.metal``, ``numba_metal.profiling``, ``numba_metal.errors``,
+``numba_metal.random``). Modules, one concern each:
+
+``cli``        argument parsing, output formats, exit codes
+``schema``     the JSON documents, their schemas, and the calibration keys
+``console``    rendering helpers over ``rich`` (terminal / text)
+``rules``      what ``scan`` recognises: decorators, patterns, blockers and changes
+``scan``       static analysis and the static score
+``compat``     the compile check ``scan`` runs (``metal.compile_msl``, no device)
+``workload``   the ``advisor_workload()`` protocol shared by ``compare`` and ``profile``
+``compare``    cold / warm / steady-state measurement with a correctness gate
+``sampler``    the pure-Python sampling profiler
+``profile``    running a program with runtime events and the sampler
+``flame``      flame graphs and the differential flame graph
+``timeline``   the CPU/GPU timeline and idle gaps
+``report``     rendering a profile document (``profile`` and ``report``)
+``calibrate``  device measurements written to the user's cache
+``roofline``   the classification that reads those measurements
+"""

@@ -1,0 +1,153 @@
+"""``scan``'s compile check: does this function compile to MSL today?
+
+Only functions whose decorator gives a signature as a string literal are checked. The function's
+own definition (decorators and annotations removed) is compiled from the file's AST and executed
+alone in a fresh namespace holding only ``math``, NumPy, ``numba_metal.metal`` and
+``numba_metal.random`` (under the names the file imports them as); nothing else of the file runs.
+Then ``metal.compile_msl(fn, signature)`` runs the real compiler with no device. A function that
+uses any other global (a helper, a constant, a class) is reported as "unable to analyze".
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import importlib
+import re
+
+from . import rules
+
+METHOD = ("functions whose decorator gives a signature string are compiled with metal.compile_msl "
+          "(no device): only the function's own definition is executed, in an isolated namespace "
+          "holding math, numpy, numba_metal.metal and numba_metal.random; functions that use other "
+          "globals are reported as 'unable to analyze'")
+
+_KERNEL_KINDS = {"metal.jit", "cuda.jit"}
+_CHECKED_KINDS = {"metal.jit", "metal.device", "njit", "vectorize", "guvectorize", "cfunc", "cuda.jit",
+                  "cuda.device"}
+_FLOAT64 = re.compile(r"\b(float64|f8|double)\b")
+
+
+def result(status: str, detail: str, signature: str | None = None, device: bool = False,
+           error: str | None = None, error_line: int | None = None) -> dict:
+    return {"status": status, "signature": signature, "as_device_function": device, "detail": detail,
+            "error": error, "error_line": error_line}
+
+
+def not_checked(why: str) -> dict:
+    return result("not-checked", why)
+
+
+def _bound_names(aliases: dict[str, str]) -> dict[str, object]:
+    """The file's names for the allowed modules (and names imported from them)."""
+    out = {}
+    for local, full in aliases.items():
+        for mod in rules.BOUND_MODULES:
+            if full == mod:
+                out[local] = importlib.import_module(mod)
+            elif full.startswith(mod + ".") and "." not in full[len(mod) + 1:]:
+                try:
+                    out[local] = getattr(importlib.import_module(mod), full[len(mod) + 1:])
+                except AttributeError:
+                    pass
+    return out
+
+
+def free_names(fn: ast.FunctionDef) -> set[str]:
+    """Names the function reads that it neither defines nor receives."""
+    params = {a.arg for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    if fn.args.vararg:
+        params.add(fn.args.vararg.arg)
+    if fn.args.kwarg:
+        params.add(fn.args.kwarg.arg)
+    stored, loaded = set(), set()
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        if isinstance(node, ast.Name):
+            (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+    return loaded - stored - params - set(dir(builtins))
+
+
+def _isolated_function(path: str, fn: ast.FunctionDef, namespace: dict):
+    node = copy.deepcopy(fn)
+    node.decorator_list = []
+    node.returns = None
+    for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs:
+        a.annotation = None
+    module = ast.Module(body=[node], type_ignores=[])
+    code = compile(module, path, "exec")
+    exec(code, namespace)  # defines the function only: decorators, defaults and annotations are gone
+    return namespace[fn.name]
+
+
+def _float32_signature(sig: str) -> str:
+    return _FLOAT64.sub("float32", sig)
+
+
+def check(path: str, fn: ast.FunctionDef, dec, class_name: str | None, aliases: dict[str, str]) -> dict:
+    """The compile-check result of one function (see the module docstring)."""
+    if dec is None:
+        return not_checked("no decorator with a signature: argument types are unknown")
+    if dec.kind not in _CHECKED_KINDS:
+        return not_checked(f"@{dec.kind} functions are not checked (relative indexing has no direct "
+                           "kernel equivalent)" if dec.kind == "stencil" else f"@{dec.kind} is not checked")
+    if dec.signature_not_literal:
+        return not_checked("the decorator's signature is not a string literal (scan does not evaluate code)")
+    if not dec.signatures:
+        return not_checked("the decorator gives no signature, so argument types are unknown")
+    if class_name is not None:
+        return result("unable", "a method: scan compiles only plain functions")
+    if isinstance(fn, ast.AsyncFunctionDef):
+        return result("unable", "an async function")
+    defaults = fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]
+    if any(not isinstance(d, ast.Constant) for d in defaults):
+        return result("unable", "default argument values are expressions; scan does not evaluate them")
+    bound = _bound_names(aliases)
+    missing = sorted(free_names(fn) - set(bound))
+    if missing:
+        return result("unable", "uses names from its module that scan does not import: " + ", ".join(missing),
+                      signature=dec.signatures[0])
+    device = dec.kind not in _KERNEL_KINDS
+    from numba_metal import metal
+    from numba_metal.errors import NumbaMetalError
+    checked = []
+    for sig in dec.signatures:
+        namespace = {"__builtins__": builtins, "__name__": "numba_metal_advisor_scan", **bound}
+        try:
+            pyfunc = _isolated_function(path, fn, namespace)
+        except Exception as e:  # noqa: BLE001 - anything the definition itself raises
+            return result("unable", f"defining the function alone failed: {type(e).__name__}: {e}",
+                          signature=sig, device=device)
+        status, err, line = _compile(metal, NumbaMetalError, pyfunc, sig, device)
+        if status == "fails" and _FLOAT64.search(sig) and "float64" in (err or ""):
+            sig32 = _float32_signature(sig)
+            status32, _, _ = _compile(metal, NumbaMetalError, pyfunc, sig32, device)
+            if status32 == "compiles":
+                return result("compiles-as-float32",
+                              f"refused as written (Apple GPUs have no float64); compiles with the "
+                              f"signature {sig32!r}", signature=sig, device=device, error=err, error_line=line)
+        if status != "compiles":
+            return result(status, f"compiling {'as a device function ' if device else ''}with {sig!r}",
+                          signature=sig, device=device, error=err, error_line=line)
+        checked.append(sig)
+    what = "as a device function " if device else "as a kernel "
+    more = f" (all {len(checked)} signatures)" if len(checked) > 1 else ""
+    return result("compiles", f"{what}with {checked[0]!r}{more}", signature=checked[0], device=device)
+
+
+def _compile(metal, NumbaMetalError, pyfunc, sig: str, device: bool):
+    try:
+        metal.compile_msl(pyfunc, sig, device=device)
+        return "compiles", None, None
+    except NumbaMetalError as e:
+        return "fails", _first_lines(e.message), (e.location[1] if e.location else None)
+    except Exception as e:  # noqa: BLE001 - the compiler failing unexpectedly is itself a finding
+        return "fails", (f"numba-metal raised an internal error ({type(e).__name__}: {e}); this is a "
+                         "numba-metal bug, not your code's fault"), None
+
+
+def _first_lines(message: str, n: int = 2) -> str:
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    return " ".join(lines[:n])[:300]

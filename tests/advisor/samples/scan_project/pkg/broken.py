@@ -1,0 +1,2 @@
+def broken(a:
+    return a
