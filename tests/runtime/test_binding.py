@@ -63,3 +63,25 @@ def test_missing_library_says_how_to_build_it(tmp_path):
     env = dict(__import__("os").environ, NUMBA_METAL_LIBRARY=str(tmp_path / "libNope.so"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert "ERR" in out.stdout and "python -m numba_metal._build" in out.stdout, out.stdout + out.stderr
+
+
+def test_thread_and_stack_settings_are_honoured():
+    code = ("from numba_metal import runtime as r\n"
+            "import numpy as np\n"
+            "info = [d for d in r.list_devices() if d.kind == 'cpu'][0]\n"
+            "assert info.name.endswith(', 1 threads)'), info.name\n"
+            "dev = r.open_device(info.index)\n"
+            "src = '#include <metal_stdlib>\\nusing namespace metal;\\n' \\\n"
+            "      'kernel void k(device int* x [[buffer(0)]], uint t [[thread_index_in_threadgroup]], uint g [[thread_position_in_grid]]) {' \\\n"
+            "      ' threadgroup int s[1024]; s[t] = 1; threadgroup_barrier(mem_flags::mem_threadgroup); x[g] = s[1023 - t] + int(t); }'\n"
+            "p = dev.compile(src, 'k')\n"
+            "b = dev.new_buffer(4 * 4096)\n"
+            "q = dev.new_queue()\n"
+            "q.dispatch(p, [b], [0], [0], None, 31, [], (4, 1, 1), (1024, 1, 1))\n"
+            "q.wait()\n"
+            "v = np.frombuffer(b.memory(), dtype=np.int32)\n"
+            "assert (v == np.tile(np.arange(1024) + 1, 4)).all()\n"
+            "print('OK')\n")
+    env = dict(__import__("os").environ, NUMBA_METAL_CPU_THREADS="1", NUMBA_METAL_CPU_STACK_KB="32")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.strip().endswith("OK"), out.stdout + out.stderr
