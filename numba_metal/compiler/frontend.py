@@ -120,6 +120,16 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
         if cause is not None:
             raise cause from None
         text = _strip_numba_banner(str(e))
+        untyped = _UNTYPED_GLOBAL.search(text)
+        if untyped is not None:
+            name, kind = untyped.group(1), untyped.group(2)
+            hint = ("decorate it with @metal.jit(device=True) to call it from a kernel"
+                    if kind in ("function", "builtin_function_or_method") else
+                    "kernels can use numbers, tuples, NumPy arrays (as constants), modules and "
+                    "numba-metal device functions from the enclosing scope")
+            raise UnsupportedFeatureError(
+                f"'{name}' ({kind}) cannot be used in a Metal kernel: {hint}",
+                loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
         if "Cannot unify" in text:
             text += ("\nHint: in numba-metal kernels a variable keeps one type for the whole function; "
                      "use a new name for a value of a different kind (e.g. a loop variable named like "
@@ -160,6 +170,7 @@ def _first_line(exc) -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_UNTYPED_GLOBAL = re.compile(r"Untyped global name '([^']+)':.*?type of <class '([^']+)'>")
 
 
 def _strip_numba_banner(text: str) -> str:
