@@ -40,8 +40,14 @@
 
 /* MARK: - configuration */
 
+#define NM_CQ_CHUNK 1024u
+#define NM_CQ_MAX_PENDING 32768u
+#define NM_CQ_HISTORY 65536u
+#define NM_CQ_SPIN_NS 50000u
+
 static uint32_t g_threads;
 static uint64_t g_stack_bytes;
+static uint64_t g_spin_ns = NM_CQ_SPIN_NS;
 static size_t g_page;
 static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
 
@@ -58,6 +64,11 @@ static void config_init(void) {
     if (s && *s) {
         long v = strtol(s, NULL, 10);
         if (v >= 16 && v <= 65536) g_stack_bytes = (uint64_t)v * 1024;
+    }
+    const char *spin = getenv("NUMBA_METAL_CPU_SPIN_US");
+    if (spin && *spin) {
+        long v = strtol(spin, NULL, 10);
+        if (v >= 0 && v <= 100000) g_spin_ns = (uint64_t)v * 1000;
     }
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     g_stack_bytes = (g_stack_bytes + g_page - 1) & ~(uint64_t)(g_page - 1);
@@ -477,10 +488,6 @@ static void run_job(job *j) {
 
 /* MARK: - queues */
 
-#define NM_CQ_CHUNK 1024u
-#define NM_CQ_MAX_PENDING 32768u
-#define NM_CQ_HISTORY 65536u
-#define NM_CQ_SPIN_NS 50000u
 
 typedef struct hist_entry {
     uint64_t id, start, end;
@@ -573,11 +580,11 @@ static void cq_publish(nm_cq *q, uint64_t id) {
 
 static void *cq_main(void *arg) {
     nm_cq *q = (nm_cq *)arg;
-    worker_get();
+    worker_get(); /* also reads the configuration */
     for (;;) {
         /* Launches arrive microseconds apart: spin briefly before sleeping, so that a burst of submits
            does not pay a futex wake-up per item. */
-        uint64_t spin_until = nm_clock_ns() + NM_CQ_SPIN_NS;
+        uint64_t spin_until = nm_clock_ns() + g_spin_ns;
         for (uint32_t k = 0; __atomic_load_n(&q->committed, __ATOMIC_ACQUIRE) == q->completed; k++) {
 #if defined(__x86_64__)
             __builtin_ia32_pause();
