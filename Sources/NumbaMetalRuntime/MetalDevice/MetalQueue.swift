@@ -163,6 +163,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
             history[Int(id % UInt64(MetalQueue.historyLength))] = (id, start, end)
             committedThrough = id
             completedThrough = id
+            // Queues waiting for this id (encodeWaitForEvent) must see it complete too.
+            event.signaledValue = id
         }
         return id
     }
