@@ -128,8 +128,8 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if not isinstance(bty, types.Array):
         lc.error(f"indexing {bty} is not supported in Metal kernels")
     if idx is None:
-        lc.error("only integer and tuple-of-integer indexing of arrays is supported inside Metal "
-                 "kernels (slices are not); index elements one at a time")
+        lc.error("slicing is not supported inside Metal kernels (integer and tuple indexing are); slice "
+                 "device arrays on the host, or index elements one at a time")
     if len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     comps, cond = _components(lc, base, idx, _array_name(lc, expr.value))
@@ -175,8 +175,7 @@ def lower_setitem(lc, stmt) -> None:
     else:
         idx = _index_values(lc, lc.value(stmt.index))
     if idx is None:
-        lc.error("only integer and tuple-of-integer indexing of arrays is supported inside Metal "
-                 "kernels (slice assignment is not); assign elements one at a time")
+        lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
     value = lc.cast(lc.value(stmt.value), tty.dtype)

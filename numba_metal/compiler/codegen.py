@@ -70,6 +70,9 @@ class ModuleBuilder:
             return name
         if isinstance(ty, _COMPILE_TIME_ONLY) or _is_kernel_api_type(ty):
             return None
+        if isinstance(ty, types.SliceType):
+            raise UnsupportedFeatureError("slicing is not supported inside Metal kernels (integer and tuple "
+                                          "indexing are); slice device arrays on the host instead")
         if isinstance(ty, types.BaseTuple):
             ty = canonical_tuple(ty)
         key = ty
@@ -336,39 +339,17 @@ class FunctionLowering:
         return signature + " {\n" + "\n".join(body) + "\n}\n"
 
     def _check_statements(self, labels) -> None:
-        """Refuse statements with no Metal meaning before generating anything, naming the line."""
+        """Refuse what only typing reveals (constructs are checked before typing, in the frontend)."""
+        if not self.is_kernel:
+            return
         for label in labels:
             for stmt in self.func_ir.blocks[label].body:
-                self.loc = stmt.loc
-                if isinstance(stmt, (ir.Raise, ir.StaticRaise, ir.TryRaise, ir.StaticTryRaise)) or \
-                        type(stmt).__name__ in ("DynamicRaise", "DynamicTryRaise"):
-                    self.error("`raise` and `assert` are not supported in Metal kernels "
-                               "(a GPU thread cannot raise); check the condition on the host or "
-                               "write an error flag to an array")
-                if isinstance(stmt, ir.Print):
-                    self.error("print() is not supported in Metal kernels; write values to an "
-                               "output array and print them on the host")
-                if isinstance(stmt, (ir.EnterWith, ir.PopBlock)):
-                    self.error("`with` blocks are not supported in Metal kernels")
-                if isinstance(stmt, ir.SetAttr):
-                    self.error(f"setting attribute '{stmt.attr}' is not supported in Metal kernels")
-                if isinstance(stmt, ir.Return) and self.is_kernel:
+                if isinstance(stmt, ir.Return):
                     rt = self.typemap.get(stmt.value.name)
                     if rt is not None and not isinstance(rt, types.NoneType):
+                        self.loc = stmt.loc
                         self.error("a @metal.jit kernel cannot return a value; write results to an "
                                    "output array (device functions, @metal.jit(device=True), may return values)")
-                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
-                    op = stmt.value.op
-                    if op == "make_function":
-                        self.error("functions defined inside a kernel (closures, lambdas) are not "
-                                   "supported; define a @metal.jit(device=True) function at module level")
-                    if op in ("build_list", "build_map", "build_set", "list_comprehension"):
-                        kind = {"build_list": "lists", "build_map": "dicts", "build_set": "sets",
-                                "list_comprehension": "list comprehensions"}[op]
-                        self.error(f"{kind} are not supported in Metal kernels; use tuples, "
-                                   "metal.local.array or arrays passed in as arguments")
-                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Yield):
-                    self.error("generators (yield) are not supported in Metal kernels")
         self.loc = None
 
     # -- variables -------------------------------------------------------------------------

@@ -106,10 +106,54 @@ def _apply_rewrites(state) -> None:
                 work.append((label, new_block))
 
 
+_CONTAINERS = {"build_list": "lists", "build_map": "dicts", "build_set": "sets"}
+
+
+def check_constructs(func_ir) -> None:
+    """Refuse Python constructs that have no meaning in a Metal kernel, naming the line, before typing
+    (whose errors about them would be much less clear)."""
+    from numba.core.unsafe import eh
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            loc = loc_of(stmt.loc)
+            if isinstance(stmt, (ir.Raise, ir.StaticRaise, ir.TryRaise, ir.StaticTryRaise)) or \
+                    type(stmt).__name__ in ("DynamicRaise", "DynamicTryRaise"):
+                raise UnsupportedFeatureError(
+                    "`raise` and `assert` are not supported in Metal kernels (a GPU thread cannot raise); "
+                    "check the condition on the host or write an error flag to an array", loc)
+            if isinstance(stmt, ir.Print):
+                raise UnsupportedFeatureError("print() is not supported in Metal kernels; write values to an "
+                                              "output array and print them on the host", loc)
+            if isinstance(stmt, (ir.EnterWith, ir.PopBlock)):
+                raise UnsupportedFeatureError("`with` blocks are not supported in Metal kernels", loc)
+            if isinstance(stmt, ir.SetAttr):
+                raise UnsupportedFeatureError(f"setting attribute '{stmt.attr}' is not supported in Metal "
+                                              "kernels", loc)
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, ir.Yield):
+                raise UnsupportedFeatureError("generators (yield) are not supported in Metal kernels", loc)
+            if isinstance(value, (ir.Global, ir.FreeVar)) and value.value in (eh.mark_try_block,
+                                                                               eh.end_try_block):
+                raise UnsupportedFeatureError("`try`/`except` is not supported in Metal kernels (a GPU thread "
+                                              "cannot raise)", loc)
+            if isinstance(value, ir.Expr):
+                if value.op in _CONTAINERS:
+                    raise UnsupportedFeatureError(
+                        f"{_CONTAINERS[value.op]} are not supported in Metal kernels; use tuples, "
+                        "metal.local.array or arrays passed in as arguments", loc)
+                if value.op == "make_function":
+                    raise UnsupportedFeatureError(
+                        "functions defined inside a kernel (closures, lambdas, comprehensions) are not "
+                        "supported; define a @metal.jit(device=True) function at module level", loc)
+
+
 def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
     """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context."""
     argtypes = tuple(argtypes)
     func_ir = build_ir(pyfunc, argtypes)
+    check_constructs(func_ir)
     ctx = typing_context()
     try:
         typemap, restype, calltypes, _ = type_inference_stage(ctx, TARGET_CONTEXT, func_ir, argtypes,
@@ -177,6 +221,15 @@ def _strip_numba_banner(text: str) -> str:
     # Numba highlights its messages with terminal escape codes and prefixes banners such as
     # "Failed in nopython mode pipeline": keep its explanation, drop the escapes and the chatter.
     text = _ANSI.sub("", text)
+    # Numba repeats the same "File ..., line N:" block once per frame of its own; keep one of each.
+    blocks, seen = [], set()
+    for block in text.split("\n\n"):
+        key = block.strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        blocks.append(block)
+    text = "\n\n".join(blocks)
     lines = [ln for ln in text.splitlines()
              if not ln.startswith("Failed in ") and "During: " not in ln]
     return "\n".join(lines).strip()

@@ -12,7 +12,7 @@ import threading
 
 from numba.core import types
 from numba.core import errors as numba_errors
-from numba.core.target_extension import GPU, jit_registry, target_override, target_registry
+from numba.core.target_extension import GPU, dispatcher_registry, jit_registry, target_override, target_registry
 from numba.core.typing import templates
 from numba.core.typing.context import BaseContext
 
@@ -31,8 +31,20 @@ def _overload_jit(*args, **kwargs):
 
 if "metal" not in target_registry:
     target_registry["metal"] = MetalHardware
+class _NoDispatcher:
+    """Numba's @intrinsic implementations ask the target's dispatcher for a lowering registry;
+    numba-metal lowers to MSL itself, so they are refused the same way as @overload ones."""
+
+    @property
+    def targetdescr(self):
+        raise numba_errors.UnsupportedError(
+            "this function is implemented in Numba as an @intrinsic, which numba-metal kernels do not support")
+
+
 if MetalHardware not in jit_registry:
     jit_registry[MetalHardware] = _overload_jit
+if MetalHardware not in dispatcher_registry:
+    dispatcher_registry[MetalHardware] = _NoDispatcher()
 
 #: numba-metal's own typing declarations (kernel API stubs, device functions).
 registry = templates.Registry()
