@@ -21,6 +21,11 @@ from numba_metal.host.dispatcher import (DeviceFunction, Dispatcher, KernelBound
                                          device_func, jit)
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, stream, synchronize)
+from numba_metal.host.batch import batch  # noqa: F401
+from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
+from numba_metal import vectorize as _vectorize
+
+_vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 
 
 def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:

@@ -1,0 +1,667 @@
+"""``numba.vectorize(..., target='metal')`` and ``numba.guvectorize(..., target='metal')``.
+
+Importing numba_metal registers the ``'metal'`` target with Numba's ``Vectorize`` and ``GUVectorize``
+target registries (lazily: nothing is compiled until a ufunc is called); so does the
+``numba_extensions`` entry point, whenever Numba initialises its extensions.
+
+The objects follow numba.cuda's device ufuncs: they take NumPy arrays, device arrays and scalars,
+broadcast them by NumPy's rules, accept ``out=`` and ``stream=``, and return a device array when any
+input is a device array, else a NumPy array. The element function is compiled as a device function
+(so it is inlined) and called from a kernel generated for the number of inputs and dimensions: one
+thread per output element (vectorize) or per loop index (guvectorize, whose core dimensions are passed
+to the function as array views; a ``()`` output is a 1-element view, as in Numba's CPU gufuncs).
+
+Signatures select the loop as NumPy does (the first whose input types every argument casts to
+safely); without signatures the types of the arguments are used, compiling on first use.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+
+import numpy as np
+
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.host import arrays as _arrays
+
+#: Threads per threadgroup of the generated kernels.
+THREADS = 256
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration with Numba
+# ---------------------------------------------------------------------------------------------
+
+
+_DECORATORS = "numba.np.ufunc.decorators"
+
+
+def _register() -> None:
+    """Make ``target='metal'`` known to ``numba.vectorize`` and ``numba.guvectorize`` (idempotent).
+
+    This is also the ``numba_extensions`` entry point (``init``).
+    """
+    from numba.np.ufunc.decorators import GUVectorize, Vectorize
+    for registry, cls in ((Vectorize.target_registry, lambda: MetalVectorize),
+                          (GUVectorize.target_registry, lambda: MetalGUVectorize)):
+        if "metal" not in registry and "metal" not in registry.ondemand:
+            registry.ondemand["metal"] = cls
+
+
+class _RegisterWhenImported:
+    """A one-shot import hook: registers the target right after Numba's ufunc decorators load.
+
+    Importing numba_metal does not import Numba (it is slow to import), so registration waits for
+    the module that holds the target registries.
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _DECORATORS:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                loader_exec = spec.loader.exec_module
+
+                def exec_module(module, loader_exec=loader_exec):
+                    loader_exec(module)
+                    _uninstall()
+                    _register()
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+    def find_module(self, fullname, path=None):  # pragma: no cover - Python < 3.4 protocol
+        return None
+
+
+_hook = _RegisterWhenImported()
+
+
+def _uninstall() -> None:
+    try:
+        sys.meta_path.remove(_hook)
+    except ValueError:
+        pass
+
+
+def install() -> None:
+    """Register the target now if Numba's ufunc decorators are loaded, else as soon as they are."""
+    if _DECORATORS in sys.modules:
+        _register()
+    elif _hook not in sys.meta_path:
+        sys.meta_path.insert(0, _hook)
+
+
+# ---------------------------------------------------------------------------------------------
+# Signatures and argument types
+# ---------------------------------------------------------------------------------------------
+
+
+def _parse_signature(sig):
+    """(argument Numba types, return Numba type or None) of a signature string or object."""
+    from numba.core import sigutils
+    try:
+        args, ret = sigutils.normalize_signature(sig)
+    except Exception as e:  # noqa: BLE001 - Numba raises several kinds for bad signatures
+        raise NumbaMetalError(f"invalid signature {sig!r}: {e}") from None
+    return tuple(args), ret
+
+
+def _np_dtype(nbtype) -> np.dtype:
+    """The NumPy dtype of a Numba scalar or array type, refusing what Metal lacks."""
+    from numba.core import types
+    from numba.np.numpy_support import as_dtype
+    scalar = nbtype.dtype if isinstance(nbtype, types.Array) else nbtype
+    dtype = as_dtype(scalar)
+    if dtype == np.float64:
+        raise UnsupportedFeatureError(f"the signature type {nbtype} is float64, which Apple GPUs do not "
+                                      "have; use float32")
+    if dtype.kind == "c":
+        raise UnsupportedFeatureError(f"the signature type {nbtype} is complex, which Metal kernels do "
+                                      "not support")
+    return dtype
+
+
+def _operand_dtype(value) -> np.dtype:
+    """The dtype a call argument brings (Python scalars: int64, float32, bool)."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float32)  # Python floats are float32 in Metal kernels
+    dtype = np.asarray(value).dtype if not _arrays.is_device_array(value) else value.dtype
+    if dtype == np.float64:
+        raise UnsupportedFeatureError("a float64 argument: Apple GPUs have no float64; convert it with "
+                                      ".astype(np.float32)")
+    return dtype
+
+
+def _lazy_dtypes(values) -> tuple:
+    """Loop types for a call without a matching signature: each array's dtype, and for Python scalars
+    the type NumPy gives them next to those arrays (NEP 50: int32 array + 1 stays int32)."""
+    arrays = [_operand_dtype(v) for v in values if not isinstance(v, (bool, int, float))]
+    dtypes = []
+    for v in values:
+        if isinstance(v, (bool, int, float)) and arrays and not isinstance(v, np.generic):
+            dtype = np.result_type(*arrays, v)
+            dtypes.append(np.dtype(np.float32) if dtype == np.float64 else dtype)
+        else:
+            dtypes.append(_operand_dtype(v))
+    return tuple(dtypes)
+
+
+def _casts_safely(value, to: np.dtype) -> bool:
+    if isinstance(value, bool):
+        return to.kind in "biuf"
+    if isinstance(value, int):  # a weak Python scalar (NEP 50): any integer type that holds it, or float
+        if to.kind == "f":
+            return True
+        if to.kind in "iu":
+            info = np.iinfo(to)
+            return info.min <= value <= info.max
+        return False
+    if isinstance(value, float):
+        return to.kind == "f"
+    dtype = value.dtype if _arrays.is_device_array(value) else np.asarray(value).dtype
+    return np.can_cast(dtype, to, "safe")
+
+
+def _numba_scalar(dtype: np.dtype):
+    from numba.np.numpy_support import from_dtype
+    return from_dtype(dtype)
+
+
+def _is_scalar(value) -> bool:
+    return not _arrays.is_device_array(value) and np.ndim(value) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Operands on the device
+# ---------------------------------------------------------------------------------------------
+
+
+class _Launch:
+    """What one call needs on the device: its operands as device arrays or typed scalars."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.any_device = False
+
+    def device_operand(self, value, dtype: np.dtype):
+        """``value`` as a device array (same dtype if already on the device: kernels convert)."""
+        if _arrays.is_device_array(value):
+            self.any_device = True
+            return value
+        host = np.asarray(value)
+        if host.dtype != dtype:
+            host = host.astype(dtype)
+        return _arrays.to_device(np.ascontiguousarray(host), stream=self.stream)
+
+
+def _broadcast_view(dev, shape):
+    """A view of device array ``dev`` broadcast to ``shape`` (stride 0 along broadcast axes)."""
+    if dev.shape == tuple(shape):
+        return dev
+    return dev._derived(np.broadcast_to(dev._host_view(), shape))
+
+
+def _flat_views(arrays, shape):
+    """1-d views of same-shaped C-contiguous arrays, or None if one of them is not contiguous."""
+    if len(shape) == 1:
+        return arrays
+    if all(a.is_c_contiguous() for a in arrays):
+        return [a.reshape(a.size) for a in arrays]
+    return None
+
+
+def _finish(launch, out_dev, out_host, shape):
+    """The call's result: a device array if any input was one (or ``out`` is), else a host array."""
+    if out_host is not None:
+        np.copyto(out_host, out_dev.copy_to_host(stream=launch.stream).reshape(out_host.shape),
+                  casting="same_kind")
+        return out_host
+    if launch.any_device:
+        return out_dev
+    host = out_dev.copy_to_host(stream=launch.stream)
+    return host.reshape(shape)[()] if shape == () else host
+
+
+def _check_out(out, shape, dtype, what):
+    """(device array to write, host array to copy into or None) for an ``out=`` argument."""
+    if tuple(out.shape) != tuple(shape):
+        raise NumbaMetalError(f"{what}: out has shape {tuple(out.shape)}, but the result has shape "
+                              f"{tuple(shape)}")
+    if _arrays.is_device_array(out):
+        if out.dtype != dtype:
+            raise NumbaMetalError(f"{what}: out has dtype {out.dtype}, but the result is {dtype}")
+        return out, None
+    if not isinstance(out, np.ndarray):
+        raise NumbaMetalError(f"{what}: out must be a NumPy or device array, not {type(out).__name__}")
+    if not np.can_cast(dtype, out.dtype, "same_kind"):
+        raise NumbaMetalError(f"{what}: cannot write {dtype} results into out of dtype {out.dtype}")
+    return _arrays.device_array(shape, dtype), out
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def _generate(name: str, source: str, namespace: dict):
+    from numba_metal.host.dispatcher import jit
+    code = compile(source, f"<numba_metal {name}>", "exec")
+    exec(code, namespace)
+    return jit(namespace[name])
+
+
+def _ufunc_kernel(fn, scalars: tuple, ndim: int, casts: tuple):
+    """Kernel: ``out[idx] = fn(a0[idx], ...)`` over every element ``idx`` of the ``ndim``-d ``out``.
+
+    ``scalars[k]`` says that input ``k`` is a scalar argument; ``casts[k]`` is the NumPy scalar type the
+    input is converted to before the call (the selected loop's type).
+    """
+    from numba_metal import metal
+    params = [f"a{k}" for k in range(len(scalars))]
+    idx = ", ".join(f"i{d}" for d in range(ndim))
+    lines = [f"def vectorized({', '.join(params)}, out):",
+             "    i = metal.grid(1)",
+             "    if i < out.size:"]
+    lines += _unravel("i", "out", ndim, "        ")
+    call_args = [f"cast{k}({p})" if scalars[k] else f"cast{k}({p}[{idx}])" for k, p in enumerate(params)]
+    lines.append(f"        out[{idx}] = fn({', '.join(call_args)})")
+    namespace = {"metal": metal, "fn": fn}
+    namespace.update({f"cast{k}": c for k, c in enumerate(casts)})
+    return _generate("vectorized", "\n".join(lines) + "\n", namespace)
+
+
+def _unravel(flat: str, arr: str, ndim: int, indent: str) -> list[str]:
+    """Statements giving i0..i{ndim-1}, the C-order multi-index of flat index ``flat`` in ``arr``."""
+    if ndim == 1:
+        return [f"{indent}i0 = {flat}"]
+    lines = [f"{indent}r = {flat}"]
+    for d in range(ndim - 1, 0, -1):
+        lines.append(f"{indent}i{d} = r % {arr}.shape[{d}]")
+        lines.append(f"{indent}r = r // {arr}.shape[{d}]")
+    lines.append(f"{indent}i0 = r")
+    return lines
+
+
+def _gufunc_kernel(fn, nin: int, nout: int, loop_ndim: int, whole: tuple, casts: tuple):
+    """Kernel: one thread per loop index ``l``: ``fn(a0[l], ..., out0[l], ...)``.
+
+    ``whole[k]`` says operand ``k`` is indexed all the way down to a scalar (a ``()`` input passed as a
+    scalar); otherwise ``a[l]`` is a view of the core dimensions. ``casts[k]`` converts scalar inputs.
+    """
+    from numba_metal import metal
+    params = [f"a{k}" for k in range(nin)] + [f"o{k}" for k in range(nout)]
+    lines = [f"def guvectorized({', '.join(params)}, nloop):",
+             "    i = metal.grid(1)",
+             "    if i < nloop:"]
+    if loop_ndim == 0:
+        lines.append("        pass")
+    # The loop shape is that of the first output's leading axes.
+    lines += _unravel_loop("i", "o0", loop_ndim, "        ")
+    idx = ", ".join(f"i{d}" for d in range(loop_ndim))
+    args = []
+    for k, p in enumerate(params):
+        if k < nin and whole[k]:
+            args.append(f"cast{k}({p}[{idx}, 0])" if loop_ndim else f"cast{k}({p}[0])")
+        elif loop_ndim:
+            args.append(f"{p}[{idx}]")
+        else:
+            args.append(p)
+    lines.append(f"        fn({', '.join(args)})")
+    namespace = {"metal": metal, "fn": fn}
+    namespace.update({f"cast{k}": c for k, c in enumerate(casts)})
+    return _generate("guvectorized", "\n".join(lines) + "\n", namespace)
+
+
+def _unravel_loop(flat, arr, ndim, indent):
+    if ndim == 0:
+        return []
+    if ndim == 1:
+        return [f"{indent}i0 = {flat}"]
+    lines = [f"{indent}r = {flat}"]
+    for d in range(ndim - 1, 0, -1):
+        lines.append(f"{indent}i{d} = r % {arr}.shape[{d}]")
+        lines.append(f"{indent}r = r // {arr}.shape[{d}]")
+    lines.append(f"{indent}i0 = r")
+    return lines
+
+
+def _as_device_function(func, targetoptions):
+    from numba_metal.host.dispatcher import DeviceFunction, jit
+    if isinstance(func, DeviceFunction):
+        return func
+    return jit(device=True, fastmath=bool(targetoptions.get("fastmath", False)))(getattr(func, "py_func", func))
+
+
+_OPTIONS = {"fastmath", "debug", "nopython", "is_dynamic", "writable_args"}
+
+
+def _check_options(targetoptions, what):
+    for name in targetoptions:
+        if name not in _OPTIONS:
+            raise NumbaMetalError(f"{what}(target='metal') got an unknown option {name!r}; options are: "
+                                  f"fastmath, debug")
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorize
+# ---------------------------------------------------------------------------------------------
+
+
+class MetalVectorize:
+    """The builder Numba's ``vectorize`` uses for ``target='metal'``: ``add(sig)``, ``build_ufunc()``."""
+
+    def __init__(self, func, identity=None, cache=False, targetoptions=None):
+        targetoptions = dict(targetoptions or {})
+        _check_options(targetoptions, "vectorize")
+        self.pyfunc = func
+        self.identity = identity
+        self.targetoptions = targetoptions
+        self.signatures: list = []  # (input dtypes, output dtype)
+        self.compile_disabled = False
+
+    def add(self, sig) -> None:
+        args, ret = _parse_signature(sig)
+        nparams = len(inspect.signature(self.pyfunc).parameters)
+        if len(args) != nparams:
+            raise NumbaMetalError(f"signature {sig!r} has {len(args)} inputs, but "
+                                  f"{self.pyfunc.__name__}() takes {nparams}")
+        ins = tuple(_np_dtype(a) for a in args)
+        out = _np_dtype(ret) if ret is not None else None
+        self.signatures.append((ins, out))
+
+    def disable_compile(self) -> None:
+        self.compile_disabled = True
+
+    def build_ufunc(self) -> "MetalUFunc":
+        return MetalUFunc(self)
+
+
+class MetalUFunc:
+    """A ufunc running on the Metal device (numba.cuda's device ufunc).
+
+    ``f(*inputs, out=None, stream=0)``; ``f.reduce(a, stream=0)`` for binary functions.
+    """
+
+    def __init__(self, builder: MetalVectorize):
+        self._builder = builder
+        self.pyfunc = builder.pyfunc
+        self.__name__ = getattr(self.pyfunc, "__name__", "ufunc")
+        self.__doc__ = getattr(self.pyfunc, "__doc__", None)
+        self.identity = builder.identity
+        self.nin = len(inspect.signature(self.pyfunc).parameters)
+        self.nout = 1
+        self._devfn = _as_device_function(self.pyfunc, builder.targetoptions)
+        self._kernels: dict = {}
+        self._lock = threading.Lock()
+        self._reducer = None
+
+    def __repr__(self) -> str:
+        return f"<numba_metal ufunc {self.__name__}>"
+
+    @property
+    def types(self) -> list[str]:
+        return ["".join(d.char for d in ins) + "->" + (out.char if out is not None else "?")
+                for ins, out in self._builder.signatures]
+
+    def _select(self, inputs):
+        """(input dtypes, output dtype) of the loop for these inputs."""
+        sigs = self._builder.signatures
+        for ins, out in sigs:
+            if all(_casts_safely(v, d) for v, d in zip(inputs, ins)):
+                return ins, out if out is not None else self._result_dtype(ins)
+        if self._builder.compile_disabled:
+            got = ", ".join(str(_operand_dtype(v)) for v in inputs)
+            raise TypeError(f"ufunc {self.__name__!r}: no signature matches the inputs ({got}); "
+                            f"its signatures are {self.types}")
+        ins = _lazy_dtypes(inputs)
+        return ins, self._result_dtype(ins)
+
+    def _result_dtype(self, ins) -> np.dtype:
+        argtypes = tuple(_numba_scalar(d) for d in ins)
+        from numba.np.numpy_support import as_dtype
+        dtype = as_dtype(self._devfn.typed(argtypes).return_type)
+        return np.dtype(np.float32) if dtype == np.float64 else dtype
+
+    def _kernel(self, scalars, ndim, ins):
+        key = (scalars, ndim, ins)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    kernel = _ufunc_kernel(self._devfn, scalars, ndim, tuple(d.type for d in ins))
+                    self._kernels[key] = kernel
+        return kernel
+
+    def __call__(self, *args, out=None, stream=0):
+        if len(args) == self.nin + 1 and out is None:
+            *args, out = args
+        if len(args) != self.nin:
+            raise TypeError(f"ufunc {self.__name__!r} takes {self.nin} inputs, got {len(args)}")
+        ins, out_dtype = self._select(args)
+        launch = _Launch(stream)
+        scalars = tuple(_is_scalar(a) for a in args)
+        shape = np.broadcast_shapes(*[() if s else tuple(a.shape) for a, s in zip(args, scalars)])
+        kshape = shape or (1,)  # all-scalar calls compute one element
+        if out is not None:
+            out_dev, out_host = _check_out(out, shape, out_dtype, f"ufunc {self.__name__!r}")
+            launch.any_device = launch.any_device or out_host is None
+            out_dev = out_dev.reshape(kshape)
+        else:
+            out_dev, out_host = _arrays.device_array(kshape, out_dtype, stream=stream), None
+        operands = []
+        for a, s, d in zip(args, scalars, ins):
+            if s:
+                if _arrays.is_device_array(a):  # a 0-d device array
+                    launch.any_device = True
+                    a = a.copy_to_host()
+                operands.append(d.type(a))
+            else:
+                operands.append(_broadcast_view(launch.device_operand(a, d), kshape))
+        n = out_dev.size
+        if n:
+            arrays = [o for o, s in zip(operands, scalars) if not s] + [out_dev]
+            flat = _flat_views(arrays, kshape)
+            ndim = 1 if flat is not None else len(kshape)
+            if flat is not None:
+                it = iter(flat)
+                operands = [o if s else next(it) for o, s in zip(operands, scalars)]
+                out_arg = next(it)
+            else:
+                out_arg = out_dev
+            kernel = self._kernel(scalars, ndim, ins)
+            kernel[(n + THREADS - 1) // THREADS, THREADS, stream](*operands, out_arg)
+        return _finish(launch, out_dev, out_host, shape)
+
+    def reduce(self, arr, stream=0):
+        """Reduce a 1-d array with this binary ufunc (numba.cuda's ``ufunc.reduce``)."""
+        if self.nin != 2:
+            raise NumbaMetalError(f"reduce() needs a binary ufunc; {self.__name__!r} takes {self.nin} inputs")
+        if self._reducer is None:
+            from numba_metal.reduction import Reduce
+            self._reducer = Reduce(self._devfn)
+        if np.ndim(arr) == 1 and arr.shape[0] == 0:
+            if self.identity is None or self.identity == "reorderable":
+                raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no "
+                                 "identity")
+            return arr.dtype.type(self.identity)
+        return self._reducer._reduce(arr, None, None, 0, False, stream)
+
+
+# ---------------------------------------------------------------------------------------------
+# guvectorize
+# ---------------------------------------------------------------------------------------------
+
+
+class MetalGUVectorize:
+    """The builder Numba's ``guvectorize`` uses for ``target='metal'``."""
+
+    def __init__(self, func, signature, identity=None, cache=False, targetoptions=None, writable_args=()):
+        from numba.np.ufunc.sigparse import parse_signature
+        targetoptions = dict(targetoptions or {})
+        _check_options(targetoptions, "guvectorize")
+        self.pyfunc = func
+        self.layout = signature
+        self.identity = identity
+        self.targetoptions = targetoptions
+        self.inputs, self.outputs = parse_signature(signature)
+        self.signatures: list = []  # per operand: (dtype, is an array in the type signature)
+        self.compile_disabled = False
+        nparams = len(inspect.signature(func).parameters)
+        if nparams != len(self.inputs) + len(self.outputs):
+            raise NumbaMetalError(f"guvectorize layout {signature!r} has {len(self.inputs)} inputs and "
+                                  f"{len(self.outputs)} outputs, but {func.__name__}() takes {nparams} "
+                                  "arguments")
+
+    def add(self, sig) -> None:
+        from numba.core import types
+        args, ret = _parse_signature(sig)
+        if ret is not None and not isinstance(ret, types.NoneType):
+            raise NumbaMetalError(f"a guvectorize signature returns void, not {ret} ({sig!r})")
+        if len(args) != len(self.inputs) + len(self.outputs):
+            raise NumbaMetalError(f"signature {sig!r} has {len(args)} arguments, but the layout "
+                                  f"{self.layout!r} has {len(self.inputs) + len(self.outputs)}")
+        self.signatures.append(tuple((_np_dtype(a), isinstance(a, types.Array)) for a in args))
+
+    def disable_compile(self) -> None:
+        self.compile_disabled = True
+
+    def build_ufunc(self) -> "MetalGUFunc":
+        return MetalGUFunc(self)
+
+
+class MetalGUFunc:
+    """A generalized ufunc running on the Metal device: ``f(*inputs[, *outputs], out=None, stream=0)``."""
+
+    def __init__(self, builder: MetalGUVectorize):
+        self._builder = builder
+        self.pyfunc = builder.pyfunc
+        self.__name__ = getattr(self.pyfunc, "__name__", "gufunc")
+        self.__doc__ = getattr(self.pyfunc, "__doc__", None)
+        self.signature = builder.layout
+        self.nin = len(builder.inputs)
+        self.nout = len(builder.outputs)
+        self._devfn = _as_device_function(self.pyfunc, builder.targetoptions)
+        self._kernels: dict = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<numba_metal gufunc {self.__name__} {self.signature}>"
+
+    def _select(self, inputs, outputs):
+        for sig in self._builder.signatures:
+            if all(_casts_safely(v, d) for v, (d, _) in zip(inputs, sig[:self.nin])):
+                return sig
+        if self._builder.compile_disabled or outputs is None:
+            if outputs is None and not self._builder.compile_disabled:
+                raise TypeError(f"gufunc {self.__name__!r} has no signatures, so its outputs must be passed "
+                                f"as arguments: {self.__name__}(inputs..., outputs...)")
+            got = ", ".join(str(_operand_dtype(v)) for v in inputs)
+            raise TypeError(f"gufunc {self.__name__!r}: no signature matches the inputs ({got})")
+        return tuple((_operand_dtype(v), not _is_scalar(v) or bool(core))
+                     for v, core in zip(list(inputs) + list(outputs), self._builder.inputs + self._builder.outputs))
+
+    def __call__(self, *args, out=None, stream=0):
+        b = self._builder
+        if out is not None:
+            args = args + (tuple(out) if isinstance(out, (tuple, list)) else (out,))
+        if len(args) == self.nin + self.nout:
+            inputs, outputs = args[:self.nin], args[self.nin:]
+        elif len(args) == self.nin:
+            inputs, outputs = args, None
+        else:
+            raise TypeError(f"gufunc {self.__name__!r} takes {self.nin} inputs (and optionally "
+                            f"{self.nout} outputs), got {len(args)} arguments")
+        sig = self._select(inputs, outputs)
+        launch = _Launch(stream)
+        # Bind core dimension sizes and find the loop shape.
+        sizes: dict = {}
+        loop_shapes = []
+        for k, (v, core) in enumerate(zip(inputs, b.inputs)):
+            shape = () if _is_scalar(v) else tuple(v.shape)
+            if len(shape) < len(core):
+                raise ValueError(f"gufunc {self.__name__!r}: input {k} has {len(shape)} dimensions, fewer "
+                                 f"than its core dimensions {core}")
+            _bind(sizes, core, shape[len(shape) - len(core):], self.__name__, f"input {k}")
+            loop_shapes.append(shape[:len(shape) - len(core)])
+        if outputs is not None:
+            for k, (v, core) in enumerate(zip(outputs, b.outputs)):
+                shape = tuple(v.shape)
+                _bind(sizes, core, shape[len(shape) - len(core):] if core else (), self.__name__,
+                      f"output {k}")
+                loop_shapes.append(shape[:len(shape) - len(core)])
+        loop = np.broadcast_shapes(*loop_shapes)
+        # Outputs: given ones (host or device), else new device arrays.
+        out_devs, out_hosts = [], []
+        for k, core in enumerate(b.outputs):
+            if any(d not in sizes for d in core):
+                raise ValueError(f"gufunc {self.__name__!r}: the size of output {k}'s core dimensions "
+                                 f"{core} is not set by any input; pass the output array")
+            shape = loop + tuple(sizes[d] for d in core)
+            dtype = sig[self.nin + k][0]
+            if outputs is not None:
+                dev, host = _check_out(outputs[k], shape, outputs[k].dtype, f"gufunc {self.__name__!r}")
+                launch.any_device = launch.any_device or host is None
+            else:
+                dev, host = _arrays.device_array(shape, dtype, stream=stream), None
+            out_devs.append(dev)
+            out_hosts.append(host)
+        # Inputs on the device, broadcast over the loop dimensions.
+        operands, whole = [], []
+        for k, (v, core) in enumerate(zip(inputs, b.inputs)):
+            dtype, is_array = sig[k]
+            if _is_scalar(v) and not core and not _arrays.is_device_array(v):
+                v = np.asarray(v, dtype=dtype)
+            dev = launch.device_operand(v, dtype)
+            core_shape = tuple(sizes[d] for d in core)
+            dev = _broadcast_view(dev, loop + core_shape)
+            if not core:
+                dev = _append_unit_axis(dev)  # a () operand: a view of one element
+            operands.append(dev)
+            whole.append(not core and not is_array)
+        outs = [_append_unit_axis(o) if not core else o for o, core in zip(out_devs, b.outputs)]
+        nloop = int(np.prod(loop, dtype=np.int64))
+        if nloop and all(o.size for o in outs):
+            casts = tuple(d.type for d, _ in sig[:self.nin])
+            kernel = self._kernel(len(loop), tuple(whole), casts)
+            kernel[(nloop + THREADS - 1) // THREADS, THREADS, stream](*operands, *outs, nloop)
+        results = [_finish(launch, d, h, d.shape) for d, h in zip(out_devs, out_hosts)]
+        return results[0] if self.nout == 1 else tuple(results)
+
+    def _kernel(self, loop_ndim, whole, casts):
+        key = (loop_ndim, whole, casts)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    kernel = _gufunc_kernel(self._devfn, self.nin, self.nout, loop_ndim, whole, casts)
+                    self._kernels[key] = kernel
+        return kernel
+
+
+def _bind(sizes, core, shape, name, what):
+    for d, n in zip(core, shape):
+        if sizes.setdefault(d, n) != n:
+            raise ValueError(f"gufunc {name!r}: {what} has size {n} for core dimension {d!r}, which is "
+                             f"{sizes[d]} elsewhere")
+
+
+def _append_unit_axis(dev):
+    """``dev`` viewed with a trailing axis of length 1 (so ``a[l]`` is a 1-element view)."""
+    view = dev._host_view()
+    return dev._derived(view.reshape(view.shape + (1,)) if view.flags.c_contiguous else view[..., None])
+
+
+__all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc"]
