@@ -149,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, script_args = argv[:i], argv[i + 1:]
     args = build_parser().parse_args(argv)
+    from numba_metal.errors import UnsupportedPlatformError
     try:
         return _run(args, script_args)
-    except UsageError as e:
+    except (UsageError, UnsupportedPlatformError) as e:
         print(f"numba-metal advisor {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -144,6 +144,10 @@ ROOFLINE = _obj({"regime": {"type": "string", "enum": ["launch-bound", "memory-b
 _SIDE_COLD = _obj({"cpu_s": _NUM, "metal_s": _NUM,
                    "compiles": _arr(_obj({"name": _STR, "stage": _STR, "ms": _NUM, "from_cache": _BOOL}))})
 
+_SIDES = _obj({"cpu": STATS, "metal": STATS})
+_PER_CALL = _obj({"launches": _INT, "compiles": _INT, "copies": _INT, "copy_bytes": _INT, "allocs": _INT,
+                  "waits": _INT, "device_s": _NULLABLE_NUM})
+
 COMPARE = _obj({**_header("compare"),
                 "workload": _STR, "script": _STR, "device": DEVICE,
                 "settings": _obj({"atol": _NUM, "rtol": _NUM, "warmup": _INT, "repeats": _INT,
@@ -157,14 +161,14 @@ COMPARE = _obj({**_header("compare"),
                                                             "ok": _BOOL, "note": _STR})),
                                      "message": _STR}),
                 "cold": _arr(_SIDE_COLD),
-                "cold_stats": {"type": ["object", "null"]},
-                "warm": {"type": ["object", "null"]},
-                "steady": {"type": ["object", "null"]},
-                "per_call": {"type": ["object", "null"]},
-                "compiles_in_timed_region": _INT,
+                "cold_stats": _SIDES,
+                "warm": {**_SIDES, "type": ["object", "null"]},
+                "steady": {**_SIDES, "type": ["object", "null"]},
+                "per_call": {**_PER_CALL, "type": ["object", "null"]},
+                "compiles_after_warmup": _INT,
                 "speedup": _NULLABLE_NUM,
                 "break_even_calls": {"type": ["integer", "null"]},
-                "roofline": {"type": ["object", "null"]},
+                "roofline": {**ROOFLINE, "type": ["object", "null"]},
                 "recommendation": _obj({"verdict": {"type": "string", "enum": ["USE_METAL", "KEEP_CPU",
                                                                                "INCONCLUSIVE",
                                                                                "DO_NOT_USE_METAL"]},
