@@ -29,7 +29,10 @@ private func guarded(_ body: () throws -> Void) -> nm_status {
 @inline(__always)
 private func object<T: AnyObject>(_ handle: OpaquePointer?, _ type: T.Type, _ call: StaticString) throws -> T {
     guard let h = handle else { throw RuntimeError.invalid("\(call): the \(T.self) handle is NULL") }
-    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(h)).takeUnretainedValue()
+    guard let o = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).takeUnretainedValue() as? T else {
+        throw RuntimeError.invalid("\(call): the handle is not a \(T.self) (a handle of another kind was passed)")
+    }
+    return o
 }
 
 /// A new owned handle for object.

@@ -88,7 +88,9 @@ func validateDispatch(_ d: nm_dispatch_desc, pipeline: Pipeline, device: Device,
         guard let handle = d.buffers![i] else {
             throw RuntimeError.invalid("kernel '\(label())': buffer \(i) (slot \(slot)) is NULL")
         }
-        let buffer = Unmanaged<Buffer>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+        guard let buffer = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue() as? Buffer else {
+            throw RuntimeError.invalid("kernel '\(label())': buffer \(i) (slot \(slot)) is not a buffer handle")
+        }
         if buffer.device !== device {
             throw RuntimeError.invalid("kernel '\(label())': buffer \(i) (slot \(slot)) belongs to another device")
         }

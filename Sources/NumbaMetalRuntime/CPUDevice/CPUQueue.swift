@@ -41,7 +41,9 @@ final class CPUQueue: Queue {
     override func dispatch(_ descPtr: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
         let d = descPtr.pointee
         guard let ph = d.pipeline else { throw RuntimeError.invalid("nm_queue_dispatch: the pipeline is NULL") }
-        let pipelineObject = Unmanaged<Pipeline>.fromOpaque(UnsafeRawPointer(ph)).takeUnretainedValue()
+        guard let pipelineObject = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(ph)).takeUnretainedValue() as? Pipeline else {
+            throw RuntimeError.invalid("nm_queue_dispatch: the pipeline handle is not a pipeline")
+        }
         guard let pipeline = pipelineObject as? CPUPipeline, pipeline.device === device else {
             throw RuntimeError.invalid("kernel '\(dispatchLabel(d, pipelineObject))': the pipeline was compiled for another device")
         }
