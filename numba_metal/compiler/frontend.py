@@ -134,8 +134,8 @@ def check_constructs(func_ir) -> None:
             value = stmt.value
             if isinstance(value, ir.Yield):
                 raise UnsupportedFeatureError("generators (yield) are not supported in Metal kernels", loc)
-            if isinstance(value, (ir.Global, ir.FreeVar)) and value.value in (eh.mark_try_block,
-                                                                               eh.end_try_block):
+            if isinstance(value, (ir.Global, ir.FreeVar)) and (value.value is eh.mark_try_block or
+                                                               value.value is eh.end_try_block):
                 raise UnsupportedFeatureError("`try`/`except` is not supported in Metal kernels (a GPU thread "
                                               "cannot raise)", loc)
             if isinstance(value, ir.Expr):

@@ -385,7 +385,9 @@ class _PreparedLaunch:
             self.dplan.set_buffer(len(plan.arrays), self.error_buffer, 0)
         self.packer = _make_packer(plan)
         self.array_args = [(a.arg, i) for i, a in enumerate(plan.arrays)]
-        self.static_shared = plan.static_threadgroup_memory + self.pipeline.static_threadgroup_memory
+        # The pipeline's count already includes the kernel's shared arrays (and any threadgroup
+        # variable the MSL declares): take the larger, never the sum.
+        self.static_shared = max(plan.static_threadgroup_memory, self.pipeline.static_threadgroup_memory)
         self.max_shared = ctx.info.max_threadgroup_memory
 
     def launch(self, args, griddim, blockdim, stream, sharedmem):
