@@ -159,14 +159,14 @@ class _EventCounter:
     def summary(self) -> dict:
         ev = self.events
         launches = [e for e in ev if e.kind == "launch"]
-        device_ns = 0
+        spans = []
         have_device = bool(launches)
         for e in launches:
             try:
-                s, t = e.queue.timestamps(e.work_id)
-                device_ns += max(0, t - s)
+                spans.append(e.queue.timestamps(e.work_id))
             except Exception:  # noqa: BLE001 - timestamps are optional evidence
                 have_device = False
+        device_ns = union_ns(spans)
         return {
             "launches": len(launches),
             "compiles": sum(1 for e in ev if e.kind == "compile"),
@@ -176,6 +176,22 @@ class _EventCounter:
             "waits": sum(1 for e in ev if e.kind == "wait"),
             "device_s": device_ns / 1e9 if have_device else None,
         }
+
+
+def union_ns(spans) -> int:
+    """Total length of the union of (start, end) intervals (launches sharing a command buffer share
+    its timestamps, so summing them would count that time more than once)."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(spans):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
 
 
 def _cold_runs(script: str, n: int) -> list[dict]:
@@ -255,18 +271,15 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
         if not os.path.isfile(script):
             raise ProtocolError(f"{script}: no such file")
         w = load(script)
-        cold = _cold_runs(script, cold_runs)
     except ProtocolError as e:
         raise UsageError(str(e)) from None
     device = describe_device()
     settings = {"atol": atol, "rtol": rtol, "warmup": warmup, "repeats": repeats, "steady_batches": steady_batches,
                 "steady_calls": steady_calls, "cold_runs": cold_runs}
     doc = new_document("compare", workload=w.name, script=os.path.basename(script), device=device,
-                       settings=settings, correctness=None, cold=cold,
-                       cold_stats={"cpu": stats([c["cpu_s"] for c in cold]),
-                                   "metal": stats([c["metal_s"] for c in cold])},
-                       warm=None, steady=None, per_call=None, compiles_after_warmup=0, speedup=None,
-                       break_even_calls=None, roofline=None, recommendation=None, notes=[])
+                       settings=settings, correctness=None, cold=[], cold_stats=None, warm=None, steady=None,
+                       per_call=None, compiles_after_warmup=0, speedup=None, break_even_calls=None,
+                       roofline=None, recommendation=None, notes=[])
     notes = doc["notes"]
     if not device["is_gpu"]:
         notes.append("Measured on numba-metal's CPU reference device, not a GPU: the numba-metal figures are "
@@ -287,6 +300,15 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
         doc["recommendation"] = recommend(False, None)
         notes.append("Nothing was timed: correctness is checked first.")
         return doc
+    try:
+        cold = _cold_runs(script, cold_runs)
+    except ProtocolError as e:
+        raise UsageError(str(e)) from None
+    doc["cold"] = cold
+    doc["cold_stats"] = {"cpu": stats([c["cpu_s"] for c in cold]), "metal": stats([c["metal_s"] for c in cold])}
+    if any(x["from_cache"] for c in cold for x in c["compiles"]):
+        notes.append("Part of the first-call compile came from numba-metal's disk cache (as it will in your "
+                     "program's later runs); a first run on a new machine compiles more.")
 
     for _ in range(warmup - 1):
         w.cpu()
@@ -332,7 +354,7 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
     doc["break_even_calls"] = break_even_calls(doc["cold_stats"]["cpu"]["median_s"],
                                                doc["cold_stats"]["metal"]["median_s"], cpu_med, metal_med)
     calibration = load_calibration()
-    doc["roofline"] = roofline.classify(calibration, per_call["device_s"] or metal_med, per_call["launches"],
+    doc["roofline"] = roofline.classify(calibration, metal_med, per_call["launches"], per_call["device_s"],
                                         w.flops, w.bytes)
     doc["recommendation"] = recommend(True, speedup)
     return doc

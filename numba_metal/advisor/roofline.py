@@ -5,10 +5,11 @@ Reads exactly the keys :data:`~numba_metal.advisor.schema.ROOFLINE_KEYS` that ``
 
 1. no calibration stored for this device -> ``unknown``;
 2. the fixed cost of the call's launches (one launch round trip plus the host overhead of each
-   further launch) is at least half of the measured time -> ``launch-bound``;
+   further launch) is at least half of the call's wall time -> ``launch-bound``;
 3. the workload declares no ``flops`` and ``bytes`` -> ``unknown``;
 4. arithmetic intensity (flops / bytes) below the calibrated ridge -> ``memory-bound``, otherwise
-   ``compute-bound``; the achieved GB/s or GFLOP/s are given as a share of the calibrated ceiling.
+   ``compute-bound``; the achieved GB/s or GFLOP/s (over the device's busy time when the device
+   reported timestamps, else the wall time) are given as a share of the calibrated ceiling.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ def _result(regime, reason, path=None, keys=(), gbps=None, gflops=None, intensit
             "achieved_gbps": gbps, "achieved_gflops": gflops, "intensity_flops_per_byte": intensity}
 
 
-def classify(calibration: dict | None, seconds: float, launches: int, flops: float | None = None,
-             nbytes: float | None = None) -> dict:
-    """Classify one call that took ``seconds`` and made ``launches`` kernel launches."""
+def classify(calibration: dict | None, seconds: float, launches: int, device_seconds: float | None = None,
+             flops: float | None = None, nbytes: float | None = None) -> dict:
+    """Classify one call that took ``seconds`` (wall), made ``launches`` kernel launches and kept the
+    device busy ``device_seconds`` (None if unknown; achieved rates then use the wall time)."""
     if calibration is None:
         return _result("unknown", "no calibration stored for this device; run `numba-metal advisor calibrate`")
     values = calibration["values"]
@@ -48,8 +50,9 @@ def classify(calibration: dict | None, seconds: float, launches: int, flops: flo
         return _result("unknown", "the workload declares no 'flops' and 'bytes' per metal() call, so its "
                        "arithmetic intensity is unknown", path, (CAL_LAUNCH_ROUNDTRIP_US, CAL_LAUNCH_OVERHEAD_US))
     intensity = flops / nbytes
-    gbps = nbytes / seconds / 1e9
-    gflops = flops / seconds / 1e9
+    basis = device_seconds if device_seconds else seconds
+    gbps = nbytes / basis / 1e9
+    gflops = flops / basis / 1e9
     ridge = values[CAL_RIDGE]
     keys = (CAL_LAUNCH_ROUNDTRIP_US, CAL_LAUNCH_OVERHEAD_US, CAL_RIDGE)
     if intensity < ridge:

@@ -1,0 +1,2 @@
+"""compare sample: does not define advisor_workload()."""
+VALUE = 1
