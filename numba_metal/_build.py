@@ -31,7 +31,10 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     """Builds the library in root and copies it with the header and shim into dest (default root/numba_metal/_lib)."""
     dest = dest or root / "numba_metal" / "_lib"
     swift = find_swift()
-    cmd = [swift, "build", "-c", "release", "--package-path", str(root)]
+    # A build directory of our own: SwiftPM does not always relink when only -static-stdlib changes, so
+    # sharing .build/ with an ad-hoc `swift build` could ship a library that needs libswiftCore.so.
+    cmd = [swift, "build", "-c", "release", "--package-path", str(root),
+           "--scratch-path", str(root / ".build" / "numba-metal")]
     if sys.platform.startswith("linux"):
         cmd += ["-Xswiftc", "-static-stdlib"]
     if verbose:
@@ -41,6 +44,11 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     built = Path(bin_dir) / LIB_NAME
     if not built.is_file():
         raise SystemExit(f"swift build finished but {built} does not exist")
+    if sys.platform.startswith("linux") and shutil.which("readelf"):
+        dynamic = subprocess.run(["readelf", "-d", str(built)], capture_output=True, text=True).stdout
+        if "libswift" in dynamic:
+            raise SystemExit(f"{built} needs the Swift runtime libraries; it must be linked with -static-stdlib "
+                             "(remove .build/numba-metal and build again)")
     dest.mkdir(parents=True, exist_ok=True)
     tmp = dest / (LIB_NAME + ".tmp")
     shutil.copy2(built, tmp)
