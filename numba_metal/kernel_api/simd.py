@@ -2,8 +2,9 @@
 
 A SIMD group is 32 threads on Apple GPUs. numba.cuda's functions take a ``mask`` of participating
 lanes; Metal's SIMD functions always involve all active lanes, so only the full mask (0xffffffff) is
-accepted, as a constant. Shuffles follow numba.cuda's rules for out-of-range lanes: ``shfl_sync``
-takes the source lane modulo 32, ``shfl_up/down_sync`` leave lanes without a source unchanged.
+accepted, as a constant. Shuffles follow numba.cuda's (CUDA hardware's) rules for out-of-range lanes:
+the lane, delta or xor mask is taken modulo 32 (its low 5 bits), and ``shfl_up/down_sync`` leave lanes
+whose source is outside the SIMD group unchanged.
 Reductions and scans take int32, uint32, float32 and float16; shuffles also take 64-bit integers
 (split into two 32-bit shuffles) and booleans.
 """
@@ -128,16 +129,37 @@ for _stub, _kind in _KINDS.items():
 
 
 def require_full_mask(lc, name: str, index: int = 0) -> None:
-    """numba.cuda masks: only a constant full mask can be honoured by Metal's SIMD functions."""
+    """numba.cuda masks: Metal's SIMD functions involve exactly the active lanes, so they honour the
+    constant full mask and ``activemask()`` (the active lanes, by definition); nothing else."""
+    if _is_activemask(lc, lc.current_call.args[index]):
+        return
     value = None
     try:
         value = lc.resolve_argument_value(index)
     except Exception:  # noqa: BLE001 - a run-time mask cannot be checked
-        lc.error(f"metal.{name}: the lane mask must be the constant 0xffffffff; Metal's SIMD-group "
-                 "functions always involve every active lane")
+        lc.error(f"metal.{name}: the lane mask must be the constant 0xffffffff or metal.activemask(); "
+                 "Metal's SIMD-group functions always involve every active lane")
     if value != FULL_MASK:
         lc.error(f"metal.{name}: mask {value!r} is not supported; Metal's SIMD-group functions always "
-                 "involve every active lane, so only the full mask 0xffffffff is accepted")
+                 "involve every active lane, so only the full mask 0xffffffff (or metal.activemask()) is "
+                 "accepted")
+
+
+def _is_activemask(lc, var, depth=0) -> bool:
+    """True if ``var`` holds the result of ``activemask()`` (directly or through plain assignments)."""
+    from numba.core import ir
+    defs = lc.func_ir._definitions.get(var.name, [])
+    if len(defs) != 1 or depth > 8:
+        return False
+    d = defs[0]
+    if isinstance(d, ir.Var):
+        return _is_activemask(lc, d, depth + 1)
+    if isinstance(d, ir.Expr) and d.op == "call" and not d.args:
+        try:
+            return lc.resolve(d.func) is activemask
+        except Exception:  # noqa: BLE001 - not a function known at compile time
+            return False
+    return False
 
 
 def _shuffle(lc, fn: str, x: Value, lane_expr: str, t) -> Value:
@@ -186,10 +208,9 @@ def _lower_cuda_shuffle(lc, sig, args):
     require_full_mask(lc, stub.__name__)
     fn = _CUDA_TO_METAL[stub]
     t = sig.return_type
-    if stub in (shfl_up_sync, shfl_down_sync):
-        lane = f"ushort(min({lc.cast(args[2], types.uint32)}, 32u))"
-    else:
-        lane = f"ushort({lc.cast(args[2], types.uint32)} & 31u)"
+    # As CUDA's shfl.sync: only the low 5 bits of the lane or delta count; a lane whose source is
+    # outside the warp (shfl_up/down) keeps its own value.
+    lane = f"ushort({lc.cast(args[2], types.uint32)} & 31u)"
     return _shuffle(lc, fn, args[1], lane, t)
 
 
