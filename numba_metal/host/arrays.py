@@ -73,8 +73,8 @@ class DeviceNDArray:
     Slicing returns views that share memory; ``reshape``/``ravel`` work on contiguous arrays.
     """
 
-    __slots__ = ("_buffer", "_offset", "shape", "strides", "dtype", "_ctx", "_nbtype", "_layout",
-                 "__weakref__")
+    __slots__ = ("_buffer", "_offset", "shape", "strides", "dtype", "_ctx", "_nbtype", "_layout", "_key",
+                 "_geom", "__weakref__")
 
     def __init__(self, buffer, offset, shape, strides, dtype, ctx):
         self._buffer = buffer
@@ -85,6 +85,8 @@ class DeviceNDArray:
         self._ctx = ctx
         self._nbtype = None
         self._layout = layout_of(self.shape, self.strides, self.dtype.itemsize)
+        self._key = None   # argtypes.arg_key, made by the first launch
+        self._geom = None  # (bind offset, element strides, origin), made by the first launch
 
     # -- numba.cuda-compatible attributes ---------------------------------------------------
 

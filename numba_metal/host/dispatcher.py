@@ -23,7 +23,8 @@ from . import streams as _streams
 from numba_metal import profiling as _prof
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 
-from .argtypes import typeof_arg
+from .argtypes import arg_keys, numba_type_of_key, raw_keyer
+from .arrays import DeviceNDArray
 
 _KNOWN_OPTIONS = {"device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo"}
 _UNSUPPORTED_OPTIONS = {
@@ -128,6 +129,8 @@ class Dispatcher:
         self.__wrapped__ = pyfunc
         self.targetoptions = {"fastmath": fastmath, "debug": debug, "cache": cache}
         self._specializations: dict = {}
+        self._by_key: dict = {}      # argument keys (argtypes.arg_keys) -> Kernel: the launch path's lookup
+        self._launchers: dict = {}   # launch configurations of exact ints -> their _Launcher
         self._lock = threading.RLock()
         self._eager = sigs is not None
         for sig in sigs or ():
@@ -143,6 +146,18 @@ class Dispatcher:
     # -- launch configuration -------------------------------------------------------------
 
     def __getitem__(self, config):
+        if type(config) is tuple and len(config) == 2 and type(config[0]) is int and type(config[1]) is int:
+            launcher = self._launchers.get(config)
+            if launcher is not None:
+                return launcher
+        if _exact_config(config):
+            launcher = self._launchers.get(config)
+            if launcher is None:
+                launcher = _Launcher(self, config)
+                if len(self._launchers) >= 256:
+                    self._launchers.clear()
+                self._launchers[config] = launcher
+            return launcher
         return _Launcher(self, config)
 
     def __call__(self, *args, **kwargs):
@@ -163,7 +178,40 @@ class Dispatcher:
 
     @property
     def specializations(self) -> dict:
+        self._sync_specializations()
         return dict(self._specializations)
+
+    def _sync_specializations(self) -> None:
+        # Kernels loaded from the disk cache by argument key have no Numba types until asked for.
+        for kernel in list(self._by_key.values()):
+            if kernel not in self._specializations.values():
+                self._specializations.setdefault(kernel.argtypes, kernel)
+
+    def _kernel_for_args(self, args) -> "Kernel":
+        """The specialisation for a launch's arguments, checking each (raises for one that cannot be passed)."""
+        try:
+            key = arg_keys(args)
+        except KernelLaunchError as e:
+            raise KernelLaunchError(f"kernel {self.__name__}(): {e.message}") from None
+        kernel = self._by_key.get(key)
+        return kernel if kernel is not None else self._kernel_for_key(key)
+
+    def _kernel_for_key(self, key) -> "Kernel":
+        """The specialisation for argument keys (the launch path's slow path: first launch of a type)."""
+        with self._lock:
+            kernel = self._by_key.get(key)
+            if kernel is not None:
+                return kernel
+            if not self._eager and self.targetoptions["cache"]:
+                kernel = Kernel._from_disk_cache(self, key)
+            if kernel is None:
+                try:
+                    argtypes = tuple(numba_type_of_key(k) for k in key)
+                except KernelLaunchError as e:
+                    raise KernelLaunchError(f"kernel {self.__name__}(): {e.message}") from None
+                kernel = self._specialization_for(argtypes)
+            self._by_key[key] = kernel
+            return kernel
 
     overloads = specializations
 
@@ -222,7 +270,7 @@ class Dispatcher:
 
     def _kernels_for(self, signature):
         if signature is None:
-            return dict(self._specializations)
+            return self.specializations
         if isinstance(signature, str):
             signature, _ = _normalize_signature(signature)
         return {tuple(signature): self.compile(signature)}
@@ -276,10 +324,33 @@ def _dim3(value, what: str):
     return dims + (1,) * (3 - len(dims))
 
 
-class _Launcher:
-    """``kernel[blocks, threads, stream, sharedmem]``: a launch configuration bound to a kernel."""
+def _exact_config(config) -> bool:
+    """True for a launch configuration of plain ints on the default stream: ``Dispatcher.__getitem__``
+    validates such a configuration once and reuses its ``_Launcher`` (other values, e.g. floats or bools
+    that compare equal to ints, are validated every time, so they still raise)."""
+    if type(config) is not tuple or not 2 <= len(config) <= 4:
+        return False
+    for dims in (config[0], config[1]):
+        if type(dims) is tuple:
+            for d in dims:
+                if type(d) is not int:
+                    return False
+        elif type(dims) is not int:
+            return False
+    if len(config) > 2 and (type(config[2]) is not int or config[2] != 0):
+        return False
+    return len(config) < 4 or type(config[3]) is int
 
-    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
+
+class _Launcher:
+    """``kernel[blocks, threads, stream, sharedmem]``: a launch configuration bound to a kernel.
+
+    Everything about the configuration is validated here, once; the dispatcher reuses launchers of
+    plain-int configurations, so ``kernel[blocks, threads](...)`` in a loop validates nothing twice.
+    """
+
+    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem", "nthreads", "grid_error",
+                 "default_stream", "shared_length", "checked")
 
     def __init__(self, dispatcher, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -293,59 +364,115 @@ class _Launcher:
         if not isinstance(sharedmem, (int, np.integer)) or sharedmem < 0:
             raise KernelLaunchError(f"sharedmem must be a non-negative number of bytes, got {sharedmem!r}")
         self.sharedmem = int(sharedmem)
+        b = self.blockdim
+        self.nthreads = b[0] * b[1] * b[2]
+        self.grid_error = None
+        for g, t in zip(self.griddim, self.blockdim):
+            if g * t > 0xFFFFFFFF:
+                self.grid_error = (f"grid of {self.griddim} x {self.blockdim} threads exceeds 2**32 - 1 "
+                                   "threads along an axis")
+                break
+        s = self.stream
+        self.default_stream = s is None or (isinstance(s, int) and s == 0)
+        self.shared_length = _round16(self.sharedmem) or 16  # the dynamic threadgroup memory binding
+        self.checked = None  # the _PreparedLaunch this configuration was last checked against
 
     def __call__(self, *args):
         disp = self.dispatcher
-        try:
-            argtypes = tuple([typeof_arg(a, i) for i, a in enumerate(args)])
-        except KernelLaunchError as e:
-            raise KernelLaunchError(f"kernel {disp.__name__}(): {e.message}") from None
-        kernel = disp._specialization_for(argtypes)
-        kernel.launch(args, self.griddim, self.blockdim, self.stream, self.sharedmem)
+        kernel = disp._by_key.get(raw_keyer(len(args))(args))
+        if kernel is None:
+            kernel = disp._kernel_for_args(args)
+        ctx = _device._selected or _device.current()
+        prepared = kernel._prepared.get(ctx)
+        if prepared is None:
+            prepared = kernel._prepare(ctx)
+        prepared.launch(args, self)
 
 
 class Kernel:
-    """One compiled specialisation of a kernel: its MSL, launch plan and per-device launch state."""
+    """One compiled specialisation of a kernel: its MSL, launch plan and per-device launch state.
 
-    def __init__(self, dispatcher: Dispatcher, argtypes):
-        from numba_metal.compiler.driver import compile_kernel
+    A specialisation loaded from the disk cache by argument keys has no Numba types or typed IR until
+    something asks for them (``argtypes``, ``typed``): launching it never imports Numba.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, argtypes, compiled=None, key=None):
         self.dispatcher = dispatcher
-        self.argtypes = argtypes
+        self._argtypes = None if argtypes is None else tuple(argtypes)
+        self._key = key
         self.name = dispatcher.__name__
-        opts = dispatcher.targetoptions
-        start = _prof.now_ns() if _prof._listeners else 0
-        result = compile_kernel(dispatcher.py_func, argtypes, debug=opts["debug"],
-                                fastmath=opts["fastmath"], cache=opts["cache"])
-        if _prof._listeners:
-            _prof.emit("compile", name=self.name, argtypes=argtypes, start_ns=start, end_ns=_prof.now_ns(),
-                       stage="python", from_cache=bool(getattr(result, "from_cache", False)))
-        self.typed = result.typed
-        self.msl = result.source
-        self.plan = result.plan
-        self.entry = result.plan.entry_name
+        if compiled is None:
+            from numba_metal.compiler.driver import compile_kernel
+            opts = dispatcher.targetoptions
+            start = _prof.now_ns() if _prof._listeners else 0
+            compiled = compile_kernel(dispatcher.py_func, self._argtypes, debug=opts["debug"],
+                                      fastmath=opts["fastmath"], cache=opts["cache"])
+            if _prof._listeners:
+                _prof.emit("compile", name=self.name, argtypes=self._argtypes, start_ns=start,
+                           end_ns=_prof.now_ns(), stage="python",
+                           from_cache=bool(getattr(compiled, "from_cache", False)))
+        self._typed = compiled.typed
+        self.from_cache = bool(getattr(compiled, "from_cache", False))
+        self.msl = compiled.source
+        self.plan = compiled.plan
+        self.entry = compiled.plan.entry_name
         self._prepared: dict = {}
         self._lock = threading.Lock()
         if os.environ.get("NUMBA_METAL_DUMP_MSL", "") not in ("", "0"):
-            print(f"// ---- numba-metal generated MSL: {self.name}{tuple(map(str, argtypes))} ----")
+            print(f"// ---- numba-metal generated MSL: {self.name}{tuple(map(str, self.argtypes))} ----")
             print(self.msl)
+
+    @classmethod
+    def _from_disk_cache(cls, dispatcher: Dispatcher, key):
+        """The specialisation for argument keys from the disk cache, or None (no Numba needed)."""
+        from . import cache
+        from .argtypes import NotCanonical, canonical
+        try:
+            canon = [canonical(k) for k in key]
+        except NotCanonical:
+            return None
+        opts = dispatcher.targetoptions
+        start = _prof.now_ns() if _prof._listeners else 0
+        hit = cache.load(dispatcher.py_func, canon, opts["debug"], opts["fastmath"])
+        if hit is None:
+            return None
+        kernel = cls(dispatcher, None, compiled=hit, key=key)
+        if _prof._listeners:
+            _prof.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
+                       end_ns=_prof.now_ns(), stage="python", from_cache=True)
+        return kernel
+
+    @property
+    def argtypes(self) -> tuple:
+        if self._argtypes is None:
+            self._argtypes = tuple(numba_type_of_key(k) for k in self._key)
+        return self._argtypes
+
+    @property
+    def typed(self):
+        """The typed IR (re-created on demand for a specialisation loaded from the disk cache)."""
+        if self._typed is None:
+            from numba_metal.compiler.frontend import infer_types
+            self._typed = infer_types(self.dispatcher.py_func, self.argtypes)
+        return self._typed
 
     def __repr__(self) -> str:
         return f"<numba_metal kernel specialisation {self.name}({', '.join(map(str, self.argtypes))})>"
 
     def _prepare(self, ctx):
-        prepared = self._prepared.get(id(ctx))
-        if prepared is not None and prepared.ctx is ctx:
+        prepared = self._prepared.get(ctx)
+        if prepared is not None:
             return prepared
         with self._lock:
-            prepared = self._prepared.get(id(ctx))
-            if prepared is None or prepared.ctx is not ctx:
+            prepared = self._prepared.get(ctx)
+            if prepared is None:
                 prepared = _PreparedLaunch(self, ctx)
-                self._prepared[id(ctx)] = prepared
+                self._prepared[ctx] = prepared
         return prepared
 
     def launch(self, args, griddim, blockdim, stream, sharedmem):
-        ctx = _device.current()
-        self._prepare(ctx).launch(args, griddim, blockdim, stream, sharedmem)
+        launcher = _Launcher(self.dispatcher, (griddim, blockdim, stream, sharedmem))
+        self._prepare(_device.current()).launch(args, launcher)
 
     @property
     def pipeline_info(self):
@@ -357,7 +484,14 @@ def _round16(n: int) -> int:
 
 
 class _PreparedLaunch:
-    """Everything a launch of one specialisation on one device needs, made once."""
+    """Everything a launch of one specialisation on one device needs, made once: the pipeline, a
+    reusable dispatch descriptor, and a launch function generated for the launch plan.
+
+    The generated function (``_make_fast_launch``) handles the common case, device arrays of this device:
+    it binds only buffers that changed since the previous launch, packs the argument block with one
+    ``struct.pack_into`` into the descriptor's preallocated bytes, and submits (one C call). Host NumPy
+    arrays, arrays of another device and bad geometry take the general path, which raises the errors.
+    """
 
     def __init__(self, kernel: Kernel, ctx):
         from numba_metal import runtime
@@ -379,61 +513,42 @@ class _PreparedLaunch:
                                           max(plan.arg_size, 1),
                                           [0] if plan.dynamic_threadgroup_memory else [],
                                           label=f"{kernel.name} ({kernel.entry})")
+        self.view = self.dplan.arg_view
+        self.arg_size = plan.arg_size
         self.error_buffer = None
         if plan.error_slot is not None:
             self.error_buffer = ctx.device.new_buffer(64)
             self.dplan.set_buffer(len(plan.arrays), self.error_buffer, 0)
         self.packer = _make_packer(plan)
+        self.fast = _make_fast_launch(plan)
         self.array_args = [(a.arg, i) for i, a in enumerate(plan.arrays)]
+        self._bufs = [None] * len(plan.arrays)  # what each array slot is bound to (skip rebinding it)
+        self._offs = [-1] * len(plan.arrays)
+        self._griddim = self._blockdim = None   # the descriptor's current grid
+        self._shared = None                     # its current dynamic threadgroup memory length
+        self._lock = threading.Lock()           # launches from several threads share the descriptor
+        self.dynamic = plan.dynamic_threadgroup_memory
         # The pipeline's count already includes the kernel's shared arrays (and any threadgroup
         # variable the MSL declares): take the larger, never the sum.
         self.static_shared = max(plan.static_threadgroup_memory, self.pipeline.static_threadgroup_memory)
         self.max_shared = ctx.info.max_threadgroup_memory
 
-    def launch(self, args, griddim, blockdim, stream, sharedmem):
+    # -- the launch ------------------------------------------------------------------------------
+
+    def launch(self, args, launcher: _Launcher):
         start = _prof.now_ns() if _prof._listeners else 0
-        kernel = self.kernel
-        nthreads = blockdim[0] * blockdim[1] * blockdim[2]
-        if nthreads > self.max_threads:
-            raise KernelLaunchError(
-                f"kernel {kernel.name}(): {nthreads} threads per threadgroup {blockdim} is more than this "
-                f"kernel's maximum of {self.max_threads} on {self.ctx.info.name!r}; use smaller threadgroups")
-        for g, b in zip(griddim, blockdim):
-            if g * b > 0xFFFFFFFF:
-                raise KernelLaunchError(f"kernel {kernel.name}(): grid of {griddim} x {blockdim} threads "
-                                        "exceeds 2**32 - 1 threads along an axis")
-        plan = kernel.plan
-        if plan.dynamic_threadgroup_memory:
-            total = self.static_shared + _round16(sharedmem)
-            if total > self.max_shared:
-                raise KernelLaunchError(
-                    f"kernel {kernel.name}(): {sharedmem} bytes of dynamic shared memory plus "
-                    f"{self.static_shared} static exceed the device's {self.max_shared} bytes of "
-                    "threadgroup memory")
-            self.dplan.set_threadgroup_memory([_round16(sharedmem) or 16])
+        if launcher.checked is not self:
+            self._check(launcher)
         ctx = self.ctx
-        queue = _streams.resolve(stream, ctx)
-        geoms = {}
+        queue = ctx.default_queue if launcher.default_stream else _streams.resolve(launcher.stream, ctx)
         host_arrays = None
-        dplan = self.dplan
-        for argi, i in self.array_args:
-            value = args[argi]
-            geom = _geometry(ctx, value, argi, kernel)
-            if geom.host_copy is not None or geom.sync:
-                host_arrays = host_arrays or []
-                host_arrays.append(geom)
-            dplan.set_buffer(i, geom.buffer, geom.bind_offset)
-            geoms[argi] = geom
-        try:
-            self.packer(args, geoms, dplan.arg_view, sharedmem)
-        except (struct.error, OverflowError, TypeError) as e:
-            raise KernelLaunchError(f"kernel {kernel.name}(): an argument does not fit its type "
-                                    f"({', '.join(map(str, kernel.argtypes))}): {e}") from None
-        dplan.set_grid(griddim, blockdim)
-        work_id = queue.submit(dplan, plan.arg_size)
+        with self._lock:
+            work_id = self.fast(self, args, launcher, queue)
+            if work_id is None:
+                work_id, host_arrays = self._launch_general(args, launcher, queue)
         if start:
-            _prof.emit("launch", name=kernel.name, start_ns=start, end_ns=_prof.now_ns(), work_id=work_id,
-                       queue=queue, grid=griddim, block=blockdim)
+            _prof.emit("launch", name=self.kernel.name, start_ns=start, end_ns=_prof.now_ns(), work_id=work_id,
+                       queue=queue, grid=launcher.griddim, block=launcher.blockdim)
         if self.error_buffer is not None:
             with ctx.lock:
                 ctx.pending_checks[id(self)] = self._check_error_record
@@ -444,6 +559,70 @@ class _PreparedLaunch:
                 if geom.host_copy is not None:
                     geom.host_copy()
             _streams.check_faults(ctx)
+
+    def _check(self, launcher: _Launcher) -> None:
+        """Check a launch configuration against this kernel and device (once per pair in a row)."""
+        kernel = self.kernel
+        if launcher.nthreads > self.max_threads:
+            raise KernelLaunchError(
+                f"kernel {kernel.name}(): {launcher.nthreads} threads per threadgroup {launcher.blockdim} is "
+                f"more than this kernel's maximum of {self.max_threads} on {self.ctx.info.name!r}; use smaller "
+                "threadgroups")
+        if launcher.grid_error is not None:
+            raise KernelLaunchError(f"kernel {kernel.name}(): {launcher.grid_error}")
+        if self.dynamic:
+            sharedmem = launcher.sharedmem
+            total = self.static_shared + _round16(sharedmem)
+            if total > self.max_shared:
+                raise KernelLaunchError(
+                    f"kernel {kernel.name}(): {sharedmem} bytes of dynamic shared memory plus "
+                    f"{self.static_shared} static exceed the device's {self.max_shared} bytes of "
+                    "threadgroup memory")
+        launcher.checked = self
+
+    def _launch_general(self, args, launcher, queue):
+        """Any array arguments (host arrays are wrapped or copied); raises for bad ones."""
+        griddim, blockdim, sharedmem = launcher.griddim, launcher.blockdim, launcher.sharedmem
+        if self.dynamic and launcher.shared_length != self._shared:
+            self._set_shared(launcher.shared_length)
+        ctx = self.ctx
+        kernel = self.kernel
+        geoms = {}
+        host_arrays = None
+        for argi, i in self.array_args:
+            geom = _geometry(ctx, args[argi], argi, kernel)
+            if geom.host_copy is not None or geom.sync:
+                host_arrays = host_arrays or []
+                host_arrays.append(geom)
+            if self._bufs[i] is not geom.buffer or self._offs[i] != geom.bind_offset:
+                self._bind(i, geom.buffer, geom.bind_offset)
+            geoms[argi] = geom
+        try:
+            self.packer(args, geoms, self.view, sharedmem)
+        except (struct.error, OverflowError, TypeError) as e:
+            self._pack_error(e)
+        if griddim != self._griddim or blockdim != self._blockdim:
+            self._set_grid(griddim, blockdim)
+        return queue.submit(self.dplan, self.arg_size), host_arrays
+
+    def _bind(self, i, buffer, offset):
+        self.dplan.set_buffer(i, buffer, offset)
+        self._bufs[i] = buffer
+        self._offs[i] = offset
+
+    def _set_shared(self, length):
+        self.dplan.set_threadgroup_memory([length])
+        self._shared = length
+
+    def _set_grid(self, griddim, blockdim):
+        self.dplan.set_grid(griddim, blockdim)
+        self._griddim = griddim
+        self._blockdim = blockdim
+
+    def _pack_error(self, e):
+        kernel = self.kernel
+        raise KernelLaunchError(f"kernel {kernel.name}(): an argument does not fit its type "
+                                f"({', '.join(map(str, kernel.argtypes))}): {e}") from None
 
     def _check_error_record(self):
         words = np.frombuffer(self.error_buffer.memory(), dtype=np.uint32, count=12)
@@ -459,7 +638,8 @@ class _PreparedLaunch:
             index -= 1 << 64
         extent = record[10] | (record[11] << 32)
         line = record[3]
-        filename = self.kernel.typed.func_ir.loc.filename if self.kernel.typed else "?"
+        code = getattr(self.kernel.dispatcher.py_func, "__code__", None)
+        filename = code.co_filename if code is not None else "?"
         raise KernelBoundsError(
             f"index {index} is out of bounds for axis {record[2]} with size {extent} in array "
             f"'{array}' of kernel {self.kernel.name}(), thread ({record[4]}, {record[5]}, {record[6]})",
@@ -496,11 +676,19 @@ def _element_geometry(offset, shape, strides, itemsize):
     return offset + low, tuple(estrides), (-low) // itemsize
 
 
+def _device_geometry(value: DeviceNDArray):
+    """A device array's (bind offset, element strides, origin), computed once (its geometry is fixed)."""
+    geom = value._geom
+    if geom is None:
+        geom = value._geom = _element_geometry(value._offset, value.shape, value.strides, value.itemsize)
+    return geom
+
+
 def _geometry(ctx, value, argi, kernel) -> _Geometry:
-    from .arrays import DeviceNDArray, check_same_device
+    from .arrays import check_same_device
     if isinstance(value, DeviceNDArray):
         check_same_device(ctx, value, f"argument {argi} of {kernel.name}()")
-        bind, estrides, origin = _element_geometry(value._offset, value.shape, value.strides, value.itemsize)
+        bind, estrides, origin = _device_geometry(value)
         return _Geometry(value._buffer, bind, value.shape, estrides, origin)
     if isinstance(value, np.ndarray):
         return _host_array_geometry(ctx, value, argi, kernel)
@@ -535,31 +723,82 @@ def _host_array_geometry(ctx, value: np.ndarray, argi, kernel) -> _Geometry:
     if value.flags.writeable:
         def host_copy(dev=dev, value=value):
             np.copyto(value, dev._host_view())
-    bind, estrides, origin = _element_geometry(dev._offset, dev.shape, dev.strides, itemsize)
+    bind, estrides, origin = _device_geometry(dev)
     return _Geometry(dev._buffer, bind, dev.shape, estrides, origin, host_copy=host_copy, sync=True)
 
 
-def _make_packer(plan):
-    """A function packing the arguments into the argument block with one ``struct.pack_into``."""
-    if not plan.fields:
-        return lambda args, geoms, view: None
-    s = struct.Struct(plan.arg_format)
+def _field_exprs(plan, shape, stride, origin) -> list[str]:
+    """Python expressions of the argument block's fields, in order (``shape``, ``stride`` and ``origin``
+    format an array argument's parts from its argument index and axis)."""
     exprs = []
     for f in plan.fields:
         kind = f.what[0]
         if kind == "shape":
-            exprs.append(f"geoms[{f.arg}].shape[{f.what[1]}]")
+            exprs.append(shape.format(arg=f.arg, k=f.what[1]))
         elif kind == "stride":
-            exprs.append(f"geoms[{f.arg}].estrides[{f.what[1]}]")
+            exprs.append(stride.format(arg=f.arg, k=f.what[1]))
         elif kind == "origin":
-            exprs.append(f"geoms[{f.arg}].origin")
+            exprs.append(origin.format(arg=f.arg))
         elif kind == "dynshared":
             exprs.append("sharedmem")
         elif kind == "value":
             exprs.append(f"args[{f.arg}]")
         else:  # ("item", i, j, ...)
             exprs.append(f"args[{f.arg}]" + "".join(f"[{i}]" for i in f.what[1:]))
+    return exprs
+
+
+def _make_packer(plan):
+    """A function packing the arguments into the argument block with one ``struct.pack_into``
+    (array parts from ``geoms``: argument index -> _Geometry)."""
+    if not plan.fields:
+        return lambda args, geoms, view, sharedmem: None
+    s = struct.Struct(plan.arg_format)
+    exprs = _field_exprs(plan, "geoms[{arg}].shape[{k}]", "geoms[{arg}].estrides[{k}]", "geoms[{arg}].origin")
     src = f"def pack(args, geoms, view, sharedmem):\n    _pack(view, 0, {', '.join(exprs)})\n"
     namespace = {"_pack": s.pack_into}
     exec(compile(src, f"<numba_metal packer {plan.entry_name}>", "exec"), namespace)
     return namespace["pack"]
+
+
+def _make_fast_launch(plan):
+    """The launch function of a plan for its common case: every array argument a device array of the
+    launch's device. Returns the work id, or None (before changing anything) when an argument is
+    something else, for ``_PreparedLaunch._launch_general`` to handle. Called with the launch lock held.
+    """
+    arrays = [(a.arg, i) for i, a in enumerate(plan.arrays)]
+    lines = ["def fast(P, args, L, queue):"]
+    if arrays:
+        lines.append("    ctx = P.ctx")
+        for arg, _ in arrays:
+            lines.append(f"    a{arg} = args[{arg}]")
+            lines.append(f"    if type(a{arg}) is not _DeviceNDArray or a{arg}._ctx is not ctx:")
+            lines.append("        return None")
+        for arg, _ in arrays:
+            lines.append(f"    g{arg} = a{arg}._geom or _device_geometry(a{arg})")
+        lines.append("    bufs = P._bufs")
+        lines.append("    offs = P._offs")
+        for arg, i in arrays:
+            lines.append(f"    if bufs[{i}] is not a{arg}._buffer or offs[{i}] != g{arg}[0]:")
+            lines.append(f"        P._bind({i}, a{arg}._buffer, g{arg}[0])")
+    namespace = {"_DeviceNDArray": DeviceNDArray, "_device_geometry": _device_geometry,
+                 "_StructError": struct.error}
+    if plan.dynamic_threadgroup_memory:
+        lines.append("    if L.shared_length != P._shared:")
+        lines.append("        P._set_shared(L.shared_length)")
+    if plan.fields:
+        exprs = _field_exprs(plan, "a{arg}.shape[{k}]", "g{arg}[1][{k}]", "g{arg}[2]")
+        exprs = [e.replace("sharedmem", "L.sharedmem") if e == "sharedmem" else e for e in exprs]
+        namespace["_pack"] = struct.Struct(plan.arg_format).pack_into
+        lines.append("    try:")
+        lines.append(f"        _pack(P.view, 0, {', '.join(exprs)})")
+        lines.append("    except (_StructError, OverflowError, TypeError) as e:")
+        lines.append("        P._pack_error(e)")
+    lines.append("    griddim = L.griddim")
+    lines.append("    blockdim = L.blockdim")
+    lines.append("    if griddim is not P._griddim or blockdim is not P._blockdim:")
+    lines.append("        if griddim != P._griddim or blockdim != P._blockdim:")
+    lines.append("            P._set_grid(griddim, blockdim)")
+    lines.append("    return queue.submit(P.dplan, P.arg_size)")
+    exec(compile("\n".join(lines) + "\n", f"<numba_metal launch {plan.entry_name}>", "exec"), namespace)
+    return namespace["fast"]

@@ -1,0 +1,660 @@
+"""The disk cache of compiled kernels (``@metal.jit(cache=True)``): never stale, safe to share between
+processes, and never a way to plant code.
+
+What an entry holds: what a new process needs to skip typing and MSL generation, i.e. the kernel's MSL
+source and its launch plan, plus the fingerprints of everything the compile read from outside the
+function's code (below). The device's own compiled form is cached by the runtime: the CPU device keeps
+hash-checked objects in ``<cache>/cpu-objects``; on Metal the OS shader cache answers for identical source.
+
+The key (SHA-256) covers: this format; the Python, NumPy, Numba and numba-metal versions and a digest of
+numba-metal's compiler sources (``compiler/*.py``, ``*.metal``, ``kernel_api/*.py``, ``metal.py``, this
+module and ``argtypes.py``), so any upgrade or edit of numba-metal starts afresh; the function's code
+object (bytecode, constants including nested code, names, line table, file and qualified name), its
+default values and the values of its closure cells; the canonical argument types; the options (``debug``,
+``fastmath``). The MSL is a pure function of these and the values below, whatever the device (the compiler
+never asks the device anything), so one entry serves every device; device-specific products are keyed by
+the device in the runtime's cache.
+
+Never stale: the compile also depends on values the code only names: the globals it loads, module
+attributes it reads (``cfg.N``), closure values, and device functions (with, recursively, everything they
+depend on). The entry records a fingerprint of each (numbers, strings, NumPy arrays by content, modules by
+name, device functions by code and dependencies...); loading re-fingerprints them from the live function's
+globals and closure and recompiles (overwriting the entry) on any difference. A kernel depending on a value
+that has no reliable fingerprint (an arbitrary object) is simply not cached; the reason is logged at debug
+level on the ``numba_metal.cache`` logger.
+
+Safety: entries are written to a temporary file and renamed (concurrent writers are safe; readers see a
+whole old or new entry); an entry is ``NMKC1 <sha256 of payload>\\n`` + a JSON payload (never pickle:
+loading must not execute anything), and one that is truncated, corrupt, unparsable or for another key is
+ignored and rebuilt. The directory is ``<cache>/kernels`` where ``<cache>`` is ``NUMBA_METAL_CACHE_DIR``,
+else ``$NUMBA_CACHE_DIR/numba-metal``, else ``$XDG_CACHE_HOME/numba-metal``, else ``~/.cache/numba-metal``
+(the runtime's rule); directories are created 0700 and one not owned by the user or writable by group or
+others is refused, as are entries that are not regular files owned by the user (the MSL of an entry is
+compiled and run, so only the user may write entries).
+"""
+
+from __future__ import annotations
+
+import dis
+import enum
+import hashlib
+import importlib.util
+import json
+import os
+import stat
+import sys
+import tempfile
+import threading
+import types as pytypes
+
+import numpy as np
+
+
+
+class _Log:
+    """Debug messages to ``logging.getLogger("numba_metal.cache")``. Without the logging module imported
+    nobody can have asked for debug messages, and importing it is a measurable part of a warm start."""
+
+    def debug(self, *args):
+        logging = sys.modules.get("logging")
+        if logging is None:
+            return
+        logger = logging.getLogger("numba_metal.cache")
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(*args)
+
+
+_log = _Log()
+
+FORMAT = 1
+_MAGIC = b"NMKC1 "
+_HEADER = len(_MAGIC) + 64 + 1
+
+
+class Unfingerprintable(Exception):
+    """A value whose fingerprint could not change when it changes (such kernels are not cached)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Location
+# ---------------------------------------------------------------------------------------------
+
+_dirs: dict = {}
+_dirs_lock = threading.Lock()
+
+
+def cache_root() -> str | None:
+    """``<cache>``, by the runtime's rule (see the module docstring), or None without a home."""
+    env = os.environ
+    if env.get("NUMBA_METAL_CACHE_DIR"):
+        return env["NUMBA_METAL_CACHE_DIR"]
+    if env.get("NUMBA_CACHE_DIR"):
+        return os.path.join(env["NUMBA_CACHE_DIR"], "numba-metal")
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "numba-metal")
+    home = env.get("HOME") or os.path.expanduser("~")
+    if not home or home == "~":
+        return None
+    return os.path.join(home, ".cache", "numba-metal")
+
+
+def _private(path: str) -> bool:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022)
+
+
+def _makedirs(path: str) -> None:
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _makedirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+
+
+def kernels_dir() -> str | None:
+    """``<cache>/kernels``, created private; None (nothing is cached) if it is missing or not safe."""
+    root = cache_root()
+    if root is None:
+        return None
+    found = _dirs.get(root)
+    if found is not None:
+        return found or None
+    with _dirs_lock:
+        path = os.path.join(root, "kernels")
+        try:
+            _makedirs(root)
+            ok = _private(root)
+            if ok:
+                _makedirs(path)
+                ok = _private(path)
+        except OSError as e:
+            _log.debug("kernel cache disabled: cannot create %s: %s", path, e)
+            ok = False
+        else:
+            if not ok:
+                _log.debug("kernel cache disabled: %s or %s is not a directory owned by this user and "
+                           "private to it", root, path)
+        _dirs[root] = path if ok else ""
+        return path if ok else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Fingerprints
+# ---------------------------------------------------------------------------------------------
+
+#: Packages whose functions and classes are identified by name: their versions are in the key.
+_LIBRARIES = frozenset(["builtins", "math", "cmath", "operator", "numpy", "numba", "numba_metal"])
+
+
+def _library(module_name) -> bool:
+    return isinstance(module_name, str) and module_name.split(".", 1)[0] in _LIBRARIES
+
+
+def fingerprint(value) -> str:
+    """A text that changes whenever ``value`` changes in a way a compile could see.
+
+    Device functions get a shallow fingerprint here (name and code); their dependencies are checked by
+    the entry's dependency records. Raises Unfingerprintable for anything else.
+    """
+    t = type(value)
+    if value is None or value is Ellipsis or t in (bool, int, float, complex, str, bytes):
+        return f"{t.__name__}:{value!r}"
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise Unfingerprintable("an array of Python objects")
+        data = np.ascontiguousarray(value)
+        return (f"ndarray:{value.dtype.str}:{value.shape}:"
+                f"{hashlib.sha256(data.view(np.uint8).reshape(-1) if data.size else b'').hexdigest()}")
+    if isinstance(value, np.generic):
+        if value.dtype.hasobject:
+            raise Unfingerprintable("a NumPy object scalar")
+        return f"npscalar:{value.dtype.str}:{value.tobytes().hex()}"
+    if t is tuple or t is list:
+        return t.__name__ + "(" + ",".join(fingerprint(v) for v in value) + ")"
+    if t is frozenset or t is set:
+        return t.__name__ + "(" + ",".join(sorted(fingerprint(v) for v in value)) + ")"
+    if isinstance(value, pytypes.ModuleType):
+        return f"module:{value.__name__}"
+    from numba_metal.compiler.devicefn import DeviceFunctionBase
+    if isinstance(value, DeviceFunctionBase):
+        return f"devfn:{_qualname(value.py_func)}:{function_digest(value.py_func)}"
+    if isinstance(value, enum.Enum):
+        cls = type(value)
+        return f"enum:{cls.__module__}.{cls.__qualname__}.{value.name}={fingerprint(value.value)}"
+    if isinstance(value, type):
+        if _library(value.__module__):
+            return f"class:{value.__module__}.{value.__qualname__}"
+        raise Unfingerprintable(f"the class {value.__module__}.{value.__qualname__}")
+    if isinstance(value, (pytypes.BuiltinFunctionType, pytypes.FunctionType)):
+        owner = getattr(value, "__self__", None)
+        module = getattr(value, "__module__", None)
+        if module is None and isinstance(owner, pytypes.ModuleType):
+            module = owner.__name__
+        if (owner is None or isinstance(owner, pytypes.ModuleType)) and _library(module):
+            return f"function:{module}.{value.__qualname__}"
+        raise Unfingerprintable(f"the function {module}.{getattr(value, '__qualname__', '?')}")
+    if isinstance(value, np.ufunc):
+        return f"ufunc:{value.__name__}"
+    cls_module = t.__module__
+    if cls_module.startswith("numba.core.types") or cls_module.startswith("numba_metal.kernel_api") \
+            or cls_module.startswith("numba_metal.compiler"):
+        # Numba types (``numba.float32``) and kernel-API objects (``metal.threadIdx``): their meaning is
+        # numba-metal's and Numba's code, whose versions are in the key; name them.
+        name = getattr(value, "name", None) or getattr(value, "_path", None) or getattr(value, "__name__", None)
+        if isinstance(name, str):
+            return f"object:{cls_module}.{t.__qualname__}:{name}"
+    raise Unfingerprintable(f"a {cls_module}.{t.__qualname__} object")
+
+
+def _qualname(fn) -> str:
+    return f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+
+
+_CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_flags", "co_names",
+                "co_varnames", "co_freevars", "co_cellvars", "co_filename", "co_name", "co_qualname",
+                "co_firstlineno")
+_CODE_BYTES = ("co_code", "co_linetable", "co_exceptiontable")
+
+
+def _code_digest(code, h) -> None:
+    for name in _CODE_FIELDS:
+        if hasattr(code, name):
+            h.update(f"{name}={getattr(code, name)!r};".encode())
+    for name in _CODE_BYTES:
+        data = getattr(code, name, None)
+        if isinstance(data, bytes):
+            h.update(name.encode() + b"=" + len(data).to_bytes(8, "little") + data)
+    for const in code.co_consts:
+        if isinstance(const, pytypes.CodeType):
+            h.update(b"code{")
+            _code_digest(const, h)
+            h.update(b"}")
+        else:
+            h.update(fingerprint(const).encode() + b";")
+
+
+def function_digest(fn) -> str:
+    """SHA-256 of a function's code object (recursively), defaults and closure values (shallow)."""
+    h = hashlib.sha256()
+    _code_digest(fn.__code__, h)
+    h.update(f"defaults={fingerprint(fn.__defaults__)};".encode())
+    h.update(f"kwdefaults={fingerprint(sorted((fn.__kwdefaults__ or {}).items()))};".encode())
+    for cell in fn.__closure__ or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            h.update(b"cell:empty;")
+        else:
+            h.update(f"cell:{fingerprint(contents)};".encode())
+    return h.hexdigest()
+
+
+# -- the versions and sources the key covers ----------------------------------------------------
+
+_environment: str | None = None
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _compiler_sources() -> list[str]:
+    pkg = _package_dir()
+    paths = []
+    for sub, exts in (("compiler", (".py", ".metal")), ("kernel_api", (".py",))):
+        d = os.path.join(pkg, sub)
+        paths.extend(os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(exts))
+    paths += [os.path.join(pkg, "metal.py"), os.path.join(pkg, "host", "cache.py"),
+              os.path.join(pkg, "host", "argtypes.py")]
+    return paths
+
+
+def _numba_version() -> str:
+    # Without importing Numba (a process whose kernels all come from the cache never does).
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.submodule_search_locations:
+        return "numba:missing"
+    path = os.path.join(list(spec.submodule_search_locations)[0], "_version.py")
+    try:
+        with open(path, "rb") as f:
+            return "numba:" + hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        from importlib import metadata
+        return "numba:" + metadata.version("numba")
+
+
+def environment_digest() -> str:
+    """Digest of the Python, NumPy, Numba and numba-metal versions and of the compiler's sources."""
+    global _environment
+    if _environment is None:
+        import numba_metal
+        h = hashlib.sha256()
+        h.update(f"format={FORMAT};python={sys.version};{sys.implementation.cache_tag};"
+                 f"numpy={np.__version__};{_numba_version()};numba_metal={numba_metal.__version__};".encode())
+        pkg = _package_dir()
+        for path in _compiler_sources():
+            with open(path, "rb") as f:
+                data = f.read()
+            h.update(os.path.relpath(path, pkg).encode() + b"\0" + hashlib.sha256(data).digest())
+        _environment = h.hexdigest()
+    return _environment
+
+
+def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool) -> str:
+    """The key of a kernel's entry (raises Unfingerprintable when it cannot have one)."""
+    text = json.dumps([environment_digest(), _qualname(pyfunc), function_digest(pyfunc), list(argtypes),
+                       bool(debug), bool(fastmath)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Dependencies: values the compile read through names
+# ---------------------------------------------------------------------------------------------
+
+_GLOBAL_OPS = frozenset(["LOAD_GLOBAL", "LOAD_NAME"])
+_DEREF_OPS = frozenset(["LOAD_DEREF", "LOAD_CLASSDEREF"])
+
+
+def _code_names(code, globals_: set, freevars: set, top_freevars) -> None:
+    for ins in dis.get_instructions(code):
+        if ins.opname in _GLOBAL_OPS:
+            globals_.add(ins.argval)
+        elif ins.opname in _DEREF_OPS and ins.argval in top_freevars:
+            freevars.add(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, pytypes.CodeType):
+            _code_names(const, globals_, freevars, top_freevars)
+
+
+_MISSING = "missing"
+
+
+def _lookup_global(fn, name):
+    g = fn.__globals__
+    if name in g:
+        return g[name]
+    builtins = g.get("__builtins__", __builtins__)
+    if isinstance(builtins, pytypes.ModuleType):
+        builtins = builtins.__dict__
+    if name in builtins:
+        return builtins[name]
+    return _MISSING
+
+
+def _lookup_freevar(fn, name):
+    try:
+        return fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
+    except (ValueError, IndexError, TypeError):
+        return _MISSING
+
+
+def _lookup_module_attr(module_name: str, attr: str):
+    # Only modules already imported: validating never imports (and never runs) anything.
+    module = sys.modules.get(module_name)
+    if module is None:
+        parts = module_name.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            module = sys.modules.get(".".join(parts[:i]))
+            if module is not None:
+                for p in parts[i:]:
+                    module = getattr(module, p, None)
+                break
+    if not isinstance(module, pytypes.ModuleType) or module.__name__ != module_name:
+        return _MISSING
+    return getattr(module, attr, _MISSING)
+
+
+def _value_record(value, seen: dict):
+    from numba_metal.compiler.devicefn import DeviceFunctionBase
+    if value is _MISSING:
+        return _MISSING
+    if isinstance(value, DeviceFunctionBase):
+        record = {"devfn": _qualname(value.py_func), "code": function_digest(value.py_func)}
+        if id(value) in seen:  # already recorded (or being recorded) elsewhere in this tree
+            record["deps"] = None
+        else:
+            seen[id(value)] = value
+            record["deps"] = _dependencies(value.py_func, list(value._typed.values()), seen)
+        return record
+    return fingerprint(value)
+
+
+def _dependencies(fn, typed_functions, seen: dict) -> list:
+    globals_, freevars = set(), set()
+    _code_names(fn.__code__, globals_, freevars, fn.__code__.co_freevars)
+    deps = []
+    for name in sorted(globals_):
+        deps.append(["g", name, _value_record(_lookup_global(fn, name), seen)])
+    for name in sorted(freevars):
+        deps.append(["f", name, _value_record(_lookup_freevar(fn, name), seen)])
+    attrs = set()
+    for tf in typed_functions:
+        attrs |= _module_attributes(tf)
+    for module_name, attr in sorted(attrs):
+        deps.append(["m", module_name, attr, _value_record(_lookup_module_attr(module_name, attr), seen)])
+    return deps
+
+
+def _module_attributes(tf) -> set:
+    """(module name, attribute) of every ``module.attr`` the typed function reads, except numba-metal's
+    own modules (their contents are numba-metal's source, which the key covers)."""
+    from numba.core import ir, types
+    out = set()
+    for block in tf.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "getattr":
+                base = tf.typemap.get(stmt.value.value.name)
+                if isinstance(base, types.Module):
+                    name = base.pymod.__name__
+                    if name.split(".", 1)[0] != "numba_metal":
+                        out.add((name, stmt.value.attr))
+    return out
+
+
+def record_dependencies(pyfunc, typed) -> list:
+    """The dependency records of a kernel compiled from ``typed`` (raises Unfingerprintable)."""
+    return _dependencies(pyfunc, [typed] if typed is not None else [], {})
+
+
+def dependencies_match(pyfunc, deps) -> bool:
+    """True if every recorded dependency still has its recorded fingerprint."""
+    try:
+        return _match(pyfunc, deps)
+    except Unfingerprintable:
+        return False
+
+
+def _match(fn, deps) -> bool:
+    if not isinstance(deps, list):
+        return False
+    for dep in deps:
+        kind = dep[0]
+        if kind == "g":
+            value = _lookup_global(fn, dep[1])
+        elif kind == "f":
+            value = _lookup_freevar(fn, dep[1])
+        elif kind == "m":
+            value = _lookup_module_attr(dep[1], dep[2])
+        else:
+            return False
+        if not _value_matches(value, dep[-1]):
+            _log.debug("kernel cache: %s of %s changed", "/".join(map(str, dep[:-1])), _qualname(fn))
+            return False
+    return True
+
+
+def _value_matches(value, record) -> bool:
+    if record == _MISSING:
+        return value is _MISSING
+    if value is _MISSING:
+        return False
+    if isinstance(record, dict):
+        from numba_metal.compiler.devicefn import DeviceFunctionBase
+        if not isinstance(value, DeviceFunctionBase):
+            return False
+        if record.get("code") != function_digest(value.py_func):
+            return False
+        return record.get("deps") is None or _match(value.py_func, record["deps"])
+    return fingerprint(value) == record
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries
+# ---------------------------------------------------------------------------------------------
+
+
+def _entry_path(directory: str, pyfunc, key: str) -> str:
+    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in getattr(pyfunc, "__qualname__", "kernel"))
+    return os.path.join(directory, f"{name[:60]}-{key}.nmk")
+
+
+def _read_private_file(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            _log.debug("kernel cache: ignoring %s (not a private file of this user)", path)
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _decode(data: bytes | None, key: str):
+    if data is None or len(data) < _HEADER or not data.startswith(_MAGIC) or data[_HEADER - 1:_HEADER] != b"\n":
+        return None
+    payload = data[_HEADER:]
+    if hashlib.sha256(payload).hexdigest().encode() != data[len(_MAGIC):_HEADER - 1]:
+        return None
+    try:
+        entry = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key or entry.get("format") != FORMAT:
+        return None
+    return entry
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".nmk", dir=directory)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# -- the launch plan as JSON ---------------------------------------------------------------------
+
+
+def _plan_to_json(value):
+    import dataclasses
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"$dc": type(value).__name__,
+                "fields": {f.name: _plan_to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, tuple):
+        return {"$tuple": [_plan_to_json(v) for v in value]}
+    if isinstance(value, list):
+        return [_plan_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {"$dict": [[_plan_to_json(k), _plan_to_json(v)] for k, v in value.items()]}
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    raise Unfingerprintable(f"a launch plan holding a {type(value).__name__}")
+
+
+def _plan_from_json(value):
+    from numba_metal.compiler import plan as plan_module
+    if isinstance(value, list):
+        return [_plan_from_json(v) for v in value]
+    if isinstance(value, dict):
+        if "$tuple" in value:
+            return tuple(_plan_from_json(v) for v in value["$tuple"])
+        if "$dict" in value:
+            return {_plan_from_json(k): _plan_from_json(v) for k, v in value["$dict"]}
+        cls = getattr(plan_module, value["$dc"])
+        import dataclasses
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == plan_module.__name__):
+            raise ValueError(f"not a launch-plan class: {value['$dc']}")
+        return cls(**{k: _plan_from_json(v) for k, v in value["fields"].items()})
+    return value
+
+
+# -- the API the compiler driver and the host use --------------------------------------------------
+
+
+class CacheHit:
+    """What a hit gives: the kernel's MSL and launch plan (typed IR is re-created only if asked for)."""
+
+    __slots__ = ("source", "plan", "typed", "from_cache")
+
+    def __init__(self, source, plan):
+        self.source = source
+        self.plan = plan
+        self.typed = None
+        self.from_cache = True
+
+
+def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
+    """The cached compile of ``pyfunc`` for canonical ``argtypes``, or None (a miss, stale or bad entry)."""
+    directory = kernels_dir()
+    if directory is None:
+        return None
+    try:
+        key = entry_key(pyfunc, argtypes, debug, fastmath)
+    except Unfingerprintable as e:
+        _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
+        return None
+    path = _entry_path(directory, pyfunc, key)
+    entry = _decode(_read_private_file(path), key)
+    if entry is None:
+        return None
+    if not dependencies_match(pyfunc, entry.get("deps")):
+        return None
+    try:
+        plan = _plan_from_json(entry["plan"])
+        source = entry["msl"]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if not isinstance(source, str):
+        return None
+    _log.debug("kernel cache: hit %s", path)
+    return CacheHit(source, plan)
+
+
+def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, source: str, plan, typed) -> bool:
+    """Write the entry for a compile; False (and nothing written) if it cannot be cached safely."""
+    directory = kernels_dir()
+    if directory is None:
+        return False
+    try:
+        key = entry_key(pyfunc, argtypes, debug, fastmath)
+        deps = record_dependencies(pyfunc, typed)
+        entry = {"format": FORMAT, "key": key, "kernel": _qualname(pyfunc), "argtypes": list(argtypes),
+                 "msl": source, "plan": _plan_to_json(plan), "deps": deps}
+    except Unfingerprintable as e:
+        _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
+        return False
+    payload = json.dumps(entry, separators=(",", ":")).encode("utf-8")
+    data = _MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    try:
+        _write_atomically(_entry_path(directory, pyfunc, key), data)
+    except OSError as e:
+        _log.debug("kernel cache: could not write an entry for %s: %s", _qualname(pyfunc), e)
+        return False
+    return True
+
+
+def cached_compile(pyfunc, argtypes, debug=False, fastmath=False):
+    """``compile_kernel`` through the disk cache: a valid entry, else a compile that is then stored."""
+    from numba_metal.compiler.codegen import lower_kernel
+    from numba_metal.compiler.driver import CompiledKernel
+    from numba_metal.compiler.frontend import infer_types
+
+    from .argtypes import NotCanonical, canonical_numba
+    try:
+        canon = [canonical_numba(t) for t in argtypes]
+    except NotCanonical as e:
+        _log.debug("kernel cache: %s is not cached: argument type %s", _qualname(pyfunc), e)
+        canon = None
+    if canon is not None:
+        hit = load(pyfunc, canon, debug, fastmath)
+        if hit is not None:
+            result = CompiledKernel(hit.source, hit.plan, None)
+            result.from_cache = True
+            return result
+    tf = infer_types(pyfunc, argtypes)
+    source, plan = lower_kernel(tf, debug=debug, fastmath=fastmath)
+    if canon is not None:
+        store(pyfunc, canon, debug, fastmath, source, plan, tf)
+    result = CompiledKernel(source, plan, tf)
+    result.from_cache = False
+    return result
+
+
+__all__ = ["cached_compile", "load", "store", "kernels_dir", "cache_root", "entry_key", "fingerprint",
+           "function_digest", "dependencies_match", "record_dependencies", "Unfingerprintable"]
