@@ -46,8 +46,8 @@ class Workload:
     bytes: float | None = None
 
 
-def run_script(path: str, argv: list[str] | None = None) -> dict:
-    """Execute ``path`` as the advisor runs it and return its globals."""
+def run_script(path: str, argv: list[str] | None = None, run_name: str = RUN_NAME) -> dict:
+    """Execute ``path`` (as module ``run_name``) with ``sys.argv = [path, *argv]``; return its globals."""
     if not os.path.isfile(path):
         raise ProtocolError(f"{path}: no such file")
     script_dir = os.path.dirname(os.path.abspath(path))
@@ -55,7 +55,7 @@ def run_script(path: str, argv: list[str] | None = None) -> dict:
     sys.argv = [path] + list(argv or [])
     sys.path.insert(0, script_dir)
     try:
-        return runpy.run_path(path, run_name=RUN_NAME)
+        return runpy.run_path(path, run_name=run_name)
     finally:
         sys.argv = old_argv
         try:
