@@ -54,6 +54,7 @@ def test_disk_cache_serves_a_new_process_and_rebuilds_corrupt_entries(tmp_path):
     assert (os.stat(tmp_path).st_mode & 0o777) == 0o700
     entries = list(objects.glob("*.nmo"))
     assert len(entries) == 1
+    assert len(list(objects.glob("*.pch"))) == 1  # the precompiled shim, cached like objects
 
     second = run_child(tmp_path, "int(i) * 3")
     assert second["from_cache"] and second["stats"]["pipelines_compiled"] == 0

@@ -53,6 +53,8 @@ final class KernelCompiler {
     private var cacheDir: String?? = nil
     /// This process's private 0700 temporary directory.
     private var privateDir: String? = nil
+    /// Verified private copies of precompiled shim headers, by flag set.
+    private var headers: [String: String] = [:]
 
     /// Flags for every kernel: Metal's rules as far as clang can impose them (see docs/limitations.md).
     static let baseFlags: [String] = [
@@ -159,8 +161,17 @@ final class KernelCompiler {
             throw RuntimeError.internal("could not write \(dir)/kernel.cpp (errno \(errno))")
         }
         let argv = [clang] + flags + ["-isystem", shimDir, "-o", "\(dir)/kernel.so", "\(dir)/kernel.cpp", "-lm"]
-        let rc = runProcess(argv, log: "\(dir)/clang.log")
-        let log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self).replacingAll("\(dir)/", with: "")
+        var rc: Int32 = -1
+        var log = ""
+        if let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags) {
+            rc = runProcess(argv + ["-include-pch", pch, "-Xclang", "-fno-validate-pch"], log: "\(dir)/clang.log")
+            log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self)
+        }
+        if rc != 0 && (rc < 0 || log.isEmpty || log.contains("precompiled header") || log.contains(".pch")) {
+            rc = runProcess(argv, log: "\(dir)/clang.log")  // without the precompiled header
+            log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self)
+        }
+        log = log.replacingAll("\(dir)/", with: "")
         if rc < 0 {
             throw RuntimeError.unavailable("could not run \(clang) (errno \(-rc)); set NUMBA_METAL_CLANG to a working clang++")
         }
@@ -186,6 +197,45 @@ final class KernelCompiler {
         entry.pointee.uses_fibers = analysis.usesFibers ? 1 : 0
         copy(name, intoTuple: &entry.pointee.name)
         return LoadedKernel(name: name, entry: entry, analysis: analysis)
+    }
+
+    // MARK: precompiled shim
+
+    /// A precompiled `metal_stdlib` for these flags (halves the compile time: parsing the shim dominates),
+    /// or nil to compile without one. Cached on disk like objects (content-addressed, SHA-256 checked) and
+    /// used from a private copy, so the file clang reads is the one that was checked.
+    private func precompiledShim(clang: String, shimDir: String, flags: [String]) -> String? {
+        if environment("NUMBA_METAL_NO_PCH") != nil { return nil }
+        guard let (identity, digest, privateBase, cache) = try? lock.locked({ () -> (String, String, String, String?) in
+            (try toolchainLocked().1, try shimLocked().1, try privateDirectoryLocked(), cacheDirectoryLocked())
+        }) else { return nil }
+        let key = hex(sha256(Array("numba-metal pch v1\u{0}\(identity)\u{0}\(digest)\u{0}\(shimDir)\u{0}\(flags.joined(separator: " "))".utf8)))
+        if let known = lock.locked({ headers[key] }) { return known }
+        let path = "\(privateBase)/shim-\(key).pch"
+        var bytes: [UInt8]? = nil
+        if let cache, let cached = readCacheEntry(dir: cache, key: key, suffix: "pch") { bytes = cached }
+        if bytes == nil {
+            // -x c++ and -shared do not apply to a header; the rest must match the compiles exactly.
+            var headerFlags: [String] = []
+            var skip = false
+            for f in flags {
+                if skip { skip = false; continue }
+                if f == "-x" { skip = true; continue }
+                if f == "-shared" { continue }
+                headerFlags.append(f)
+            }
+            let out = "\(privateBase)/shim-\(key).building"
+            let rc = runProcess([clang] + headerFlags + ["-isystem", shimDir, "-x", "c++-header", "\(shimDir)/metal_stdlib", "-o", out],
+                                log: out + ".log")
+            unlink(out + ".log")
+            defer { unlink(out) }
+            guard rc == 0, let built = readFile(out) else { return nil }
+            bytes = built
+            if let cache { writeCacheEntry(dir: cache, key: key, object: built, suffix: "pch") }
+        }
+        guard let b = bytes, writeFile(path, b) else { return nil }
+        lock.locked { headers[key] = path }
+        return path
     }
 
     // MARK: shim
@@ -258,8 +308,8 @@ final class KernelCompiler {
     // MARK: disk cache
 
     /// Entry format: "NMOBJ1 <sha256 of object>\n" followed by the object bytes.
-    private func readCacheEntry(dir: String, key: String) -> [UInt8]? {
-        guard let data = readFile("\(dir)/\(key).nmo") else { return nil }
+    private func readCacheEntry(dir: String, key: String, suffix: String = "nmo") -> [UInt8]? {
+        guard let data = readFile("\(dir)/\(key).\(suffix)") else { return nil }
         let header = 7 + 64 + 1
         guard data.count > header, Array(data[0..<7]) == Array("NMOBJ1 ".utf8), data[header - 1] == 10 else { return nil }
         let recorded = String(decoding: data[7..<(7 + 64)], as: UTF8.self)
@@ -269,10 +319,10 @@ final class KernelCompiler {
     }
 
     /// Writes an entry atomically (temporary file, then rename) so concurrent writers are safe.
-    private func writeCacheEntry(dir: String, key: String, object: [UInt8]) {
+    private func writeCacheEntry(dir: String, key: String, object: [UInt8], suffix: String = "nmo") {
         let tmp = "\(dir)/.\(key).\(getpid()).\(nm_clock_ns()).tmp"
         let entry = Array("NMOBJ1 \(hex(sha256(object)))\n".utf8) + object
-        if writeFile(tmp, entry) { if rename(tmp, "\(dir)/\(key).nmo") != 0 { unlink(tmp) } } else { unlink(tmp) }
+        if writeFile(tmp, entry) { if rename(tmp, "\(dir)/\(key).\(suffix)") != 0 { unlink(tmp) } } else { unlink(tmp) }
     }
 }
 
