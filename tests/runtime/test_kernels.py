@@ -221,3 +221,26 @@ def test_fast_math_compiles_separately_and_runs(device, queue):
     launch(queue, fast, [buf], (1, 1, 1), (64, 1, 1))
     queue.wait()
     np.testing.assert_allclose(from_buffer(buf, np.float32, 64), 2.0, rtol=1e-6)
+
+
+def test_two_level_reduction_with_simd_sum_and_barrier(device, queue):
+    src = HEADER + """
+    kernel void red2(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                     uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                     uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                     uint nsg [[simdgroups_per_threadgroup]], uint group [[threadgroup_position_in_grid]]) {
+        threadgroup float partial[32];
+        float s = simd_sum(x[gid]);
+        if (lane == 0) partial[sg] = s;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (sg != 0) return;
+        float v = lane < nsg ? partial[lane] : 0.0f;
+        float total = simd_sum(v);
+        if (tid == 0) out[group] = total;
+    }"""
+    groups, threads = 6, 1024
+    x = (np.arange(groups * threads) % 13).astype(np.float32)
+    xb, ob = to_buffer(device, x), device.new_buffer(4 * groups)
+    launch(queue, device.compile(src, "red2"), [xb, ob], (groups, 1, 1), (threads, 1, 1))
+    queue.wait()
+    np.testing.assert_array_equal(from_buffer(ob, np.float32, groups), x.reshape(groups, threads).sum(axis=1))
