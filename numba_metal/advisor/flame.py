@@ -37,14 +37,15 @@ class Node:
         return sorted(self.children.values(), key=lambda n: (-n.ns, n.name))
 
 
-def build(samples: list[dict]) -> Node:
+def build(run: dict) -> Node:
     root = Node("all")
-    for s in samples:
+    frames = run["frames"]
+    for s in run["samples"]:
         root.count += s["count"]
         root.ns += s["weight_ns"]
         node = root
-        for label in s["stack"]:
-            node = node.child(label)
+        for i in s["stack"]:
+            node = node.child(frames[i])
             node.count += s["count"]
             node.ns += s["weight_ns"]
     return root
@@ -58,7 +59,7 @@ def _name_cell(name: str, depth: int, width: int) -> str:
 
 
 def render(run: dict, view: View, min_percent: float, max_depth: int) -> None:
-    root = build(run["samples"])
+    root = build(run)
     if root.count == 0 or root.ns == 0:
         view.line("No samples (the run was shorter than the sampling interval).")
         return
@@ -97,7 +98,7 @@ _MARK_STYLE = {"[new]": "yellow", "[gone]": "green", "[=]": "dim", "[+]": "red",
 
 
 def render_diff(baseline: dict, metal: dict, view: View, min_percent: float, max_depth: int) -> None:
-    a, b = build(baseline["samples"]), build(metal["samples"])
+    a, b = build(baseline), build(metal)
     ta, tb = a.ns / 1e9, b.ns / 1e9
     change = f"{ta / tb:.2f}x less sampled time" if tb and ta >= tb else (
         f"{tb / ta:.2f}x more sampled time" if ta else "no baseline samples")

@@ -85,16 +85,17 @@ class _Recorder:
             self.pending.extend(keep)
 
 
-def _aggregate(samples) -> list[dict]:
+def _aggregate(samples, frames: list[str]) -> list[dict]:
     """Samples grouped by stack: how many, and the time they stand for (each sample weighs the time
-    since the previous one)."""
+    since the previous one). Stacks are lists of indices into ``frames``."""
     counts, weights = Counter(), Counter()
     prev = 0
     for t, stack in samples:
         counts[stack] += 1
         weights[stack] += max(0, t - prev)
         prev = t
-    return [{"stack": list(stack), "count": counts[stack], "weight_ns": int(weights[stack])}
+    index = {label: i for i, label in enumerate(frames)}
+    return [{"stack": [index[f] for f in stack], "count": counts[stack], "weight_ns": int(weights[stack])}
             for stack in sorted(counts)]
 
 
@@ -109,8 +110,10 @@ def _target_entry(body):
 
 
 def _innermost_user_frame(stack) -> str:
-    for label in reversed(stack):
-        if not label.endswith("]"):
+    """What the host was doing: the numba-metal call it was in (its outermost numba-metal frame),
+    else its innermost frame."""
+    for label in stack:
+        if label.endswith(("[numba-metal]", "[numba]")):
             return label
     return stack[-1] if stack else "?"
 
@@ -146,10 +149,12 @@ def _record_run(label, role, command, interval_ms, body) -> dict:
         pass
     recorder.resolve()
     samples = [(t - t0, stack) for t, stack in sampler.samples]
+    frames = sorted({label for _, stack in samples for label in stack} | {_innermost_user_frame(s) for _, s in samples})
+    index = {label: i for i, label in enumerate(frames)}
     return {"label": label, "role": role, "command": command, "exit_code": int(exit_code), "wall_ns": int(end - t0),
-            "interval_ms": float(interval_ms), "samples": _aggregate(samples),
+            "interval_ms": float(interval_ms), "frames": frames, "samples": _aggregate(samples, frames),
             "sample_times_ns": [int(t) for t, _ in samples],
-            "sample_top": [_innermost_user_frame(s) for _, s in samples],
+            "sample_top": [index[_innermost_user_frame(s)] for _, s in samples],
             "sample_where": [_where(s) for _, s in samples],
             "events": recorder.events, "device_timestamps": ""}
 

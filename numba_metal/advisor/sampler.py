@@ -3,7 +3,8 @@
 Each sample is the target thread's stack from ``sys._current_frames()``, outermost first, as frame
 labels ``qualname (file.py:firstline)``. Frames are tagged by where they live: ``[numba-metal]``,
 ``[numpy]``; a run of Numba/llvmlite compiler frames is folded into one ``numba compiler [numba]``
-frame. Frames below the advisor's entry point (the runner, runpy, pytest's plumbing) are cut.
+frame, and a run of importlib frames into ``import (importlib)``. Frames below the advisor's entry
+point (the runner, runpy, pytest's plumbing) are cut, and stacks keep their outermost 48 frames.
 Timestamps use ``numba_metal.profiling.now_ns()``, the clock of runtime events and device timestamps.
 A sample stands for the time since the previous one (the sampler thread can be held up while the
 target holds the GIL; the stack it then sees is the one that held it).
@@ -18,9 +19,12 @@ import threading
 _SEP = os.sep
 
 
+MAX_STACK_DEPTH = 48
+
+
 def _tag(filename: str) -> str | None:
     f = filename.replace("\\", "/")
-    if "/numba_metal/" in f and "/numba_metal/advisor/" not in f:
+    if ("/numba_metal/" in f and "/numba_metal/advisor/" not in f) or f.startswith("<numba_metal"):
         return "numba-metal"
     if "/numba/" in f or "/llvmlite/" in f:
         return "numba"
@@ -55,11 +59,16 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, name="numba-metal-advisor-sampler", daemon=True)
 
     def start(self) -> None:
+        # A thread waiting for the GIL gets it only after the switch interval (5 ms by default); a
+        # shorter one lets the sampler keep its interval while the target runs pure Python.
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch, self.interval_s / 5))
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+        sys.setswitchinterval(self._switch)
 
     def _loop(self) -> None:
         wait = self._stop.wait
@@ -87,10 +96,10 @@ class Sampler:
             if _hidden(code.co_filename):
                 continue
             tag = _tag(code.co_filename)
-            if tag == "numba":
-                if labels and labels[-1] == "numba compiler [numba]":
-                    continue
-                labels.append("numba compiler [numba]")
+            if tag == "numba" or code.co_filename.startswith("<frozen importlib"):
+                folded = "numba compiler [numba]" if tag == "numba" else "import (importlib)"
+                if not (labels and labels[-1] == folded):
+                    labels.append(folded)
                 continue
             labels.append(frame_label(code))
-        return tuple(labels)
+        return tuple(labels[:MAX_STACK_DEPTH])

@@ -184,9 +184,10 @@ _EVENT = _obj({"kind": {"type": "string", "enum": ["compile", "launch", "copy", 
 
 _RUN = _obj({"label": _STR, "role": {"type": "string", "enum": ["baseline", "metal"]},
              "command": _STR, "exit_code": _INT, "wall_ns": _INT, "interval_ms": _NUM,
-             "samples": _arr(_obj({"stack": _arr(_STR), "count": _INT, "weight_ns": _INT})),
+             "frames": _arr(_STR),
+             "samples": _arr(_obj({"stack": _arr(_INT), "count": _INT, "weight_ns": _INT})),
              "sample_times_ns": _arr(_INT),
-             "sample_top": _arr(_STR),
+             "sample_top": _arr(_INT),
              "sample_where": _arr({"type": "string", "enum": ["host", "numba-metal"]}),
              "events": _arr(_EVENT),
              "device_timestamps": _STR})

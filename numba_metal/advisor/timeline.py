@@ -47,7 +47,7 @@ def idle_gaps(run: dict, gap_ns: int) -> list[dict]:
     for (_, e0), (s1, _) in zip(busy, busy[1:]):
         if s1 - e0 >= gap_ns:
             gaps.append((e0, s1))
-    times, tops = run["sample_times_ns"], run["sample_top"]
+    times, tops = run["sample_times_ns"], [run["frames"][i] for i in run["sample_top"]]
     out = []
     for s, e in gaps:
         inside = Counter(top for t, top in zip(times, tops) if s <= t < e)
