@@ -482,6 +482,8 @@ class MetalUFunc:
                 out_arg = out_dev
             kernel = self._kernel(scalars, ndim, ins)
             kernel[(n + THREADS - 1) // THREADS, THREADS, stream](*operands, out_arg)
+        if out is not None and out_host is None:
+            return out
         return _finish(launch, out_dev, out_host, shape)
 
     def reduce(self, arr, stream=0):
