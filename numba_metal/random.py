@@ -136,5 +136,17 @@ def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
     return states
 
 
+_FLOAT64 = {"xoroshiro128p_uniform_float64": "xoroshiro128p_uniform_float32",
+            "xoroshiro128p_normal_float64": "xoroshiro128p_normal_float32"}
+
+
+def __getattr__(name):
+    if name in _FLOAT64:
+        from numba_metal.errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(f"numba_metal.random.{name}: Apple GPUs have no float64; use "
+                                      f"{_FLOAT64[name]} (the same stream, rounded to float32)")
+    raise AttributeError(f"module 'numba_metal.random' has no attribute {name!r}")
+
+
 __all__ = ["create_xoroshiro128p_states", "init_xoroshiro128p_states", "xoroshiro128p_next",
            "xoroshiro128p_jump", "xoroshiro128p_uniform_float32", "xoroshiro128p_normal_float32"]
