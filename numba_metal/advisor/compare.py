@@ -323,8 +323,8 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
     doc["per_call"] = per_call
     doc["compiles_after_warmup"] = per_call["compiles"]
     if per_call["compiles"]:
-        notes.append(f"metal() compiled {per_call['compiles']} time(s) on a call after warm-up: the workload "
-                     "compiles on every call (e.g. it creates a new @metal.jit function each time), so every "
+        notes.append(f"metal() triggered {per_call['compiles']} compile event(s) on a call after warm-up: the "
+                     "workload compiles on every call (e.g. it creates a new @metal.jit function each time), so every "
                      "timing below includes compile time. Create kernels once, outside the timed function.")
     if per_call["launches"] == 0:
         notes.append("metal() launched no numba-metal kernel on the instrumented call.")

@@ -95,3 +95,9 @@ class Model:
     def forward(self, x, out):
         for i in range(x.shape[0]):
             out[i] = math.tanh(x[i])
+
+
+@njit("void(float32[:], float32[:])")
+def uses_global(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * SCALE
