@@ -5,7 +5,7 @@ import numpy as np
 
 from numba_metal import metal
 
-N = 4096
+N = 16384
 
 
 @metal.jit
