@@ -33,12 +33,34 @@ if "metal" not in target_registry:
     target_registry["metal"] = MetalHardware
 class _NoDispatcher:
     """Numba's @intrinsic implementations ask the target's dispatcher for a lowering registry;
-    numba-metal lowers to MSL itself, so they are refused the same way as @overload ones."""
+    numba-metal lowers to MSL itself, so they are refused the same way as @overload ones.
+
+    @overload_method and @overload_attribute templates ask for that registry too, when a typing
+    context installs them (which happens when Numba's CPU target was set up first, e.g. by an
+    earlier @numba.njit call); they get a registry nobody reads, and are refused later, at typing,
+    by ``_overload_jit``."""
 
     @property
     def targetdescr(self):
+        import sys
+        if sys._getframe(1).f_locals.get("reason") != "intrinsic":
+            return _UNUSED_LOWERING
         raise numba_errors.UnsupportedError(
             "this function is implemented in Numba as an @intrinsic, which numba-metal kernels do not support")
+
+
+class _UnusedLowering:
+    """A target description whose lowering registry is never read (see ``_NoDispatcher``)."""
+
+    def __init__(self):
+        from types import SimpleNamespace
+
+        from numba.core.imputils import Registry
+        self.target_context = SimpleNamespace(refresh=lambda: None,
+                                              _registries={Registry("numba-metal (unused)"): None})
+
+
+_UNUSED_LOWERING = _UnusedLowering()
 
 
 if MetalHardware not in jit_registry:
