@@ -211,21 +211,16 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
         out = os.path.join(tmp, "run.json")
         cmd = [sys.executable, "-m", "numba_metal.advisor.profile", "--child", mode, target, out, role,
                str(interval_ms), str(repeats), "--", *args]
-        # The program's own output goes to stderr, keeping stdout for the report.
-        proc = subprocess.run(cmd, env=env, stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,
-                              stderr=None)
+        # The program's own output is passed on to stderr, keeping stdout for the report.
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace")
+        if proc.stdout:
+            sys.stderr.write(proc.stdout)
+            sys.stderr.flush()
         if not os.path.exists(out):
             raise ProtocolError(f"the profiled process ended (exit code {proc.returncode}) without a profile")
         with open(out, encoding="utf-8") as fh:
             return json.load(fh)
-
-
-def _has_fileno(stream) -> bool:
-    try:
-        stream.fileno()
-        return True
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 def run(script: str | None, pytest_path: str | None, script_args: list[str], interval_ms: float = 2.0,

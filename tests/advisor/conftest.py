@@ -37,6 +37,8 @@ def run_cli(capsys):
 @pytest.fixture
 def run_json(run_cli):
     def run(*args):
-        code, out, err = run_cli(*args, "--format", "json")
+        args = list(args)
+        i = args.index("--") if "--" in args else len(args)
+        code, out, err = run_cli(*args[:i], "--format", "json", *args[i:])
         return code, (json.loads(out) if out.strip() else None), err
     return run
