@@ -1,0 +1,95 @@
+"""The command line: entry points, documented flags, colour and width."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from numba_metal.advisor.cli import build_parser
+from numba_metal.advisor.schema import KINDS
+
+from advisor_paths import REPO, sample
+
+
+def parser_flags() -> set[str]:
+    flags = set()
+    parser = build_parser()
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if hasattr(action, "choices") and isinstance(action.choices, dict):
+            for sub in action.choices.values():
+                actions.extend(sub._actions)
+    for action in actions:
+        flags.update(s for s in action.option_strings if s.startswith("--") and s != "--help")
+    return flags
+
+
+def documented_flags() -> set[str]:
+    with open(os.path.join(REPO, "docs", "advisor.md"), encoding="utf-8") as fh:
+        return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", fh.read()))
+
+
+def test_every_documented_flag_exists_and_every_flag_is_documented():
+    assert documented_flags() == parser_flags()
+
+
+def test_python_dash_m_entry_point():
+    env = dict(os.environ, PYTHONPATH=REPO)
+    out = subprocess.run([sys.executable, "-m", "numba_metal", "advisor", "schema", "scan"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and json.loads(out.stdout)["$id"] == "numba-metal-advisor/scan"
+    out = subprocess.run([sys.executable, "-m", "numba_metal"], env=env, capture_output=True, text=True)
+    assert out.returncode == 2 and "advisor" in out.stdout
+
+
+def test_main_dispatch_and_help(capsys):
+    from numba_metal.__main__ import main
+    assert main(["--help"]) == 0 and "scan PATH" in capsys.readouterr().out
+    assert main(["frobnicate"]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["advisor", "scan", "--help"])
+    assert e.value.code == 0 and "--no-compile-check" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schema_command(run_cli, kind):
+    code, out, _ = run_cli("schema", kind)
+    schema = json.loads(out)
+    assert code == 0 and schema["$id"] == f"numba-metal-advisor/{kind}" and schema["type"] == "object"
+
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;)[0-9;]*m")
+
+
+def _scan_terminal(extra_env, *flags):
+    env = dict(os.environ, PYTHONPATH=REPO, FORCE_COLOR="1", **extra_env)
+    env.pop("NO_COLOR", None) if "NO_COLOR" not in extra_env else None
+    return subprocess.run([sys.executable, "-m", "numba_metal", "advisor", "scan", sample("scan_project"),
+                           "--no-compile-check", "--top", "2", *flags], env=env, capture_output=True,
+                          text=True).stdout
+
+
+def test_colour_only_when_allowed():
+    assert COLOUR.search(_scan_terminal({}))
+    assert not COLOUR.search(_scan_terminal({}, "--no-color"))
+    assert not COLOUR.search(_scan_terminal({"NO_COLOR": "1"}))
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_width_is_respected(run_cli, width):
+    code, out, _ = run_cli("scan", sample("scan_project"), "--no-compile-check", "--format", "text",
+                           "--width", width)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= width
+
+
+def test_width_out_of_range(run_cli):
+    with pytest.raises(SystemExit) as e:
+        run_cli("scan", sample("scan_project"), "--width", "10")
+    assert e.value.code == 2
+
+
+def test_arguments_after_dashes_only_for_profile(run_cli):
+    code, _, err = run_cli("scan", sample("scan_project"), "--", "x")
+    assert code == 2 and "only for `profile" in err
