@@ -8,6 +8,8 @@ threadgroup counter. ``threadfence()`` needs MSL 3.2 (macOS 15) for its device-s
 
 from __future__ import annotations
 
+import types as pytypes
+
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
@@ -100,5 +102,39 @@ def _lower_sync_reduce(lc, sig, args):
     return Value(f"int({call} > 0)", types.int32)
 
 
+# ---------------------------------------------------------------------------------------------
+# numba.cuda names Metal has no equivalent for: a compile error that says so and what to do instead
+# ---------------------------------------------------------------------------------------------
+
+_NO_EQUIVALENT = {}
+
+
+def _no_metal_equivalent(path: str, why: str) -> Stub:
+    stub = Stub(path, f"{path}: not available on Metal. {why}")
+    _NO_EQUIVALENT[stub] = why
+
+    class Template(AbstractTemplate):
+        key = stub
+
+        def generic(self, args, kws):
+            raise UnsupportedFeatureError(f"metal.{path}() has no Metal equivalent: {why}")
+
+    Template.__name__ = f"Metal_{path.replace('.', '_')}"
+    typing.register_global(stub, types.Function(Template))
+    return stub
+
+
+threadfence_system = _no_metal_equivalent(
+    "threadfence_system", "Metal has no system-scope (host-visible) memory fence inside a kernel; results "
+    "reach the host when the kernel completes (use metal.threadfence() for device scope)")
+nanosleep = _no_metal_equivalent(
+    "nanosleep", "Metal Shading Language has no way to suspend a thread for a time")
+cg = pytypes.ModuleType("numba_metal.metal.cg", "Cooperative groups: not available on Metal.")
+cg.this_grid = _no_metal_equivalent(
+    "cg.this_grid", "Metal has no grid-wide barrier (no cooperative launch); threadgroups of one dispatch "
+    "cannot wait for each other, so split the kernel into two launches at the grid sync")
+
+
 __all__ = ["syncthreads", "barrier", "syncthreads_count", "syncthreads_and", "syncthreads_or",
-           "threadfence", "threadfence_block", "simdgroup_barrier", "syncwarp"]
+           "threadfence", "threadfence_block", "simdgroup_barrier", "syncwarp", "threadfence_system",
+           "nanosleep", "cg"]

@@ -128,3 +128,16 @@ def test_threadfence_runs():
         raise
     np.testing.assert_array_equal(data, np.arange(64) * 3)
     assert (flags == 1).all()
+
+
+@pytest.mark.parametrize("call, advice", [
+    ("metal.threadfence_system()", "metal.threadfence"),
+    ("metal.nanosleep(100)", "suspend"),
+    ("metal.cg.this_grid().sync()", "two launches"),
+])
+def test_numba_cuda_names_without_a_metal_equivalent_are_clear_compile_errors(call, advice):
+    ns = {"metal": metal}
+    exec(f"def k(out):\n    {call}\n    out[0] = 1\n", ns)
+    with pytest.raises(UnsupportedFeatureError, match="no Metal equivalent") as e:
+        metal.compile_msl(ns["k"], (types.int32[::1],))
+    assert advice in str(e.value)
