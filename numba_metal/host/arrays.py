@@ -243,9 +243,9 @@ def _is_scalar_index(index, ndim) -> bool:
 
 def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
-    if not shape or any(s == 0 for s in shape):
-        return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=0, strides=strides) \
-            if not any(s == 0 for s in shape) else np.empty(shape, dtype)
+    if any(s == 0 for s in shape):
+        return np.empty(shape, dtype)
+    # (0-d views too are at their offset: ``d[3, ...]`` is element 3.)
     return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=offset, strides=strides)
 
 

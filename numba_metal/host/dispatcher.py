@@ -698,20 +698,23 @@ def _geometry(ctx, value, argi, kernel) -> _Geometry:
 def _host_array_geometry(ctx, value: np.ndarray, argi, kernel) -> _Geometry:
     itemsize = value.itemsize
     buf = getattr(value, "_nm_buffer", None)
-    if buf is not None:
-        # A mapped array: already device memory; the launch stays asynchronous.
+    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
+    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + itemsize
+    if buf is not None and buf.address <= lowest and lowest + extent <= buf.address + buf.nbytes:
+        # A mapped array (or a view of one): already device memory; the launch stays asynchronous.
+        # (Arrays NumPy derives from a mapped array by computing, e.g. ``m + 1``, keep its class but not
+        # its memory: those are plain arrays.)
         if getattr(value, "_nm_ctx", None) is not ctx:
             raise KernelLaunchError(f"argument {argi} of {kernel.name}() is a mapped array of another device")
         offset = value.ctypes.data - buf.address
         bind, estrides, origin = _element_geometry(offset, value.shape, value.strides, itemsize)
         return _Geometry(buf, bind, value.shape, estrides, origin)
-    # A plain NumPy array. Unified memory lets the kernel use it in place when it is page-aligned;
-    # otherwise it goes through a device copy and back, as numba.cuda does. Either way the launch
-    # waits for the kernel, so the results are in the array when the call returns.
+    # A plain NumPy array. Unified memory lets the kernel use it in place when it is page-aligned and
+    # writeable (a read-only array may be immutable memory, e.g. over a bytes object, which the kernel
+    # must not write); otherwise it goes through a device copy and back, as numba.cuda does. Either way
+    # the launch waits for the kernel, so the results are in the array when the call returns.
     page = ctx.info.page_size
-    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
-    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + itemsize
-    if ctx.info.unified_memory and value.size and lowest % page == 0:
+    if ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable:
         length = (extent + page - 1) // page * page
         buf = ctx.device.wrap_buffer(lowest, length, value)
         bind, estrides, origin = _element_geometry(value.ctypes.data - lowest, value.shape, value.strides,
