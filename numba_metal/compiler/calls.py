@@ -9,12 +9,20 @@ from .lowering import Value, registry as lowerings
 
 
 def lower_call(lc, expr, target) -> Value | None:
-    if expr.vararg is not None or getattr(expr, "varkwarg", None) is not None:
-        lc.error("calls with *args or **kwargs are not supported in Metal kernels")
+    if getattr(expr, "varkwarg", None) is not None:
+        lc.error("calls with **kwargs are not supported in Metal kernels")
     sig = lc.calltypes.get(expr)
     fnty = lc.typemap[expr.func.name]
     callee = lc.resolve(expr.func)
     args = [lc.value(a) for a in expr.args]
+    if expr.vararg is not None:
+        # f(*t) with a tuple t, which is also how CPython compiles any call with more than 30
+        # arguments: Numba types the call with the tuple's items appended to the arguments.
+        star = lc.value(expr.vararg)
+        sty = types.unliteral(star.type)
+        if not isinstance(sty, types.BaseTuple):
+            lc.error(f"*args in a call must be a tuple, not {sty}")
+        args += [Value(f"{star.expr}.f{k}", t) for k, t in enumerate(sty.types)]
     kws = {name: lc.value(v) for name, v in expr.kws}
 
     fn = lowerings.find_call(callee)
