@@ -3,12 +3,14 @@ the 32 KB threadgroup-memory limit."""
 
 import numpy as np
 import pytest
+from numba import float32, int32
 from numba.core import types
 
 from numba_metal import metal
 from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
 
 f32 = types.float32[::1]
+TILE = 8
 
 # -- shared memory --------------------------------------------------------------------------------
 
@@ -154,6 +156,25 @@ def test_shared_array_in_a_device_function_is_refused_with_advice():
 
     with pytest.raises(UnsupportedFeatureError, match="declare it in the kernel and pass it"):
         metal.compile_msl(k, (f32,))
+
+
+@metal.jit
+def cuda_style_declarations(a, out):
+    """numba.cuda code often passes shape/dtype by keyword and uses Numba's types as dtypes."""
+    s = metal.shared.array(shape=(TILE, 2), dtype=float32)
+    loc = metal.local.array(shape=3, dtype=int32)
+    t = metal.threadIdx.x
+    loc[0] = t
+    s[t, 0] = a[t] + loc[0]
+    metal.syncthreads()
+    out[t] = s[TILE - 1 - t, 0]
+
+
+def test_keyword_arguments_and_numba_dtypes():
+    a = np.arange(TILE, dtype=np.float32)
+    out = np.zeros(TILE, np.float32)
+    cuda_style_declarations[1, TILE](a, out)
+    np.testing.assert_array_equal(out, 2 * a[::-1])
 
 
 # -- local memory ---------------------------------------------------------------------------------
