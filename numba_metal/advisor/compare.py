@@ -39,10 +39,6 @@ from .workload import ProtocolError, load
 FASTER_MARGIN = 1.05
 
 
-class CompareUsageError(Exception):
-    pass
-
-
 # ---------------------------------------------------------------------------------------------
 # Results and correctness
 # ---------------------------------------------------------------------------------------------

@@ -40,14 +40,13 @@ def test_python_dash_m_entry_point():
     out = subprocess.run([sys.executable, "-m", "numba_metal", "advisor", "schema", "scan"], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0 and json.loads(out.stdout)["$id"] == "numba-metal-advisor/scan"
-    out = subprocess.run([sys.executable, "-m", "numba_metal"], env=env, capture_output=True, text=True)
-    assert out.returncode == 2 and "advisor" in out.stdout
 
 
 def test_main_dispatch_and_help(capsys):
     from numba_metal.__main__ import main
     assert main(["--help"]) == 0 and "scan PATH" in capsys.readouterr().out
     assert main(["frobnicate"]) == 2
+    assert main([]) == 2
     with pytest.raises(SystemExit) as e:
         main(["advisor", "scan", "--help"])
     assert e.value.code == 0 and "--no-compile-check" in capsys.readouterr().out
@@ -63,18 +62,19 @@ def test_schema_command(run_cli, kind):
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;)[0-9;]*m")
 
 
-def _scan_terminal(extra_env, *flags):
-    env = dict(os.environ, PYTHONPATH=REPO, FORCE_COLOR="1", **extra_env)
-    env.pop("NO_COLOR", None) if "NO_COLOR" not in extra_env else None
-    return subprocess.run([sys.executable, "-m", "numba_metal", "advisor", "scan", sample("scan_project"),
-                           "--no-compile-check", "--top", "2", *flags], env=env, capture_output=True,
-                          text=True).stdout
+def _scan_terminal(run_cli, monkeypatch, no_color_env: bool, *flags):
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws colour although stdout is not a terminal
+    if no_color_env:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    return run_cli("scan", sample("scan_project"), "--no-compile-check", "--top", "2", *flags)[1]
 
 
-def test_colour_only_when_allowed():
-    assert COLOUR.search(_scan_terminal({}))
-    assert not COLOUR.search(_scan_terminal({}, "--no-color"))
-    assert not COLOUR.search(_scan_terminal({"NO_COLOR": "1"}))
+def test_colour_only_when_allowed(run_cli, monkeypatch):
+    assert COLOUR.search(_scan_terminal(run_cli, monkeypatch, False))
+    assert not COLOUR.search(_scan_terminal(run_cli, monkeypatch, False, "--no-color"))
+    assert not COLOUR.search(_scan_terminal(run_cli, monkeypatch, True))
 
 
 @pytest.mark.parametrize("width", [60, 80, 120])
