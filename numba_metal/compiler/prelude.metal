@@ -97,6 +97,10 @@ NM_INLINE ulong nm_range_count(ulong start, ulong stop, ulong step) {
     }
     return 0ul;
 }
+// range(int32) (Numba's range_state_int32): exact in 64 bits (without this, int is ambiguous).
+NM_INLINE ulong nm_range_count(int start, int stop, int step) {
+    return nm_range_count(long(start), long(stop), long(step));
+}
 template <typename T> NM_INLINE nm_range_iter<T> nm_getiter(nm_range<T> r) {
     nm_range_iter<T> it;
     it.next = r.start;
