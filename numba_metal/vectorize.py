@@ -571,8 +571,9 @@ class MetalGUFunc:
                                 f"as arguments: {self.__name__}(inputs..., outputs...)")
             got = ", ".join(str(_operand_dtype(v)) for v in inputs)
             raise TypeError(f"gufunc {self.__name__!r}: no signature matches the inputs ({got})")
-        return tuple((_operand_dtype(v), not _is_scalar(v) or bool(core))
-                     for v, core in zip(list(inputs) + list(outputs), self._builder.inputs + self._builder.outputs))
+        # As Numba's dynamic gufuncs: a () input is passed as a scalar, outputs as arrays.
+        ins = tuple((_operand_dtype(v), bool(core)) for v, core in zip(inputs, self._builder.inputs))
+        return ins + tuple((_operand_dtype(v), True) for v in outputs)
 
     def __call__(self, *args, out=None, stream=0):
         b = self._builder

@@ -157,6 +157,16 @@ def test_dynamic_guvectorize_needs_its_outputs():
     with pytest.raises(TypeError, match="outputs must be passed"):
         cumsum(x)
 
+    @guvectorize("(n),()->(n)", target="metal")
+    def axpy(x, a, out):  # a () input is a scalar, as in Numba's dynamic gufuncs
+        for k in range(x.shape[0]):
+            out[k] = a * x[k]
+
+    xf = x.astype(np.float32)
+    outf = np.zeros_like(xf)
+    axpy(xf, np.array([2, 3], np.float32), outf)
+    np.testing.assert_array_equal(outf, xf * np.array([[2], [3]], np.float32))
+
 
 def test_target_is_registered_whatever_the_import_order():
     """numba_metal imported before numba: the registration waits for Numba's ufunc decorators."""
