@@ -212,6 +212,9 @@ def main(argv=None) -> int:
     print(f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, {result['machine']['os']}"
           f" (load average {result['machine']['load_average']})")
     print(f"device:  [{index}] {dev.info.name} ({dev.info.kind})")
+    load = result["machine"]["load_average"]
+    if load and load[0] > (os.cpu_count() or 1) * 0.5:
+        print(f"note: the machine is busy (1-minute load {load[0]:.1f} on {os.cpu_count()} cores); figures are upper bounds")
 
     result["launch"] = [launch_overhead(dev, n, 10_000, reps) for n in (1, 8)]
     for r in result["launch"]:
