@@ -9,6 +9,7 @@ first compile, never at import time.
 from __future__ import annotations
 
 import threading
+import types as pytypes
 
 from numba.core import types
 from numba.core import errors as numba_errors
@@ -82,6 +83,49 @@ class MetalTypingContext(BaseContext):
 
         self.install_registry(mathdecl.registry)
         self.install_registry(registry)
+
+    def resolve_value_type(self, val):
+        # Numba's typeof has no rule for modules, builtin functions, kernel-API stubs or builtin classes
+        # such as ``bool`` (which every ``if`` calls), and its fallbacks for them import cffi's C parser
+        # and compile numba.typed: a third of a second of the first compile in a process, for checks
+        # that cannot succeed on these values. Answer those values as Numba would without the checks.
+        ty = _registered_value_type(self, val)
+        return ty if ty is not None else super().resolve_value_type(val)
+
+
+def _registered_value_type(ctx, val):
+    """The type Numba's resolve_value_type gives ``val`` when its typeof rules cannot apply (then
+    Numba uses the registered globals, and modules are Module types), else None (ask Numba)."""
+    cls = type(val)
+    if cls is type:
+        # _typeof_type answers only for exceptions, named tuples, NumPy scalar classes, Numba types
+        # and numba.typed containers; a builtin class is none of them.
+        if val.__module__ != "builtins" or issubclass(val, BaseException):
+            return None
+    else:
+        ruleless = _ruleless_classes.get(cls)
+        if ruleless is None:
+            ruleless = _ruleless_classes[cls] = _has_no_typeof_rule(cls)
+        if not ruleless or getattr(val, "_numba_type_", None) is not None:
+            return None
+    ty = ctx._lookup_global(val)
+    if ty is None and isinstance(val, pytypes.ModuleType):
+        ty = types.Module(val)
+    return ty
+
+
+_ruleless_classes: dict = {}
+
+
+def _has_no_typeof_rule(cls) -> bool:
+    """True if Numba's typeof of an instance of ``cls`` can only come from ``_numba_type_``: no typeof rule
+    is registered for the class and it is one known to have no buffer protocol and not to be a cffi
+    object (modules, functions, builtin functions, numba-metal's kernel-API objects)."""
+    from numba.core.typing.typeof import typeof_impl
+    if typeof_impl.dispatch(cls) is not typeof_impl.dispatch(object):
+        return False
+    return (cls in (pytypes.ModuleType, pytypes.BuiltinFunctionType, pytypes.FunctionType)
+            or cls.__module__.split(".", 1)[0] == "numba_metal")
 
 
 class _TargetContextStub:
