@@ -116,11 +116,14 @@ def test_many_python_threads_compile_launch_and_copy_at_once():
                 i = metal.grid(1)
                 if i < a.size:
                     a[i] += k
+            s = metal.stream()
             for _ in range(5):
                 d = metal.to_device(np.full(1000, k, np.int64))
-                add_k[4, 256](d)
-                add_k[4, 256, metal.stream()](d)
-                np.testing.assert_array_equal(d.copy_to_host(), 3 * k)
+                add_k[4, 256, s](d)
+                add_k[4, 256, s](d)          # same stream: ordered after the first launch
+                np.testing.assert_array_equal(d.copy_to_host(stream=s), 3 * k)
+                add_k[4, 256](d)             # default stream, after the host copy waited
+                np.testing.assert_array_equal(d.copy_to_host(), 4 * k)
         except Exception as e:  # noqa: BLE001 - collected and asserted below
             errors.append(e)
 
