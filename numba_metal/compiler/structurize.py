@@ -13,8 +13,10 @@ Algorithm (after Ramsey, "Beyond Relooper", ICFP 2022, adapted from WebAssembly 
    :class:`StructureError` is raised.  Loop headers are the targets of back edges; natural loops
    are collected from the back-edge sources.
 2. Placement.  Every block is emitted exactly once, as a child of its *placement parent*: its
-   immediate dominator, except that a loop's *follow* (the nearest common post-dominator of the
-   loop's ordinary exits) and what is forward-reachable from it is hoisted to just after the loop.
+   immediate dominator, except that a loop's *follow* (the earliest block where most of the
+   loop's exits converge: the statement after a Python loop) and what is forward-reachable from
+   it is hoisted to just after the loop; other exits (an early ``return``, an ``else:`` clause,
+   a ``break`` block) stay inside the loop and end in ``break``.
    A child that has one forward predecessor is emitted inline at the branch that reaches it; a
    child with several (a merge node) is placed after the construct that branches to it, inside an
    intermediate "block" whose end is the jump target (Ramsey's ``block``).
@@ -39,6 +41,8 @@ the tree visits blocks in exactly the CFG's order for every sequence of branch d
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Union
 
@@ -161,7 +165,7 @@ _VEXIT = object()  # virtual exit of the post-dominator computation
 class _Cfg:
     """Reachable sub-graph with RPO, dominators, post-dominators and natural loops."""
 
-    def __init__(self, entry: int, succs: dict) -> None:
+    def __init__(self, entry: int, succs: dict, place: bool = True) -> None:
         if entry not in succs:
             raise StructureError(f"entry block {entry!r} is not in the successor map")
         self.entry = entry
@@ -231,8 +235,9 @@ class _Cfg:
         }
         self.is_merge = {n: len(self.fwd_preds[n]) >= 2 for n in self.rpo}
         # -- post-dominators, loop follows, placement --
-        self._postdominators()
-        self._placement()
+        if place:
+            self._postdominators()
+            self._placement()
 
     def _succ_of(self, n, succs):
         try:
@@ -289,7 +294,6 @@ class _Cfg:
         rnum = {n: i for i, n in enumerate(rrpo)}
         rpreds = {n: [p for p in rpreds[n] if p in rnum] for n in rrpo}
         self.ipdom = _chk_dominators(rrpo, rnum, rpreds)  # nodes that never end: absent
-        self._rnum = rnum
         kids: dict = {n: [] for n in rrpo}
         for n in rrpo[1:]:
             kids[self.ipdom[n]].append(n)
@@ -318,7 +322,12 @@ class _Cfg:
         body = self.body[h]
         parent = self.loop_parent[h]
         pbody = self.body[parent] if parent is not None else None
-        exits = [(u, v) for u in self.rpo if u in body for v in self.succ[u] if v not in body]
+        exits = [
+            (u, v)
+            for u in sorted(body, key=self.num.__getitem__)
+            for v in self.succ[u]
+            if v not in body
+        ]
         # Ordinary exits leave this loop only, from code that is not in a nested loop.  Jumps
         # that leave several loops at once (a return inside a nested loop) do not decide it.
         normal = [
@@ -337,10 +346,12 @@ class _Cfg:
         # What each exit reaches.  An exit to an enclosing loop's header (a `continue` of that
         # loop) reaches just that header: going on from there would re-enter this loop.
         reach = {t: {t} if self.dominates(t, h) else self._fwd_reach(t) for t in weight}
+        # Does an exit's code flow on into code the loop header does not dominate?
+        joins_of = {t: any(not self.dominates(h, n) for n in reach[t]) for t in weight}
         # Group the blocks reached from the exits by which exit targets reach them; each group
         # is represented by its earliest block (its first point of convergence).
         first_of: dict = {}
-        for z in self.rpo:
+        for z in sorted(set().union(*reach.values()), key=self.num.__getitem__):
             sig = tuple(t for t in weight if z in reach[t])
             if sig and sig not in first_of:
                 first_of[sig] = z
@@ -350,11 +361,11 @@ class _Cfg:
             count = sum(weight[t] for t in sig)
             # A target whose immediate dominator is outside the loop is placed after the loop
             # whatever we choose here, so it had better be the one a plain `break` reaches.
-            forced = any(self.idom[t] not in body for t in sig)
+            forced = any(not self.dominates(t, h) and self.idom[t] not in body for t in sig)
             # Likewise code that flows on into code the loop header does not dominate: kept
             # inside the loop it would need a multi-level jump.  An exit that only returns
             # costs nothing inside the loop.
-            joins = any(not self.dominates(h, n) for t in sig for n in reach[t])
+            joins = any(joins_of[t] for t in sig)
             root = self._pdom_root(z)
             size = self.pdom_size[root] if root is not None else 1
             return (count, forced, joins, size, bool(natural.intersection(sig)), -self.num[z])
@@ -801,69 +812,50 @@ class _Lowerer:
 # --------------------------------------------------------------------------------------------
 
 
-def _has_own_break(items: list) -> bool:
-    """Is there a Break in ``items`` whose innermost Loop/DoOnce is outside ``items``?"""
-    for it in items:
-        if isinstance(it, Break):
-            return True
-        if isinstance(it, (If, IfFlag)):
-            if _has_own_break(it.then.items) or _has_own_break(it.else_.items):
-                return True
-    return False
+def _hoist(items: list):
+    """``if (c) {A} else {X}`` where X never completes becomes ``if (c) {} else {X} A``.
 
-
-def _can_complete(items: list) -> bool:
-    """Conservative: False only if control can never fall off the end of ``items``."""
-    for it in items:
-        if isinstance(it, (Break, Continue, FunctionEnd)):
-            return False
-        if isinstance(it, (If, IfFlag)):
-            if not (_can_complete(it.then.items) or _can_complete(it.else_.items)):
-                return False
-        elif isinstance(it, Loop):
-            if not _has_own_break(it.body.items):
-                return False
-        elif isinstance(it, DoOnce):
-            if not (_can_complete(it.body.items) or _has_own_break(it.body.items)):
-                return False
-    return True
-
-
-def _size(items: list) -> int:
-    return sum(1 for _ in iter_nodes(Seq(items)))
-
-
-def _hoist(items: list) -> list:
-    """``if (c) {A} else {X}`` where X never completes becomes ``if (c) {} else {X} A``."""
+    One bottom-up pass.  Returns ``(items, completes, breaks, size)``: the new items; False only
+    if control can never fall off their end (conservative); whether they hold a Break whose
+    innermost Loop/DoOnce is outside them; their node count.  Hoisting changes none of these.
+    """
     out = []
+    completes, breaks, size = True, False, 1
     for it in items:
-        if isinstance(it, If):
-            t = _hoist(it.then.items)
-            e = _hoist(it.else_.items)
+        if isinstance(it, (If, IfFlag)):
+            t, tc, tb, ts = _hoist(it.then.items)
+            e, ec, eb, es = _hoist(it.else_.items)
+            c, b, n = tc or ec, tb or eb, 1 + ts + es
             opts = []
-            if t and not _can_complete(e):
-                opts.append((_size(t), 1, "then"))
-            if e and not _can_complete(t):
-                opts.append((_size(e), 0, "else"))
-            if opts:
-                which = max(opts)[2]
-                if which == "then":
-                    out.append(If(it.label, Seq([]), Seq(e)))
-                    out.extend(t)
-                else:
-                    out.append(If(it.label, Seq(t), Seq([])))
-                    out.extend(e)
-            else:
+            if isinstance(it, If):
+                if t and not ec:
+                    opts.append((ts, 1, "then"))
+                if e and not tc:
+                    opts.append((es, 0, "else"))
+            which = max(opts)[2] if opts else None
+            if which == "then":
+                out.append(If(it.label, Seq([]), Seq(e)))
+                out.extend(t)
+            elif which == "else":
+                out.append(If(it.label, Seq(t), Seq([])))
+                out.extend(e)
+            elif isinstance(it, If):
                 out.append(If(it.label, Seq(t), Seq(e)))
-        elif isinstance(it, IfFlag):
-            out.append(IfFlag(it.value, Seq(_hoist(it.then.items)), Seq(_hoist(it.else_.items))))
-        elif isinstance(it, Loop):
-            out.append(Loop(Seq(_hoist(it.body.items))))
-        elif isinstance(it, DoOnce):
-            out.append(DoOnce(Seq(_hoist(it.body.items))))
+            else:
+                out.append(IfFlag(it.value, Seq(t), Seq(e)))
+        elif isinstance(it, (Loop, DoOnce)):
+            body, bc, bb, bs = _hoist(it.body.items)
+            out.append(type(it)(Seq(body)))
+            # a Loop is left only by its own break; a DoOnce also by falling off its end
+            c, b, n = bb or (bc and isinstance(it, DoOnce)), False, 1 + bs
         else:
             out.append(it)
-    return out
+            c = not isinstance(it, (Break, Continue, FunctionEnd))
+            b, n = isinstance(it, Break), 1
+        completes = completes and c
+        breaks = breaks or b
+        size += n
+    return out, completes, breaks, size
 
 
 def _check_tree(tree: Seq, labels: list) -> None:
@@ -892,6 +884,43 @@ def _check_tree(tree: Seq, labels: list) -> None:
         raise AssertionError("structurize: the tree does not hold every reachable block once")
 
 
+def _depth(tree) -> int:
+    """Nesting depth of a public tree (iteratively)."""
+    best = 0
+    stack = [(tree, 0)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        if isinstance(n, Seq):
+            stack.extend((it, d + 1) for it in n.items)
+        elif isinstance(n, (If, IfFlag)):
+            stack.append((n.then, d + 1))
+            stack.append((n.else_, d + 1))
+        elif isinstance(n, (Loop, DoOnce)):
+            stack.append((n.body, d + 1))
+    return best
+
+
+@contextmanager
+def _recursion_room(frames: int):
+    """Let the recursive tree walks handle very deep nesting (e.g. a 1000-way elif chain).
+
+    They are plain Python recursion, which CPython >= 3.11 runs without growing the C stack, so
+    a temporarily higher limit is safe.  Typical kernels never need it.
+    """
+    old = sys.getrecursionlimit()
+    if frames < 200:
+        yield
+        return
+    new = old + frames
+    sys.setrecursionlimit(new)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() == new:
+            sys.setrecursionlimit(old)
+
+
 # --------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------
@@ -912,9 +941,12 @@ def structurize(entry: int, succs: dict) -> Seq:
     g = _Cfg(entry, succs)
     b = _Builder(g)
     low = _Lowerer(b)
-    items = low.convert(b.root)
-    tree = Seq(_hoist(items))
-    _check_tree(tree, g.rpo)
+    # nesting is at most a block, a loop and an if per CFG block; each walk takes <= 2 frames
+    # a level
+    with _recursion_room(6 * len(g.rpo)):
+        items = low.convert(b.root)
+        tree = Seq(_hoist(items)[0])
+        _check_tree(tree, g.rpo)
     return tree
 
 
@@ -1041,7 +1073,8 @@ def render(tree, indent: str = "  ") -> str:
         else:
             raise TypeError(f"not a structure node: {n!r}")
 
-    node(tree, 0)
+    with _recursion_room(3 * _depth(tree)):
+        node(tree, 0)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -1109,7 +1142,8 @@ def execute(
                 raise TypeError(f"not a structure node: {it!r}")
         return _NORMAL
 
-    sig = run(tree.items if isinstance(tree, Seq) else [tree])
+    with _recursion_room(2 * _depth(tree)):
+        sig = run(tree.items if isinstance(tree, Seq) else [tree])
     if sig == _NORMAL:
         raise ValueError("execution fell off the end of the function without a FunctionEnd")
     if sig != _SEND:
@@ -1178,7 +1212,8 @@ def _flatten(tree: Seq) -> list:
             else:
                 raise TypeError(f"not a structure node: {it!r}")
 
-    walk(tree.items, None, None)
+    with _recursion_room(2 * _depth(tree)):
+        walk(tree.items, None, None)
     emit("fell-off")
     for ins in code:
         for i, a in enumerate(ins):
@@ -1195,7 +1230,7 @@ def verify(tree: Seq, entry: int, succs: dict) -> None:
     that no other branch condition is consulted on the way, that ``nm_br`` is 0 whenever a block
     runs, and that no path spins without reaching a block.  Raises StructureError on mismatch.
     """
-    g = _Cfg(entry, succs)
+    g = _Cfg(entry, succs, place=False)
     prog = _flatten(tree)
     code_pc: dict = {}
     for pc, ins in enumerate(prog):
