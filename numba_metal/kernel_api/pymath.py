@@ -64,7 +64,11 @@ class Int(_MetalTemplate):
         if kws or len(args) != 1:
             return None
         (x,) = args
-        if isinstance(types.unliteral(x), (types.Number, types.Boolean)):
+        ux = types.unliteral(x)
+        if isinstance(ux, types.Integer):
+            # As Numba: int() of an integer keeps its type, so its value (int(uint64) stays unsigned).
+            return signature(ux, x)
+        if isinstance(ux, (types.Number, types.Boolean)):
             return signature(types.intp, x)
         return None
 
