@@ -23,7 +23,7 @@ from . import streams as _streams
 from numba_metal import profiling as _prof
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 
-from .argtypes import arg_keys, numba_type_of_key, raw_keyer
+from .argtypes import _raw_keyers, arg_keys, numba_type_of_key, raw_keyer
 from .arrays import DeviceNDArray
 
 _KNOWN_OPTIONS = {"device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo"}
@@ -379,7 +379,7 @@ class _Launcher:
 
     def __call__(self, *args):
         disp = self.dispatcher
-        kernel = disp._by_key.get(raw_keyer(len(args))(args))
+        kernel = disp._by_key.get((_raw_keyers.get(len(args)) or raw_keyer(len(args)))(args))
         if kernel is None:
             kernel = disp._kernel_for_args(args)
         ctx = _device._selected or _device.current()
@@ -524,6 +524,8 @@ class _PreparedLaunch:
         self.array_args = [(a.arg, i) for i, a in enumerate(plan.arrays)]
         self._bufs = [None] * len(plan.arrays)  # what each array slot is bound to (skip rebinding it)
         self._offs = [-1] * len(plan.arrays)
+        self._last = (None,) * len(plan.arrays)  # the device arrays of the previous fast launch
+        self._values = ()                        # and the argument-block values they gave
         self._griddim = self._blockdim = None   # the descriptor's current grid
         self._shared = None                     # its current dynamic threadgroup memory length
         self._lock = threading.Lock()           # launches from several threads share the descriptor
@@ -589,6 +591,7 @@ class _PreparedLaunch:
         kernel = self.kernel
         geoms = {}
         host_arrays = None
+        self._last = (None,) * len(self._last)  # bindings change here: the next fast launch re-admits
         for argi, i in self.array_args:
             geom = _geometry(ctx, args[argi], argi, kernel)
             if geom.host_copy is not None or geom.sync:
@@ -768,30 +771,55 @@ def _make_fast_launch(plan):
     """The launch function of a plan for its common case: every array argument a device array of the
     launch's device. Returns the work id, or None (before changing anything) when an argument is
     something else, for ``_PreparedLaunch._launch_general`` to handle. Called with the launch lock held.
+
+    Arrays identical to the previous launch's (the usual loop) are neither checked nor rebound again:
+    a device array's type, device and geometry never change, and their buffers are still bound. New
+    arrays go through ``admit``, which checks them, binds what changed and keeps the argument-block
+    values they give (shapes, strides, origins).
     """
     arrays = [(a.arg, i) for i, a in enumerate(plan.arrays)]
-    lines = ["def fast(P, args, L, queue):"]
-    if arrays:
-        lines.append("    ctx = P.ctx")
-        for arg, _ in arrays:
-            lines.append(f"    a{arg} = args[{arg}]")
-            lines.append(f"    if type(a{arg}) is not _DeviceNDArray or a{arg}._ctx is not ctx:")
-            lines.append("        return None")
-        for arg, _ in arrays:
-            lines.append(f"    g{arg} = a{arg}._geom or _device_geometry(a{arg})")
-        lines.append("    bufs = P._bufs")
-        lines.append("    offs = P._offs")
-        for arg, i in arrays:
-            lines.append(f"    if bufs[{i}] is not a{arg}._buffer or offs[{i}] != g{arg}[0]:")
-            lines.append(f"        P._bind({i}, a{arg}._buffer, g{arg}[0])")
     namespace = {"_DeviceNDArray": DeviceNDArray, "_device_geometry": _device_geometry,
                  "_StructError": struct.error}
+    array_fields = [f for f in plan.fields if f.what[0] in ("shape", "stride", "origin")]
+    lines = ["def fast(P, args, L, queue):"]
+    if arrays:
+        admit = ["def admit(P, args):", "    ctx = P.ctx"]
+        for arg, _ in arrays:
+            admit.append(f"    a{arg} = args[{arg}]")
+            admit.append(f"    if type(a{arg}) is not _DeviceNDArray or a{arg}._ctx is not ctx:")
+            admit.append("        return False")
+        for arg, _ in arrays:
+            admit.append(f"    g{arg} = a{arg}._geom or _device_geometry(a{arg})")
+        admit.append("    bufs = P._bufs")
+        admit.append("    offs = P._offs")
+        for arg, i in arrays:
+            admit.append(f"    if bufs[{i}] is not a{arg}._buffer or offs[{i}] != g{arg}[0]:")
+            admit.append(f"        P._bind({i}, a{arg}._buffer, g{arg}[0])")
+        values = _field_exprs(plan, "a{arg}.shape[{k}]", "g{arg}[1][{k}]", "g{arg}[2]")
+        values = [v for f, v in zip(plan.fields, values) if f in array_fields]
+        admit.append(f"    P._values = ({''.join(v + ', ' for v in values)})")
+        admit.append(f"    P._last = ({''.join(f'a{arg}, ' for arg, _ in arrays)})")
+        admit.append("    return True")
+        exec(compile("\n".join(admit) + "\n", f"<numba_metal launch {plan.entry_name}>", "exec"), namespace)
+        lines.append("    last = P._last")
+        same = " and ".join(f"args[{arg}] is last[{j}]" for j, (arg, _) in enumerate(arrays))
+        lines.append(f"    if not ({same}):")
+        lines.append("        if not _admit(P, args):")
+        lines.append("            return None")
+        if array_fields:
+            lines.append("    v = P._values")
+        namespace["_admit"] = namespace["admit"]
     if plan.dynamic_threadgroup_memory:
         lines.append("    if L.shared_length != P._shared:")
         lines.append("        P._set_shared(L.shared_length)")
     if plan.fields:
-        exprs = _field_exprs(plan, "a{arg}.shape[{k}]", "g{arg}[1][{k}]", "g{arg}[2]")
-        exprs = [e.replace("sharedmem", "L.sharedmem") if e == "sharedmem" else e for e in exprs]
+        exprs, j = [], 0
+        for f, e in zip(plan.fields, _field_exprs(plan, "", "", "")):
+            if f in array_fields:
+                exprs.append(f"v[{j}]")
+                j += 1
+            else:
+                exprs.append("L.sharedmem" if e == "sharedmem" else e)
         namespace["_pack"] = struct.Struct(plan.arg_format).pack_into
         lines.append("    try:")
         lines.append(f"        _pack(P.view, 0, {', '.join(exprs)})")
