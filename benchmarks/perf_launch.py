@@ -56,21 +56,24 @@ def make_functions(narrays: int):
     return kernel, numba.njit(ns[f"call{narrays}"])
 
 
-def per_launch(fn, launches: int, repeats: int, wait=None) -> tuple[list[float], list[float]]:
+def per_launch(fn, launches: int, repeats: int, wait=None) -> tuple[list[float], list[float], list[float]]:
     """Seconds per call of fn() over `launches` calls then wait(), for each repetition: (end to end,
-    before the wait)."""
-    total, issue = [], []
+    before the wait, CPU time of this thread before the wait)."""
+    total, issue, cpu = [], [], []
     for _ in range(repeats):
+        c0 = time.thread_time()
         t0 = time.perf_counter()
         for _ in range(launches):
             fn()
         t1 = time.perf_counter()
+        c1 = time.thread_time()
         if wait is not None:
             wait()
         t2 = time.perf_counter()
         issue.append((t1 - t0) / launches)
         total.append((t2 - t0) / launches)
-    return total, issue
+        cpu.append((c1 - c0) / launches)
+    return total, issue, cpu
 
 
 def measure(narrays: int, launches: int, repeats: int) -> dict:
@@ -89,12 +92,12 @@ def measure(narrays: int, launches: int, repeats: int) -> dict:
     def launch():
         kernel[1, 1](*args)
 
-    e2e, issue = per_launch(launch, launches, repeats, queue.wait)
+    e2e, issue, launch_cpu = per_launch(launch, launches, repeats, queue.wait)
 
     # The Python side alone: the same launches with the runtime call replaced by a no-op.
     queue.submit = lambda plan, n: 0
     try:
-        python_side, _ = per_launch(launch, launches, repeats)
+        python_side, _, python_cpu = per_launch(launch, launches, repeats)
     finally:
         del queue.submit
 
@@ -102,19 +105,25 @@ def measure(narrays: int, launches: int, repeats: int) -> dict:
     spec = kernel._by_key[arg_keys(args)]
     prepared = spec._prepared[ctx]
     dplan, size = prepared.dplan, prepared.arg_size
-    submit_only, _ = per_launch(lambda: queue.submit(dplan, size), launches, repeats, queue.wait)
+    submit_only, _, submit_cpu = per_launch(lambda: queue.submit(dplan, size), launches, repeats, queue.wait)
 
     def call():
         njitted(*host_arrays, x, y)
 
-    njit, _ = per_launch(call, launches, repeats)
+    njit, _, njit_cpu = per_launch(call, launches, repeats)
     us = 1e6
     row = {"arrays": narrays, "scalars": 2, "launches": launches, "repeats": repeats,
            "launch_us": _perfutil.summary(e2e, us), "launch_issue_us": _perfutil.summary(issue, us),
            "python_side_us": _perfutil.summary(python_side, us),
            "runtime_submit_us": _perfutil.summary(submit_only, us),
-           "njit_call_us": _perfutil.summary(njit, us)}
+           "njit_call_us": _perfutil.summary(njit, us),
+           "cpu_time": {"launch_us": _perfutil.summary(launch_cpu, us),
+                        "python_side_us": _perfutil.summary(python_cpu, us),
+                        "runtime_submit_us": _perfutil.summary(submit_cpu, us),
+                        "njit_call_us": _perfutil.summary(njit_cpu, us)}}
     row["launch_over_njit"] = row["launch_us"]["median"] / row["njit_call_us"]["median"]
+    row["cpu_time"]["launch_over_njit"] = (row["cpu_time"]["launch_us"]["median"]
+                                           / row["cpu_time"]["njit_call_us"]["median"])
     return row
 
 
@@ -127,14 +136,19 @@ def main(argv=None) -> int:
     info = _perfutil.machine()
     print(_perfutil.describe(info))
     rows = []
-    print(f"{'arrays':>6} {'launch (us)':>12} {'python side':>12} {'runtime submit':>15} {'njit call':>10} "
-          f"{'ratio':>6}   (medians of {args.repeats} x {args.launches} async launches + 1 wait)")
+    print(f"medians of {args.repeats} x {args.launches} async launches + 1 wait; us per launch; wall clock, "
+          "then [CPU time of the launching thread]")
+    print(f"{'arrays':>6} {'launch':>17} {'python side':>17} {'runtime submit':>17} {'njit call':>17} "
+          f"{'ratio':>13}")
     for n in ARITIES:
         r = measure(n, args.launches, args.repeats)
         rows.append(r)
-        print(f"{n:>6} {r['launch_us']['median']:>12.2f} {r['python_side_us']['median']:>12.2f} "
-              f"{r['runtime_submit_us']['median']:>15.2f} {r['njit_call_us']['median']:>10.3f} "
-              f"{r['launch_over_njit']:>5.1f}x")
+        c = r["cpu_time"]
+        print(f"{n:>6} {r['launch_us']['median']:>7.2f} [{c['launch_us']['median']:>6.2f}] "
+              f"{r['python_side_us']['median']:>7.2f} [{c['python_side_us']['median']:>6.2f}] "
+              f"{r['runtime_submit_us']['median']:>7.2f} [{c['runtime_submit_us']['median']:>6.2f}] "
+              f"{r['njit_call_us']['median']:>7.3f} [{c['njit_call_us']['median']:>6.3f}] "
+              f"{r['launch_over_njit']:>5.1f}x [{c['launch_over_njit']:>4.1f}x]")
     _perfutil.write_json(args.json, {"benchmark": "launch", "machine": info, "results": rows})
     return 0
 

@@ -37,17 +37,23 @@ from __future__ import annotations
 
 import dis
 import enum
-import hashlib
 import importlib.util
 import json
 import os
 import stat
 import sys
-import tempfile
 import threading
 import types as pytypes
 
 import numpy as np
+
+try:  # CPython's own SHA-256: importing hashlib loads OpenSSL, a measurable part of a warm start
+    from _sha2 import sha256 as _sha256
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 
 
@@ -171,7 +177,7 @@ def fingerprint(value) -> str:
             raise Unfingerprintable("an array of Python objects")
         data = np.ascontiguousarray(value)
         return (f"ndarray:{value.dtype.str}:{value.shape}:"
-                f"{hashlib.sha256(data.view(np.uint8).reshape(-1) if data.size else b'').hexdigest()}")
+                f"{_sha256(data.view(np.uint8).reshape(-1) if data.size else b'').hexdigest()}")
     if isinstance(value, np.generic):
         if value.dtype.hasobject:
             raise Unfingerprintable("a NumPy object scalar")
@@ -242,7 +248,7 @@ def _code_digest(code, h) -> None:
 
 def function_digest(fn) -> str:
     """SHA-256 of a function's code object (recursively), defaults and closure values (shallow)."""
-    h = hashlib.sha256()
+    h = _sha256()
     _code_digest(fn.__code__, h)
     h.update(f"defaults={fingerprint(fn.__defaults__)};".encode())
     h.update(f"kwdefaults={fingerprint(sorted((fn.__kwdefaults__ or {}).items()))};".encode())
@@ -284,7 +290,7 @@ def _numba_version() -> str:
     path = os.path.join(list(spec.submodule_search_locations)[0], "_version.py")
     try:
         with open(path, "rb") as f:
-            return "numba:" + hashlib.sha256(f.read()).hexdigest()
+            return "numba:" + _sha256(f.read()).hexdigest()
     except OSError:
         from importlib import metadata
         return "numba:" + metadata.version("numba")
@@ -295,14 +301,14 @@ def environment_digest() -> str:
     global _environment
     if _environment is None:
         import numba_metal
-        h = hashlib.sha256()
+        h = _sha256()
         h.update(f"format={FORMAT};python={sys.version};{sys.implementation.cache_tag};"
                  f"numpy={np.__version__};{_numba_version()};numba_metal={numba_metal.__version__};".encode())
         pkg = _package_dir()
         for path in _compiler_sources():
             with open(path, "rb") as f:
                 data = f.read()
-            h.update(os.path.relpath(path, pkg).encode() + b"\0" + hashlib.sha256(data).digest())
+            h.update(os.path.relpath(path, pkg).encode() + b"\0" + _sha256(data).digest())
         _environment = h.hexdigest()
     return _environment
 
@@ -311,7 +317,7 @@ def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool) -> str:
     """The key of a kernel's entry (raises Unfingerprintable when it cannot have one)."""
     text = json.dumps([environment_digest(), _qualname(pyfunc), function_digest(pyfunc), list(argtypes),
                        bool(debug), bool(fastmath)])
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _sha256(text.encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,7 +508,7 @@ def _decode(data: bytes | None, key: str):
     if data is None or len(data) < _HEADER or not data.startswith(_MAGIC) or data[_HEADER - 1:_HEADER] != b"\n":
         return None
     payload = data[_HEADER:]
-    if hashlib.sha256(payload).hexdigest().encode() != data[len(_MAGIC):_HEADER - 1]:
+    if _sha256(payload).hexdigest().encode() != data[len(_MAGIC):_HEADER - 1]:
         return None
     try:
         entry = json.loads(payload.decode("utf-8"))
@@ -514,6 +520,7 @@ def _decode(data: bytes | None, key: str):
 
 
 def _write_atomically(path: str, data: bytes) -> None:
+    import tempfile
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".nmk", dir=directory)  # mode 0600
     try:
@@ -620,7 +627,7 @@ def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, source: str,
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return False
     payload = json.dumps(entry, separators=(",", ":")).encode("utf-8")
-    data = _MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    data = _MAGIC + _sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
         _write_atomically(_entry_path(directory, pyfunc, key), data)
     except OSError as e:
