@@ -190,7 +190,7 @@ def fingerprint(value) -> str:
         return f"module:{value.__name__}"
     from numba_metal.compiler.devicefn import DeviceFunctionBase
     if isinstance(value, DeviceFunctionBase):
-        return f"devfn:{_qualname(value.py_func)}:{function_digest(value.py_func)}"
+        return f"devfn:{_qualname(value.py_func)}:{_devfn_digest(value)}"
     if isinstance(value, enum.Enum):
         cls = type(value)
         return f"enum:{cls.__module__}.{cls.__qualname__}.{value.name}={fingerprint(value.value)}"
@@ -217,6 +217,12 @@ def fingerprint(value) -> str:
         if isinstance(name, str):
             return f"object:{cls_module}.{t.__qualname__}:{name}"
     raise Unfingerprintable(f"a {cls_module}.{t.__qualname__} object")
+
+
+def _devfn_digest(devfn) -> str:
+    """A device function's code digest and options."""
+    options = getattr(devfn, "targetoptions", None) or {}
+    return function_digest(devfn.py_func) + ":" + fingerprint(sorted(options.items()))
 
 
 def _qualname(fn) -> str:
@@ -382,7 +388,7 @@ def _value_record(value, seen: dict):
     if value is _MISSING:
         return _MISSING
     if isinstance(value, DeviceFunctionBase):
-        record = {"devfn": _qualname(value.py_func), "code": function_digest(value.py_func)}
+        record = {"devfn": _qualname(value.py_func), "code": _devfn_digest(value)}
         if id(value) in seen:  # already recorded (or being recorded) elsewhere in this tree
             record["deps"] = None
         else:
@@ -408,9 +414,15 @@ def _dependencies(fn, typed_functions, seen: dict) -> list:
     return deps
 
 
+def _kernel_api_module(name: str) -> bool:
+    # ``metal`` and its namespaces (``metal.atomic``...): kernel-API objects defined by the sources the
+    # key covers. (Reading their attributes again would import the kernel API, and with it Numba.)
+    return name == "numba_metal.metal" or name.startswith(("numba_metal.metal.", "numba_metal.kernel_api"))
+
+
 def _module_attributes(tf) -> set:
-    """(module name, attribute) of every ``module.attr`` the typed function reads, except numba-metal's
-    own modules (their contents are numba-metal's source, which the key covers)."""
+    """(module name, attribute) of every ``module.attr`` the typed function reads, except the kernel API
+    (its contents are numba-metal's source, which the key covers)."""
     from numba.core import ir, types
     out = set()
     for block in tf.func_ir.blocks.values():
@@ -419,7 +431,7 @@ def _module_attributes(tf) -> set:
                 base = tf.typemap.get(stmt.value.value.name)
                 if isinstance(base, types.Module):
                     name = base.pymod.__name__
-                    if name.split(".", 1)[0] != "numba_metal":
+                    if not _kernel_api_module(name):
                         out.add((name, stmt.value.attr))
     return out
 
@@ -465,7 +477,7 @@ def _value_matches(value, record) -> bool:
         from numba_metal.compiler.devicefn import DeviceFunctionBase
         if not isinstance(value, DeviceFunctionBase):
             return False
-        if record.get("code") != function_digest(value.py_func):
+        if record.get("code") != _devfn_digest(value):
             return False
         return record.get("deps") is None or _match(value.py_func, record["deps"])
     return fingerprint(value) == record

@@ -321,3 +321,24 @@ def test_a_debug_kernel_from_the_cache_reports_bounds_errors_with_its_file(cache
             metal.synchronize()
         assert "<nm_cache_debug>" in str(info.value)
     assert list(k._by_key.values())[0].from_cache
+
+
+def test_a_device_function_read_as_a_module_attribute_is_tracked(cache_dir):
+    lib = _module("nm_cache_lib", """
+        @metal.jit(device=True)
+        def shift(x):
+            return x + 1.0
+        """)
+    mod = _module("nm_cache_user", """
+        def fill(out):
+            i = metal.grid(1)
+            if i < out.size:
+                out[i] = nm_cache_lib.shift(i)
+        """, nm_cache_lib=lib)
+    np.testing.assert_array_equal(_launch(mod.fill)[0], [1, 2, 3, 4])
+    assert _launch(mod.fill)[1].from_cache
+    exec(compile("@metal.jit(device=True)\ndef shift(x):\n    return x + 5.0\n", "<nm_cache_lib>", "exec"),
+         lib.__dict__)
+    out, k = _launch(mod.fill)
+    np.testing.assert_array_equal(out, [5, 6, 7, 8])
+    assert not k.from_cache
