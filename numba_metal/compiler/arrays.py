@@ -33,6 +33,16 @@ def _literal_index_values(lc, const) -> list[Value] | None:
     return None
 
 
+def _static_index_values(lc, index_var, const) -> list[Value] | None:
+    """Index components of a static_getitem/static_setitem: the typed index variable if Numba kept
+    one, else the constant itself."""
+    if index_var is not None and index_var.name in lc.typemap:
+        idx = _index_values(lc, lc.value(index_var))
+        if idx is not None:
+            return idx
+    return _literal_index_values(lc, const)
+
+
 def _array_name(lc, var: ir.Var) -> str:
     name = var.name
     if name.startswith("$") or "." in name:
@@ -111,11 +121,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if expr.op == "static_getitem":
         if isinstance(bty, types.BaseTuple):
             return _static_tuple_item(lc, base, expr.index, tty)
-        idx = None
-        if expr.index_var is not None and expr.index_var.name in lc.typemap:
-            idx = _index_values(lc, lc.value(expr.index_var))
-        if idx is None:
-            idx = _literal_index_values(lc, expr.index)
+        idx = _static_index_values(lc, expr.index_var, expr.index)
     else:
         index = lc.value(expr.index)
         if isinstance(bty, types.BaseTuple):
@@ -167,11 +173,7 @@ def lower_setitem(lc, stmt) -> None:
     if not tty.mutable:
         lc.error("this array is read-only (constant memory) and cannot be assigned to")
     if isinstance(stmt, ir.StaticSetItem):
-        idx = None
-        if stmt.index_var is not None and stmt.index_var.name in lc.typemap:
-            idx = _index_values(lc, lc.value(stmt.index_var))
-        if idx is None:
-            idx = _literal_index_values(lc, stmt.index)
+        idx = _static_index_values(lc, stmt.index_var, stmt.index)
     else:
         idx = _index_values(lc, lc.value(stmt.index))
     if idx is None:
