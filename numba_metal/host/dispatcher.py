@@ -131,6 +131,7 @@ class Dispatcher:
         self._specializations: dict = {}
         self._by_key: dict = {}      # argument keys (argtypes.arg_keys) -> Kernel: the launch path's lookup
         self._launchers: dict = {}   # launch configurations of exact ints -> their _Launcher
+        self._last_launcher = (_NO_CONFIG, None)  # (configuration object, its _Launcher), replaced whole
         self._lock = threading.RLock()
         self._eager = sigs is not None
         for sig in sigs or ():
@@ -146,9 +147,13 @@ class Dispatcher:
     # -- launch configuration -------------------------------------------------------------
 
     def __getitem__(self, config):
+        last = self._last_launcher
+        if last[0] is config:   # ``kernel[4, 256]`` in a loop: the same constant tuple every time
+            return last[1]
         if type(config) is tuple and len(config) == 2 and type(config[0]) is int and type(config[1]) is int:
             launcher = self._launchers.get(config)
             if launcher is not None:
+                self._last_launcher = (config, launcher)
                 return launcher
         if _exact_config(config):
             launcher = self._launchers.get(config)
@@ -157,6 +162,7 @@ class Dispatcher:
                 if len(self._launchers) >= 256:
                     self._launchers.clear()
                 self._launchers[config] = launcher
+            self._last_launcher = (config, launcher)
             return launcher
         return _Launcher(self, config)
 
@@ -322,6 +328,9 @@ def _dim3(value, what: str):
     if any(d <= 0 for d in dims):
         raise KernelLaunchError(f"{what} must be positive, got {value!r}")
     return dims + (1,) * (3 - len(dims))
+
+
+_NO_CONFIG = object()
 
 
 def _exact_config(config) -> bool:
@@ -520,7 +529,8 @@ class _PreparedLaunch:
             self.error_buffer = ctx.device.new_buffer(64)
             self.dplan.set_buffer(len(plan.arrays), self.error_buffer, 0)
         self.packer = _make_packer(plan)
-        self.fast = _make_fast_launch(plan)
+        self.launch = _make_launch(plan).__get__(self)
+        self._queue = ctx.default_queue
         self.array_args = [(a.arg, i) for i, a in enumerate(plan.arrays)]
         self._bufs = [None] * len(plan.arrays)  # what each array slot is bound to (skip rebinding it)
         self._offs = [-1] * len(plan.arrays)
@@ -537,17 +547,15 @@ class _PreparedLaunch:
 
     # -- the launch ------------------------------------------------------------------------------
 
-    def launch(self, args, launcher: _Launcher):
-        start = _prof.now_ns() if _prof._listeners else 0
-        if launcher.checked is not self:
-            self._check(launcher)
+    # ``launch(args, launcher)`` is generated per plan (``_make_launch``) and bound in __init__.
+
+    def _resolve(self, stream):
+        return _streams.resolve(stream, self.ctx)
+
+    def _finish(self, work_id, launcher, queue, start, host_arrays):
+        """After a submit: the profiler's event, the debug error check, and for host NumPy arguments
+        the wait and the copies back."""
         ctx = self.ctx
-        queue = ctx.default_queue if launcher.default_stream else _streams.resolve(launcher.stream, ctx)
-        host_arrays = None
-        with self._lock:
-            work_id = self.fast(self, args, launcher, queue)
-            if work_id is None:
-                work_id, host_arrays = self._launch_general(args, launcher, queue)
         if start:
             _prof.emit("launch", name=self.kernel.name, start_ns=start, end_ns=_prof.now_ns(), work_id=work_id,
                        queue=queue, grid=launcher.griddim, block=launcher.blockdim)
@@ -767,10 +775,13 @@ def _make_packer(plan):
     return namespace["pack"]
 
 
-def _make_fast_launch(plan):
-    """The launch function of a plan for its common case: every array argument a device array of the
-    launch's device. Returns the work id, or None (before changing anything) when an argument is
-    something else, for ``_PreparedLaunch._launch_general`` to handle. Called with the launch lock held.
+def _make_launch(plan):
+    """The launch function of a plan: ``launch(P, args, L)`` for its _PreparedLaunch ``P`` and a
+    _Launcher ``L``, generated so that the common case (every array argument a device array of this
+    device) runs as straight-line code: the configuration check (once per launcher), binding only
+    buffers that changed, one ``struct.pack_into`` into the descriptor's preallocated bytes, and one
+    submit (one C call). Host NumPy arrays, arrays of another device and bad geometry go through
+    ``_PreparedLaunch._launch_general``, which handles or raises.
 
     Arrays identical to the previous launch's (the usual loop) are neither checked nor rebound again:
     a device array's type, device and geometry never change, and their buffers are still bound. New
@@ -779,9 +790,9 @@ def _make_fast_launch(plan):
     """
     arrays = [(a.arg, i) for i, a in enumerate(plan.arrays)]
     namespace = {"_DeviceNDArray": DeviceNDArray, "_device_geometry": _device_geometry,
-                 "_StructError": struct.error}
+                 "_StructError": struct.error, "_listeners": _prof._listeners, "_now": _prof.now_ns}
     array_fields = [f for f in plan.fields if f.what[0] in ("shape", "stride", "origin")]
-    lines = ["def fast(P, args, L, queue):"]
+    body = []   # the fast path, inside the lock
     if arrays:
         admit = ["def admit(P, args):", "    ctx = P.ctx"]
         for arg, _ in arrays:
@@ -801,17 +812,12 @@ def _make_fast_launch(plan):
         admit.append(f"    P._last = ({''.join(f'a{arg}, ' for arg, _ in arrays)})")
         admit.append("    return True")
         exec(compile("\n".join(admit) + "\n", f"<numba_metal launch {plan.entry_name}>", "exec"), namespace)
-        lines.append("    last = P._last")
-        same = " and ".join(f"args[{arg}] is last[{j}]" for j, (arg, _) in enumerate(arrays))
-        lines.append(f"    if not ({same}):")
-        lines.append("        if not _admit(P, args):")
-        lines.append("            return None")
-        if array_fields:
-            lines.append("    v = P._values")
         namespace["_admit"] = namespace["admit"]
+        if array_fields:
+            body.append("v = P._values")
     if plan.dynamic_threadgroup_memory:
-        lines.append("    if L.shared_length != P._shared:")
-        lines.append("        P._set_shared(L.shared_length)")
+        body.append("if L.shared_length != P._shared:")
+        body.append("    P._set_shared(L.shared_length)")
     if plan.fields:
         exprs, j = [], 0
         for f, e in zip(plan.fields, _field_exprs(plan, "", "", "")):
@@ -821,15 +827,34 @@ def _make_fast_launch(plan):
             else:
                 exprs.append("L.sharedmem" if e == "sharedmem" else e)
         namespace["_pack"] = struct.Struct(plan.arg_format).pack_into
-        lines.append("    try:")
-        lines.append(f"        _pack(P.view, 0, {', '.join(exprs)})")
-        lines.append("    except (_StructError, OverflowError, TypeError) as e:")
-        lines.append("        P._pack_error(e)")
-    lines.append("    griddim = L.griddim")
-    lines.append("    blockdim = L.blockdim")
-    lines.append("    if griddim is not P._griddim or blockdim is not P._blockdim:")
-    lines.append("        if griddim != P._griddim or blockdim != P._blockdim:")
-    lines.append("            P._set_grid(griddim, blockdim)")
-    lines.append("    return queue.submit(P.dplan, P.arg_size)")
+        body.append("try:")
+        body.append(f"    _pack(P.view, 0, {', '.join(exprs)})")
+        body.append("except (_StructError, OverflowError, TypeError) as e:")
+        body.append("    P._pack_error(e)")
+    body.append("griddim = L.griddim")
+    body.append("blockdim = L.blockdim")
+    body.append("if griddim is not P._griddim or blockdim is not P._blockdim:")
+    body.append("    if griddim != P._griddim or blockdim != P._blockdim:")
+    body.append("        P._set_grid(griddim, blockdim)")
+    body.append("work_id = queue.submit(P.dplan, P.arg_size)")
+    body.append("host_arrays = None")
+
+    lines = ["def launch(P, args, L):",
+             "    start = _now() if _listeners else 0",
+             "    if L.checked is not P:",
+             "        P._check(L)",
+             "    queue = P._queue if L.default_stream else P._resolve(L.stream)",
+             "    with P._lock:"]
+    if arrays:
+        same = " and ".join(f"args[{arg}] is last[{j}]" for j, (arg, _) in enumerate(arrays))
+        lines.append("        last = P._last")
+        lines.append(f"        if ({same}) or _admit(P, args):")
+        lines.extend("            " + b for b in body)
+        lines.append("        else:")
+        lines.append("            work_id, host_arrays = P._launch_general(args, L, queue)")
+    else:
+        lines.extend("        " + b for b in body)
+    lines.append("    if start or host_arrays or P.error_buffer is not None:")
+    lines.append("        P._finish(work_id, L, queue, start, host_arrays)")
     exec(compile("\n".join(lines) + "\n", f"<numba_metal launch {plan.entry_name}>", "exec"), namespace)
-    return namespace["fast"]
+    return namespace["launch"]
