@@ -20,6 +20,7 @@ from . import msl
 from .frontend import TypedFunction, loc_of
 from .conversions import cast_expr, truth, tuple_item  # noqa: F401  (re-exported)
 from .lowering import Value, registry as lowerings
+from .msl import MAX_THREADGROUP_MEMORY
 from .plan import ArgField, ArrayBinding, LaunchPlan
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, structurize)
@@ -47,6 +48,8 @@ class ModuleBuilder:
         self._in_progress: set = set()
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
+        self.uses_dynamic_shared = False
+        self.pool_bytes = 0   # shared arrays of device functions, in one threadgroup pool
         self.array_names: list[str] = []
         self.lines: dict[int, tuple[str, int]] = {}
 
@@ -137,6 +140,12 @@ class ModuleBuilder:
         self._device_functions[key] = (name, tf.return_type)
         self._functions.append(text)
         return name, tf.return_type
+
+    def allocate_shared_pool(self, nbytes: int) -> int:
+        """Byte offset of a device function's shared array in the kernel's threadgroup pool."""
+        offset = self.pool_bytes
+        self.pool_bytes = offset + (nbytes + 15) // 16 * 16
+        return offset
 
     def constant_array(self, elem: str, values: list[str]) -> str:
         """Define a program-scope constant array and return its name."""
@@ -283,9 +292,7 @@ class FunctionLowering:
 
     def require_dynamic_shared(self) -> None:
         """The kernel uses dynamic threadgroup memory (sized by the launch's ``sharedmem``)."""
-        if not self.is_kernel:
-            self.error("dynamic shared memory (metal.shared.array(0, ...)) must be declared in the kernel")
-        self.plan.dynamic_threadgroup_memory = True
+        self.module.uses_dynamic_shared = True
 
     def threadgroup_counter(self) -> str:
         """A ``threadgroup atomic_int*`` shared by the threadgroup (declared by the kernel)."""
@@ -439,8 +446,16 @@ class FunctionLowering:
                 f"kernel {self.tf.name}() needs {slot} array buffers plus its argument block, more "
                 f"than Metal's {msl_max_buffers()} buffer slots; pass fewer arrays (e.g. stack them "
                 "into one 2-D array)", self.tf.location)
-        if plan.dynamic_threadgroup_memory:
+        if self.module.uses_dynamic_shared:
+            plan.dynamic_threadgroup_memory = True
             fields.append(ArgField("nm_dynshared_bytes", -1, ("dynshared",), "uint", 4, "I"))
+        if self.module.pool_bytes:
+            plan.static_threadgroup_memory += self.module.pool_bytes
+            if plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
+                raise UnsupportedFeatureError(
+                    f"shared arrays of kernel {self.tf.name}() and its device functions need "
+                    f"{plan.static_threadgroup_memory} bytes of threadgroup memory, more than Metal's "
+                    f"{MAX_THREADGROUP_MEMORY}; use smaller arrays", self.tf.location)
         # Largest fields first: the struct then has no padding, so host and MSL agree on the layout.
         fields.sort(key=lambda f: -f.size)
         if fields:
@@ -471,6 +486,17 @@ class FunctionLowering:
             entry.append(f"    {msl.CTX_PARAM}.tgcount = &nm_tgcount;")
         else:
             entry.append(f"    {msl.CTX_PARAM}.tgcount = nullptr;")
+        if self.module.pool_bytes:
+            entry.append(f"    threadgroup float4 nm_tgpool[{self.module.pool_bytes // 16}];")
+            entry.append(f"    {msl.CTX_PARAM}.tgpool = (threadgroup uchar*)nm_tgpool;")
+        else:
+            entry.append(f"    {msl.CTX_PARAM}.tgpool = nullptr;")
+        if plan.dynamic_threadgroup_memory:
+            entry.append(f"    {msl.CTX_PARAM}.dynshared = nm_dynshared;")
+            entry.append(f"    {msl.CTX_PARAM}.dynshared_bytes = {msl.ARGS_PARAM}.nm_dynshared_bytes;")
+        else:
+            entry.append(f"    {msl.CTX_PARAM}.dynshared = nullptr;")
+            entry.append(f"    {msl.CTX_PARAM}.dynshared_bytes = 0u;")
         self._entry = entry
         self._kernel_fields = fields
         return f"{msl.KERNEL_QUALIFIER} {self.name}({', '.join(params)})"
@@ -729,7 +755,7 @@ class FunctionLowering:
 
 
 def msl_max_buffers() -> int:
-    return 31
+    return msl.MAX_BUFFER_SLOTS
 
 
 def _flatten_scalars(ty, path=()):

@@ -178,6 +178,10 @@ KERNEL_BUILTINS = (
     ("sgid", "uint", "simdgroup_index_in_threadgroup"),
 )
 
+#: Metal limits (Apple4 and later): threadgroup memory of one threadgroup, buffer-table entries.
+MAX_THREADGROUP_MEMORY = 32 * 1024
+MAX_BUFFER_SLOTS = 31
+
 CTX_TYPE = "nm_ctx"
 CTX_PARAM = "nm_c"
 ARGS_PARAM = "nm_args"

@@ -23,6 +23,9 @@ struct nm_ctx {
     uint sgid;      // simdgroup_index_in_threadgroup
     device uint* err;  // debug error record (debug=True), else null
     threadgroup atomic_int* tgcount;  // counter for syncthreads_count/and/or, else null
+    threadgroup uchar* tgpool;        // shared arrays declared in device functions, else null
+    threadgroup uchar* dynshared;     // dynamic shared memory (the launch's sharedmem), else null
+    uint dynshared_bytes;
 };
 
 //@@ array requires: base

@@ -18,6 +18,7 @@ from numba.core.typing.npydecl import parse_dtype, parse_shape
 from numba.core.typing.templates import AbstractTemplate, CallableTemplate, signature
 
 from numba_metal.compiler import msl
+from numba_metal.compiler.msl import MAX_THREADGROUP_MEMORY
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
@@ -25,8 +26,6 @@ from numba_metal.errors import UnsupportedFeatureError
 
 from ._stub import Stub
 
-#: Threadgroup memory of one threadgroup on Apple GPUs (Apple4 and later).
-MAX_THREADGROUP_MEMORY = 32 * 1024
 
 
 def _namespace(name: str, doc: str, **members) -> pytypes.ModuleType:
@@ -131,19 +130,25 @@ def _lower_shared(lc, sig, args, **kws):
     rt = sig.return_type
     shape = _literal_shape(sig.args[0])
     elem = lc.msl_type(rt.dtype)
-    if not lc.is_kernel:
-        lc.error("metal.shared.array must be declared in the kernel itself, not in a device function; "
-                 "declare it in the kernel and pass it to the device function as an argument")
     itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
     total = int(np.prod(shape, dtype=np.int64)) if shape else 0
     if total == 0:
         # Dynamic shared memory: sized by the launch's sharedmem argument; every dynamic array aliases it.
-        lc.plan.dynamic_threadgroup_memory = True
         lc.require_dynamic_shared()
-        n = f"(long({msl.ARGS_PARAM}.nm_dynshared_bytes) / {itemsize}l)"
-        data = f"((threadgroup {elem}*)nm_dynshared)"
-        return _array_value(lc, rt, data, [n] + [1] * (len(shape) - 1), ["1l"] * len(shape))
+        if lc.is_kernel:
+            data, nbytes = "nm_dynshared", f"{msl.ARGS_PARAM}.nm_dynshared_bytes"
+        else:
+            data, nbytes = lc.ctx("dynshared"), lc.ctx("dynshared_bytes")
+        n = f"(long({nbytes}) / {itemsize}l)"
+        return _array_value(lc, rt, f"((threadgroup {elem}*){data})", [n] + [1] * (len(shape) - 1),
+                            ["1l"] * len(shape))
     nbytes = total * itemsize
+    if not lc.is_kernel:
+        # A device function's shared array lives at a fixed offset of the kernel's threadgroup pool:
+        # one allocation per call site, the same for every call (numba.cuda's semantics).
+        offset = lc.module.allocate_shared_pool(nbytes)
+        data = f"((threadgroup {elem}*)({lc.ctx('tgpool')} + {offset}))"
+        return _array_value(lc, rt, data, list(shape))
     lc.plan.static_threadgroup_memory += (nbytes + 15) // 16 * 16
     if lc.plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
         lc.error(f"shared arrays of kernel {lc.tf.name}() need {lc.plan.static_threadgroup_memory} bytes "

@@ -144,17 +144,62 @@ def test_shared_array_needs_a_constant_shape():
         metal.compile_msl(k, (f32, types.int64))
 
 
-def test_shared_array_in_a_device_function_is_refused_with_advice():
+@metal.jit(device=True)
+def block_sum(v):
+    """A block reduction in a device function with its own shared array (as numba.cuda allows)."""
+    buf = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    buf[t] = v
+    metal.syncthreads()
+    s = 32
+    while s > 0:
+        if t < s:
+            buf[t] += buf[t + s]
+        metal.syncthreads()
+        s //= 2
+    r = buf[0]
+    metal.syncthreads()
+    return r
+
+
+@metal.jit(device=True)
+def reversed_in_block(v):
+    d = metal.shared.array(0, np.int32)          # dynamic shared memory, from a device function
+    t = metal.threadIdx.x
+    d[t] = v
+    metal.syncthreads()
+    return d[metal.blockDim.x - 1 - t]
+
+
+@metal.jit
+def uses_shared_device_functions(a, sums, rev):
+    i = metal.grid(1)
+    sums[i] = block_sum(a[i]) + block_sum(a[i] * 2)
+    rev[i] = reversed_in_block(i)
+
+
+def test_shared_arrays_declared_in_device_functions():
+    a = np.arange(128, dtype=np.float32)
+    sums = np.zeros(128, np.float32)
+    rev = np.zeros(128, np.int32)
+    uses_shared_device_functions[2, 64, 0, 64 * 4](a, sums, rev)
+    np.testing.assert_array_equal(sums, np.repeat([a[:64].sum() * 3, a[64:].sum() * 3], 64))
+    np.testing.assert_array_equal(rev, np.concatenate([np.arange(63, -1, -1), np.arange(127, 63, -1)]))
+
+
+def test_device_function_shared_arrays_count_against_the_limit():
     @metal.jit(device=True)
-    def scratch():
-        s = metal.shared.array(4, np.float32)
+    def big():
+        s = metal.shared.array(6000, np.float32)
         s[0] = 1.0
         return s[0]
 
     def k(out):
-        out[0] = scratch()
+        t = metal.shared.array(3000, np.float32)
+        t[0] = big()
+        out[0] = t[0]
 
-    with pytest.raises(UnsupportedFeatureError, match="declare it in the kernel and pass it"):
+    with pytest.raises(UnsupportedFeatureError, match="more than Metal's 32768"):
         metal.compile_msl(k, (f32,))
 
 
