@@ -252,7 +252,8 @@ def cases(quick: bool):
                 variant=variant, size=f"{n}²", x=n * n, params={"n": n, "steps": STEPS},
                 setup=_setup(n), reference=lambda u0, nl=nonlinear: numpy_steps(u0, STEPS, nl, np.float64),
                 check=_check,
-                baselines={"python": _loop_impl(loop, *scal) if n <= 128 else "plain Python only up to 128²",
+                baselines={"python": _loop_impl(loop, *scal) if n <= (32 if quick else 128) else
+                           f"plain Python only up to {32 if quick else 128}²",
                            "numpy": lambda u0, nl=nonlinear: numpy_steps(u0, STEPS, nl),
                            "numba_1t": _loop_impl(f1, *scal), "numba_parallel": _loop_impl(fp, *scal)},
                 metal=impl, numba_dispatchers=(f1, fp),
