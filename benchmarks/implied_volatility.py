@@ -7,8 +7,8 @@ with ``math.erf``. Options are near the money (K/S in [0.9, 1.1], T in [0.5, 2] 
 volatilities in [0.15, 0.6]; quotes are Black–Scholes prices computed in float64 and rounded to
 float32. The check compares the recovered σ with the true σ (absolute tolerance 5e-5).
 
-NumPy has no ``erf``; the NumPy version uses ``scipy.special.erf`` and iterates on the options that
-have not converged yet.
+NumPy has no ``erf``; the NumPy version uses ``scipy.special.erf`` (and is skipped, saying so, where
+SciPy is not installed) and iterates on the options that have not converged yet.
 
     python benchmarks/implied_volatility.py [--quick] [--json out.json]
 """
@@ -23,7 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
-from scipy.special import erf as _erf  # noqa: E402
 
 import bench_common as bc  # noqa: E402
 from numba_metal import metal  # noqa: E402
@@ -66,6 +65,12 @@ def iv_loop(price, s, k, t, r, out, solve):
 
 iv_1t = numba.njit(iv_loop)
 iv_par = numba.njit(parallel=True)(iv_loop)
+
+
+try:
+    from scipy.special import erf as _erf
+except ImportError:  # SciPy is not a dependency of numba-metal
+    _erf = None
 
 
 def iv_numpy(price, s, k, t, r):
@@ -120,9 +125,10 @@ def iv_kernel(price, s, k, t, r, out):
 
 
 def _bs_call(s, k, t, r, sig):
+    erf = _erf if _erf is not None else np.vectorize(math.erf, otypes=[np.float64])
     d1 = (np.log(s / k) + (r + 0.5 * sig * sig) * t) / (sig * np.sqrt(t))
     d2 = d1 - sig * np.sqrt(t)
-    return s * 0.5 * (1 + _erf(d1 * INV_SQRT2)) - k * np.exp(-r * t) * 0.5 * (1 + _erf(d2 * INV_SQRT2))
+    return s * 0.5 * (1 + erf(d1 * INV_SQRT2)) - k * np.exp(-r * t) * 0.5 * (1 + erf(d2 * INV_SQRT2))
 
 
 def _setup(n):
@@ -178,7 +184,8 @@ def cases(quick: bool):
             setup=_setup(n), reference=lambda inp: inp["sigma_true"], check=_check,
             baselines={"python": _loop_impl(iv_loop, implied_vol) if n <= 100_000 else
                        "plain Python only up to 100,000 options",
-                       "numpy": lambda inp: iv_numpy(*(inp[a] for a in ARGS), RATE),
+                       "numpy": (lambda inp: iv_numpy(*(inp[a] for a in ARGS), RATE)) if _erf is not None else
+                       "SciPy is not installed and NumPy has no erf",
                        "numba_1t": _loop_impl(iv_1t, implied_vol_nb),
                        "numba_parallel": _loop_impl(iv_par, implied_vol_nb)},
             metal=bc.MetalImpl(_upload, _launch, _download, kernels=(iv_kernel,)),
