@@ -600,15 +600,23 @@ def _cold_child(path: str, case_id: str, device: str, quick: bool) -> dict:
             "compile_ns": py + pipe, "compiles": len(compiles),
             "compiled_fresh": bool(compiles) and not any(e.from_cache for e in compiles),
             "kernels": sorted({e.name for e in compiles}), "process_init_ns": process_init,
-            "warm_after_ns": warm, "correct": bool(chk["ok"]), "check": chk, "method": "fresh subprocess"}
+            "warm_after_ns": warm, "correct": bool(chk["ok"]), "check": chk, "method": "fresh subprocess",
+            "device": _device_label()}
 
 
 # --------------------------------------------------------------------------------------------------
 # Running programs, documents and the text report
 # --------------------------------------------------------------------------------------------------
 
+def _device_label() -> str:
+    from numba_metal import metal
+    info = metal.get_device_info()
+    return f"{info.name} ({info.kind})"
+
+
 def run_program(prog: Program, opts: RunOptions) -> dict:
     cases = prog.cases(opts.quick)
+    device = _device_label()
     if opts.only_variants:
         cases = [c for c in cases if c.variant in opts.only_variants]
     if opts.only_sizes:
@@ -628,6 +636,7 @@ def run_program(prog: Program, opts: RunOptions) -> dict:
                    "params": case.params, "work": case.work, "checks": {}, "timings": {}, "skipped": {},
                    "notes": [], "correct": False, "speedups": {},
                    "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=6)}
+        rec["device"] = device
         rec["wall_s"] = round(time.perf_counter() - t0, 2)
         _say(opts, f"{prog.name} [{i + 1}/{len(cases)}] {case.id} done in {rec['wall_s']:.1f} s"
                    f"{'' if rec.get('correct') else ' (NOT CORRECT: see report)'}")

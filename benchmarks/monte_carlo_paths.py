@@ -130,7 +130,8 @@ def _metal_impl(device_reduced: bool):
         return float(st["payoff"].copy_to_host().mean(dtype=np.float64))
     return bc.MetalImpl(upload, launch, download, kernels=(mc_kernel,),
                         note=("payoffs summed on the device (metal.reduce_sum), one float copied back"
-                              if device_reduced else "payoffs copied back and averaged with NumPy"))
+                              if device_reduced else "payoffs copied back and averaged with NumPy")
+                        + "; creating the generator states is set-up, outside every timing (extra.rng_init_s)")
 
 
 def _loop_impl(fn):

@@ -355,8 +355,8 @@ h3{font-size:16px;margin:20px 0 6px}
 .banner{background:#fff3cd;border:2px solid #e0a800;padding:10px 14px;border-radius:6px;font-weight:600;margin:10px 0}
 .banner.gpu{background:#e8f5e9;border-color:#43a047}
 table{border-collapse:collapse;margin:8px 0 14px;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
-td small{white-space:nowrap}.scroll{overflow-x:auto}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
+td small{white-space:nowrap;font-size:11px}table.cases td{white-space:nowrap}.scroll{overflow-x:auto}
 th{background:#f4f4f4;cursor:pointer;user-select:none}th.nosort{cursor:default}
 td.l,th.l{text-align:left}tr.fail td{background:#fde2e2}
 .win{color:#1b7f3b;font-weight:600}.resident{color:#2f6fb0;font-weight:600}.even{color:#666}
@@ -385,7 +385,7 @@ JS = r"""
   function key(td){ var v = td.getAttribute('data-v'); return v === null ? td.textContent : parseFloat(v); }
   var tables = document.querySelectorAll('table.sortable');
   for (var t = 0; t < tables.length; t++) (function(table){
-    var ths = table.querySelectorAll('thead th');
+    var hr = table.tHead.rows, ths = hr[hr.length - 1].cells;
     for (var c = 0; c < ths.length; c++) (function(th, col){
       th.addEventListener('click', function(){
         var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
@@ -414,6 +414,14 @@ def _td(text, v=None, cls="") -> str:
     return f"<td{c}{dv}>{text}</td>"
 
 
+def fmt_range(lo, hi) -> str:
+    """'214–226 ms': both ends in the unit of the larger, three significant digits."""
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1, "ns")):
+        if hi >= scale:
+            return f"{lo / scale:.3g}–{hi / scale:.3g} {unit}"
+    return f"{lo:.3g}–{hi:.3g} ns"
+
+
 def _timing_cell(case, name):
     t = case.get("timings", {}).get(name)
     if not t:
@@ -423,8 +431,8 @@ def _timing_cell(case, name):
             return _td('<span class="fail">failed check</span>', None)
         return _td(f'<span class="muted" title="{esc(why or "")}">–</span>', None)
     tip = f"median of {t['repeats']} (after {t.get('warmups', 0)} warm-ups); min {fmt_ns(t['min_ns'])}, max {fmt_ns(t['max_ns'])}"
-    return _td(f'<span title="{esc(tip)}">{fmt_ns(t["median_ns"])}</span><br><small>{fmt_ns(t["min_ns"])}–'
-               f'{fmt_ns(t["max_ns"])}</small>', t["median_ns"])
+    return _td(f'<span title="{esc(tip)}">{fmt_ns(t["median_ns"])}</span><br>'
+               f'<small>{fmt_range(t["min_ns"], t["max_ns"])}</small>', t["median_ns"])
 
 
 def _speedup_cell(x):
@@ -441,8 +449,10 @@ def _slug(s: str) -> str:
 def render_program(p: dict) -> str:
     out = [f'<h2 id="{esc(_slug(p["name"]))}">{esc(p["title"])}</h2>',
            f'<p>{esc(p["summary"])}</p>']
+    devices = sorted({c["device"] for c in p["cases"] if c.get("device")})
     if p.get("file"):
-        out.append(f'<p class="muted">Program: <code>{esc(p["file"])}</code> · x axis: {esc(p["x_axis"])}</p>')
+        out.append(f'<p class="muted">Program: <code>{esc(p["file"])}</code> · x axis: {esc(p["x_axis"])}'
+                   + (f' · numba-metal device: {esc(", ".join(devices))}' if devices else "") + "</p>")
     out.append("<ul>" + "".join(f"<li><b>{esc(v)}</b>: {esc(d)}</li>" for v, d in p["variants"].items()) + "</ul>")
     if p.get("comparison") == "compile":
         out.append(render_compile_program(p))
@@ -493,11 +503,17 @@ def render_program(p: dict) -> str:
     return "\n".join(out)
 
 
+SHORT = {"python": "Python", "numpy": "NumPy", "numba_1t": "Numba 1 thread", "numba_parallel": "Numba parallel"}
+
+
 def render_case_table(cases: list[dict]) -> str:
-    head = ["size", "correct"] + [BASELINE_LABELS[b] for b in BASELINES] + [
-        "metal kernel", "metal end to end", "metal cold", "upload", "download"] + [
-        f"× {BASELINE_LABELS[b]}" for b in BASELINES] + ["verdict"]
-    out = ['<div class="scroll"><table class="sortable cases"><thead><tr>' + "".join(
+    nb = len(BASELINES)
+    group = (f'<tr><th class="nosort" colspan="2"></th><th class="nosort" colspan="{nb}">CPU baselines: median '
+             f'(min–max)</th><th class="nosort" colspan="5">numba-metal: median (min–max)</th>'
+             f'<th class="nosort" colspan="{nb}">numba-metal kernel speedup over</th><th class="nosort"></th></tr>')
+    head = ["size", "correct"] + [SHORT[b] for b in BASELINES] + [
+        "kernel", "end to end", "cold"] + [SHORT[b] for b in BASELINES] + ["verdict"]
+    out = ['<div class="scroll"><table class="sortable cases"><thead>' + group + "<tr>" + "".join(
         f'<th class="{"l" if h in ("size", "verdict") else ""}">{esc(h)}</th>' for h in head) + "</tr></thead><tbody>"]
     for c in cases:
         cls, words = verdict(c)
@@ -506,8 +522,7 @@ def render_case_table(cases: list[dict]) -> str:
                  _td('yes' if c.get("correct") else '<span class="fail">NO</span>', 1 if c.get("correct") else 0)]
         cells += [_timing_cell(c, b) for b in BASELINES]
         cells += [_timing_cell(c, "metal_kernel"), _timing_cell(c, "metal_e2e"),
-                  _td(fmt_ns(cold.get("cold_ns")) if cold.get("cold_ns") else "–", cold.get("cold_ns")),
-                  _timing_cell(c, "metal_h2d"), _timing_cell(c, "metal_d2h")]
+                  _td(fmt_ns(cold.get("cold_ns")) if cold.get("cold_ns") else "–", cold.get("cold_ns"))]
         cells += [_speedup_cell(c.get("speedups", {}).get("kernel", {}).get(b)) for b in BASELINES]
         cells.append(f'<td class="l"><span class="{cls}">{esc(words)}</span></td>')
         out.append(f'<tr class="{"" if c.get("correct") else "fail"}">' + "".join(cells) + "</tr>")
@@ -515,6 +530,11 @@ def render_case_table(cases: list[dict]) -> str:
     out.append("<details><summary>Checks, notes and cold-run details</summary><ul>")
     for c in cases:
         items = []
+        for name, words in (("metal_h2d", "upload (to_device + allocation)"), ("metal_d2h", "download (copy_to_host)")):
+            t = c.get("timings", {}).get(name)
+            if t:
+                items.append(f"{words}: {fmt_ns(t['median_ns'])} ({fmt_ns(t['min_ns'])}–{fmt_ns(t['max_ns'])}, "
+                             f"{t['repeats']} repeats)")
         for name, chk in c.get("checks", {}).items():
             items.append(f'{esc(name)}: <span class="{"win" if chk.get("ok") else "fail"}">'
                          f'{"pass" if chk.get("ok") else "FAIL"}</span> {esc(chk.get("detail", ""))}')
@@ -764,6 +784,8 @@ def main(argv=None) -> int:
     ap.add_argument("results", help="a JSON document from run_all.py --json (or a program's --json)")
     ap.add_argument("-o", "--output", help="HTML file to write (default: the JSON's name with .html)")
     ap.add_argument("--markdown", metavar="MD", help="also write the summary tables as Markdown")
+    ap.add_argument("--update-doc", metavar="DOC", help="replace the generated results block of DOC "
+                    "(docs/benchmarking.md) with the summary of RESULTS")
     args = ap.parse_args(argv)
     with open(args.results) as f:
         doc = json.load(f)
@@ -777,7 +799,29 @@ def main(argv=None) -> int:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write(render_markdown(doc, os.path.relpath(args.results)))
         print(f"wrote {args.markdown}")
+    if args.update_doc:
+        update_doc(args.update_doc, doc, args.results)
+        print(f"updated {args.update_doc}")
     return 0
+
+
+BEGIN, END = "<!-- BEGIN GENERATED: {} -->\n", "<!-- END GENERATED -->"
+
+
+def update_doc(doc_path: str, doc: dict, results_path: str) -> None:
+    """Replace the block between the BEGIN/END GENERATED markers of ``doc_path`` with the Markdown
+    summary of ``doc``; the marker names the results file, relative to the repository root."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rel = os.path.relpath(os.path.abspath(results_path), root)
+    with open(doc_path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.find("<!-- BEGIN GENERATED: ")
+    end = text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{doc_path} has no '<!-- BEGIN GENERATED: ... -->' ... '{END}' block")
+    text = text[:start] + BEGIN.format(rel) + render_markdown(doc, rel) + text[end:]
+    with open(doc_path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,7 @@ def test_run_all_quick_only_one_program_end_to_end(tmp_path):
     [prog] = doc["programs"]
     [case] = prog["cases"]
     assert case["id"] == "default/10,000" and case["correct"]
+    assert case["device"].startswith("CPU reference device") and case["device"].endswith("(cpu)")
     for name in ("python", "numpy", "numba_1t", "numba_parallel", "metal_kernel", "metal_e2e", "metal_h2d",
                  "metal_d2h"):
         assert case["timings"][name]["repeats"] >= 3, name
@@ -166,4 +167,5 @@ def test_benchmarking_doc_quotes_the_committed_results_verbatim():
     assert m.group(2) == report.render_markdown(doc, path)
     # Outside the block, no speedup figure (a number followed by ×) is written by hand.
     outside = text[:m.start()] + text[m.end():]
-    assert not re.search(r"\d\s*×", outside), re.findall(r".{30}\d\s*×.{10}", outside)
+    speedup = r"\d(?:\.\d+)?\s*×(?!\s*\d)"  # "2.5×" but not a size such as "200×200×8"
+    assert not re.search(speedup, outside), re.findall(".{30}" + speedup + ".{10}", outside)
