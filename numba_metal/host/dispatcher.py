@@ -826,6 +826,8 @@ def _make_launch(plan):
                 j += 1
             else:
                 exprs.append("L.sharedmem" if e == "sharedmem" else e)
+        if j and exprs[:j] == [f"v[{k}]" for k in range(j)]:
+            exprs[:j] = ["*v"]   # the arrays' fields first (the usual layout): unpack them in C
         namespace["_pack"] = struct.Struct(plan.arg_format).pack_into
         body.append("try:")
         body.append(f"    _pack(P.view, 0, {', '.join(exprs)})")
