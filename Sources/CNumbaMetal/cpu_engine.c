@@ -716,7 +716,11 @@ int nm_cq_wait(nm_cq *q, char **message) {
 }
 
 int nm_cq_query(nm_cq *q, uint64_t id) {
-    if (id == 0 || id > __atomic_load_n(&q->issued, __ATOMIC_ACQUIRE)) return -1;
+    if (id == 0) {  /* all work issued so far */
+        id = __atomic_load_n(&q->issued, __ATOMIC_ACQUIRE);
+        if (id == 0) return 1;
+    }
+    if (id > __atomic_load_n(&q->issued, __ATOMIC_ACQUIRE)) return -1;
     return __atomic_load_n(&q->completed, __ATOMIC_ACQUIRE) >= id ? 1 : 0;
 }
 

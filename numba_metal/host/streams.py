@@ -32,9 +32,8 @@ class Stream:
 
     def query(self) -> bool:
         """True if all work submitted to this stream has completed."""
-        marker = self._queue.marker()
         self._queue.flush()
-        return self._queue.query(marker)
+        return self._queue.query(0)   # work id 0: everything issued so far
 
     @contextlib.contextmanager
     def auto_synchronize(self):

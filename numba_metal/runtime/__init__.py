@@ -406,7 +406,7 @@ class Queue:
             _raise(rc)
 
     def query(self, work_id: int) -> bool:
-        """True when work_id has completed."""
+        """True when work_id has completed (work_id 0: all work issued so far)."""
         out = self._ffi.new("int32_t *")
         rc = load()[1].nm_queue_query(self.handle, work_id, out)
         if rc:

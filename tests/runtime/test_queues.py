@@ -157,3 +157,12 @@ def test_dispatch_plan_argument_block(device, queue):
     assert (from_buffer(buf, np.float32, 256) == 10.0).all()
     stats = device.stats()
     assert stats["live_buffers"] >= 1 and stats["dispatches"] >= 2
+
+
+def test_query_of_work_id_zero_means_everything_issued(device, queue):
+    assert queue.query(0)                      # nothing issued yet on a fresh queue counts as done
+    a = device.new_buffer(64)
+    b = device.new_buffer(64)
+    queue.copy(a, 0, b, 0, 64)
+    queue.wait()
+    assert queue.query(0)

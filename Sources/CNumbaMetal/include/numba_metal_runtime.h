@@ -151,6 +151,7 @@ nm_status nm_queue_flush(nm_queue *queue);  /* submit encoded work without waiti
 nm_status nm_queue_wait(nm_queue *queue);   /* flush, then wait for all submitted work; NM_ERR_EXECUTION
                                                names the first kernel that failed since the last wait */
 nm_status nm_queue_query(nm_queue *queue, uint64_t work_id, int32_t *done);
+                                            /* work_id 0: all work issued so far (flush first) */
 nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start_ns, uint64_t *end_ns);
                                             /* device start/end of completed work, in nm_now_ns's base */
 

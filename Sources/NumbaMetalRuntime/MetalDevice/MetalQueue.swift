@@ -290,7 +290,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// Whether workID's command buffer completed.
     override func query(_ workID: UInt64) throws -> Bool {
         try state.locked {
-            if workID == 0 || workID > lastIssued { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
+            if workID == 0 { return completedThrough >= lastIssued }  // all work issued so far
+            if workID > lastIssued { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
             return workID <= completedThrough
         }
     }
