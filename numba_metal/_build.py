@@ -54,6 +54,7 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     shutil.copy2(built, tmp)
     os.replace(tmp, dest / LIB_NAME)  # never overwrite a library a running process has mapped
     shutil.copy2(root / "Sources" / "CNumbaMetal" / "include" / "numba_metal_runtime.h", dest / "numba_metal_runtime.h")
+    _emit_ffi(dest)
     shim_dest = dest / "shim"
     if shim_dest.exists():
         shutil.rmtree(shim_dest)
@@ -61,6 +62,20 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     if verbose:
         print(f"numba-metal: runtime staged in {dest}", file=sys.stderr)
     return dest / LIB_NAME
+
+
+def _emit_ffi(dest: Path) -> None:
+    """Generate cffi's out-of-line ABI module for the header's declarations, so that loading the runtime
+    does not parse C at every process start (the loader checks the recorded hash)."""
+    import cffi
+    text = (dest / "numba_metal_runtime.h").read_text()
+    cdef = text[text.index("/* BEGIN CDEF */") + len("/* BEGIN CDEF */"):text.index("/* END CDEF */")]
+    builder = cffi.FFI()
+    builder.cdef(cdef)
+    builder.set_source("_nm_ffi", None)
+    builder.emit_python_code(str(dest / "_nm_ffi.py"))
+    import hashlib
+    (dest / "_nm_ffi.sha256").write_text(hashlib.sha256(cdef.encode()).hexdigest() + "\n")
 
 
 if __name__ == "__main__":

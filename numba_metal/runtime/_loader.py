@@ -25,6 +25,32 @@ _lock = threading.Lock()
 _loaded = None  # (ffi, lib)
 
 
+def _prebuilt_ffi(cdef: str):
+    """The FFI the build generated from this very cdef (cffi's out-of-line ABI mode), or None.
+
+    Loading it takes about 2 ms where parsing the declarations takes about 50 ms; it is used only when
+    the hash recorded beside it matches the header's declarations.
+    """
+    module_path = _LIB_DIR / "_nm_ffi.py"
+    digest_path = _LIB_DIR / "_nm_ffi.sha256"
+    try:
+        recorded = digest_path.read_text().strip()
+    except OSError:
+        return None
+    if recorded != cdef_digest(cdef) or not module_path.is_file():
+        return None
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("numba_metal._lib._nm_ffi", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ffi
+
+
+def cdef_digest(cdef: str) -> str:
+    import hashlib
+    return hashlib.sha256(cdef.encode()).hexdigest()
+
+
 def _header_text() -> str:
     for candidate in (_LIB_DIR / "numba_metal_runtime.h", _SOURCE_HEADER):
         if candidate.is_file():
@@ -51,16 +77,18 @@ def load():
     with _lock:
         if _loaded is not None:
             return _loaded
-        import cffi
-
         path = library_path()
         if not path.is_file():
             raise MetalRuntimeError(
                 f"the numba-metal runtime library was not found at {path}; build it with "
                 "`python -m numba_metal._build` (needs Swift 6 on PATH), or reinstall with `pip install .`, "
                 "or set NUMBA_METAL_LIBRARY to the path of libNumbaMetalRuntime")
-        ffi = cffi.FFI()
-        ffi.cdef(_header_text())
+        cdef = _header_text()
+        ffi = _prebuilt_ffi(cdef)
+        if ffi is None:
+            import cffi
+            ffi = cffi.FFI()
+            ffi.cdef(cdef)
         try:
             lib = ffi.dlopen(str(path))
         except OSError as e:

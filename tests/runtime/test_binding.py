@@ -85,3 +85,12 @@ def test_thread_and_stack_settings_are_honoured():
     env = dict(__import__("os").environ, NUMBA_METAL_CPU_THREADS="1", NUMBA_METAL_CPU_STACK_KB="32")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.stdout.strip().endswith("OK"), out.stdout + out.stderr
+
+
+def test_prebuilt_ffi_is_used_only_when_it_matches_the_header(tmp_path, monkeypatch):
+    from numba_metal.runtime import _loader
+    cdef = _loader._header_text()
+    assert _loader._prebuilt_ffi(cdef) is not None          # the build generated it for this header
+    assert _loader._prebuilt_ffi(cdef + "\nint nm_new_function(void);") is None   # stale: parse instead
+    monkeypatch.setattr(_loader, "_LIB_DIR", tmp_path)
+    assert _loader._prebuilt_ffi(cdef) is None              # absent: parse instead
