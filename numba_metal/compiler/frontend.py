@@ -20,7 +20,7 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from numba.core.rewrites.static_raise import RewriteConstRaises
 from numba.core.typed_passes import type_inference_stage
 
-from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
+from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
 
 from .typing import TARGET_CONTEXT, typing_context
 
@@ -77,7 +77,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     except numba_errors.UnsupportedBytecodeError as e:
         raise UnsupportedFeatureError(_first_line(e) + "; kernels may use only the constructs listed "
                                       "in docs/supported-features.md", loc_of(getattr(e, "loc", None))
-                                      or source_location(pyfunc)) from None
+                                      or _raised_from(e) or source_location(pyfunc)) from None
     except numba_errors.NumbaError as e:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
@@ -159,10 +159,9 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
         typemap, restype, calltypes, _ = type_inference_stage(ctx, TARGET_CONTEXT, func_ir, argtypes,
                                                               return_type)
     except numba_errors.TypingError as e:
-        from numba_metal.errors import NumbaMetalError
         cause = _metal_cause(e)
         if cause is not None:
-            raise cause from None
+            raise _located(cause, loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
         text = _strip_numba_banner(str(e))
         untyped = _UNTYPED_GLOBAL.search(text)
         if untyped is not None:
@@ -185,10 +184,59 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
     except numba_errors.NumbaError as e:
         cause = _metal_cause(e)
         if cause is not None:
-            raise cause from None
+            raise _located(cause, loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
         raise KernelCompilationError(_strip_numba_banner(str(e)),
                                      loc_of(getattr(e, "loc", None)) or source_location(pyfunc)) from None
+    except NumbaMetalError as e:
+        # Raised by a numba-metal typing template straight through Numba's type inference.
+        raise _located(e, _typing_location(e.__traceback__) or source_location(pyfunc)) from None
+    except AttributeError as e:
+        # Numba's typing looks module attributes up with getattr and lets the AttributeError out
+        # (`metal.no_such_function`, `math.no_such_function`).
+        raise KernelCompilationError(f"{e}; a kernel can use only attributes that exist",
+                                     _getattr_location(func_ir, getattr(e, "name", None))
+                                     or source_location(pyfunc)) from None
     return TypedFunction(pyfunc, func_ir, typemap, calltypes, restype, argtypes, tuple(func_ir.arg_names))
+
+
+def _located(err, location):
+    """``err`` (a numba-metal error raised by a typing template, which knows no line) with the
+    location of the statement being typed."""
+    if err.location is not None or location is None:
+        return err
+    return type(err)(err.message, location)
+
+
+def _typing_location(tb):
+    """The location of the statement Numba's type inference was typing when ``tb`` was raised: the
+    innermost type-inference constraint on the stack (they know their statement's ``loc``)."""
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_filename.endswith("typeinfer.py"):
+            loc = getattr(frame.f_locals.get("self"), "loc", None)
+            if isinstance(loc, ir.Loc):
+                found = loc
+        tb = tb.tb_next
+    return loc_of(found)
+
+
+_RAISED_FROM = re.compile(r"Raised from (.+) \((\d+)\)\s*$")
+
+
+def _raised_from(exc):
+    """The (file, line) Numba writes into an UnsupportedBytecodeError's message."""
+    m = _RAISED_FROM.search(str(exc))
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def _getattr_location(func_ir, attr):
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
+                    and stmt.value.op == "getattr" and stmt.value.attr == attr):
+                return loc_of(stmt.loc)
+    return None
 
 
 def _metal_cause(exc):
