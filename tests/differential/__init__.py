@@ -1,0 +1,12 @@
+"""Differential testing of numba-metal: random kernels against a float32 Python reference.
+
+- :mod:`.gen`: the random kernel generator (driven by a chooser: Hypothesis or a seeded RNG).
+- :mod:`.semantics`: the reference's scalar semantics (Numba's typing and integer rules, float32
+  arithmetic, error bounds for transcendental functions).
+- :mod:`.reference`: runs generated source as plain Python on the host with those semantics.
+- :mod:`.harness`: runs a generated batch on numba-metal and on the reference and compares them.
+- :mod:`.repro`: the standalone reproducer script printed for a failure.
+- ``python -m tests.differential.run``: the profiles (``ci``, ``long``) outside pytest.
+
+docs/testing.md describes the design, the tolerance rule and the latest results.
+"""

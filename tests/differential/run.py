@@ -1,0 +1,140 @@
+"""The differential-testing profiles outside pytest, seed by seed.
+
+    python -m tests.differential.run --profile long          # >= 10,000 generated functions
+    python -m tests.differential.run --profile ci            # the CI size (300)
+    python -m tests.differential.run --seed 1234             # rerun one batch (prints its reproducer)
+
+Batch ``i`` of a run is generated from ``RandomChooser(seed_base + i)``, so every failure is
+rerun by its seed. A failure is shrunk (the failing case isolated, then statements deleted while
+the same failure persists) and its standalone reproducer is written to ``--failures`` (default
+tests/differential/failures/). The run's summary (kernels, batches, time, failures, coverage) is
+written as JSON to ``--summary``; docs/testing.md quotes the long run's summary,
+docs/differential-long-run.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections import Counter
+
+PROFILES = {"ci": 300, "long": 10_000}
+CASES_PER_BATCH = 8
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def run_one(seed: int, cases: int, shrink: bool, failures_dir: str | None, log=print):
+    from . import gen as G
+    from . import harness as H
+    from . import repro
+    from .choosers import RandomChooser
+    batch = G.generate_batch(RandomChooser(seed), cases)
+    t0 = time.perf_counter()
+    out = H.run_batch(batch)
+    dt = time.perf_counter() - t0
+    record = {"seed": seed, "kind": out.kind, "time": round(dt, 3), "compared": out.compared,
+              "skipped": out.skipped, "unstable": out.unstable, "functions": batch.generated_functions}
+    if not out.ok:
+        log(f"seed {seed}: {out.kind}: {out.message[:600]}")
+        best, best_out = batch, out
+        if shrink and out.kind not in ("generator_error", "model_mismatch"):
+            best, best_out = H.shrink(batch, out, log=log)
+        text = repro.reproducer(best, best_out, origin=f"Batch seed {seed} "
+                                f"(rerun: python -m tests.differential.run --seed {seed}).")
+        if failures_dir:
+            os.makedirs(failures_dir, exist_ok=True)
+            path = os.path.join(failures_dir, f"seed_{seed}_{out.kind}.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            record["reproducer"] = os.path.relpath(path, ROOT)
+            log(f"  reproducer: {path}")
+        else:
+            log(text)
+        record["message"] = out.message[:2000]
+    return batch, out, record
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", choices=sorted(PROFILES), default=None)
+    ap.add_argument("--kernels", type=int, default=None, help="generated functions to test")
+    ap.add_argument("--seed", type=int, default=None, help="run only this batch seed")
+    ap.add_argument("--seed-base", type=int, default=None)
+    ap.add_argument("--cases", type=int, default=CASES_PER_BATCH, help="generated functions per kernel")
+    ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--failures", default=os.path.join(HERE, "failures"))
+    ap.add_argument("--summary", default=None)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("NUMBA_METAL_DEVICE", "cpu")
+
+    if args.seed is not None:
+        _, out, record = run_one(args.seed, args.cases, not args.no_shrink, None)
+        print(json.dumps({k: v for k, v in record.items() if k != "message"}))
+        return 0 if out.ok else 1
+
+    profile = args.profile or "ci"
+    target = args.kernels or PROFILES[profile]
+    seed_base = args.seed_base if args.seed_base is not None else {"ci": 1_000_000, "long": 2_000_000}[profile]
+    summary_path = args.summary or (os.path.join(ROOT, "docs", "differential-long-run.json")
+                                    if profile == "long" else None)
+    t_start = time.time()
+    kinds = Counter()
+    features = Counter()
+    failures = []
+    functions = batches = compared = skipped = 0
+    i = 0
+    while functions < target:
+        seed = seed_base + i
+        i += 1
+        batch, out, record = run_one(seed, args.cases, not args.no_shrink, args.failures)
+        batches += 1
+        functions += batch.generated_functions
+        kinds[out.kind] += 1
+        features.update(batch.features)
+        compared += out.compared
+        skipped += out.skipped
+        if not out.ok:
+            failures.append(record)
+        if batches % 10 == 0:
+            el = time.time() - t_start
+            print(f"[{el:7.0f}s] {functions} functions in {batches} kernels; {dict(kinds)}", flush=True)
+    elapsed = time.time() - t_start
+    summary = {
+        "profile": profile, "command": "python -m tests.differential.run --profile " + profile,
+        "functions": functions, "kernels_compiled": batches, "cases_per_kernel": args.cases,
+        "seed_base": seed_base, "seconds": round(elapsed, 1), "outcomes": dict(kinds),
+        "outputs_compared": compared, "outputs_not_compared_unstable": skipped,
+        "failures": failures, "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "features": dict(sorted(features.items())),
+    }
+    print(json.dumps({k: v for k, v in summary.items() if k != "features"}, indent=2))
+    if summary_path:
+        with open(summary_path, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+            f.write("\n")
+        print(f"summary written to {summary_path}")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

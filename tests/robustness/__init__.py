@@ -1,0 +1,1 @@
+"""Robustness: invalid kernels and launch mistakes, and compiler fuzzing with random Python."""
