@@ -31,6 +31,10 @@ Algorithm (after Ramsey, "Beyond Relooper", ICFP 2022, adapted from WebAssembly 
    ``if (!c) break; A`` (an arm that never completes is kept, the other arm follows the ``if``).
    No redundant jump needs removing: step 3 compares canonical program points exactly, so a
    jump whose target is where control would fall anyway is never emitted.
+5. Loops that share a header (CPython: ``while c:`` whose body starts with ``while True:``) are
+   one natural loop with several latches.  If the tree needs a DoOnce or the flag, the CFG is
+   structured again with code-less virtual headers, one nested loop per latch, and the tree
+   with fewer DoOnce/flags is kept.
 
 Guarantees: every reachable block's :class:`Code` appears exactly once; the tree has
 O(#blocks + #edges) nodes; output is a deterministic function of ``(entry, succs)``; execution of
@@ -413,6 +417,62 @@ class _Cfg:
     def is_inline(self, z) -> bool:
         return not self.is_merge[z] and z not in self.hoisted
 
+    def split_shared_headers(self):
+        """The CFG with one code-less header per nesting level of loops that share a header.
+
+        CPython compiles ``while c:`` whose body starts with ``while True:`` so that both loops
+        jump back to the same block; natural-loop analysis then sees one loop with two latches.
+        When the latches' own natural loops are strictly nested, a chain of :class:`_Virtual`
+        blocks in front of the header gives each its own loop again.  Returns ``(entry, succs)``
+        or None when no header qualifies.  (Reducibility is preserved: each virtual block
+        dominates the latches that now jump to it.)
+        """
+        new = {n: list(self.succ[n]) for n in self.rpo}
+        entry = self.entry
+        changed = False
+        for h in self.headers:
+            levels: dict = {}  # natural loop of a latch -> its latches
+            for u in self.latches[h]:
+                body = {h, u}
+                work = [u] if u != h else []
+                while work:
+                    n = work.pop()
+                    for p in self.preds[n]:
+                        if p not in body:
+                            body.add(p)
+                            work.append(p)
+                levels.setdefault(frozenset(body), []).append(u)
+            if len(levels) < 2:
+                continue
+            chain = sorted(levels, key=len)
+            if any(not inner < outer for inner, outer in zip(chain, chain[1:])):
+                continue  # not nested: keep one loop
+            heads = [h] + [_Virtual(h, i) for i in range(1, len(chain))]
+            for i in range(1, len(heads)):
+                new[heads[i]] = [heads[i - 1]]
+            for p in self.fwd_preds[h]:
+                new[p] = [heads[-1] if t == h else t for t in new[p]]
+            for i, body in enumerate(chain):
+                for u in levels[body]:
+                    new[u] = [heads[i] if t == h else t for t in new[u]]
+            if h == entry:
+                entry = heads[-1]
+            changed = True
+        return (entry, new) if changed else None
+
+
+class _Virtual:
+    """A code-less block heading one level of loops that share a header (see above)."""
+
+    __slots__ = ("header", "level")
+
+    def __init__(self, header, level):
+        self.header = header
+        self.level = level
+
+    def __repr__(self) -> str:
+        return f"<loop level {self.level} of {self.header!r}>"
+
 
 def _chk_dominators(rpo: list, num: dict, preds: dict) -> dict:
     """Cooper, Harvey & Kennedy, "A Simple, Fast Dominance Algorithm" (2001)."""
@@ -770,7 +830,8 @@ class _Lowerer:
         out = []
         for it in seq.items:
             if isinstance(it, _WCode):
-                out.append(Code(it.label))
+                if not isinstance(it.label, _Virtual):
+                    out.append(Code(it.label))
             elif isinstance(it, _WEnd):
                 out.append(FunctionEnd(it.label))
             elif isinstance(it, _WIf):
@@ -939,15 +1000,33 @@ def structurize(entry: int, succs: dict) -> Seq:
     malformed CFGs.
     """
     g = _Cfg(entry, succs)
+    tree = _structure(g)
+    cost = _cost(tree)
+    if cost:
+        # Loops sharing a header: structuring them as nested loops may avoid the DoOnce/flag
+        # (and may not: `while True:` with `continue` reads best as one loop).  Keep the better.
+        split = g.split_shared_headers()
+        if split is not None:
+            alt = _structure(_Cfg(*split))
+            if _cost(alt) < cost:
+                tree = alt
+    with _recursion_room(6 * len(g.rpo)):
+        _check_tree(tree, g.rpo)
+    return tree
+
+
+def _structure(g: _Cfg) -> Seq:
     b = _Builder(g)
     low = _Lowerer(b)
     # nesting is at most a block, a loop and an if per CFG block; each walk takes <= 2 frames
     # a level
     with _recursion_room(6 * len(g.rpo)):
-        items = low.convert(b.root)
-        tree = Seq(_hoist(items)[0])
-        _check_tree(tree, g.rpo)
-    return tree
+        return Seq(_hoist(low.convert(b.root))[0])
+
+
+def _cost(tree: Seq) -> int:
+    """How far the tree is from plain if/while/break/continue."""
+    return sum(isinstance(n, (DoOnce, SetFlag)) for n in iter_nodes(tree))
 
 
 def skip_empty_blocks(entry: int, succs: dict, empty) -> dict:

@@ -537,6 +537,46 @@ GOLDEN = {
         end B56;
         """,
     ),
+    # while n > x:
+    #     while True:            # both loops jump back to block 22
+    #         if a: ...
+    #         elif b: ...
+    #         elif c: break
+    #         if d: break
+    # (jump-only blocks threaded)
+    "loops_sharing_a_header": (
+        {
+            0: [22, 80], 22: [26, 38], 26: [60], 60: [68, 22], 68: [22, 80], 80: [],
+            38: [42, 54], 42: [60], 54: [68, 60],
+        },
+        """
+        B0;
+        if (c0) {
+          while (true) {
+            while (true) {
+              B22;
+              if (c22) {
+                B26;
+              } else {
+                B38;
+                if (c38) {
+                  B42;
+                } else {
+                  B54;
+                  if (c54) break;
+                }
+              }
+              B60;
+              if (c60) break;
+            }
+            B68;
+            if (!c68) break;
+          }
+        }
+        B80;
+        end B80;
+        """,
+    ),
     "self_loop": (
         {0: [1], 1: [1, 2], 2: []},
         """
@@ -744,6 +784,34 @@ CLEAN_SOURCES = {
             while a > n:
                 if not a:
                     return x
+            return x
+    """,
+    # CPython makes both loops jump back to the same block (one header, two latches)
+    "while_whose_body_starts_with_while_true": """
+        def f(a, b, c, d, n):
+            x = 0
+            while n > x:
+                while True:
+                    if a:
+                        x = x + 1
+                    elif b:
+                        x = x + 1
+                    elif c:
+                        break
+                    if d:
+                        break
+            return x
+    """,
+    "while_true_with_continue": """
+        def f(c, d, n):
+            x = 0
+            while True:
+                x += 1
+                if c:
+                    continue
+                x += 2
+                if d:
+                    break
             return x
     """,
     "loop_in_if_with_early_return": """
