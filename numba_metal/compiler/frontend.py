@@ -87,10 +87,36 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
             source_location(pyfunc))
     state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, args=tuple(argtypes),
                             typingctx=typing_context(), targetctx=TARGET_CONTEXT)
-    _apply_rewrites(state)
-    rewrite_semantic_constants(func_ir, tuple(argtypes))
-    dead_branch_prune(func_ir, tuple(argtypes))
+    try:
+        _apply_rewrites(state)
+        rewrite_semantic_constants(func_ir, tuple(argtypes))
+        dead_branch_prune(func_ir, tuple(argtypes))
+    except numba_errors.NumbaError as e:
+        raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(getattr(e, "loc", None))
+                                     or source_location(pyfunc)) from None
+    except Exception as e:  # noqa: BLE001 - Numba's rewrites assume well-formed code (e.g. len(x))
+        bad = _bad_len_call(func_ir)
+        if bad is not None:
+            raise KernelCompilationError(f"len() takes exactly one argument ({bad[0]} given)", bad[1]) from None
+        raise KernelCompilationError(f"{pyfunc.__name__}() could not be analysed before typing "
+                                     f"({type(e).__name__}: {e})", source_location(pyfunc)) from None
     return func_ir
+
+
+def _bad_len_call(func_ir):
+    """(number of arguments, location) of a call of len() with other than one argument, if any."""
+    import builtins
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
+                continue
+            try:
+                fn = func_ir.get_definition(stmt.value.func)
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(fn, (ir.Global, ir.FreeVar)) and fn.value is builtins.len and len(stmt.value.args) != 1:
+                return len(stmt.value.args), loc_of(stmt.loc)
+    return None
 
 
 def _apply_rewrites(state) -> None:
