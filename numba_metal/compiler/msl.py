@@ -87,13 +87,26 @@ INT_SUFFIX = {"char": "", "short": "", "int": "", "uint": "u", "long": "l", "ulo
               "uchar": "u", "ushort": "u"}
 
 
+_FLT_MAX = 3.4028234663852886e38
+_FLT_INF_EDGE = 2.0 ** 128 - 2.0 ** 103  # from here on a double rounds to float32 infinity
+
+
+def to_float32(value: float) -> float:
+    """``value`` rounded to float32 (struct refuses finite values above FLT_MAX)."""
+    if abs(value) >= _FLT_INF_EDGE:
+        return math.copysign(math.inf, value)
+    if abs(value) > _FLT_MAX:
+        return math.copysign(_FLT_MAX, value)
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
 def float_literal(value: float, msl_type: str = "float") -> str:
     if math.isnan(value):
         text = "NAN"
     elif math.isinf(value):
         text = "INFINITY" if value > 0 else "(-INFINITY)"
     else:
-        f32 = struct.unpack("<f", struct.pack("<f", value))[0] if abs(value) < 3.5e38 else value
+        f32 = to_float32(value)
         if math.isinf(f32):
             text = "INFINITY" if value > 0 else "(-INFINITY)"
         else:
@@ -105,7 +118,7 @@ def float_literal(value: float, msl_type: str = "float") -> str:
 
 def _shortest_float32(value: float) -> str:
     """The shortest decimal that rounds to the same float32 as ``value``, with an ``f`` suffix."""
-    exact = struct.unpack("<f", struct.pack("<f", value))[0]
+    exact = to_float32(value)
     # A short decimal only if it *is* the float32 value (0.5, 2.0, 1.25); otherwise 9 significant
     # digits, which every correctly rounding decimal-to-float32 parse maps back to the same float32.
     text = f"{exact:.9g}"
