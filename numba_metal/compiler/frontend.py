@@ -222,6 +222,12 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
         raise KernelCompilationError(f"{e}; a kernel can use only attributes that exist",
                                      _getattr_location(func_ir, getattr(e, "name", None))
                                      or source_location(pyfunc)) from None
+    except Exception as e:  # noqa: BLE001 - e.g. Numba's templates unpack arguments: abs() -> ValueError
+        raise KernelCompilationError(
+            f"type inference failed for {pyfunc.__name__}{_argtypes_str(argtypes)}: "
+            f"{type(e).__name__}: {e} (raised while typing this statement; check the number and types "
+            "of the arguments of its calls)",
+            _typing_location(e.__traceback__) or source_location(pyfunc)) from None
     return TypedFunction(pyfunc, func_ir, typemap, calltypes, restype, argtypes, tuple(func_ir.arg_names))
 
 
