@@ -23,7 +23,7 @@ from .lowering import Value, registry as lowerings
 from .msl import MAX_THREADGROUP_MEMORY
 from .plan import ArgField, ArrayBinding, LaunchPlan
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
-                          StructureError, structurize)
+                          StructureError, skip_empty_blocks, structurize)
 
 #: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
@@ -327,8 +327,12 @@ class FunctionLowering:
             else:
                 succs[label] = []
         entry = min(blocks)
-        reachable = _reachable(entry, succs)
-        succs = {k: v for k, v in succs.items() if k in reachable}
+        # Blocks holding nothing but a jump (Numba makes one per loop with `continue`, and one per
+        # `break`) are threaded through, so that `continue` in a nested `if` stays a plain continue.
+        empty = [label for label, block in blocks.items()
+                 if len(block.body) == 1 and isinstance(block.body[0], ir.Jump)]
+        succs = skip_empty_blocks(entry, succs, empty)
+        reachable = set(succs)
         self._check_statements(reachable)
         try:
             tree = structurize(entry, succs)
@@ -764,18 +768,6 @@ def _flatten_scalars(ty, path=()):
             yield from _flatten_scalars(t, path + (k,))
     else:
         yield path, types.unliteral(ty)
-
-
-def _reachable(entry, succs):
-    seen = set()
-    stack = [entry]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(succs.get(n, ()))
-    return seen
 
 
 # ---------------------------------------------------------------------------------------------
