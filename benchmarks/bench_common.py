@@ -11,7 +11,9 @@ Method (docs/benchmarking.md says the same at more length):
   ``parallel=True``, numba-metal) first runs once and its output is checked against the case's
   reference. Only an implementation that passed is timed; one that failed reports no time.
 * Timing: ``time.perf_counter_ns`` around one whole unit of work (the same unit for every
-  implementation of a case), after warm-ups; the median, minimum and maximum of the repeats. Every
+  implementation of a case), after warm-ups; the median, minimum and maximum of the repeats. The
+  implementations of a case are timed in interleaved rounds, so that a change of load on a shared
+  machine hits all of them alike. Every
   numba-metal timed region ends with ``metal.synchronize()`` (or a copy to the host, which waits).
 * No compile inside a timed region: Numba dispatchers must not gain a signature and numba-metal must
   emit no ``compile`` profiling event while the clock runs; either is an error.
@@ -393,9 +395,63 @@ def _say(opts: RunOptions, msg: str) -> None:
         opts.progress(msg)
 
 
+@dataclass
+class _Slot:
+    """One thing to time in the interleaved rounds of a case."""
+    name: str
+    run: Callable[[], Any]
+    sync: Callable[[], None] | None
+    first_s: float                  # an earlier untimed run: decides whether the run is long
+    checked_calls: int = 0          # untimed runs before the warm-ups (checks), counted as warm-ups
+    samples: list = field(default_factory=list)
+    spent_s: float = 0.0
+    warmups: int = 0
+    long: bool = False
+
+
+def time_interleaved(slots: list[_Slot], policy: TimingPolicy, dispatchers=()) -> dict:
+    """Time several implementations of one case in interleaved rounds (A, B, C, A, B, C, ...), so that a
+    change of machine load during the measurement hits all of them alike rather than one of them.
+
+    Each slot first gets the policy's warm-ups, unless its earlier run took longer than five budgets
+    (then the checked call was warm-up enough). A slot then needs repeats until it has ``min_repeats``
+    and has used ``budget_s`` (never more than ``max_repeats``; a long slot stops at ``min_repeats``).
+    No compile may happen while any clock runs."""
+    for s in slots:
+        s.long = s.first_s > 5 * policy.budget_s
+        s.warmups = 0 if s.long else policy.warmups
+        for _ in range(s.warmups):
+            s.run()
+            if s.sync:
+                s.sync()
+
+    def needs(s: _Slot) -> bool:
+        if len(s.samples) < policy.min_repeats:
+            return True
+        return not s.long and len(s.samples) < policy.max_repeats and s.spent_s < policy.budget_s
+
+    with _CompileGuard(dispatchers):
+        while any(needs(s) for s in slots):
+            for s in slots:
+                if not needs(s):
+                    continue
+                t0 = time.perf_counter_ns()
+                s.run()
+                if s.sync:
+                    s.sync()
+                dt = time.perf_counter_ns() - t0
+                s.samples.append(dt)
+                s.spent_s += dt / 1e9
+    res = {}
+    for s in slots:
+        res[s.name] = stats(s.samples, s.warmups + s.checked_calls)
+        res[s.name]["interleaved"] = True
+    return res
+
+
 def run_case(prog: Program, case: Case, opts: RunOptions, shared: dict) -> dict:
-    """Check every implementation, then time the ones that passed. ``shared`` holds baseline timings
-    of earlier cases by ``baseline_key``."""
+    """Check every implementation, then time the ones that passed, interleaved. ``shared`` holds the
+    baseline timings of earlier cases by ``baseline_key``."""
     record: dict = {"id": case.id, "variant": case.variant, "size": case.size, "x": case.x,
                     "params": case.params, "work": case.work, "checks": {}, "timings": {}, "skipped": {},
                     "notes": []}
@@ -408,8 +464,9 @@ def run_case(prog: Program, case: Case, opts: RunOptions, shared: dict) -> dict:
     ref = case.reference(inputs)
     record["setup_s"] = round(time.perf_counter() - t_setup, 3)
     outputs: dict = {}
-    policy = opts.policy
+    slots: list[_Slot] = []
 
+    # 1. Check every implementation once (Numba compiles here); only those that pass get a slot.
     reuse = shared.get(case.baseline_key) if case.baseline_key else None
     for name in BASELINES:
         impl = case.baselines.get(name)
@@ -419,14 +476,14 @@ def run_case(prog: Program, case: Case, opts: RunOptions, shared: dict) -> dict:
         if isinstance(impl, str):
             record["skipped"][name] = impl
             continue
-        if reuse is not None and name in reuse["timings"]:
-            record["timings"][name] = reuse["timings"][name]
-            record["checks"][name] = reuse["checks"][name]
-            record["notes"].append(f"{BASELINE_LABELS[name]}: same computation as case {reuse['id']}; "
-                                   f"its check and timing are reused")
-            continue
         if reuse is not None and name in reuse["checks"]:
             record["checks"][name] = reuse["checks"][name]
+            if name in reuse["timings"]:
+                record["timings"][name] = reuse["timings"][name]
+                record["notes"].append(f"{BASELINE_LABELS[name]}: same computation as case {reuse['id']}; "
+                                       f"its check and timing are reused")
+            elif name in reuse["skipped"]:
+                record["skipped"][name] = reuse["skipped"][name]
             continue
         _say(opts, f"{prog.name} {case.id}: {name} check")
         t0 = time.perf_counter()
@@ -442,25 +499,37 @@ def run_case(prog: Program, case: Case, opts: RunOptions, shared: dict) -> dict:
             record["skipped"][name] = (f"one run took {first_s:.0f} s (> {opts.python_max_s:.0f} s); "
                                        f"checked but not timed")
             continue
-        _say(opts, f"{prog.name} {case.id}: {name} timing")
-        # The checked call was the first warm-up (and Numba's compile). A long run needs no more;
-        # a short one gets the policy's warm-ups (Numba's thread pool, caches, the allocator).
-        long_run = first_s > 5 * policy.budget_s
-        pol = TimingPolicy(warmups=0 if long_run else policy.warmups, min_repeats=policy.min_repeats,
-                           max_repeats=policy.min_repeats if long_run else policy.max_repeats,
-                           budget_s=0.0 if long_run else policy.budget_s)
-        st = time_repeats(lambda: impl(inputs), pol, dispatchers=case.numba_dispatchers)
-        st["warmups"] += 1
-        record["timings"][name] = st
-        del out
-    if case.baseline_key and reuse is None:
-        shared[case.baseline_key] = {"id": case.id, "timings": dict(record["timings"]),
-                                     "checks": dict(record["checks"])}
+        slots.append(_Slot(name, (lambda impl=impl: impl(inputs)), None, first_s, checked_calls=1))
 
+    state = None
     if case.metal is not None:
-        _run_metal(prog, case, opts, inputs, ref, record, outputs)
+        state = _check_metal(prog, case, opts, inputs, ref, record, outputs, slots)
     else:
         record["skipped"]["metal"] = "no numba-metal implementation"
+
+    # 2. Time everything that passed, in interleaved rounds.
+    if slots:
+        _say(opts, f"{prog.name} {case.id}: timing {', '.join(s.name for s in slots)} (interleaved)")
+        record["timings"].update(time_interleaved(slots, opts.policy, case.numba_dispatchers))
+    if case.baseline_key and reuse is None:
+        shared[case.baseline_key] = {"id": case.id, "checks": {k: v for k, v in record["checks"].items()
+                                                               if k in BASELINES},
+                                     "timings": {k: v for k, v in record["timings"].items() if k in BASELINES},
+                                     "skipped": {k: v for k, v in record["skipped"].items() if k in BASELINES}}
+
+    # 3. numba-metal: the result after all the repeats, then the cold run in a fresh process.
+    if state is not None:
+        chk2 = case.check(case.metal.download(state), ref)
+        if not chk2["ok"]:
+            record["checks"]["metal_repeat"] = chk2
+            record["notes"].append("numba-metal gave a different (wrong) result when repeated")
+        del state
+        if opts.cold:
+            _say(opts, f"{prog.name} {case.id}: numba-metal cold (fresh process)")
+            record["cold"] = cold_in_subprocess(prog, case, opts)
+            if not record["cold"].get("correct", False):
+                record["checks"]["metal_cold"] = {"ok": False, "detail": "cold run: " + record["cold"].get(
+                    "error", record["cold"].get("check", {}).get("detail", "failed"))}
 
     if case.extra is not None:
         record["extra"] = case.extra(inputs, outputs)
@@ -469,11 +538,12 @@ def run_case(prog: Program, case: Case, opts: RunOptions, shared: dict) -> dict:
     return record
 
 
-def _run_metal(prog, case, opts, inputs, ref, record, outputs) -> None:
+def _check_metal(prog, case, opts, inputs, ref, record, outputs, slots):
+    """Check numba-metal's first run (it compiles, outside every timed region) and add its slots:
+    kernel (resident arrays, then a wait), download, upload (allocation + copies + wait), end to end.
+    Returns the resident state, or None when the check failed."""
     m = case.metal
-    policy = opts.policy
     _say(opts, f"{prog.name} {case.id}: numba-metal check")
-    # First run (compiles here, outside every timed region), end to end; its output is checked.
     state = m.upload(inputs)
     m.launch(state)
     out = m.download(state)
@@ -482,44 +552,30 @@ def _run_metal(prog, case, opts, inputs, ref, record, outputs) -> None:
     outputs["metal"] = out
     if not chk["ok"]:
         record["notes"].append("numba-metal failed its check; no time is reported")
-        return
-    _say(opts, f"{prog.name} {case.id}: numba-metal timing")
-    # One more untimed run (a warm-up); when a run is long, the repeats need no further warm-ups.
-    t0 = time.perf_counter()
-    m.launch(state)
-    _sync()
-    if time.perf_counter() - t0 > 5 * policy.budget_s:
-        policy = TimingPolicy(warmups=0, min_repeats=policy.min_repeats, max_repeats=policy.min_repeats,
-                              budget_s=0.0)
-    # Kernel only: resident arrays, launches, wait.
-    st = time_repeats(lambda: m.launch(state), policy, sync=_sync)
-    st["warmups"] += 2  # the checked run and the run above
-    record["timings"]["metal_kernel"] = st
-    chk2 = case.check(m.download(state), ref)
-    if not chk2["ok"]:
-        record["checks"]["metal_repeat"] = chk2
-        record["notes"].append("numba-metal gave a different (wrong) result when repeated")
-    # Download alone (after a finished launch).
-    m.launch(state)
-    _sync()
-    record["timings"]["metal_d2h"] = time_repeats(lambda: m.download(state), policy)
-    del state
-    # Upload alone (allocation + copies + wait).
-    record["timings"]["metal_h2d"] = time_repeats(lambda: m.upload(inputs), policy, sync=_sync)
+        return None
+    if m.note:
+        record["notes"].append(m.note)
+
+    def timed(fn, sync=None):
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        return time.perf_counter() - t0
+    kernel_s = timed(lambda: m.launch(state), _sync)  # an untimed warm run
+    d2h_s = timed(lambda: m.download(state))
 
     def e2e():
         st = m.upload(inputs)
         m.launch(st)
         return m.download(st)
-    record["timings"]["metal_e2e"] = time_repeats(e2e, policy)
-    if m.note:
-        record["notes"].append(m.note)
-    if opts.cold:
-        _say(opts, f"{prog.name} {case.id}: numba-metal cold (fresh process)")
-        record["cold"] = cold_in_subprocess(prog, case, opts)
-        if not record["cold"].get("correct", False):
-            record["checks"]["metal_cold"] = {"ok": False, "detail": "cold run: " + record["cold"].get(
-                "error", record["cold"].get("check", {}).get("detail", "failed"))}
+    h2d_s = timed(lambda: m.upload(inputs), _sync)
+    # The download slot follows the kernel slot, so it always copies a finished result.
+    slots += [_Slot("metal_kernel", lambda: m.launch(state), _sync, kernel_s, checked_calls=2),
+              _Slot("metal_d2h", lambda: m.download(state), None, d2h_s, checked_calls=1),
+              _Slot("metal_h2d", lambda: m.upload(inputs), _sync, h2d_s, checked_calls=1),
+              _Slot("metal_e2e", e2e, None, kernel_s + h2d_s + d2h_s, checked_calls=1)]
+    return state
 
 
 def speedups(record: dict) -> dict:
@@ -651,6 +707,8 @@ def new_document(opts: RunOptions, device: dict, argv: list[str]) -> dict:
             "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "quick": opts.quick, "machine": machine_info(), "device": device,
             "method": {"timing": opts.policy.as_dict(), "clock": "time.perf_counter_ns",
+                       "order": "the implementations of a case are timed in interleaved rounds, after all "
+                                "of them passed their checks",
                        "cold": COLD_METHOD if opts.cold else "not measured (--no-cold)",
                        "speedup": "baseline median / numba-metal median for the same unit of work",
                        "kernel": "launches on resident device arrays, then metal.synchronize()",
