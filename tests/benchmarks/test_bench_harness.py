@@ -164,7 +164,9 @@ def test_benchmarking_doc_quotes_the_committed_results_verbatim():
     with open(os.path.join(ROOT, path)) as f:
         doc = json.load(f)
     assert bc.validate_document(doc) == []
-    assert m.group(2) == report.render_markdown(doc, path)
+    assert m.group(2) == report.render_markdown(doc, path), (
+        f"docs/benchmarking.md is out of date with {path} (or with report.py): run "
+        f"python benchmarks/report.py {path} --update-doc docs/benchmarking.md")
     # Outside the block, no speedup figure (a number followed by ×) is written by hand.
     outside = text[:m.start()] + text[m.end():]
     speedup = r"\d(?:\.\d+)?\s*×(?!\s*\d)"  # "2.5×" but not a size such as "200×200×8"
