@@ -249,7 +249,7 @@ MATH_FUNCTIONS = {
     "acos": "acos", "asin": "asin", "atan": "atan", "atan2": "atan2", "acosh": "acosh",
     "asinh": "asinh", "atanh": "atanh", "cos": "cos", "sin": "sin", "tan": "tan", "cosh": "cosh",
     "sinh": "sinh", "tanh": "tanh", "exp": "exp", "exp2": "exp2", "log2": "log2", "log10": "log10",
-    "sqrt": "sqrt", "fabs": "fabs", "copysign": "copysign", "fmod": "fmod",
+    "sqrt": "sqrt", "fabs": "fabs", "copysign": "copysign", "fmod": "nm_fmod",
     "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "hypot": "nm_hypot", "expm1": "nm_expm1", "log1p": "nm_log1p", "erf": "nm_erf",
     "erfc": "nm_erfc", "gamma": "nm_tgamma", "lgamma": "nm_lgamma", "remainder": "nm_remainder",

@@ -157,6 +157,7 @@ NM_UNSIGNED_DIVMOD(ulong)
 // NumPy's error model.
 NM_INLINE float nm_floordiv(float a, float b) {
     if (b == 0.0f) return a / b;
+    if (isnan(a) || isnan(b)) return NAN;  // and fmod never sees a NaN: see nm_fmod
     float mod = fmod(a, b);
     float div = (a - mod) / b;
     if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) {
@@ -170,7 +171,7 @@ NM_INLINE float nm_floordiv(float a, float b) {
     return copysign(0.0f, a / b);
 }
 NM_INLINE float nm_mod(float a, float b) {
-    if (b == 0.0f) return NAN;
+    if (b == 0.0f || isnan(a) || isnan(b)) return NAN;
     float mod = fmod(a, b);
     if (mod != 0.0f) {
         if ((b < 0.0f) != (mod < 0.0f)) mod += b;
@@ -181,6 +182,10 @@ NM_INLINE float nm_mod(float a, float b) {
 }
 NM_INLINE half nm_floordiv(half a, half b) { return half(nm_floordiv(float(a), float(b))); }
 NM_INLINE half nm_mod(half a, half b) { return half(nm_mod(float(a), float(b))); }
+// math.fmod. A NaN divisor is answered here: clang (the CPU device's compiler) folds
+// fmod(x, <constant NaN>) to poison and drops the stores that depend on it.
+NM_INLINE float nm_fmod(float a, float b) { return isnan(b) ? b : fmod(a, b); }
+NM_INLINE half nm_fmod(half a, half b) { return half(nm_fmod(float(a), float(b))); }
 
 //@@ ipow requires: base
 // Integer ** integer as Numba computes it: repeated squaring with wraparound; a negative exponent

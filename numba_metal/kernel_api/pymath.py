@@ -213,7 +213,8 @@ def _make_math(pyname: str, mslname: str):
         if mslname in msl.MATHLIB_FUNCTIONS:
             lc.need("mathlib")
         elif mslname.startswith("nm_"):
-            lc.need({"nm_degrees": "angles", "nm_radians": "angles", "nm_ldexp": "ldexp"}.get(mslname, "base"))
+            lc.need({"nm_degrees": "angles", "nm_radians": "angles", "nm_ldexp": "ldexp",
+                     "nm_fmod": "floatdiv"}.get(mslname, "base"))
         rt = types.unliteral(sig.return_type)
         if pyname in ("floor", "ceil", "trunc"):
             at = types.unliteral(sig.args[0])
