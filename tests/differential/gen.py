@@ -195,6 +195,7 @@ class Batch:
     atomic_cases: set
     predicted: dict  # function name -> {variable: type}
     generated_functions: int  # cases generated (the "kernels" this batch counts for)
+    barrier_functions: list = field(default_factory=list)  # device functions with barriers
 
     @property
     def threads(self) -> int:
@@ -851,9 +852,9 @@ class Generator:
         combined with and/or/not (so that one target is reached from several branches)."""
         ch = self.ch
         r = ch.int(0, 9)
-        if r < 5:
+        if r < 4:
             e = self.gen(fn, d, "bool")
-        elif r < 8:
+        elif r < 7:
             n = ch.choice([2, 2, 3])
             parts = []
             for _ in range(n):
@@ -1358,14 +1359,21 @@ class Generator:
         return lines
 
     def final_writes(self, fn: Fn) -> list:
+        """Make the case's results observable: every live integer folds into the checksum, the
+        last float variables go to their own float slots, a few integers to int slots too."""
         ch = self.ch
-        lines = self.ck_flush(fn)
+        lines = []
         vs = [v for v in fn.vars if is_num(v.ty)]
-        for v in vs[-ch.int(1, 4):]:
-            if is_float(v.ty):
-                lines.append(f"OF[{fn.case}, tid, {ch.int(0, FLOAT_SLOTS - 1)}] = {v.name}")
-            else:
-                lines.append(f"OI[{fn.case}, tid, {ch.int(0, CK_SLOT - 1)}] = {v.name}")
+        for v in vs:
+            if not is_float(v.ty):
+                lines.append(self.mix_line(E(v.name, v.ty)))
+        lines += self.ck_flush(fn)
+        floats = [v for v in vs if is_float(v.ty)][-FLOAT_SLOTS:]
+        for slot, v in enumerate(floats):
+            lines.append(f"OF[{fn.case}, tid, {slot}] = {v.name}")
+        ints = [v for v in vs if not is_float(v.ty)]
+        for v in ints[len(ints) - ch.int(0, min(2, len(ints))):]:
+            lines.append(f"OI[{fn.case}, tid, {ch.int(0, CK_SLOT - 1)}] = {v.name}")
         for a in self.locals_of(fn):
             if ch.bool(0.6):
                 idx = ", ".join("0" for _ in range(a.ndim))
@@ -1444,6 +1452,22 @@ class Generator:
             predicted[h.name] = fn.predicted
             lines += src + ["", ""]
             self.feat("helper")
+        self._barrier_helper = None
+        barrier_functions = []
+        if barrier and ch.bool(0.4):
+            # A device function with its own shared array and barriers (called by every thread).
+            nthreads = bd[0] * bd[1] * bd[2]
+            dt = ch.choice(["np.int32", "np.int64"])
+            d = ch.int(1, max(1, nthreads))
+            lines += ["@metal.jit(device=True)", "def bh(lt, x):",
+                      f"    s = metal.shared.array({nthreads}, {dt})",
+                      "    s[lt] = x", "    metal.syncthreads()",
+                      f"    y = s[(lt + {d}) % {nthreads}]", "    metal.syncthreads()",
+                      f"    s[lt] = y * 2 + x", "    metal.syncthreads()",
+                      f"    return s[(lt + {ch.int(0, nthreads)}) % {nthreads}]", "", ""]
+            self._barrier_helper = "bh"
+            self._barrier_helper_type = T.int32 if dt == "np.int32" else T.int64
+            barrier_functions.append("bh")
         args = arg_names()
         case_index = {}
         atomic_cases = set()
@@ -1493,7 +1517,9 @@ class Generator:
             passing[n] = ch.choice(["device", "device", "numpy", "strided"])
         for n, _, nd in MATRICES:
             passing[n] = ch.choice(["device", "F", "strided", "numpy"])
-        for n in ["OI", "OF"] + [n for n, _ in INOUTS] + [n for n, _, _ in COUNTERS]:
+        for n in ["OI", "OF"] + [n for n, _ in INOUTS]:
+            passing[n] = ch.choice(["device", "device", "device", "numpy", "strided", "F"])
+        for n in [n for n, _, _ in COUNTERS]:
             passing[n] = ch.choice(["device", "device", "device", "numpy"])
         lengths = {n: (ch.int(1, 20),) for n, _ in INPUTS}
         lengths["M2"] = (ch.int(1, 5), ch.int(1, 5))
@@ -1501,6 +1527,7 @@ class Generator:
         for mode in passing.values():
             self.feat(f"pass_{mode}")
         return Batch(source=source, kernel_name="kern", case_index=case_index, inline_case=inline,
+                     barrier_functions=barrier_functions,
                      inline_start=inline_start, ncases=ncases + 1, griddim=gd, blockdim=bd,
                      extent=ext, data_seed=data_seed, passing=passing, lengths=lengths,
                      features=Counter(self.features), atomic_cases=atomic_cases, predicted=predicted,
@@ -1598,6 +1625,12 @@ class Generator:
                       f"metal.atomic.{op}(sa, {lt} % {ne}, {e2.src})",
                       "metal.syncthreads()",
                       f"if valid and {lt} < {ne}:", f"    OI[0, tid, {slot + 1}] = sa[{lt}]"]
+        if self._barrier_helper is not None:
+            self.feat("barrier_in_device_function")
+            e4 = self.convert(self.gen(fn, self.depth(), "int"), T.int32)
+            lines += [f"nb2 = {self._barrier_helper}(lt, {e4.src})",
+                      "if valid:", f"    OI[0, tid, {CK_SLOT}] = nb2"]
+            fn.predicted["nb2"] = self._barrier_helper_type
         if ch.bool(0.4):
             self.feat("global_atomic_in_kernel")
             fn.uses_atomics = True

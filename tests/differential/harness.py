@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -229,7 +230,8 @@ def run_device(batch: G.Batch, inputs: dict):
 
 def run_reference(batch: G.Batch, inputs: dict):
     R.reset()
-    ns = R.load(batch.source, batch.kernel_name, batch.case_index, batch.inline_case, batch.inline_start)
+    ns = R.load(batch.source, batch.kernel_name, batch.case_index, batch.inline_case, batch.inline_start,
+                batch.barrier_functions)
     names = G.arg_names()
     ref_args = []
     for n in names:
@@ -472,8 +474,37 @@ def shrink(batch: G.Batch, outcome: Outcome, budget_s: float = 240.0, log=None):
     return best, best_out
 
 
+_FUEL = re.compile(r"^w\d+$")
+
+
+def protected_nodes(tree) -> set:
+    """ids of nodes that keep every loop bounded (a kernel that loops forever hangs its queue):
+    while-loop tests, for-loop headers, fuel counters and the guards that test them."""
+    keep = set()
+
+    def mark(node):
+        for n in ast.walk(node):
+            keep.add(id(n))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.While):
+            mark(node.test)
+        elif isinstance(node, ast.For):
+            mark(node.iter)
+            mark(node.target)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _FUEL.match(node.target.id):
+            mark(node)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and _FUEL.match(t.id)
+                                                  for t in node.targets):
+            mark(node)
+        elif isinstance(node, ast.If) and any(isinstance(n, ast.Name) and _FUEL.match(n.id)
+                                              for n in ast.walk(node.test)):
+            mark(node)
+    return keep
+
+
 def _deletions(batch: G.Batch):
-    """Candidate batches with one statement (or one unused function) removed."""
+    """Candidate batches with one statement removed (never one that keeps a loop bounded)."""
     tree = ast.parse(batch.source)
     paths = []
 
@@ -493,6 +524,8 @@ def _deletions(batch: G.Batch):
         t2 = ast.parse(batch.source)
         parent, idx = _resolve(t2, path)
         stmt = parent[idx]
+        if id(stmt) in protected_nodes(t2) or "syncthreads" in ast.unparse(stmt):
+            continue  # keep loops bounded and barriers in place (no races)
         fname = t2.body[path[0]].name
         if fname == batch.kernel_name and _is_kernel_skeleton(stmt, batch, path):
             continue

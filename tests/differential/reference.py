@@ -229,6 +229,10 @@ def _round(x, nd=None):
     if not -30 <= n <= 30:
         raise S.Unspecified("round() with a large ndigits")
 
+    def rint(y):  # round half to even, keeping the sign of zero (rint(-0.3) is -0.0)
+        r = float(builtins.round(y))
+        return math.copysign(r, y) if r == 0.0 else r
+
     def rnd(v):
         if math.isinf(v) or v != v:
             return v
@@ -237,10 +241,10 @@ def _round(x, nd=None):
             y = S.f32r(v * p)
             if math.isinf(y):
                 return v
-            return S.fdiv(float(builtins.round(y)), p)
+            return S.fdiv(rint(y), p)
         p = float(10 ** -n) if -n <= 10 else S.f32r(float(10 ** -n))
         y = S.fdiv(v, p)
-        return S.f32r(builtins.round(y) * p)
+        return S.f32r(rint(y) * p)
 
     v = rnd(fval(xv))
     e = ferr(xv)
@@ -656,13 +660,15 @@ def _fold(fn, *values):
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, kernel_name: str, case_index: dict, inline_case: int | None, inline_start: int):
+    def __init__(self, kernel_name: str, case_index: dict, inline_case: int | None, inline_start: int,
+                 barrier_functions=()):
         self.kernel_name = kernel_name
         self.case_index = case_index
         self.inline_case = inline_case
         self.inline_start = inline_start
+        self.barrier_functions = set(barrier_functions)
         self.site = 0
-        self.in_kernel = False
+        self.in_kernel = False  # inside a function whose barriers become `yield`
 
     # -- module structure ----------------------------------------------------------------
 
@@ -673,6 +679,12 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node):
         node.decorator_list = []
+        if node.name in self.barrier_functions:
+            # A device function with barriers: a generator too; the kernel calls it with `yield from`.
+            self.in_kernel = True
+            self.generic_visit(node)
+            self.in_kernel = False
+            return node
         if node.name != self.kernel_name:
             self.generic_visit(node)
             return node
@@ -717,6 +729,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id in self.barrier_functions):
+            value = ast.YieldFrom(value=value)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
             t = node.targets[0]
             return ast.Expr(value=_call("setitem", self.visit(t.value), self.visit(t.slice), value))
@@ -793,18 +808,19 @@ class _Rewriter(ast.NodeTransformer):
 
 
 def rewrite(source: str, kernel_name: str, case_index: dict, inline_case: int | None,
-            inline_start: int) -> str:
+            inline_start: int, barrier_functions=()) -> str:
     """The reference version of a generated module (as source text, for reading and running)."""
     tree = ast.parse(source)
-    tree = _Rewriter(kernel_name, case_index, inline_case, inline_start).visit(tree)
+    tree = _Rewriter(kernel_name, case_index, inline_case, inline_start, barrier_functions).visit(tree)
     ast.fix_missing_locations(tree)
     return ast.unparse(tree)
 
 
-def load(source: str, kernel_name: str, case_index: dict, inline_case, inline_start) -> dict:
+def load(source: str, kernel_name: str, case_index: dict, inline_case, inline_start,
+         barrier_functions=()) -> dict:
     """Execute the rewritten module; returns its namespace."""
     import sys
-    text = rewrite(source, kernel_name, case_index, inline_case, inline_start)
+    text = rewrite(source, kernel_name, case_index, inline_case, inline_start, barrier_functions)
     ns = dict(NAMESPACE_BASE)
     ns.update({"_R": sys.modules[__name__], "math": _MathNS(), "np": _NpNS(), "metal": _MetalNS(),
                "__name__": "numba_metal_reference"})

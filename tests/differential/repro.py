@@ -61,7 +61,7 @@ def _pass(value, mode):
 
 
 def _host(arg):
-    return arg if isinstance(arg, np.ndarray) else arg.copy_to_host()
+    return arg.copy_to_host() if hasattr(arg, "copy_to_host") else arg
 
 
 def _same(dev, ref, err):

@@ -18,7 +18,7 @@ from . import harness as H
 from .choosers import RandomChooser
 
 SEED_BASE = 3_000_000
-MAX_BATCHES = 6
+MAX_BATCHES = 8
 
 
 def _patch_snippet(monkeypatch, name, old, new):
@@ -73,8 +73,10 @@ def m_nan_is_false(mp):
         r = orig(lc, value)
         return r.replace("!= 0.0f)", "> 0.0f || " + value.expr + " < 0.0f)") if "!= 0.0f" in r else r
 
+    import numba_metal.kernel_api.pymath as pm
     mp.setattr(conversions, "truth", truth)
     mp.setattr(codegen, "truth", truth)
+    mp.setattr(pm, "truth", truth)  # `if x:` is Numba's bool(x)
 
 
 def m_min_max_keeps_last_on_nan(mp):

@@ -189,3 +189,15 @@ def test_denormals_flush_to_zero():
     got = S.binop("*", np.float32(-(2.0 ** -100)), np.float32(2.0 ** -30))
     assert float(got) == 0.0 and math.copysign(1.0, float(got)) == -1.0
     assert S.f32r(3.5e38) == math.inf and S.f32r(-1e39) == -math.inf
+
+
+def test_round_with_ndigits_matches_numba_njit_including_signed_zero():
+    @numba.njit
+    def f(x, n):
+        return round(x, n)
+
+    for x in (-3.0, 3.0, -49.0, 150.0, 2.5, -0.125, 1234.5678, 1e30, -0.0):
+        for n in (-2, -1, 0, 1, 2, 3):
+            want = f(np.float32(x), n)
+            got = R._round(np.float32(x), np.int64(n))
+            assert _bits_equal(got, want), (x, n, got, want)

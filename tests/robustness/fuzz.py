@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from tests.differential import gen as G
+from tests.differential import harness as H
 from tests.differential.choosers import RandomChooser
 
 JUNK_EXPRS = [
@@ -54,33 +55,7 @@ class FuzzProgram:
     batch: G.Batch
 
 
-_FUEL = re.compile(r"^w\d+$")
-
-
-def _protected(tree) -> set:
-    """Nodes a mutation must not touch, so that every loop stays bounded (a kernel that loops
-    forever hangs its queue; docs/limitations.md): loop headers, fuel counters and their tests."""
-    keep = set()
-
-    def mark(node):
-        for n in ast.walk(node):
-            keep.add(id(n))
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.While):
-            mark(node.test)
-            keep.add(id(node))
-        elif isinstance(node, ast.For):
-            mark(node.iter)
-            mark(node.target)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _FUEL.match(node.target.id):
-            mark(node)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and _FUEL.match(t.id) for t in node.targets):
-            mark(node)
-        elif isinstance(node, ast.If) and any(isinstance(n, ast.Name) and _FUEL.match(n.id)
-                                              for n in ast.walk(node.test)):
-            mark(node)
-    return keep
+_protected = H.protected_nodes
 
 
 class _Mutator:
