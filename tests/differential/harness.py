@@ -141,7 +141,8 @@ def device_arg(value, mode, metal):
     return metal.to_device(value)
 
 
-def host_of(arg, original):
+def host_of(arg):
+    """A kernel argument's values on the host (NumPy arguments were copied back by the launch)."""
     if isinstance(arg, np.ndarray):
         return arg
     return arg.copy_to_host()
@@ -217,14 +218,13 @@ def run_device(batch: G.Batch, inputs: dict):
     args = [device_arg(inputs[n], batch.passing.get(n, "device"), metal) for n in names]
     kern = getattr(mod, batch.kernel_name)
     t0 = time.perf_counter()
-    from numba.core import types  # noqa: F401
     kern[batch.griddim, batch.blockdim](*args)
     metal.synchronize()
     t1 = time.perf_counter()
     outs = {}
     for n, a in zip(names, args):
         if n in ("OI", "OF") or n.startswith("W_") or n.startswith("ACNT"):
-            outs[n] = host_of(a, inputs[n])
+            outs[n] = host_of(a)
     return mod, outs, t1 - t0
 
 
@@ -361,6 +361,8 @@ def run_batch(batch: G.Batch, *, typecheck: bool = True) -> Outcome:
         times["reference"] = time.perf_counter() - t0
     except (S.GeneratorError, S.Unspecified) as e:
         return Outcome("generator_error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+    except Exception as e:  # noqa: BLE001 - a bug in the reference is reported, not a crash of the run
+        return Outcome("reference_error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
     try:
         t0 = time.perf_counter()
         mod, dev, trun = run_device(batch, inputs)
@@ -415,16 +417,12 @@ def isolate(batch: G.Batch, case: int) -> G.Batch:
     kern.body = body
     tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in batch.case_index
                                                and n.name not in keep_names)]
-    source = _header(batch.source) + ast.unparse(tree) + "\n"
+    source = ast.unparse(tree) + "\n"
     return replace(batch, source=source, case_index={n: k for n, k in batch.case_index.items()
                                                      if n in keep_names},
                    inline_case=batch.inline_case if case == batch.inline_case else None,
                    inline_start=inline_start if inline_start is not None else len(body),
                    predicted={})
-
-
-def _header(source: str) -> str:
-    return ""
 
 
 def _same_failure(a: Outcome, b: Outcome) -> bool:

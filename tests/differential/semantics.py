@@ -607,7 +607,7 @@ def _ubinop(op, a, b, at, bt, rt, kind):
         if abs(xb) <= eb or xb == 0.0:
             raise Unstable("floor division by an uncertain value near zero")
         q = [(xa + sa * ea) / (xb + sb * eb) for sa in (-1, 1) for sb in (-1, 1)]
-        if len({math.floor(t) for t in q}) != 1:
+        if not all(math.isfinite(t) for t in q) or len({math.floor(t) for t in q}) != 1:
             raise Unstable("floor division of uncertain values")
         fd, md = float_floordiv_mod(xa, xb)
         if op == "//":

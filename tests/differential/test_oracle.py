@@ -201,3 +201,11 @@ def test_round_with_ndigits_matches_numba_njit_including_signed_zero():
             want = f(np.float32(x), n)
             got = R._round(np.float32(x), np.int64(n))
             assert _bits_equal(got, want), (x, n, got, want)
+
+
+def test_uncertain_floor_division_that_overflows_is_undecidable():
+    # (found by the long run: the quotient's interval overflowed to inf/nan and math.floor raised)
+    u = S.U(3.0e38, 1e32, T.float32)
+    for op in ("//", "%"):
+        with pytest.raises(S.Unstable):
+            S.binop(op, u, np.float32(1e-3))
