@@ -54,11 +54,11 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     shutil.copy2(built, tmp)
     os.replace(tmp, dest / LIB_NAME)  # never overwrite a library a running process has mapped
     shutil.copy2(root / "Sources" / "CNumbaMetal" / "include" / "numba_metal_runtime.h", dest / "numba_metal_runtime.h")
-    _emit_ffi(dest)
     shim_dest = dest / "shim"
     if shim_dest.exists():
         shutil.rmtree(shim_dest)
     shutil.copytree(root / "shim", shim_dest)
+    _emit_ffi(dest)
     if verbose:
         print(f"numba-metal: runtime staged in {dest}", file=sys.stderr)
     return dest / LIB_NAME
