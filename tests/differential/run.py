@@ -1,6 +1,7 @@
 """The differential-testing profiles outside pytest, seed by seed.
 
     python -m tests.differential.run --profile long          # >= 10,000 generated functions
+    python -m tests.differential.run --profile long --jobs 2 # the same seeds on two worker processes
     python -m tests.differential.run --profile ci            # the CI size (300)
     python -m tests.differential.run --seed 1234             # rerun one batch (prints its reproducer)
 
@@ -73,6 +74,33 @@ def run_one(seed: int, cases: int, shrink: bool, failures_dir: str | None, log=p
     return batch, out, record
 
 
+def _run_seed(task):
+    seed, cases, shrink, failures_dir = task
+    batch, out, record = run_one(seed, cases, shrink, failures_dir)
+    return out.kind, out.ok, batch.generated_functions, dict(batch.features), record
+
+
+def _results(seed_base: int, args, more):
+    """Results of batches seed_base, seed_base + 1, ... in seed order while more() is true; with --jobs N,
+    N worker processes run rounds of batches ahead (a round's extra batches are not counted)."""
+    task = lambda seed: (seed, args.cases, not args.no_shrink, args.failures)
+    if args.jobs <= 1:
+        seed = seed_base
+        while more():
+            yield _run_seed(task(seed))
+            seed += 1
+        return
+    import multiprocessing
+    seed = seed_base
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        while more():
+            for result in pool.imap(_run_seed, [task(seed + k) for k in range(args.jobs * 2)]):
+                if not more():
+                    break
+                yield result
+            seed += args.jobs * 2
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", choices=sorted(PROFILES), default=None)
@@ -83,6 +111,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--failures", default=os.path.join(HERE, "failures"))
     ap.add_argument("--summary", default=None)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes (batches are still consumed in seed order, so a run's seeds "
+                         "and summary do not depend on it)")
     args = ap.parse_args(argv)
     os.environ.setdefault("NUMBA_METAL_DEVICE", "cpu")
 
@@ -101,25 +132,23 @@ def main(argv=None) -> int:
     features = Counter()
     failures = []
     functions = batches = compared = skipped = 0
-    i = 0
-    while functions < target:
-        seed = seed_base + i
-        i += 1
-        batch, out, record = run_one(seed, args.cases, not args.no_shrink, args.failures)
+    for result in _results(seed_base, args, lambda: functions < target):
+        kind, ok, generated, batch_features, record = result
         batches += 1
-        functions += batch.generated_functions
-        kinds[out.kind] += 1
-        features.update(batch.features)
-        compared += out.compared
-        skipped += out.skipped
-        if not out.ok:
+        functions += generated
+        kinds[kind] += 1
+        features.update(batch_features)
+        compared += record["compared"]
+        skipped += record["skipped"]
+        if not ok:
             failures.append(record)
         if batches % 10 == 0:
             el = time.time() - t_start
             print(f"[{el:7.0f}s] {functions} functions in {batches} kernels; {dict(kinds)}", flush=True)
     elapsed = time.time() - t_start
     summary = {
-        "profile": profile, "command": "python -m tests.differential.run --profile " + profile,
+        "profile": profile, "command": "python -m tests.differential.run --profile " + profile
+        + (f" --jobs {args.jobs}" if args.jobs > 1 else ""),
         "functions": functions, "kernels_compiled": batches, "cases_per_kernel": args.cases,
         "seed_base": seed_base, "seconds": round(elapsed, 1), "outcomes": dict(kinds),
         "outputs_compared": compared, "outputs_not_compared_unstable": skipped,
