@@ -17,15 +17,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def machine() -> dict:
     """CPU model, cores, OS, Python/NumPy/Numba versions, the device, and the load while measuring."""
     import numpy as np
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from bench_common import _cpu_model
+    model = _cpu_model()
     try:
         from importlib import metadata
         numba_version = metadata.version("numba")

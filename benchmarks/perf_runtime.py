@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -21,21 +20,10 @@ import numpy as np
 
 from numba_metal import runtime as rt
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _perfutil import machine  # noqa: E402
+
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
-
-
-def machine() -> dict:
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "os": platform.platform(), "python": platform.python_version(),
-            "numpy": np.__version__, "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
 
 
 def empty_kernel(nbuf: int) -> str:

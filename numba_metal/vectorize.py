@@ -283,6 +283,8 @@ def _ufunc_kernel(fn, scalars: tuple, ndim: int, casts: tuple):
 
 def _unravel(flat: str, arr: str, ndim: int, indent: str) -> list[str]:
     """Statements giving i0..i{ndim-1}, the C-order multi-index of flat index ``flat`` in ``arr``."""
+    if ndim == 0:
+        return []
     if ndim == 1:
         return [f"{indent}i0 = {flat}"]
     lines = [f"{indent}r = {flat}"]
@@ -307,7 +309,7 @@ def _gufunc_kernel(fn, nin: int, nout: int, loop_ndim: int, whole: tuple, casts:
     if loop_ndim == 0:
         lines.append("        pass")
     # The loop shape is that of the first output's leading axes.
-    lines += _unravel_loop("i", "o0", loop_ndim, "        ")
+    lines += _unravel("i", "o0", loop_ndim, "        ")
     idx = ", ".join(f"i{d}" for d in range(loop_ndim))
     args = []
     for k, p in enumerate(params):
@@ -321,19 +323,6 @@ def _gufunc_kernel(fn, nin: int, nout: int, loop_ndim: int, whole: tuple, casts:
     namespace = {"metal": metal, "fn": fn}
     namespace.update({f"cast{k}": c for k, c in enumerate(casts)})
     return _generate("guvectorized", "\n".join(lines) + "\n", namespace)
-
-
-def _unravel_loop(flat, arr, ndim, indent):
-    if ndim == 0:
-        return []
-    if ndim == 1:
-        return [f"{indent}i0 = {flat}"]
-    lines = [f"{indent}r = {flat}"]
-    for d in range(ndim - 1, 0, -1):
-        lines.append(f"{indent}i{d} = r % {arr}.shape[{d}]")
-        lines.append(f"{indent}r = r // {arr}.shape[{d}]")
-    lines.append(f"{indent}i0 = r")
-    return lines
 
 
 def _as_device_function(func, targetoptions):
