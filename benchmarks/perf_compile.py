@@ -14,13 +14,19 @@ constant (so nothing can come from any cache), and reports medians:
 - device pipeline: ``Device.compile`` of the generated MSL (on the CPU reference device: clang on the
   MSL with the Metal shim, then loading the object; on Metal: ``makeLibrary`` + pipeline state);
 - first launch: ``kernel[...](...)`` of a new kernel through the public API, until the launch returns.
+
+On the CPU device it also times the floor of any clang compile, with the clang the runtime picks: clang
+checking an empty file, and clang compiling and linking an empty shared object (no MSL, no shim).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +57,33 @@ def new_kernel(i: int):
     ns = {"metal": metal}
     exec(compile(SOURCE.format(i=i, c=float(i)), f"<perf_compile {i}>", "exec"), ns)
     return ns[f"vadd_{i}"]
+
+
+def runtime_clang() -> str | None:
+    """The clang++ the CPU device uses (the runtime's search order: NUMBA_METAL_CLANG, PATH, beside swift)."""
+    candidates = [os.environ.get("NUMBA_METAL_CLANG"), shutil.which("clang++")]
+    swift = shutil.which("swift")
+    if swift:
+        candidates.append(os.path.join(os.path.dirname(swift), "clang++"))
+    candidates.append("/opt/swift/usr/bin/clang++")
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+def clang_floor(clang: str, repeats: int) -> dict:
+    """Medians (ms) of clang on an empty file: -fsyntax-only, and compile + link of a shared object."""
+    syntax, link = [], []
+    with tempfile.TemporaryDirectory(prefix="nm-perf-clang-") as d:
+        src = os.path.join(d, "empty.cpp")
+        open(src, "w").close()
+        for _ in range(repeats):
+            for argv, into in (([clang, "-x", "c++", "-fsyntax-only", src], syntax),
+                               ([clang, "-x", "c++", "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "e.so"), src],
+                                link)):
+                t0 = time.perf_counter()
+                subprocess.run(argv, check=True, capture_output=True)
+                into.append(time.perf_counter() - t0)
+    return {"clang": clang, "syntax_only_ms": _perfutil.summary(syntax, 1e3),
+            "compile_and_link_ms": _perfutil.summary(link, 1e3)}
 
 
 def main(argv=None) -> int:
@@ -114,6 +147,11 @@ def main(argv=None) -> int:
     print(f"  device pipeline compile            {result['device_pipeline_ms']['median']:8.2f}   "
           f"({info['device'].get('kind')} device)")
     print(f"  first launch of a new kernel       {result['first_launch_ms']['median']:8.2f}   (all of the above)")
+    if info["device"].get("kind") == "cpu" and runtime_clang():
+        floor = result["clang_floor"] = clang_floor(runtime_clang(), args.kernels)
+        print(f"  of which any clang run costs at least (empty file, {floor['clang']}):")
+        print(f"    -fsyntax-only                    {floor['syntax_only_ms']['median']:8.2f}")
+        print(f"    compile + link a shared object   {floor['compile_and_link_ms']['median']:8.2f}")
     _perfutil.write_json(args.json, result)
     return 0
 
