@@ -371,6 +371,10 @@ class _MathNS:
         xv, yv = cast(x, ats[0]), cast(y, ats[1])
         if type(yv) is U and abs(yv.v) <= yv.e:
             raise Unstable("copysign with an uncertain sign")
+        if fval(yv) != fval(yv):
+            # The sign bit of a NaN produced by arithmetic is unspecified (x86's default NaN is negative,
+            # CPython's math.nan positive; MSL says nothing): copysign would only compare platforms.
+            raise Unstable("copysign with a NaN sign")
         v = math.copysign(fval(xv), fval(yv))
         return U(v, xv.e, rt) if type(xv) is U else make(v, rt)
 
