@@ -92,7 +92,10 @@ class _Mutator:
         return out
 
     def mutate(self, tree):
-        self.keep = _protected(tree)
+        # Decorators stay as generated: a mutated `@metal.jit(...)` fails in Python when the module is
+        # imported, before numba-metal sees anything.
+        self.keep = _protected(tree) | {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                                         for d in f.decorator_list for n in ast.walk(d)}
         r = self.rng
         kind = r.choice(["junk_expr", "junk_expr", "junk_stmt", "junk_stmt", "arity", "extreme",
                          "delete", "duplicate", "swap_name", "swap_name"])
@@ -110,7 +113,7 @@ class _Mutator:
             junk = r.choice(JUNK_STMTS)
             body.insert(r.randint(0, len(body)), ast.parse(junk).body[0])
         elif kind == "arity":
-            calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args]
+            calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args and id(n) not in self.keep]
             if not calls:
                 return self.mutate(tree)
             c = r.choice(calls)
