@@ -167,13 +167,16 @@ public func nmBufferRead(_ buffer: OpaquePointer?, _ offset: UInt64, _ dst: Unsa
 /// Compiles a kernel from MSL source.
 @_cdecl("nm_pipeline_new")
 public func nmPipelineNew(_ device: OpaquePointer?, _ source: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
-                          _ options: UnsafePointer<nm_compile_options>?, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+                          _ options: UnsafePointer<nm_compile_options>?, _ abi: UnsafePointer<nm_kernel_abi>?,
+                          _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
     guarded {
         let d = try object(device, Device.self, "nm_pipeline_new")
         let r = try out(result, "nm_pipeline_new")
         guard let source, let name else { throw RuntimeError.invalid("nm_pipeline_new: the source or kernel name is NULL") }
         let opts = options?.pointee ?? nm_compile_options(fast_math: 0, language_version: 0)
-        r.pointee = handle(try d.makePipeline(source: String(cString: source), name: String(cString: name), options: opts))
+        let declared = try abi.map { try KernelABI($0) }
+        r.pointee = handle(try d.makePipeline(source: String(cString: source), name: String(cString: name), options: opts,
+                                              abi: declared))
     }
 }
 

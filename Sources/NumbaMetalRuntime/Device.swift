@@ -27,8 +27,8 @@ class Device {
         throw RuntimeError.internal("wrapBuffer not implemented")
     }
 
-    /// Compiles kernel `name` from MSL source.
-    func makePipeline(source: String, name: String, options: nm_compile_options) throws -> Pipeline {
+    /// Compiles kernel `name` from MSL source; `abi`, when given, is the parameter layout the MSL must declare.
+    func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
         throw RuntimeError.internal("makePipeline not implemented")
     }
 

@@ -21,7 +21,7 @@ from numba_metal.errors import (
 from numba_metal.runtime._loader import library_path, load
 
 __all__ = [
-    "DeviceInfo", "Device", "Buffer", "Pipeline", "Queue", "DispatchPlan",
+    "DeviceInfo", "Device", "Buffer", "Pipeline", "Queue", "DispatchPlan", "KernelParam",
     "list_devices", "open_device", "now_ns", "library_path",
 ]
 
@@ -34,6 +34,23 @@ NM_ERR_COMPILE = 4
 NM_ERR_LIMIT = 5
 NM_ERR_EXECUTION = 6
 NM_ERR_INTERNAL = 7
+
+# Kinds of kernel parameters (nm_kernel_param.kind).
+PARAM_BUFFER = 1
+PARAM_ARGUMENT_BLOCK = 2
+PARAM_THREADGROUP = 3
+PARAM_BUILTIN = 4
+
+
+class KernelParam(NamedTuple):
+    """One kernel parameter as its compiler laid it out (nm_kernel_param)."""
+
+    kind: int          # PARAM_*
+    index: int         # [[buffer(i)]] or [[threadgroup(i)]] index; 0 for built-ins
+    size: int          # PARAM_ARGUMENT_BLOCK: the bytes the host packs; else 0
+    type: str          # the MSL type as declared, e.g. "device float*"
+    name: str
+    builtin: str | None = None  # PARAM_BUILTIN: the attribute, e.g. "thread_position_in_grid"
 
 
 def _message(lib, ffi) -> str:
@@ -147,12 +164,32 @@ class Device:
             _raise(rc)
         return Buffer(self, out[0], nbytes, owner)
 
-    def compile(self, source: str, kernel_name: str, fast_math: bool = False, language_version: int = 0) -> "Pipeline":
-        """Compiles kernel_name from MSL source; raises KernelCompilationError with the compiler log."""
+    def compile(self, source: str, kernel_name: str, fast_math: bool = False, language_version: int = 0,
+                params: "list[KernelParam] | None" = None) -> "Pipeline":
+        """Compiles kernel_name from MSL source; raises KernelCompilationError with the compiler log.
+
+        ``params``: the kernel's parameters as its compiler laid them out; the MSL must declare exactly
+        these. None: the runtime reads them from the MSL (hand-written kernels).
+        """
         ffi, lib = load()
         opts = ffi.new("nm_compile_options *", {"fast_math": 1 if fast_math else 0, "language_version": language_version})
+        abi = ffi.NULL
+        if params is not None:
+            keep = []  # the C strings must outlive the call
+
+            def c_string(text):
+                if text is None:
+                    return ffi.NULL
+                keep.append(ffi.new("char[]", text.encode("utf-8")))
+                return keep[-1]
+
+            array = ffi.new("nm_kernel_param[]", max(1, len(params)))
+            for i, p in enumerate(params):
+                array[i] = {"kind": p.kind, "index": p.index, "size": p.size, "type": c_string(p.type),
+                            "name": c_string(p.name), "builtin": c_string(p.builtin)}
+            abi = ffi.new("nm_kernel_abi *", {"param_count": len(params), "params": array})
         out = ffi.new("nm_pipeline **")
-        rc = lib.nm_pipeline_new(self.handle, source.encode("utf-8"), kernel_name.encode("utf-8"), opts, out)
+        rc = lib.nm_pipeline_new(self.handle, source.encode("utf-8"), kernel_name.encode("utf-8"), opts, abi, out)
         if rc:
             _raise(rc)
         return Pipeline(self, out[0], kernel_name)

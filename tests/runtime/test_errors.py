@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numba_metal import runtime as rt
 from numba_metal.errors import KernelCompilationError, KernelLaunchError, MetalRuntimeError
-from runtime_helpers import from_buffer, launch, pack
+from runtime_helpers import from_buffer, launch, pack, to_buffer
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 OK_KERNEL = HEADER + """
@@ -148,3 +149,49 @@ kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgr
     launch(queue, device.compile(src, "rec"), [buf], (1, 1, 1), (32, 1, 1))
     with pytest.raises(MetalRuntimeError, match="kernel 'rec' faulted with SIGSEGV"):
         queue.wait()
+
+
+ABI_KERNEL = HEADER + """
+struct args_t { uint n; float scale; };
+kernel void scaled(device float* x [[buffer(0)]], constant args_t& args [[buffer(1)]],
+                   uint i [[thread_position_in_grid]]) { if (i < args.n) x[i] *= args.scale; }
+"""
+
+
+def abi_params(**changes):
+    params = [rt.KernelParam(rt.PARAM_BUFFER, 0, 0, "device float*", "x"),
+              rt.KernelParam(rt.PARAM_ARGUMENT_BLOCK, 1, 8, "constant args_t&", "args"),
+              rt.KernelParam(rt.PARAM_BUILTIN, 0, 0, "uint", "i", "thread_position_in_grid")]
+    for position, param in changes.items():
+        params[int(position[1:])] = param
+    return params
+
+
+def test_a_kernel_compiled_with_its_declared_abi_runs(device, queue):
+    pipe = device.compile(ABI_KERNEL, "scaled", params=abi_params())
+    buf = to_buffer(device, np.arange(4, dtype=np.float32))
+    launch(queue, pipe, [buf], (1, 1, 1), (4, 1, 1), pack("If", 4, 2.0))
+    queue.wait()
+    assert from_buffer(buf, np.float32, 4).tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"p0": rt.KernelParam(rt.PARAM_BUFFER, 2, 0, "device float*", "x")}, "parameter 0 of kernel 'scaled'"),
+    ({"p0": rt.KernelParam(rt.PARAM_BUFFER, 0, 0, "device int*", "x")}, "'device int* x [[buffer(0)]]'"),
+    ({"p2": rt.KernelParam(rt.PARAM_BUILTIN, 0, 0, "uint", "i", "thread_index_in_threadgroup")}, "parameter 2"),
+])
+def test_an_msl_signature_that_differs_from_the_declared_abi_is_refused(device, changes, expected):
+    with pytest.raises(KernelCompilationError) as e:
+        device.compile(ABI_KERNEL, "scaled", params=abi_params(**changes))
+    assert expected in str(e.value) and "ABI" in str(e.value)
+
+
+def test_a_missing_parameter_is_refused(device):
+    with pytest.raises(KernelCompilationError, match="declares 3 parameters in its MSL but its compiler's ABI has 2"):
+        device.compile(ABI_KERNEL, "scaled", params=abi_params()[:2])
+
+
+def test_an_argument_struct_of_another_size_than_the_host_packs_is_refused(device):
+    wrong = rt.KernelParam(rt.PARAM_ARGUMENT_BLOCK, 1, 12, "constant args_t&", "args")
+    with pytest.raises(KernelCompilationError, match="not the 12 bytes the host packs"):
+        device.compile(ABI_KERNEL, "scaled", params=abi_params(p1=wrong))

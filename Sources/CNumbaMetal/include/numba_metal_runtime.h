@@ -30,7 +30,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 1
+#define NM_ABI_VERSION 2
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -87,6 +87,26 @@ typedef struct {
     uint64_t compile_ns;                   /* wall time this compile took */
 } nm_pipeline_info;
 
+/* A kernel's parameters as its compiler laid them out (nm_kernel_param.kind). */
+#define NM_PARAM_BUFFER 1           /* a device or constant pointer at [[buffer(index)]] */
+#define NM_PARAM_ARGUMENT_BLOCK 2   /* a constant reference at [[buffer(index)]] to the packed argument block */
+#define NM_PARAM_THREADGROUP 3      /* a threadgroup pointer at [[threadgroup(index)]] (dynamic threadgroup memory) */
+#define NM_PARAM_BUILTIN 4          /* a built-in input such as [[thread_position_in_grid]] */
+
+typedef struct {
+    uint32_t kind;                         /* NM_PARAM_* */
+    uint32_t index;                        /* buffer or threadgroup index; 0 for built-ins */
+    uint32_t size;                         /* NM_PARAM_ARGUMENT_BLOCK: the bytes the host packs; else 0 */
+    const char *type;                      /* the MSL type as declared: "device float*", "constant nm_args&", "uint3" */
+    const char *name;                      /* the parameter's name */
+    const char *builtin;                   /* NM_PARAM_BUILTIN: the attribute, e.g. "thread_position_in_grid"; else NULL */
+} nm_kernel_param;
+
+typedef struct {
+    uint32_t param_count;
+    const nm_kernel_param *params;         /* in declaration order */
+} nm_kernel_abi;
+
 typedef struct {
     nm_pipeline *pipeline;
     uint32_t buffer_count;
@@ -130,7 +150,10 @@ nm_status nm_buffer_read(nm_buffer *buffer, uint64_t offset, void *dst, uint64_t
 
 /* ---- pipelines ---- */
 nm_status nm_pipeline_new(nm_device *device, const char *msl_source, const char *kernel_name,
-                          const nm_compile_options *options, nm_pipeline **out);
+                          const nm_compile_options *options, const nm_kernel_abi *abi, nm_pipeline **out);
+                                            /* abi: the kernel's parameters as its compiler laid them out; the
+                                               MSL must declare exactly these (else NM_ERR_COMPILE). NULL: read
+                                               them from the MSL (hand-written kernels) */
 void nm_pipeline_release(nm_pipeline *pipeline);
 nm_status nm_pipeline_get_info(nm_pipeline *pipeline, nm_pipeline_info *out);
 

@@ -46,8 +46,8 @@ final class CPUDevice: Device {
     }
 
     /// Compiles with clang (or finds the object in a cache).
-    override func makePipeline(source: String, name: String, options: nm_compile_options) throws -> Pipeline {
-        let compiled = try compiler.compile(source: source, kernelName: name, options: options)
+    override func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
+        let compiled = try compiler.compile(source: source, kernelName: name, options: options, abi: abi)
         stats.add(compiled.compiled ? Stat.pipelinesCompiled.rawValue : Stat.pipelinesFromCache.rawValue, 1)
         return CPUPipeline(device: self, kernel: compiled.kernel, fromCache: !compiled.compiled, compileNs: compiled.nanoseconds)
     }

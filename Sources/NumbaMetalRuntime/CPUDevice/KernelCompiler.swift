@@ -70,25 +70,28 @@ final class KernelCompiler {
                                           "-freciprocal-math", "-ffp-contract=fast", "-fapprox-func"]
 
     /// Compiles (or finds) kernel `kernelName` of `source`.
-    func compile(source: String, kernelName: String, options: nm_compile_options) throws -> CompileResult {
+    func compile(source: String, kernelName: String, options: nm_compile_options, abi: KernelABI?) throws -> CompileResult {
         let t0 = nm_clock_ns()
         let version = options.language_version == 0 ? 300 : options.language_version
         if version < 200 || version > 410 {
             throw RuntimeError.invalid("language_version \(options.language_version) is not an MSL version this runtime knows "
                 + "(200..410, as the MSL version times 100, or 0 for the default)")
         }
-        let memoKey = hex(sha256(Array("\(kernelName)\u{0}\(options.fast_math)\u{0}\(version)\u{0}".utf8) + Array(source.utf8)))
+        let memoKey = hex(sha256(Array("\(kernelName)\u{0}\(options.fast_math)\u{0}\(version)\u{0}\(abi?.key ?? "")\u{0}".utf8)
+            + Array(source.utf8)))
         if let k = lock.locked({ loaded[memoKey] }) {
             return CompileResult(kernel: k, compiled: false, nanoseconds: nm_clock_ns() - t0)
         }
         let analysis = try analyzeKernel(source: source, kernelName: kernelName)
+        try abi?.check(against: analysis.parameters, kernelName: kernelName)
         let (clang, identity) = try lock.locked { try toolchainLocked() }
         let (shimDir, shimDigest) = try lock.locked { try shimLocked() }
         let flags = KernelCompiler.baseFlags + (options.fast_math != 0 ? KernelCompiler.fastMathFlags : KernelCompiler.safeMathFlags)
             + ["-D__METAL_VERSION__=\(version)", "-D__NM_FAST_MATH=\(options.fast_math != 0 ? 1 : 0)"]
         let lines = source.utf8.reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
         let unit = "#line 1 \"kernel.metal\"\n" + analysis.rewrittenSource
-            + generateGlue(kernelName: kernelName, analysis: analysis, sourceLineCount: lines)
+            + generateGlue(kernelName: kernelName, analysis: analysis, sourceLineCount: lines,
+                           argumentBlockBytes: abi?.argumentBlockBytes ?? [:])
         let key = hex(sha256(Array("numba-metal cpu object v1\u{0}\(identity)\u{0}\(shimDigest)\u{0}\(flags.joined(separator: " "))\u{0}".utf8)
             + Array(unit.utf8)))
 

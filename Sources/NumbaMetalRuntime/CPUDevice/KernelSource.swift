@@ -80,9 +80,9 @@ func tokenize(_ s: [UInt8]) -> [Token] {
 // MARK: - Kernel analysis
 
 /// One kernel parameter as the CPU glue binds it.
-struct KernelParameter {
+struct KernelParameter: Equatable {
     /// How the glue supplies it.
-    enum Binding {
+    enum Binding: Equatable {
         /// `[[buffer(slot)]]`; reference = `T&` rather than `T*`.
         case buffer(slot: Int, reference: Bool)
         /// `[[threadgroup(slot)]]` dynamic threadgroup memory.
@@ -414,7 +414,10 @@ func analyzeKernel(source: String, kernelName: String, fileName: String = "kerne
 /// threadgroup memory and built-ins, and run work-items (a plain loop, or one work-item per call).
 /// Bindings are hoisted into locals before the loops so that clang can keep them in registers (stores
 /// through device pointers could otherwise alias the launch record) and vectorise simple kernels.
-func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount: Int) -> String {
+/// `argumentBlockBytes` (parameter position -> bytes the host packs) become static assertions, so an argument
+/// struct whose size differs from what the host packs fails to compile.
+func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount: Int,
+                  argumentBlockBytes: [Int: UInt32] = [:]) -> String {
     var binds: [String] = []
     var args: [String] = []
     for (i, p) in analysis.parameters.enumerated() {
@@ -422,6 +425,10 @@ func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount:
         case .buffer(let slot, let reference):
             if reference {
                 binds.append("\(p.type.dropLast())* const __p\(i) = (\(p.type.dropLast())*)__L->buffers[\(slot)];")
+                if let bytes = argumentBlockBytes[i] {
+                    binds.append("static_assert(sizeof(*__p\(i)) == \(bytes)u, \"the argument struct of parameter '\(p.name)' is not the "
+                        + "\(bytes) bytes the host packs\");")
+                }
                 args.append("*__p\(i)")
             } else {
                 binds.append("\(p.type) const __p\(i) = (\(p.type))__L->buffers[\(slot)];")

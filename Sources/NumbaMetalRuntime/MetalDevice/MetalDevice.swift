@@ -91,7 +91,7 @@ final class MetalDevice: Device {
     }
 
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
-    override func makePipeline(source: String, name: String, options: nm_compile_options) throws -> Pipeline {
+    override func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
         let t0 = nm_clock_ns()
         let key = "\(options.fast_math)/\(options.language_version)/\(name)/" + source
         if let p = lock.locked({ pipelines[key] }) {
