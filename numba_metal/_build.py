@@ -53,7 +53,7 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     tmp = dest / (LIB_NAME + ".tmp")
     shutil.copy2(built, tmp)
     os.replace(tmp, dest / LIB_NAME)  # never overwrite a library a running process has mapped
-    shutil.copy2(root / "Sources" / "CNumbaMetal" / "include" / "numba_metal_runtime.h", dest / "numba_metal_runtime.h")
+    shutil.copy2(root / "Sources" / "CPUEngine" / "include" / "numba_metal_runtime.h", dest / "numba_metal_runtime.h")
     shim_dest = dest / "shim"
     if shim_dest.exists():
         shutil.rmtree(shim_dest)

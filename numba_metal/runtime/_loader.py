@@ -4,7 +4,7 @@ The library is loaded on first use, never at import. Its location: ``NUMBA_METAL
 the .so/.dylib), else ``numba_metal/_lib/libNumbaMetalRuntime.{so,dylib}`` (put there by the build, in
 the source tree and in an installed package). The declarations are the region between ``BEGIN CDEF`` and
 ``END CDEF`` of the C header, read from ``numba_metal/_lib/numba_metal_runtime.h`` or, in a source tree,
-from ``Sources/CNumbaMetal/include/``.
+from ``Sources/CPUEngine/include/``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from numba_metal.errors import MetalRuntimeError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
-_SOURCE_HEADER = _PACKAGE_DIR.parent / "Sources" / "CNumbaMetal" / "include" / "numba_metal_runtime.h"
+_SOURCE_HEADER = _PACKAGE_DIR.parent / "Sources" / "CPUEngine" / "include" / "numba_metal_runtime.h"
 _LIB_NAME = "libNumbaMetalRuntime.dylib" if sys.platform == "darwin" else "libNumbaMetalRuntime.so"
 
 _lock = threading.Lock()

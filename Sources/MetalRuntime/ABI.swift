@@ -1,4 +1,4 @@
-// ABI.swift -- the C ABI (Sources/CNumbaMetal/include/numba_metal_runtime.h) as @_cdecl functions.
+// ABI.swift -- the C ABI (Sources/CPUEngine/include/numba_metal_runtime.h) as @_cdecl functions.
 // Handles are retained Swift objects passed as opaque pointers; every call returns an nm_status and
 // leaves a message for nm_last_error() (implemented in C) when it fails. Nothing here traps on bad input.
 #if canImport(Glibc)
@@ -6,7 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Plumbing
 

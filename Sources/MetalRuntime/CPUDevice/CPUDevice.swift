@@ -1,12 +1,12 @@
 // CPUDevice.swift -- the CPU reference device: runs the same MSL Metal would get, compiled by clang
 // against a strict Metal shim, with threadgroups in parallel on a worker pool and the work-items of a
-// threadgroup as fibers (see Sources/CNumbaMetal/cpu_engine.c).
+// threadgroup as fibers (see Sources/CPUEngine/cpu_engine.c).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Device
 

@@ -1,4 +1,4 @@
-// MetalStub -- Apple's Metal declarations as the numba-metal Metal backend uses them, with Apple's exact
+// MetalSimulator/MetalAPI.swift -- Apple's Metal declarations as the numba-metal Metal backend uses them, with Apple's exact
 // Swift names, argument labels and types, so that the backend type-checks on Linux and a misspelling
 // fails here instead of on the first Mac build. Nothing in it does any work: MTLCopyAllDevices() returns
 // no devices, so the backend is never instantiated. Keep it to what the backend uses; add a declaration

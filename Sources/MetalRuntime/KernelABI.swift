@@ -1,7 +1,7 @@
 // KernelABI.swift -- a kernel's parameters as its compiler declared them through the C ABI
 // (nm_kernel_abi). numba-metal's compiler lays out every kernel's parameters itself and hands that
 // layout to the runtime; the runtime checks the MSL against it instead of trusting what it reads there.
-import CNumbaMetal
+import CPUEngine
 
 /// The declared parameters of one kernel.
 struct KernelABI {

@@ -6,14 +6,14 @@
 import Metal
 import Foundation
 #else
-import MetalStub
+import MetalSimulator
 #endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 /// An in-order Metal queue.
 final class MetalQueue: Queue, @unchecked Sendable {

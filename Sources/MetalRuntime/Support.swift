@@ -5,7 +5,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Errors
 

@@ -1,19 +1,19 @@
 // MetalDevice.swift -- the Metal backend: devices, shared-storage buffers and compute pipelines, written
-// to Apple's Swift Metal API. On Linux it compiles against Sources/MetalStub, which mirrors every Apple
+// to Apple's Swift Metal API. On Linux it compiles against Sources/MetalSimulator, which mirrors every Apple
 // declaration used here, and MTLCopyAllDevices() returns no device. Nothing here has run on a Mac yet:
 // docs/limitations.md lists each assumption.
 #if canImport(Metal)
 import Metal
 import Foundation
 #else
-import MetalStub
+import MetalSimulator
 #endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 /// A readable description of an error from Metal (the compiler log for a failed library build).
 func describeMetalError(_ error: any Error) -> String {

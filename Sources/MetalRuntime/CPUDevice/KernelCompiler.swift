@@ -6,7 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Loaded kernels
 

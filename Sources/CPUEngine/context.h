@@ -1,4 +1,4 @@
-/* context.h -- fiber context switch (context.c). Internal to CNumbaMetal. */
+/* context.h -- fiber context switch (context.c). Internal to CPUEngine. */
 #ifndef NM_CONTEXT_H
 #define NM_CONTEXT_H
 #include <stddef.h>

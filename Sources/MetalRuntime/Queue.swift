@@ -1,5 +1,5 @@
 // Queue.swift -- in-order work queues (one per stream) and the dispatch validation both devices share.
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Queue
 

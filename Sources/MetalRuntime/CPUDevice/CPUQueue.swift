@@ -1,11 +1,11 @@
 // CPUQueue.swift -- the CPU device's queue: validates and records work into the C executor's ring
-// (Sources/CNumbaMetal/cpu_engine.c), retaining every buffer and pipeline the work uses until it completes.
+// (Sources/CPUEngine/cpu_engine.c), retaining every buffer and pipeline the work uses until it completes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CNumbaMetal
+import CPUEngine
 
 /// Releases one retained runtime object; called by the executor when work completes.
 private let releaseReference: @convention(c) (UnsafeMutableRawPointer?) -> Void = { p in

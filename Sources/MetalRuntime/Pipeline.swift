@@ -1,5 +1,5 @@
 // Pipeline.swift -- a compiled kernel ready to dispatch.
-import CNumbaMetal
+import CPUEngine
 
 /// A compiled compute kernel (Metal: MTLComputePipelineState; CPU: a loaded shared object).
 class Pipeline {

@@ -1,5 +1,5 @@
 // Buffer.swift -- shared-storage buffers: the host pointer stays valid for the buffer's life.
-import CNumbaMetal
+import CPUEngine
 
 /// A device buffer in shared (unified) memory.
 class Buffer {

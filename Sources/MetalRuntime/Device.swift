@@ -1,6 +1,6 @@
 // Device.swift -- what every device offers behind the C ABI, and the list of devices
 // (Metal devices first, then the CPU reference device).
-import CNumbaMetal
+import CPUEngine
 
 // MARK: - Device
 
