@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 from numba_metal import metal  # noqa: E402
 from numba_metal.compiler import codegen, driver, frontend  # noqa: E402
 from numba_metal.host import device as _device  # noqa: E402
-from numba_metal.host.argtypes import typeof_arg  # noqa: E402
+from numba_metal.host.arguments import typeof_arg  # noqa: E402
 
 SOURCE = """
 def vadd_{i}(a, b, out):

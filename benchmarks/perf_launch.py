@@ -28,7 +28,6 @@ import numpy as np  # noqa: E402
 
 from numba_metal import metal  # noqa: E402
 from numba_metal.host import device as _device  # noqa: E402
-from numba_metal.host.argtypes import arg_keys  # noqa: E402
 
 ARITIES = (0, 1, 3, 8)
 
@@ -102,9 +101,8 @@ def measure(narrays: int, launches: int, repeats: int) -> dict:
         del queue.submit
 
     # The runtime's submit alone: the prepared descriptor submitted again and again.
-    spec = kernel._by_key[arg_keys(args)]
-    prepared = spec._prepared[ctx]
-    dplan, size = prepared.dplan, prepared.arg_size
+    state = kernel.kernel_for_args(args).launch_state(ctx)
+    dplan, size = state.dplan, state.arg_size
     submit_only, _, submit_cpu = per_launch(lambda: queue.submit(dplan, size), launches, repeats, queue.wait)
 
     def call():

@@ -59,8 +59,8 @@ t3 = time.perf_counter()
 res = out.copy_to_host()
 t4 = time.perf_counter()
 assert (res == np.arange(n, dtype=np.float32) + 1).all()
-(spec,) = vadd._by_key.values()
-pipeline = spec._prepared[next(iter(spec._prepared))].pipeline
+spec = vadd.kernel_for_args((a, b, out))
+pipeline = next(iter(spec.launch_states.values())).pipeline
 print(json.dumps({"import_s": t1 - t0, "arrays_s": t2 - t1, "first_launch_s": t3 - t2, "wait_and_copy_s": t4 - t3,
                   "to_first_launch_s": t3 - t0, "to_first_result_s": t4 - t0,
                   "kernel_from_cache": spec.from_cache, "pipeline_from_cache": pipeline.from_cache,

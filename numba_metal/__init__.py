@@ -10,7 +10,7 @@
 """
 
 from numba_metal import metal  # noqa: F401
+from numba_metal._version import __version__  # noqa: F401
 from numba_metal.errors import (KernelCompilationError, KernelLaunchError, MetalRuntimeError,  # noqa: F401
                                 NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
 
-__version__ = "0.1.0"

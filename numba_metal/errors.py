@@ -42,6 +42,10 @@ class MetalRuntimeError(NumbaMetalError):
     """The runtime or submitted work failed (allocation, a failed kernel, a device fault)."""
 
 
+class KernelBoundsError(MetalRuntimeError, IndexError):
+    """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
+
+
 __all__ = [
     "NumbaMetalError",
     "UnsupportedFeatureError",
@@ -49,4 +53,5 @@ __all__ = [
     "KernelCompilationError",
     "KernelLaunchError",
     "MetalRuntimeError",
+    "KernelBoundsError",
 ]

@@ -11,14 +11,15 @@ import importlib
 
 import numpy as _np
 
-from numba_metal.errors import (KernelCompilationError, KernelLaunchError, MetalRuntimeError,  # noqa: F401
-                                NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
+from numba_metal.errors import (KernelBoundsError, KernelCompilationError, KernelLaunchError,  # noqa: F401
+                                MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError,
+                                UnsupportedPlatformError)
 from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,  # noqa: F401
                                      device_array_like, is_device_array, mapped_array, mapped_array_like,
                                      to_device)
+from numba_metal.host.decorators import device_func, jit  # noqa: F401
 from numba_metal.host.device import get_device_info, is_available, select_device  # noqa: F401
-from numba_metal.host.dispatcher import (DeviceFunction, Dispatcher, KernelBoundsError,  # noqa: F401
-                                         device_func, jit)
+from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, stream, synchronize)
 from numba_metal.host.batch import batch  # noqa: F401
@@ -29,9 +30,15 @@ _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 
 
 def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:
-    """The MSL numba-metal generates for ``pyfunc`` and ``signature``; needs no device."""
-    from numba_metal.compiler.driver import compile_msl as _compile_msl
-    return _compile_msl(pyfunc, signature, device=device, fastmath=fastmath, debug=debug)
+    """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
+    ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
+    compiles a device function."""
+    from numba_metal.compiler import driver
+    pyfunc = getattr(pyfunc, "py_func", pyfunc)
+    argtypes = driver.argument_types(signature)
+    if device:
+        return driver.compile_device_function(pyfunc, argtypes, fastmath=fastmath)
+    return driver.compile_kernel(pyfunc, argtypes, debug=debug, fastmath=fastmath).source
 
 
 # NumPy dtypes by their usual names, for shared/local array declarations.

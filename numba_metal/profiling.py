@@ -1,7 +1,7 @@
 """Runtime events for profilers: compiles, launches, copies, allocations and waits.
 
 A listener is a callable ``listener(event)`` receiving an :class:`Event`. With no listener
-registered the host code pays one truth test per event site and nothing else.
+registered the host code pays one truth test of :data:`listeners` per event site and nothing else.
 
 Event kinds and their fields (times are ``numba_metal.runtime.now_ns()`` nanoseconds, the clock of
 device timestamps):
@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-_listeners: list = []
+#: The registered listeners; host code tests it (``if profiling.listeners:``) before making an event.
+listeners: list = []
 _lock = threading.Lock()
 
 
@@ -39,19 +40,19 @@ class Event:
 def add_listener(listener) -> None:
     """Start sending events to ``listener(event)``."""
     with _lock:
-        _listeners.append(listener)
+        listeners.append(listener)
 
 
 def remove_listener(listener) -> None:
     with _lock:
-        if listener in _listeners:
-            _listeners.remove(listener)
+        if listener in listeners:
+            listeners.remove(listener)
 
 
 def emit(kind: str, **fields) -> None:
-    """Send an event to every listener (host code calls this only when ``_listeners`` is non-empty)."""
+    """Send an event to every listener (host code calls this only when ``listeners`` is non-empty)."""
     event = Event(kind, fields)
-    for listener in list(_listeners):
+    for listener in list(listeners):
         listener(event)
 
 
@@ -60,4 +61,4 @@ def now_ns() -> int:
     return runtime.now_ns()
 
 
-__all__ = ["Event", "add_listener", "remove_listener", "emit", "now_ns"]
+__all__ = ["Event", "listeners", "add_listener", "remove_listener", "emit", "now_ns"]

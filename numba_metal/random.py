@@ -23,7 +23,9 @@ import math
 
 import numpy as np
 
-from numba_metal.host.dispatcher import jit
+from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.host.arrays import device_array
+from numba_metal.host.decorators import jit
 
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
@@ -130,7 +132,6 @@ def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
 
 def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
     """``n`` generator states for ``seed`` as an (n, 2) uint64 device array."""
-    from numba_metal.host.arrays import device_array
     states = device_array((int(n), 2), dtype=np.uint64, stream=stream)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)
     return states
@@ -142,7 +143,6 @@ _FLOAT64 = {"xoroshiro128p_uniform_float64": "xoroshiro128p_uniform_float32",
 
 def __getattr__(name):
     if name in _FLOAT64:
-        from numba_metal.errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(f"numba_metal.random.{name}: Apple GPUs have no float64; use "
                                       f"{_FLOAT64[name]} (the same stream, rounded to float32)")
     raise AttributeError(f"module 'numba_metal.random' has no attribute {name!r}")

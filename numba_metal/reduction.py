@@ -20,7 +20,8 @@ import numpy as np
 
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
-from numba_metal.host.dispatcher import DeviceFunction, jit
+from numba_metal.host.decorators import jit
+from numba_metal.host.dispatcher import DeviceFunction
 
 #: Threads per threadgroup of both passes (a power of two).
 THREADS = 256
@@ -34,13 +35,15 @@ def _tree_kernel(fn):
     ``out[group] = f(...f(f(x0, x1), ...)..., init if use_init)`` over the elements of ``arr[:n]``
     this threadgroup owns (see the module docstring for the order).
     """
-    from numba_metal import metal
+    from numba_metal.kernel_api.indexing import blockIdx, threadIdx
+    from numba_metal.kernel_api.memory import shared
+    from numba_metal.kernel_api.sync import syncthreads
 
     @jit
     def reduce_kernel(arr, n, stride, out, init, use_init):
-        partial = metal.shared.array(THREADS, arr.dtype)
-        t = metal.threadIdx.x
-        i = metal.blockIdx.x * THREADS + t
+        partial = shared.array(THREADS, arr.dtype)
+        t = threadIdx.x
+        i = blockIdx.x * THREADS + t
         if i < n:
             acc = arr[i]
             j = i + stride
@@ -49,18 +52,18 @@ def _tree_kernel(fn):
                 j += stride
             partial[t] = acc
         # Threads holding a value in this threadgroup: all but possibly those of the last one.
-        valid = min(THREADS, n - metal.blockIdx.x * THREADS)
+        valid = min(THREADS, n - blockIdx.x * THREADS)
         width = THREADS // 2
         while width > 0:
-            metal.syncthreads()
+            syncthreads()
             if t < width and t + width < valid:
                 partial[t] = fn(partial[t], partial[t + width])
             width //= 2
         if t == 0:
             if use_init:
-                out[metal.blockIdx.x] = fn(partial[0], init)
+                out[blockIdx.x] = fn(partial[0], init)
             else:
-                out[metal.blockIdx.x] = partial[0]
+                out[blockIdx.x] = partial[0]
 
     reduce_kernel.__name__ = f"reduce_{getattr(fn, '__name__', 'fn')}"
     return reduce_kernel
@@ -115,6 +118,11 @@ class Reduce:
         given, writes it to ``res[0]`` asynchronously and returns None. An empty array gives ``init``.
         """
         return self._reduce(arr, size, res, init, True, stream)
+
+    def reduce_elements(self, arr, res=None, stream=0, empty_error=None):
+        """Reduce ``arr`` combining only its elements (no ``init``), as ``ufunc.reduce`` and
+        ``reduce_sum/min/max``; an empty array gives 0, or raises ValueError(empty_error) if given."""
+        return self._reduce(arr, None, res, 0, False, stream, empty_error)
 
     def _reduce(self, arr, size, res, init, use_init, stream, empty_error=None):
         arr = _as_1d_device_array(arr, stream)
@@ -198,19 +206,17 @@ _max = Reduce(_max_nan)
 def reduce_sum(arr, res=None, stream=0):
     """Sum of a 1-d array, in the array's dtype (a tree sum: deterministic, and more accurate than a
     sequential float32 sum). A host scalar, or written to ``res[0]`` if ``res`` is a device array."""
-    return _sum._reduce(arr, None, res, 0, False, stream)
+    return _sum.reduce_elements(arr, res, stream)
 
 
 def reduce_min(arr, res=None, stream=0):
     """Minimum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.min``)."""
-    return _min._reduce(arr, None, res, 0, False, stream,
-                        empty_error="reduce_min of an empty array, which has no minimum")
+    return _min.reduce_elements(arr, res, stream, empty_error="reduce_min of an empty array, which has no minimum")
 
 
 def reduce_max(arr, res=None, stream=0):
     """Maximum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.max``)."""
-    return _max._reduce(arr, None, res, 0, False, stream,
-                        empty_error="reduce_max of an empty array, which has no maximum")
+    return _max.reduce_elements(arr, res, stream, empty_error="reduce_max of an empty array, which has no maximum")
 
 
 __all__ = ["Reduce", "reduce", "reduce_sum", "reduce_min", "reduce_max", "THREADS"]

@@ -25,6 +25,9 @@ import numpy as np
 
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
+from numba_metal.host.decorators import jit
+from numba_metal.host.dispatcher import DeviceFunction
+from numba_metal.reduction import Reduce
 
 #: Threads per threadgroup of the generated kernels.
 THREADS = 256
@@ -205,13 +208,6 @@ class _Launch:
         return _arrays.to_device(np.ascontiguousarray(host), stream=self.stream)
 
 
-def _broadcast_view(dev, shape):
-    """A view of device array ``dev`` broadcast to ``shape`` (stride 0 along broadcast axes)."""
-    if dev.shape == tuple(shape):
-        return dev
-    return dev._derived(np.broadcast_to(dev._host_view(), shape))
-
-
 def _flat_views(arrays, shape):
     """1-d views of same-shaped C-contiguous arrays, or None if one of them is not contiguous."""
     if len(shape) == 1:
@@ -255,7 +251,6 @@ def _check_out(out, shape, dtype, what):
 
 
 def _generate(name: str, source: str, namespace: dict):
-    from numba_metal.host.dispatcher import jit
     code = compile(source, f"<numba_metal {name}>", "exec")
     exec(code, namespace)
     return jit(namespace[name])
@@ -267,16 +262,16 @@ def _ufunc_kernel(fn, scalars: tuple, ndim: int, casts: tuple):
     ``scalars[k]`` says that input ``k`` is a scalar argument; ``casts[k]`` is the NumPy scalar type the
     input is converted to before the call (the selected loop's type).
     """
-    from numba_metal import metal
+    from numba_metal.kernel_api.indexing import grid
     params = [f"a{k}" for k in range(len(scalars))]
     idx = ", ".join(f"i{d}" for d in range(ndim))
     lines = [f"def vectorized({', '.join(params)}, out):",
-             "    i = metal.grid(1)",
+             "    i = grid(1)",
              "    if i < out.size:"]
     lines += _unravel("i", "out", ndim, "        ")
     call_args = [f"cast{k}({p})" if scalars[k] else f"cast{k}({p}[{idx}])" for k, p in enumerate(params)]
     lines.append(f"        out[{idx}] = fn({', '.join(call_args)})")
-    namespace = {"metal": metal, "fn": fn}
+    namespace = {"grid": grid, "fn": fn}
     namespace.update({f"cast{k}": c for k, c in enumerate(casts)})
     return _generate("vectorized", "\n".join(lines) + "\n", namespace)
 
@@ -301,10 +296,10 @@ def _gufunc_kernel(fn, nin: int, nout: int, loop_ndim: int, whole: tuple, casts:
     ``whole[k]`` says operand ``k`` is indexed all the way down to a scalar (a ``()`` input passed as a
     scalar); otherwise ``a[l]`` is a view of the core dimensions. ``casts[k]`` converts scalar inputs.
     """
-    from numba_metal import metal
+    from numba_metal.kernel_api.indexing import grid
     params = [f"a{k}" for k in range(nin)] + [f"o{k}" for k in range(nout)]
     lines = [f"def guvectorized({', '.join(params)}, nloop):",
-             "    i = metal.grid(1)",
+             "    i = grid(1)",
              "    if i < nloop:"]
     if loop_ndim == 0:
         lines.append("        pass")
@@ -320,13 +315,12 @@ def _gufunc_kernel(fn, nin: int, nout: int, loop_ndim: int, whole: tuple, casts:
         else:
             args.append(p)
     lines.append(f"        fn({', '.join(args)})")
-    namespace = {"metal": metal, "fn": fn}
+    namespace = {"grid": grid, "fn": fn}
     namespace.update({f"cast{k}": c for k, c in enumerate(casts)})
     return _generate("guvectorized", "\n".join(lines) + "\n", namespace)
 
 
 def _as_device_function(func, targetoptions):
-    from numba_metal.host.dispatcher import DeviceFunction, jit
     if isinstance(func, DeviceFunction):
         return func
     return jit(device=True, fastmath=bool(targetoptions.get("fastmath", False)))(getattr(func, "py_func", func))
@@ -457,7 +451,7 @@ class MetalUFunc:
                     a = a.copy_to_host()
                 operands.append(d.type(a))
             else:
-                operands.append(_broadcast_view(launch.device_operand(a, d), kshape))
+                operands.append(_arrays.broadcast_to(launch.device_operand(a, d), kshape))
         n = out_dev.size
         if n:
             arrays = [o for o, s in zip(operands, scalars) if not s] + [out_dev]
@@ -480,14 +474,13 @@ class MetalUFunc:
         if self.nin != 2:
             raise NumbaMetalError(f"reduce() needs a binary ufunc; {self.__name__!r} takes {self.nin} inputs")
         if self._reducer is None:
-            from numba_metal.reduction import Reduce
             self._reducer = Reduce(self._devfn)
         if np.ndim(arr) == 1 and arr.shape[0] == 0:
             if self.identity is None or self.identity == "reorderable":
                 raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no "
                                  "identity")
             return arr.dtype.type(self.identity)
-        return self._reducer._reduce(arr, None, None, 0, False, stream)
+        return self._reducer.reduce_elements(arr, stream=stream)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,12 +610,12 @@ class MetalGUFunc:
                 v = np.asarray(v, dtype=dtype)
             dev = launch.device_operand(v, dtype)
             core_shape = tuple(sizes[d] for d in core)
-            dev = _broadcast_view(dev, loop + core_shape)
+            dev = _arrays.broadcast_to(dev, loop + core_shape)
             if not core:
-                dev = _append_unit_axis(dev)  # a () operand: a view of one element
+                dev = _arrays.with_unit_axis(dev)  # a () operand: a view of one element
             operands.append(dev)
             whole.append(not core and not is_array)
-        outs = [_append_unit_axis(o) if not core else o for o, core in zip(out_devs, b.outputs)]
+        outs = [_arrays.with_unit_axis(o) if not core else o for o, core in zip(out_devs, b.outputs)]
         nloop = int(np.prod(loop, dtype=np.int64))
         if nloop and all(o.size for o in outs):
             casts = tuple(d.type for d, _ in sig[:self.nin])
@@ -648,12 +641,6 @@ def _bind(sizes, core, shape, name, what):
         if sizes.setdefault(d, n) != n:
             raise ValueError(f"gufunc {name!r}: {what} has size {n} for core dimension {d!r}, which is "
                              f"{sizes[d]} elsewhere")
-
-
-def _append_unit_axis(dev):
-    """``dev`` viewed with a trailing axis of length 1 (so ``a[l]`` is a 1-element view)."""
-    view = dev._host_view()
-    return dev._derived(view.reshape(view.shape + (1,)) if view.flags.c_contiguous else view[..., None])
 
 
 __all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc"]

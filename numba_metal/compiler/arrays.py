@@ -235,3 +235,20 @@ def element_address(lc, arr: Value, index: Value) -> str:
     if cond:
         offset = f"(({cond}) ? ({offset}) : 0l)"
     return f"(&{arr.expr}.data[{offset}])"
+
+
+def _c_strides(shape) -> list[int]:
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return list(reversed(strides))
+
+
+def array_value(lc, rt, data: str, shape, strides=None) -> Value:
+    """An array value of type ``rt`` over ``data`` (a pointer expression) with constant or run-time ``shape``
+    (ints or expressions) and ``strides`` (expressions; C order when omitted)."""
+    strides = strides if strides is not None else [f"{s}l" for s in _c_strides(shape)]
+    shape_s = ", ".join(f"{s}l" if isinstance(s, int) else s for s in shape)
+    return Value(f"{lc.msl_type(rt)}{{{data}, {{{shape_s}}}, {{{', '.join(strides)}}}}}", rt)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from numba.core import types
 
+from . import msl
+from .devicefn import DeviceFunctionBase
 from .lowering import Value, registry as lowerings
 
 
@@ -32,7 +34,7 @@ def lower_call(lc, expr, target) -> Value | None:
         if kws:
             return fn(lc, sig, args, **kws)
         return fn(lc, sig, args)
-    if getattr(callee, "_numba_metal_device_function", False):
+    if isinstance(callee, DeviceFunctionBase):
         return lower_device_call(lc, callee, sig, args, kws)
     if isinstance(fnty, types.NumberClass):
         if len(args) != 1 or kws:
@@ -57,7 +59,6 @@ def lower_device_call(lc, devfn, sig, args, kws) -> Value | None:
         lc.error("keyword arguments to device functions are not supported; pass them positionally")
     argtypes = tuple(types.unliteral(t) for t in sig.args)
     name, rtype = lc.module.device_function(devfn, argtypes)
-    from numba_metal.compiler import msl
     actual = [lc.cast(a, t) for a, t in zip(args, argtypes) if lc.module.type_name(t) is not None]
     call = f"{name}({', '.join([msl.CTX_PARAM] + actual)})"
     if isinstance(rtype, types.NoneType):

@@ -6,6 +6,8 @@ import numpy as np
 from numba.core import types
 
 from . import msl
+from .arrays import array_value
+from .arraytypes import MetalArray
 from .lowering import Value
 
 
@@ -22,6 +24,20 @@ def lower_constant(lc, pyvalue, ty) -> Value:
         return Value(f"{lc.msl_type(ty_u)}{{{', '.join(lc.cast(i, t) for i, t in zip(items, ty_u.types))}}}",
                      ty_u)
     if isinstance(ty_u, types.Array):
-        from numba_metal.kernel_api.memory import lower_constant_array
         return lower_constant_array(lc, pyvalue, ty_u)
     lc.error(f"the constant {pyvalue!r} (of type {ty}) cannot be used at run time in a Metal kernel")
+
+
+def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
+    """A host array baked into the MSL as program-scope constant data."""
+    ary = np.ascontiguousarray(ary)
+    if ary.dtype == np.float64:
+        lc.error("float64 constant arrays are not supported on Metal; use np.float32")
+    if ary.nbytes > 64 * 1024:
+        lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
+                 "64 KB); pass it as an argument instead")
+    if not isinstance(rt, MetalArray):
+        rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
+    elem = lc.msl_type(rt.dtype)
+    name = lc.module.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
+    return array_value(lc, rt, name, list(ary.shape))

@@ -16,8 +16,6 @@ class DeviceFunctionBase:
     The host API's ``@metal.jit(device=True)`` objects derive from this.
     """
 
-    _numba_metal_device_function = True
-
     def __init__(self, pyfunc):
         self.py_func = pyfunc
         self.__name__ = getattr(pyfunc, "__name__", "device_function")
@@ -50,7 +48,13 @@ class DeviceFunctionBase:
             stack.pop()
         return tf
 
-    def numba_type(self):
+    def typed_functions(self) -> list:
+        """The typed IR of every tuple of argument types this function has been typed for so far."""
+        return list(self._typed.values())
+
+    @property
+    def _numba_type_(self):
+        # Numba's typeof asks objects it has no rule for for this attribute.
         if self._numba_type is None:
             self._numba_type = _device_function_type(self)
         return self._numba_type
@@ -73,12 +77,3 @@ def _device_function_type(devfn):
 
     DeviceFunctionTemplate.__name__ = f"DeviceFunction_{devfn.__name__}"
     return types.Function(DeviceFunctionTemplate)
-
-
-def register_typeof() -> None:
-    """Teach Numba's typeof the type of device-function objects (done with the typing context)."""
-    from numba.core.typing.typeof import typeof_impl
-
-    @typeof_impl.register(DeviceFunctionBase)
-    def _typeof_device_function(val, c):
-        return val.numba_type()

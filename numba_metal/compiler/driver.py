@@ -1,30 +1,24 @@
-"""The compiler's entry points: a Python function and argument types in, MSL and a launch plan out.
+"""The compiler's entry point: a Python function, argument types and options in; MSL and a launch plan out.
 
-Pure functions of (function, argument types, options): no device is touched here.
+A pure function of (function, argument types, options): no device is touched here, and nothing is
+cached here (the disk cache belongs to the host's dispatcher).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
 
 from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from .frontend import TypedFunction, infer_types, source_location
-from .plan import LaunchPlan
-
-
-@dataclass
-class CompiledKernel:
-    source: str
-    plan: LaunchPlan
-    typed: TypedFunction | None
+from .codegen import lower_device_function, lower_kernel
+from .frontend import infer_types, source_location
+from .plan import CompiledKernel
 
 
 def check_argument_types(pyfunc, argtypes) -> None:
     """Refuse argument types Metal cannot take, before typing, naming the argument."""
-    import inspect
     try:
         names = list(inspect.signature(pyfunc).parameters)
     except (TypeError, ValueError):
@@ -53,36 +47,27 @@ def _leaves(ty):
         yield ty
 
 
-def compile_kernel(pyfunc, argtypes, *, debug=False, fastmath=False, cache=False) -> CompiledKernel:
-    """Type and lower a kernel for ``argtypes``."""
-    from .codegen import lower_kernel
+def argument_types(signature) -> tuple:
+    """The argument types of a signature: a Numba signature, a string (``"void(float32[:], int32)"``) or a
+    tuple of Numba types."""
+    if isinstance(signature, (tuple, list)) and all(isinstance(t, types.Type) for t in signature):
+        return tuple(signature)
+    from numba.core import sigutils
+    argtypes, _ = sigutils.normalize_signature(signature)
+    return tuple(argtypes)
+
+
+def compile_kernel(pyfunc, argtypes, *, debug: bool = False, fastmath: bool = False) -> CompiledKernel:
+    """Type and lower the kernel ``pyfunc`` for ``argtypes``."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
-    if cache:
-        from numba_metal.host.cache import cached_compile
-        return cached_compile(pyfunc, argtypes, debug=debug, fastmath=fastmath)
     tf = infer_types(pyfunc, argtypes)
     source, plan = lower_kernel(tf, debug=debug, fastmath=fastmath)
     return CompiledKernel(source, plan, tf)
 
 
-def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:
-    """The MSL numba-metal generates for ``pyfunc`` with ``signature`` (no device needed).
-
-    ``signature`` is a Numba signature or string (``"void(float32[:], float32[:])"``) or a tuple of
-    argument types. ``device=True`` compiles a device function.
-    """
-    from .codegen import lower_device_function, lower_kernel
-    pyfunc = getattr(pyfunc, "py_func", pyfunc)
-    if isinstance(signature, (tuple, list)) and all(isinstance(t, types.Type) for t in signature):
-        argtypes = tuple(signature)
-    else:
-        from numba.core import sigutils
-        argtypes, _ = sigutils.normalize_signature(signature)
-        argtypes = tuple(argtypes)
+def compile_device_function(pyfunc, argtypes, *, fastmath: bool = False) -> str:
+    """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
+    argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    tf = infer_types(pyfunc, argtypes)
-    if device:
-        return lower_device_function(tf, fastmath=fastmath)
-    source, _ = lower_kernel(tf, debug=debug, fastmath=fastmath)
-    return source
+    return lower_device_function(infer_types(pyfunc, argtypes), fastmath=fastmath)

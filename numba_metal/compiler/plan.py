@@ -52,3 +52,14 @@ class LaunchPlan:
     dynamic_threadgroup_memory: bool = False  # the kernel uses shared memory sized by the launch
     array_names: list[str] = field(default_factory=list)  # debug reports: array id -> name
     lines: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """What the compiler makes of a kernel for one tuple of argument types: the MSL, the launch plan,
+    and the typed IR it was lowered from (None when its owner rebuilt it without typing, e.g. from a
+    disk cache entry)."""
+
+    source: str
+    plan: LaunchPlan
+    typed: object = None

@@ -89,29 +89,28 @@ class MetalTypingContext(BaseContext):
         # such as ``bool`` (which every ``if`` calls), and its fallbacks for them import cffi's C parser
         # and compile numba.typed: a third of a second of the first compile in a process, for checks
         # that cannot succeed on these values. Answer those values as Numba would without the checks.
-        ty = _registered_value_type(self, val)
+        ty = self._registered_value_type(val)
         return ty if ty is not None else super().resolve_value_type(val)
 
-
-def _registered_value_type(ctx, val):
-    """The type Numba's resolve_value_type gives ``val`` when its typeof rules cannot apply (then
-    Numba uses the registered globals, and modules are Module types), else None (ask Numba)."""
-    cls = type(val)
-    if cls is type:
-        # _typeof_type answers only for exceptions, named tuples, NumPy scalar classes, Numba types
-        # and numba.typed containers; a builtin class is none of them.
-        if val.__module__ != "builtins" or issubclass(val, BaseException):
-            return None
-    else:
-        ruleless = _ruleless_classes.get(cls)
-        if ruleless is None:
-            ruleless = _ruleless_classes[cls] = _has_no_typeof_rule(cls)
-        if not ruleless or getattr(val, "_numba_type_", None) is not None:
-            return None
-    ty = ctx._lookup_global(val)
-    if ty is None and isinstance(val, pytypes.ModuleType):
-        ty = types.Module(val)
-    return ty
+    def _registered_value_type(self, val):
+        """The type Numba's resolve_value_type gives ``val`` when its typeof rules cannot apply (then
+        Numba uses the registered globals, and modules are Module types), else None (ask Numba)."""
+        cls = type(val)
+        if cls is type:
+            # _typeof_type answers only for exceptions, named tuples, NumPy scalar classes, Numba types
+            # and numba.typed containers; a builtin class is none of them.
+            if val.__module__ != "builtins" or issubclass(val, BaseException):
+                return None
+        else:
+            ruleless = _ruleless_classes.get(cls)
+            if ruleless is None:
+                ruleless = _ruleless_classes[cls] = _has_no_typeof_rule(cls)
+            if not ruleless or getattr(val, "_numba_type_", None) is not None:
+                return None
+        ty = self._lookup_global(val)
+        if ty is None and isinstance(val, pytypes.ModuleType):
+            ty = types.Module(val)
+        return ty
 
 
 _ruleless_classes: dict = {}
@@ -150,8 +149,6 @@ def typing_context() -> MetalTypingContext:
     if _context is None:
         with _context_lock:
             if _context is None:
-                from .devicefn import register_typeof
-                register_typeof()
                 ctx = MetalTypingContext()
                 with target_override("metal"):
                     ctx.refresh()

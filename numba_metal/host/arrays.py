@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba_metal import profiling as _prof
+from numba_metal import profiling
 from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
@@ -67,26 +67,109 @@ def _is_contig(shape, strides, itemsize, order) -> bool:
     return True
 
 
+class ArrayKey:
+    """The key of arrays of one dtype, number of dimensions, layout and writability: what a launch looks a
+    specialisation up by. Interned (:func:`array_key`), so it compares and hashes by identity: the launch
+    path hashes keys on every launch, and hashing a NumPy dtype is slow."""
+
+    __slots__ = ("dtype", "ndim", "layout", "readonly", "__weakref__")
+
+    def __init__(self, dtype: np.dtype, ndim: int, layout: str, readonly: bool):
+        self.dtype = dtype
+        self.ndim = ndim
+        self.layout = layout
+        self.readonly = readonly
+
+    def __repr__(self) -> str:
+        return f"ArrayKey({self.dtype}, {self.ndim}, {self.layout!r}{', readonly' if self.readonly else ''})"
+
+    def __reduce__(self):
+        return (array_key, (self.dtype, self.ndim, self.layout, self.readonly))
+
+
+_array_keys: dict = {}
+
+
+def array_key(dtype, ndim: int, layout: str, readonly: bool = False) -> ArrayKey:
+    """The (interned) key of arrays of this dtype, number of dimensions and layout."""
+    spec = (np.dtype(dtype), int(ndim), layout, bool(readonly))
+    key = _array_keys.get(spec)
+    if key is None:
+        key = _array_keys.setdefault(spec, ArrayKey(*spec))
+    return key
+
+
+_array_types: dict = {}
+
+
+def array_type(dtype, ndim: int, layout: str, readonly: bool = False):
+    """The Numba array type for a dtype, number of dimensions and layout (cached; imports Numba)."""
+    key = (np.dtype(dtype), ndim, layout, readonly)
+    ty = _array_types.get(key)
+    if ty is None:
+        from numba.core import types
+        from numba.np.numpy_support import from_dtype
+        try:
+            nbdtype = from_dtype(key[0])
+        except Exception:  # noqa: BLE001 - any dtype Numba cannot represent
+            raise KernelLaunchError(f"arrays of dtype {key[0]} are not supported") from None
+        ty = types.Array(nbdtype, ndim, layout, readonly=readonly)
+        _array_types[key] = ty
+    return ty
+
+
+def element_binding(offset, shape, strides, itemsize) -> tuple:
+    """(bind offset, element strides, origin) of an array at byte ``offset`` of its buffer as a kernel
+    argument: the buffer is bound at the lowest address the array touches (negative strides reach below
+    its first element), and the kernel finds element [0, ..., 0] at ``origin`` elements from there."""
+    estrides = []
+    low = 0
+    for n, s in zip(shape, strides):
+        if s % itemsize:
+            raise KernelLaunchError(f"array strides {strides} are not multiples of its item size {itemsize}")
+        estrides.append(s // itemsize)
+        if s < 0 and n > 0:
+            low += (n - 1) * s
+    return offset + low, tuple(estrides), (-low) // itemsize
+
+
 class DeviceNDArray:
     """An array in device memory, as numba.cuda's ``DeviceNDArray``.
 
     Slicing returns views that share memory; ``reshape``/``ravel`` work on contiguous arrays.
+    ``buffer`` (the runtime buffer), ``offset`` (the byte offset of the first element in it), ``context``
+    (the device context it lives on) and ``layout`` (Numba's 'C', 'F' or 'A') are what launches bind.
     """
 
-    __slots__ = ("_buffer", "_offset", "shape", "strides", "dtype", "_ctx", "_nbtype", "_layout", "_key",
-                 "_geom", "__weakref__")
+    __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
+                 "_binding", "__weakref__")
 
-    def __init__(self, buffer, offset, shape, strides, dtype, ctx):
-        self._buffer = buffer
-        self._offset = int(offset)
+    def __init__(self, buffer, offset, shape, strides, dtype, context):
+        self.buffer = buffer
+        self.offset = int(offset)
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.dtype = np.dtype(dtype)
-        self._ctx = ctx
+        self.context = context
+        self.layout = layout_of(self.shape, self.strides, self.dtype.itemsize)
+        self.key = None        # argument_key(), made by the first launch (read on every launch)
         self._nbtype = None
-        self._layout = layout_of(self.shape, self.strides, self.dtype.itemsize)
-        self._key = None   # argtypes.arg_key, made by the first launch
-        self._geom = None  # (bind offset, element strides, origin), made by the first launch
+        self._binding = None   # binding(), made by the first launch
+
+    def argument_key(self) -> "ArrayKey":
+        """The (interned) key a launch looks this array's specialisation up by."""
+        key = self.key
+        if key is None:
+            key = self.key = array_key(self.dtype, self.ndim, self.layout)
+        return key
+
+    def binding(self) -> tuple:
+        """(bind offset, element strides, origin) of this array as a kernel argument, computed once (its
+        geometry never changes): see :func:`element_binding`."""
+        binding = self._binding
+        if binding is None:
+            binding = self._binding = element_binding(self.offset, self.shape, self.strides, self.itemsize)
+        return binding
 
     # -- numba.cuda-compatible attributes ---------------------------------------------------
 
@@ -115,10 +198,10 @@ class DeviceNDArray:
         return self.shape[0]
 
     def is_c_contiguous(self) -> bool:
-        return self._layout == "C"
+        return self.layout == "C"
 
     def is_f_contiguous(self) -> bool:
-        return self._layout == "F" or (self.ndim <= 1 and self._layout == "C")
+        return self.layout == "F" or (self.ndim <= 1 and self.layout == "C")
 
     @property
     def flags(self) -> dict:
@@ -126,25 +209,25 @@ class DeviceNDArray:
 
     def __repr__(self) -> str:
         return (f"<numba_metal DeviceNDArray shape={self.shape} dtype={self.dtype} "
-                f"on {self._ctx.info.name!r}>")
+                f"on {self.context.info.name!r}>")
 
     # -- host views of the shared memory ----------------------------------------------------
 
     def _host_view(self) -> np.ndarray:
         """A NumPy view of this array's memory (no wait; callers wait first)."""
-        return _view_of(self._buffer, self._offset, self.shape, self.strides, self.dtype)
+        return _view_of(self.buffer, self.offset, self.shape, self.strides, self.dtype)
 
     # -- copies -----------------------------------------------------------------------------
 
     def copy_to_host(self, ary=None, stream=0):
         """Copy to a host NumPy array (a new one, or ``ary``), after the work that may write this array."""
-        _streams.wait_for_host_access(self._ctx, stream)
+        _streams.wait_for_host_access(self.context, stream)
         src = self._host_view()
-        start = _prof.now_ns() if _prof._listeners else 0
+        start = profiling.now_ns() if profiling.listeners else 0
         if ary is None:
-            out = src.copy(order="K" if self._layout != "A" else "C")
+            out = src.copy(order="K" if self.layout != "A" else "C")
             if start:
-                _prof.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
+                profiling.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
             return out
         if not isinstance(ary, np.ndarray):
             raise NumbaMetalError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
@@ -155,12 +238,12 @@ class DeviceNDArray:
             return ary  # the destination is this very memory (unified memory): nothing to copy
         np.copyto(ary, src)
         if start:
-            _prof.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
+            profiling.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
         return ary
 
     def copy_to_device(self, ary, stream=0):
         """Copy a host array (or another device array) into this array."""
-        _streams.wait_for_host_access(self._ctx, stream)
+        _streams.wait_for_host_access(self.context, stream)
         if isinstance(ary, DeviceNDArray):
             src = ary._host_view()
         else:
@@ -169,11 +252,11 @@ class DeviceNDArray:
             raise NumbaMetalError(f"copy_to_device: source shape {src.shape} does not match {self.shape}")
         if src.dtype != self.dtype:
             raise NumbaMetalError(f"copy_to_device: source dtype {src.dtype} does not match {self.dtype}")
-        start = _prof.now_ns() if _prof._listeners else 0
+        start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(self._host_view(), src)
         if start:
-            _prof.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
-                       nbytes=self.nbytes, start_ns=start, end_ns=_prof.now_ns())
+            profiling.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
+                       nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
 
     # -- views --------------------------------------------------------------------------------
 
@@ -181,7 +264,7 @@ class DeviceNDArray:
         view = self._host_view()
         sub = view[index]
         if not isinstance(sub, np.ndarray) or (sub.ndim == 0 and _is_scalar_index(index, self.ndim)):
-            _streams.wait_for_host_access(self._ctx, 0)
+            _streams.wait_for_host_access(self.context, 0)
             return sub[()] if isinstance(sub, np.ndarray) else sub
         if not np.shares_memory(sub, view) and sub.size:
             raise UnsupportedFeatureError("advanced (fancy) indexing of device arrays is not supported; "
@@ -189,14 +272,14 @@ class DeviceNDArray:
         return self._derived(sub)
 
     def _derived(self, sub: np.ndarray) -> "DeviceNDArray":
-        base = self._buffer.address
-        offset = sub.ctypes.data - base if sub.size else self._offset
-        return DeviceNDArray(self._buffer, offset, sub.shape, sub.strides, sub.dtype, self._ctx)
+        base = self.buffer.address
+        offset = sub.ctypes.data - base if sub.size else self.offset
+        return DeviceNDArray(self.buffer, offset, sub.shape, sub.strides, sub.dtype, self.context)
 
     def reshape(self, *newshape, order="C"):
         if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
             newshape = tuple(newshape[0])
-        if self._layout == "A" and self.size > 1:
+        if self.layout == "A" and self.size > 1:
             raise UnsupportedFeatureError("reshape() of a non-contiguous device array would need a copy; "
                                           "copy it to a contiguous array first")
         view = self._host_view()
@@ -228,8 +311,7 @@ class DeviceNDArray:
     def _numba_type(self):
         ty = self._nbtype
         if ty is None:
-            from numba_metal.host.argtypes import array_type
-            ty = self._nbtype = array_type(self.dtype, self.ndim, self._layout)
+            ty = self._nbtype = array_type(self.dtype, self.ndim, self.layout)
         return ty
 
 
@@ -249,23 +331,45 @@ def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
     return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=offset, strides=strides)
 
 
+def broadcast_to(dev: DeviceNDArray, shape) -> DeviceNDArray:
+    """A view of ``dev`` broadcast to ``shape`` (stride 0 along broadcast axes)."""
+    if dev.shape == tuple(shape):
+        return dev
+    return dev._derived(np.broadcast_to(dev._host_view(), shape))
+
+
+def with_unit_axis(dev: DeviceNDArray) -> DeviceNDArray:
+    """``dev`` viewed with a trailing axis of length 1."""
+    view = dev._host_view()
+    return dev._derived(view.reshape(view.shape + (1,)) if view.flags.c_contiguous else view[..., None])
+
+
+def copy_into_host(dev: DeviceNDArray, host: np.ndarray) -> None:
+    """Copy ``dev`` into the host array ``host`` now, without waiting (the caller has waited)."""
+    np.copyto(host, dev._host_view())
+
+
 class MappedNDArray(np.ndarray):
-    """A NumPy array in unified memory: kernels use it directly, with no copies (``mapped_array``)."""
+    """A NumPy array in unified memory: kernels use it directly, with no copies (``mapped_array``).
+
+    ``device_buffer`` is the runtime buffer holding it and ``device_context`` the device it is on (None for
+    arrays NumPy derives from it by computing, which keep the class but not the memory).
+    """
 
     def __array_finalize__(self, obj):
-        self._nm_buffer = getattr(obj, "_nm_buffer", None)
-        self._nm_ctx = getattr(obj, "_nm_ctx", None)
+        self.device_buffer = getattr(obj, "device_buffer", None)
+        self.device_context = getattr(obj, "device_context", None)
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 def _new_buffer(ctx, nbytes):
-    if not _prof._listeners:
+    if not profiling.listeners:
         return ctx.device.new_buffer(max(int(nbytes), 1))
-    start = _prof.now_ns()
+    start = profiling.now_ns()
     buf = ctx.device.new_buffer(max(int(nbytes), 1))
-    _prof.emit("alloc", nbytes=int(nbytes), start_ns=start, end_ns=_prof.now_ns())
+    profiling.emit("alloc", nbytes=int(nbytes), start_ns=start, end_ns=profiling.now_ns())
     return buf
 
 
@@ -318,10 +422,10 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     dev = device_array(ary.shape, ary.dtype, order=order, stream=stream)
     if copy and ary.size:
-        start = _prof.now_ns() if _prof._listeners else 0
+        start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(dev._host_view(), ary)
         if start:
-            _prof.emit("copy", direction="h2d", nbytes=ary.nbytes, start_ns=start, end_ns=_prof.now_ns())
+            profiling.emit("copy", direction="h2d", nbytes=ary.nbytes, start_ns=start, end_ns=profiling.now_ns())
     return dev
 
 
@@ -333,8 +437,8 @@ def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, por
     ctx = _device.current()
     dev = device_array(shape, dtype, strides=strides, order=order)
     host = dev._host_view().view(MappedNDArray)
-    host._nm_buffer = dev._buffer
-    host._nm_ctx = ctx
+    host.device_buffer = dev.buffer
+    host.device_context = ctx
     return host
 
 
@@ -348,6 +452,6 @@ def is_device_array(obj) -> bool:
 
 
 def check_same_device(ctx, arr, what: str) -> None:
-    if arr._ctx is not ctx:
-        raise KernelLaunchError(f"{what} lives on {arr._ctx.info.name!r}, but the kernel runs on "
+    if arr.context is not ctx:
+        raise KernelLaunchError(f"{what} lives on {arr.context.info.name!r}, but the kernel runs on "
                                 f"{ctx.info.name!r}; copy it with copy_to_host()/to_device()")

@@ -1,5 +1,7 @@
 """The disk cache of compiled kernels (``@metal.jit(cache=True)``): never stale, safe to share between
-processes, and never a way to plant code.
+processes, and never a way to plant code. It belongs to the dispatcher, which asks it for a compiled
+kernel (:func:`load`) before compiling and gives it what it compiled (:func:`store`); the compiler
+never sees it.
 
 What an entry holds: what a new process needs to skip typing and MSL generation, i.e. the kernel's MSL
 source and its launch plan, plus the fingerprints of everything the compile read from outside the
@@ -8,7 +10,7 @@ hash-checked objects in ``<cache>/cpu-objects``; on Metal the OS shader cache an
 
 The key (SHA-256) covers: this format; the Python, NumPy, Numba and numba-metal versions and a digest of
 numba-metal's compiler sources (``compiler/*.py``, ``*.metal``, ``kernel_api/*.py``, ``metal.py``, this
-module and ``argtypes.py``), so any upgrade or edit of numba-metal starts afresh; the function's code
+module and ``arguments.py``), so any upgrade or edit of numba-metal starts afresh; the function's code
 object (bytecode, constants including nested code, names, line table, file and qualified name), its
 default values and the values of its closure cells; the canonical argument types; the options (``debug``,
 ``fastmath``). The MSL is a pure function of these and the values below, whatever the device (the compiler
@@ -46,6 +48,11 @@ import threading
 import types as pytypes
 
 import numpy as np
+
+from numba_metal._version import __version__
+from numba_metal.compiler.devicefn import DeviceFunctionBase
+from numba_metal.compiler import plan as plan_module
+from numba_metal.compiler.plan import CompiledKernel
 
 try:  # CPython's own SHA-256: importing hashlib loads OpenSSL, a measurable part of a warm start
     from _sha2 import sha256 as _sha256
@@ -188,7 +195,6 @@ def fingerprint(value) -> str:
         return t.__name__ + "(" + ",".join(sorted(fingerprint(v) for v in value)) + ")"
     if isinstance(value, pytypes.ModuleType):
         return f"module:{value.__name__}"
-    from numba_metal.compiler.devicefn import DeviceFunctionBase
     if isinstance(value, DeviceFunctionBase):
         return f"devfn:{_qualname(value.py_func)}:{_devfn_digest(value)}"
     if isinstance(value, enum.Enum):
@@ -213,7 +219,7 @@ def fingerprint(value) -> str:
             or cls_module.startswith("numba_metal.compiler"):
         # Numba types (``numba.float32``) and kernel-API objects (``metal.threadIdx``): their meaning is
         # numba-metal's and Numba's code, whose versions are in the key; name them.
-        name = getattr(value, "name", None) or getattr(value, "_path", None) or getattr(value, "__name__", None)
+        name = getattr(value, "name", None) or getattr(value, "path", None) or getattr(value, "__name__", None)
         if isinstance(name, str):
             return f"object:{cls_module}.{t.__qualname__}:{name}"
     raise Unfingerprintable(f"a {cls_module}.{t.__qualname__} object")
@@ -221,8 +227,9 @@ def fingerprint(value) -> str:
 
 def _devfn_digest(devfn) -> str:
     """A device function's code digest and options."""
-    options = getattr(devfn, "targetoptions", None) or {}
-    return function_digest(devfn.py_func) + ":" + fingerprint(sorted(options.items()))
+    options = getattr(devfn, "options", None)
+    fields = sorted(vars(options).items()) if options is not None else []
+    return function_digest(devfn.py_func) + ":" + fingerprint(fields)
 
 
 def _qualname(fn) -> str:
@@ -284,7 +291,7 @@ def _compiler_sources() -> list[str]:
         d = os.path.join(pkg, sub)
         paths.extend(os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(exts))
     paths += [os.path.join(pkg, "metal.py"), os.path.join(pkg, "host", "cache.py"),
-              os.path.join(pkg, "host", "argtypes.py")]
+              os.path.join(pkg, "host", "arguments.py")]
     return paths
 
 
@@ -306,10 +313,9 @@ def environment_digest() -> str:
     """Digest of the Python, NumPy, Numba and numba-metal versions and of the compiler's sources."""
     global _environment
     if _environment is None:
-        import numba_metal
         h = _sha256()
         h.update(f"format={FORMAT};python={sys.version};{sys.implementation.cache_tag};"
-                 f"numpy={np.__version__};{_numba_version()};numba_metal={numba_metal.__version__};".encode())
+                 f"numpy={np.__version__};{_numba_version()};numba_metal={__version__};".encode())
         pkg = _package_dir()
         for path in _compiler_sources():
             with open(path, "rb") as f:
@@ -384,7 +390,6 @@ def _lookup_module_attr(module_name: str, attr: str):
 
 
 def _value_record(value, seen: dict):
-    from numba_metal.compiler.devicefn import DeviceFunctionBase
     if value is _MISSING:
         return _MISSING
     if isinstance(value, DeviceFunctionBase):
@@ -393,7 +398,7 @@ def _value_record(value, seen: dict):
             record["deps"] = None
         else:
             seen[id(value)] = value
-            record["deps"] = _dependencies(value.py_func, list(value._typed.values()), seen)
+            record["deps"] = _dependencies(value.py_func, value.typed_functions(), seen)
         return record
     return fingerprint(value)
 
@@ -474,7 +479,6 @@ def _value_matches(value, record) -> bool:
     if value is _MISSING:
         return False
     if isinstance(record, dict):
-        from numba_metal.compiler.devicefn import DeviceFunctionBase
         if not isinstance(value, DeviceFunctionBase):
             return False
         if record.get("code") != _devfn_digest(value):
@@ -567,7 +571,6 @@ def _plan_to_json(value):
 
 
 def _plan_from_json(value):
-    from numba_metal.compiler import plan as plan_module
     if isinstance(value, list):
         return [_plan_from_json(v) for v in value]
     if isinstance(value, dict):
@@ -583,23 +586,12 @@ def _plan_from_json(value):
     return value
 
 
-# -- the API the compiler driver and the host use --------------------------------------------------
-
-
-class CacheHit:
-    """What a hit gives: the kernel's MSL and launch plan (typed IR is re-created only if asked for)."""
-
-    __slots__ = ("source", "plan", "typed", "from_cache")
-
-    def __init__(self, source, plan):
-        self.source = source
-        self.plan = plan
-        self.typed = None
-        self.from_cache = True
+# -- the dispatcher's interface -----------------------------------------------------------------
 
 
 def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
-    """The cached compile of ``pyfunc`` for canonical ``argtypes``, or None (a miss, stale or bad entry)."""
+    """The cached compile of ``pyfunc`` for canonical ``argtypes`` (a CompiledKernel without typed IR), or
+    None (a miss, a stale or a bad entry)."""
     directory = kernels_dir()
     if directory is None:
         return None
@@ -622,19 +614,19 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
     if not isinstance(source, str):
         return None
     _log.debug("kernel cache: hit %s", path)
-    return CacheHit(source, plan)
+    return CompiledKernel(source, plan, None)
 
 
-def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, source: str, plan, typed) -> bool:
+def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled) -> bool:
     """Write the entry for a compile; False (and nothing written) if it cannot be cached safely."""
     directory = kernels_dir()
     if directory is None:
         return False
     try:
         key = entry_key(pyfunc, argtypes, debug, fastmath)
-        deps = record_dependencies(pyfunc, typed)
+        deps = record_dependencies(pyfunc, compiled.typed)
         entry = {"format": FORMAT, "key": key, "kernel": _qualname(pyfunc), "argtypes": list(argtypes),
-                 "msl": source, "plan": _plan_to_json(plan), "deps": deps}
+                 "msl": compiled.source, "plan": _plan_to_json(compiled.plan), "deps": deps}
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return False
@@ -648,32 +640,5 @@ def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, source: str,
     return True
 
 
-def cached_compile(pyfunc, argtypes, debug=False, fastmath=False):
-    """``compile_kernel`` through the disk cache: a valid entry, else a compile that is then stored."""
-    from numba_metal.compiler.codegen import lower_kernel
-    from numba_metal.compiler.driver import CompiledKernel
-    from numba_metal.compiler.frontend import infer_types
-
-    from .argtypes import NotCanonical, canonical_numba
-    try:
-        canon = [canonical_numba(t) for t in argtypes]
-    except NotCanonical as e:
-        _log.debug("kernel cache: %s is not cached: argument type %s", _qualname(pyfunc), e)
-        canon = None
-    if canon is not None:
-        hit = load(pyfunc, canon, debug, fastmath)
-        if hit is not None:
-            result = CompiledKernel(hit.source, hit.plan, None)
-            result.from_cache = True
-            return result
-    tf = infer_types(pyfunc, argtypes)
-    source, plan = lower_kernel(tf, debug=debug, fastmath=fastmath)
-    if canon is not None:
-        store(pyfunc, canon, debug, fastmath, source, plan, tf)
-    result = CompiledKernel(source, plan, tf)
-    result.from_cache = False
-    return result
-
-
-__all__ = ["cached_compile", "load", "store", "kernels_dir", "cache_root", "entry_key", "fingerprint",
-           "function_digest", "dependencies_match", "record_dependencies", "Unfingerprintable"]
+__all__ = ["load", "store", "kernels_dir", "cache_root", "entry_key", "fingerprint", "function_digest",
+           "dependencies_match", "record_dependencies", "Unfingerprintable"]

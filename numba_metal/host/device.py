@@ -15,12 +15,13 @@ import weakref
 from numba_metal.errors import UnsupportedPlatformError
 
 _lock = threading.RLock()
-_selected: "DeviceContext | None" = None
+#: The device context in use, None until a device is first used (the launch path reads it directly).
+selected: "DeviceContext | None" = None
 _requested: str | None = None
 
 
 class DeviceContext:
-    """A runtime device plus numba-metal's per-device state: the default queue and live streams."""
+    """A runtime device plus numba-metal's per-device state: the default queue and the live streams."""
 
     def __init__(self, device):
         self.device = device
@@ -35,8 +36,9 @@ class DeviceContext:
         return self.info.kind
 
     def all_queues(self):
+        """The default queue and the queue of every live stream (what ``synchronize`` waits for)."""
         queues = [self.default_queue]
-        queues.extend(s._queue for s in list(self.streams) if s._queue is not None)
+        queues.extend(s.queue for s in list(self.streams))
         return queues
 
     def __repr__(self) -> str:
@@ -70,18 +72,18 @@ def _no_metal_message() -> str:
 
 def current() -> DeviceContext:
     """The device in use, opening the chosen one on first use."""
-    global _selected
-    ctx = _selected
+    global selected
+    ctx = selected
     if ctx is not None:
         return ctx
     with _lock:
-        if _selected is None:
+        if selected is None:
             want = _requested or _want_from_env() or "metal"
             if want not in ("metal", "cpu"):
                 raise UnsupportedPlatformError(
                     f"NUMBA_METAL_DEVICE={want!r} is not a device kind; use 'metal' or 'cpu'")
-            _selected = _open(want)
-        return _selected
+            selected = _open(want)
+        return selected
 
 
 def select_device(kind: str) -> DeviceContext:
@@ -89,18 +91,18 @@ def select_device(kind: str) -> DeviceContext:
 
     Arrays and streams belong to the device they were made on.
     """
-    global _selected, _requested
+    global selected, _requested
     if isinstance(kind, int):
         kind = {0: "metal", 1: "cpu"}.get(kind, str(kind))
     kind = str(kind).lower()
     if kind not in ("metal", "cpu"):
         raise UnsupportedPlatformError(f"unknown device kind {kind!r}; use 'metal' or 'cpu'")
     with _lock:
-        if _selected is not None and _selected.kind == kind:
-            return _selected
+        if selected is not None and selected.kind == kind:
+            return selected
         ctx = _open(kind)
         _requested = kind
-        _selected = ctx
+        selected = ctx
         return ctx
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from numba_metal import profiling as _prof
+from numba_metal import profiling
 from numba_metal.errors import NumbaMetalError
 
 from . import device as _device
@@ -24,6 +24,11 @@ class Stream:
         self._ctx = ctx
         self._queue = queue
         self._default = default
+
+    @property
+    def queue(self):
+        """The runtime queue this stream submits to."""
+        return self._queue
 
     def synchronize(self) -> None:
         """Wait for all work submitted to this stream, then report any failure."""
@@ -84,14 +89,14 @@ def resolve(stream, ctx):
 
 def timed_wait(queue, what: str) -> None:
     """``queue.wait()``, reported to profilers as a wait."""
-    if not _prof._listeners:
+    if not profiling.listeners:
         queue.wait()
         return
-    start = _prof.now_ns()
+    start = profiling.now_ns()
     try:
         queue.wait()
     finally:
-        _prof.emit("wait", what=what, start_ns=start, end_ns=_prof.now_ns())
+        profiling.emit("wait", what=what, start_ns=start, end_ns=profiling.now_ns())
 
 
 def _wait_all(ctx, what: str) -> None:

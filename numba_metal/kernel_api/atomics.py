@@ -20,7 +20,7 @@ from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
-from ._stub import Stub
+from .stubs import Stub
 
 _OPS = ("add", "sub", "max", "min", "nanmax", "nanmin", "and_", "or_", "xor", "exch", "inc", "dec")
 _STUBS = {op: Stub(f"atomic.{op}", f"atomic.{op}(ary, idx, val): atomically update ary[idx]; "
@@ -91,7 +91,7 @@ def _update_template(stub, op):
         key = stub
 
         def generic(self, args, kws):
-            name = stub._path
+            name = stub.path
             if kws or len(args) != 3:
                 raise UnsupportedFeatureError(f"metal.{name}(ary, idx, val) takes 3 arguments")
             ary, idx, val = (types.unliteral(a) for a in args)

@@ -15,7 +15,7 @@ from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
-from ._stub import Stub
+from .stubs import Stub
 
 WARP_SIZE = 32
 

@@ -19,12 +19,14 @@ from numba.core.typing.templates import AbstractTemplate, CallableTemplate, sign
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.msl import MAX_THREADGROUP_MEMORY
+from numba_metal.compiler.arrays import array_value
 from numba_metal.compiler.arraytypes import MetalArray
+from numba_metal.compiler.constants import lower_constant_array
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
-from ._stub import Stub
+from .stubs import Stub
 
 
 
@@ -49,13 +51,13 @@ def _shape_and_dtype(stub, shape, dtype):
     nbdtype = parse_dtype(dtype)
     if ndims is None or nbdtype is None:
         raise UnsupportedFeatureError(
-            f"metal.{stub._path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
+            f"metal.{stub.path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
             f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
     if nbdtype == types.float64:
-        raise UnsupportedFeatureError(f"metal.{stub._path}: float64 arrays are not supported on Metal "
+        raise UnsupportedFeatureError(f"metal.{stub.path}: float64 arrays are not supported on Metal "
                                       "(Apple GPUs have no float64); use np.float32")
     if msl.scalar_type(nbdtype) is None:
-        raise UnsupportedFeatureError(f"metal.{stub._path}: dtype {nbdtype} is not supported")
+        raise UnsupportedFeatureError(f"metal.{stub.path}: dtype {nbdtype} is not supported")
     return ndims, nbdtype
 
 
@@ -71,7 +73,7 @@ def _array_template(stub, space):
                 return MetalArray(nbdtype, ndims, "C", space)
             return typer
 
-    ArrayTemplate.__name__ = f"Metal_{stub._path.replace('.', '_')}"
+    ArrayTemplate.__name__ = f"Metal_{stub.path.replace('.', '_')}"
     return ArrayTemplate
 
 
@@ -97,7 +99,7 @@ typing.register_global(const_array_like, types.Function(ConstArrayLike))
 
 
 def _literal_shape(ty, stub=None) -> tuple[int, ...]:
-    what = f"metal.{stub._path}" if stub is not None else "the array"
+    what = f"metal.{stub.path}" if stub is not None else "the array"
     if isinstance(ty, types.IntegerLiteral):
         dims = (ty.literal_value,)
     elif isinstance(ty, types.BaseTuple) and all(isinstance(t, types.IntegerLiteral) for t in ty.types):
@@ -108,21 +110,6 @@ def _literal_shape(ty, stub=None) -> tuple[int, ...]:
     if any(d < 0 for d in dims):
         raise UnsupportedFeatureError(f"{what}: negative dimensions in shape {dims}")
     return dims
-
-
-def _c_strides(shape) -> list[int]:
-    strides = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return list(reversed(strides))
-
-
-def _array_value(lc, rt, data: str, shape, strides=None) -> Value:
-    strides = strides if strides is not None else [f"{s}l" for s in _c_strides(shape)]
-    shape_s = ", ".join(f"{s}l" if isinstance(s, int) else s for s in shape)
-    return Value(f"{lc.msl_type(rt)}{{{data}, {{{shape_s}}}, {{{', '.join(strides)}}}}}", rt)
 
 
 @lowering.call(shared_array)
@@ -140,7 +127,7 @@ def _lower_shared(lc, sig, args, **kws):
         else:
             data, nbytes = lc.ctx("dynshared"), lc.ctx("dynshared_bytes")
         n = f"(long({nbytes}) / {itemsize}l)"
-        return _array_value(lc, rt, f"((threadgroup {elem}*){data})", [n] + [1] * (len(shape) - 1),
+        return array_value(lc, rt, f"((threadgroup {elem}*){data})", [n] + [1] * (len(shape) - 1),
                             ["1l"] * len(shape))
     nbytes = total * itemsize
     if not lc.is_kernel:
@@ -148,14 +135,14 @@ def _lower_shared(lc, sig, args, **kws):
         # one allocation per call site, the same for every call (numba.cuda's semantics).
         offset = lc.module.allocate_shared_pool(nbytes)
         data = f"((threadgroup {elem}*)({lc.ctx('tgpool')} + {offset}))"
-        return _array_value(lc, rt, data, list(shape))
+        return array_value(lc, rt, data, list(shape))
     lc.plan.static_threadgroup_memory += (nbytes + 15) // 16 * 16
     if lc.plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
         lc.error(f"shared arrays of kernel {lc.tf.name}() need {lc.plan.static_threadgroup_memory} bytes "
                  f"of threadgroup memory, more than Metal's {MAX_THREADGROUP_MEMORY}; use smaller arrays")
     name = lc.fresh_name("nm_shared")
     lc.declare(f"threadgroup {elem} {name}[{total}];")
-    return _array_value(lc, rt, name, list(shape))
+    return array_value(lc, rt, name, list(shape))
 
 
 @lowering.call(local_array)
@@ -168,7 +155,7 @@ def _lower_local(lc, sig, args, **kws):
         lc.error("metal.local.array needs a positive constant size")
     name = lc.fresh_name("nm_local")
     lc.declare(f"{elem} {name}[{total}] = {{}};")
-    return _array_value(lc, rt, name, list(shape))
+    return array_value(lc, rt, name, list(shape))
 
 
 @lowering.call(const_array_like)
@@ -179,21 +166,6 @@ def _lower_const(lc, sig, args, **kws):
         lc.error("metal.const.array_like(ary) needs a NumPy array known at compile time (a global or "
                  "closure variable)")
     return lower_constant_array(lc, ary, sig.return_type)
-
-
-def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
-    """A host array baked into the MSL as program-scope constant data."""
-    ary = np.ascontiguousarray(ary)
-    if ary.dtype == np.float64:
-        lc.error("float64 constant arrays are not supported on Metal; use np.float32")
-    if ary.nbytes > 64 * 1024:
-        lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
-                 "64 KB); pass it as an argument instead")
-    if not isinstance(rt, MetalArray):
-        rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
-    elem = lc.msl_type(rt.dtype)
-    name = lc.module.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
-    return _array_value(lc, rt, name, list(ary.shape))
 
 
 __all__ = ["shared", "local", "const", "shared_array", "local_array"]

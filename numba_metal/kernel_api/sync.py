@@ -17,7 +17,7 @@ from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
-from ._stub import Stub
+from .stubs import Stub
 
 syncthreads = Stub("syncthreads", "syncthreads(): wait until every thread of the threadgroup arrives")
 barrier = syncthreads  # the earlier numba-metal's spelling

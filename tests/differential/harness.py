@@ -338,7 +338,7 @@ def check_types(batch: G.Batch, mod) -> list[str]:
         if fname == batch.kernel_name:
             typed = [k.typed for k in obj.specializations.values() if k.typed is not None]
         else:
-            typed = list(getattr(obj, "_typed", {}).values())
+            typed = obj.typed_functions()
         for tf in typed:
             for var, ty in pred.items():
                 got = tf.typemap.get(var)

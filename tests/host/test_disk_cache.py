@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
+from numba_metal.compiler.plan import CompiledKernel
 from numba_metal.host import cache
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -189,7 +190,7 @@ def _launch(pyfunc, *args, cache=True):
     k = metal.jit(cache=cache)(pyfunc)
     out = metal.device_array(4, np.float32)
     k[1, 32](out, *args)
-    return out.copy_to_host(), list(k._by_key.values())[0]
+    return out.copy_to_host(), list(k.specializations.values())[0]
 
 
 SRC = """
@@ -280,7 +281,7 @@ def test_a_kernel_depending_on_an_unfingerprintable_value_is_not_cached(cache_di
             if i == 100000:
                 CONFIG.limit
         """, CONFIG=Config())
-    assert not cache.store(mod.fill, ["A(float32,1,C)"], False, False, "", None, None)
+    assert not cache.store(mod.fill, ["A(float32,1,C)"], False, False, CompiledKernel("", None, None))
     kernels = cache_dir / "kernels"
     assert not kernels.exists() or not _entries(kernels)
 
@@ -300,7 +301,7 @@ def test_inspection_of_a_kernel_loaded_from_the_cache_retypes_it(cache_dir):
     out = metal.device_array(4, np.float32)
     k[1, 32](out)
     (spec,) = k._by_key.values()
-    assert spec.from_cache and spec._typed is None
+    assert spec.from_cache and spec.compiled.typed is None
     assert "fill" in str(spec.typed.func_ir.func_id.func_name)
     (sig,) = k.specializations
     assert str(sig[0]) == "array(float32, 1d, C)"

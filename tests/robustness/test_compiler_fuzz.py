@@ -44,7 +44,7 @@ def _implicit_conversions(mod) -> list[str]:
         if isinstance(obj, Dispatcher):
             typed = [k.typed for k in obj.specializations.values() if k.typed is not None]
         elif isinstance(obj, DeviceFunction):
-            typed = list(obj._typed.values())
+            typed = obj.typed_functions()
         else:
             continue
         for tf in typed:

@@ -1,10 +1,14 @@
-"""Types of kernel arguments, computed fast (the launch path runs this for every argument).
+"""Kernel arguments on the host: their keys and Numba types, and array arguments bound to buffers.
 
 A launch looks its specialisation up by an *argument key*: a small hashable value per argument built
-without Numba (the NumPy dtype, dimensions and layout of an array; the Python type of a scalar).
-The key determines the argument's Numba type (:func:`numba_type_of_key`), which is only computed when a
-specialisation is compiled, so a process whose kernels all come from the disk cache never imports Numba.
-:func:`canonical` spells a key, or a Numba type, as the text the disk cache's key is made of.
+without Numba (the interned :class:`~numba_metal.host.arrays.ArrayKey` of an array; the Python type of a
+scalar). The key determines the argument's Numba type (:func:`numba_type_of_key`), which is only computed
+when a specialisation is compiled, so a process whose kernels all come from the disk cache never imports
+Numba. :func:`canonical` spells a key, or a Numba type, as the text the disk cache's key is made of.
+
+An array argument is bound to a buffer at a byte offset (:func:`bind_array`): a device array as it is; a
+mapped array through the buffer it lives in; a plain NumPy array in place when unified memory allows it
+(zero-copy), else through a device copy that is copied back after the kernel (as numba.cuda does).
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import numpy as np
 
 from numba_metal.errors import KernelLaunchError
 
-from .arrays import DeviceNDArray, layout_of
+from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
+                     element_binding, layout_of, to_device)
 
-_array_types: dict = {}
 _scalar_types: dict | None = None
 
 #: Scalar argument types a key can name directly (the key is the type object itself).
@@ -33,28 +37,6 @@ _DTYPE_NAMES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "u
 TUPLE = "T"   # key of a tuple: (TUPLE, item keys...)
 
 
-class ArrayKey:
-    """The key of an array argument. Interned (:func:`array_key`), so it compares and hashes by identity:
-    the launch path hashes keys on every launch, and hashing a NumPy dtype is slow."""
-
-    __slots__ = ("dtype", "ndim", "layout", "readonly", "__weakref__")
-
-    def __init__(self, dtype: np.dtype, ndim: int, layout: str, readonly: bool):
-        self.dtype = dtype
-        self.ndim = ndim
-        self.layout = layout
-        self.readonly = readonly
-
-    def __repr__(self) -> str:
-        return f"ArrayKey({self.dtype}, {self.ndim}, {self.layout!r}{', readonly' if self.readonly else ''})"
-
-    def __reduce__(self):
-        return (array_key, (self.dtype, self.ndim, self.layout, self.readonly))
-
-
-_array_keys: dict = {}
-
-
 def _scalars() -> dict:
     global _scalar_types
     if _scalar_types is None:
@@ -63,41 +45,13 @@ def _scalars() -> dict:
     return _scalar_types
 
 
-def array_type(dtype, ndim: int, layout: str, readonly: bool = False):
-    """The Numba array type for a dtype, number of dimensions and layout (cached)."""
-    key = (np.dtype(dtype), ndim, layout, readonly)
-    ty = _array_types.get(key)
-    if ty is None:
-        from numba.core import types
-        from numba.np.numpy_support import from_dtype
-        try:
-            nbdtype = from_dtype(key[0])
-        except Exception:  # noqa: BLE001 - any dtype Numba cannot represent
-            raise KernelLaunchError(f"arrays of dtype {key[0]} are not supported") from None
-        ty = types.Array(nbdtype, ndim, layout, readonly=readonly)
-        _array_types[key] = ty
-    return ty
-
-
-def array_key(dtype, ndim: int, layout: str, readonly: bool = False) -> ArrayKey:
-    """The (interned) key of arrays of this dtype, number of dimensions and layout."""
-    spec = (np.dtype(dtype), int(ndim), layout, bool(readonly))
-    key = _array_keys.get(spec)
-    if key is None:
-        key = _array_keys.setdefault(spec, ArrayKey(*spec))
-    return key
-
-
 def arg_key(value, position: int):
     """The argument key of ``value`` (argument ``position``), or a KernelLaunchError naming it."""
     t = type(value)
     if t in _SCALAR_SET:
         return t
     if isinstance(value, DeviceNDArray):
-        key = value._key
-        if key is None:
-            key = value._key = array_key(value.dtype, value.ndim, value._layout)
-        return key
+        return value.argument_key()
     if isinstance(value, np.ndarray):
         return array_key(value.dtype, value.ndim, layout_of(value.shape, value.strides, value.itemsize))
     if isinstance(value, tuple):
@@ -115,23 +69,24 @@ def arg_keys(args) -> tuple:
     return tuple([arg_key(a, i) for i, a in enumerate(args)])
 
 
-_raw_keyers: dict = {}
+#: The raw keyers made so far, by number of arguments (the launch path looks them up directly).
+raw_keyers: dict = {}
 
 
 def raw_keyer(nargs: int):
-    """A function giving the *raw* key of ``nargs`` arguments: each device array's cached key, else the
+    """A function giving the *raw* key of ``nargs`` arguments: each device array's ``key``, else the
     argument's type. For arguments that are device arrays (seen before) and scalars it equals
     :func:`arg_keys`; for anything else it differs from every key a specialisation is registered under,
     so a lookup misses and the launch takes the checked path. Generated per arity, with no loop."""
-    fn = _raw_keyers.get(nargs)
+    fn = raw_keyers.get(nargs)
     if fn is None:
         names = [f"a{i}" for i in range(nargs)]
-        items = "".join(f"{n}._key if type({n}) is _D else type({n}), " for n in names)
+        items = "".join(f"{n}.key if type({n}) is _D else type({n}), " for n in names)
         src = (f"def raw_key(args):\n    {', '.join(names)}{',' if nargs == 1 else ''} = args\n"
                f"    return ({items})\n") if nargs else "def raw_key(args):\n    return ()\n"
         namespace = {"_D": DeviceNDArray}
         exec(compile(src, f"<numba_metal argument keys/{nargs}>", "exec"), namespace)
-        fn = _raw_keyers.setdefault(nargs, namespace["raw_key"])
+        fn = raw_keyers.setdefault(nargs, namespace["raw_key"])
     return fn
 
 
@@ -184,3 +139,71 @@ def canonical_numba(ty) -> str:
     if type(ty) in (types.Integer, types.Float, types.Boolean) and str(ty) in _DTYPE_NAMES:
         return str(ty)
     raise NotCanonical(str(ty))
+
+
+# ---------------------------------------------------------------------------------------------
+# Array arguments bound to buffers
+# ---------------------------------------------------------------------------------------------
+
+
+class BoundArray:
+    """An array argument bound for one launch: the buffer and byte offset to bind, its shape, strides (in
+    elements) and origin (the element offset of a[0, ..., 0] from the bound offset), and what the launch
+    must do after the kernel: ``copy_back`` (a function copying a device copy back into the host array,
+    or None) and ``sync`` (the launch waits for the kernel: a host NumPy array was passed)."""
+
+    __slots__ = ("buffer", "bind_offset", "shape", "strides", "origin", "copy_back", "sync")
+
+    def __init__(self, buffer, bind_offset, shape, strides, origin, copy_back=None, sync=False):
+        self.buffer = buffer
+        self.bind_offset = bind_offset
+        self.shape = shape
+        self.strides = strides
+        self.origin = origin
+        self.copy_back = copy_back
+        self.sync = sync
+
+
+def bind_array(ctx, value, argi, kernel_name) -> BoundArray:
+    """Array argument ``argi`` of kernel ``kernel_name`` as a binding on device ``ctx`` (raises
+    KernelLaunchError for an array that cannot be passed)."""
+    if isinstance(value, DeviceNDArray):
+        check_same_device(ctx, value, f"argument {argi} of {kernel_name}()")
+        bind, strides, origin = value.binding()
+        return BoundArray(value.buffer, bind, value.shape, strides, origin)
+    if isinstance(value, np.ndarray):
+        return _bind_host_array(ctx, value, argi, kernel_name)
+    raise KernelLaunchError(f"argument {argi} of {kernel_name}() must be an array")
+
+
+def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
+    itemsize = value.itemsize
+    buf = getattr(value, "device_buffer", None)
+    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
+    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + itemsize
+    if buf is not None and buf.address <= lowest and lowest + extent <= buf.address + buf.nbytes:
+        # A mapped array (or a view of one): already device memory; the launch stays asynchronous.
+        # (Arrays NumPy derives from a mapped array by computing, e.g. ``m + 1``, keep its class but not
+        # its memory: those are plain arrays.)
+        if getattr(value, "device_context", None) is not ctx:
+            raise KernelLaunchError(f"argument {argi} of {kernel_name}() is a mapped array of another device")
+        offset = value.ctypes.data - buf.address
+        bind, strides, origin = element_binding(offset, value.shape, value.strides, itemsize)
+        return BoundArray(buf, bind, value.shape, strides, origin)
+    # A plain NumPy array. Unified memory lets the kernel use it in place when it is page-aligned and
+    # writeable (a read-only array may be immutable memory, e.g. over a bytes object, which the kernel
+    # must not write); otherwise it goes through a device copy and back, as numba.cuda does. Either way
+    # the launch waits for the kernel, so the results are in the array when the call returns.
+    page = ctx.info.page_size
+    if ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable:
+        length = (extent + page - 1) // page * page
+        buf = ctx.device.wrap_buffer(lowest, length, value)
+        bind, strides, origin = element_binding(value.ctypes.data - lowest, value.shape, value.strides, itemsize)
+        return BoundArray(buf, bind, value.shape, strides, origin, sync=True)
+    dev = to_device(value)
+    copy_back = None
+    if value.flags.writeable:
+        def copy_back(dev=dev, value=value):
+            copy_into_host(dev, value)
+    bind, strides, origin = dev.binding()
+    return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)

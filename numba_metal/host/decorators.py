@@ -1,0 +1,66 @@
+"""``@metal.jit`` and ``@metal.jit(device=True)``: the options they take and the object each makes.
+
+``jit`` validates its options once, here, and makes a :class:`~numba_metal.host.dispatcher.Dispatcher`
+(a kernel) or a :class:`~numba_metal.host.dispatcher.DeviceFunction`.
+"""
+
+from __future__ import annotations
+
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+
+from .dispatcher import DeviceFunction, Dispatcher, JitOptions
+
+#: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
+#: ``lineinfo`` change nothing: device functions are always inlined, the MSL compiler always optimises).
+KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo"])
+#: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
+UNSUPPORTED_OPTIONS = {
+    "link": "linking external code", "max_registers": "a register cap", "launch_bounds": "launch bounds",
+    "lto": "link-time optimisation", "extensions": "compiler extensions", "boundscheck":
+    "the boundscheck option (use debug=True for bounds-checked kernels)",
+}
+
+
+def jit(func_or_sig=None, device=False, **options):
+    """Compile a Python function as a Metal kernel (or, with ``device=True``, a device function).
+
+    Options: ``device``, ``fastmath`` (fast math and fast math functions), ``debug`` (bounds-checked
+    array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale).
+    Signatures (a string, a Numba signature or a list of them) compile eagerly and then only those
+    argument types are accepted.
+    """
+    for name in options:
+        if name in UNSUPPORTED_OPTIONS:
+            raise UnsupportedFeatureError(f"@metal.jit({name}=...): Metal has no equivalent of "
+                                          f"{UNSUPPORTED_OPTIONS[name]}")
+        if name not in KNOWN_OPTIONS:
+            raise NumbaMetalError(f"@metal.jit got an unknown option {name!r}; options are: "
+                                  f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
+                             debug=bool(options.get("debug", False)),
+                             cache=bool(options.get("cache", False)))
+    sigs = None
+    if func_or_sig is not None and not callable(func_or_sig):
+        sigs = func_or_sig if isinstance(func_or_sig, (list, tuple)) else [func_or_sig]
+        func_or_sig = None
+
+    def decorate(pyfunc):
+        if device:
+            return DeviceFunction(pyfunc, sigs, jit_options)
+        return Dispatcher(pyfunc, sigs, jit_options)
+
+    if func_or_sig is not None:
+        if isinstance(func_or_sig, (Dispatcher, DeviceFunction)):
+            raise NumbaMetalError("@metal.jit applied twice")
+        return decorate(func_or_sig)
+    return decorate
+
+
+def device_func(pyfunc=None, **options):
+    """Decorator for a device function (the earlier numba-metal's spelling of ``jit(device=True)``)."""
+    if pyfunc is None:
+        return lambda f: jit(f, device=True, **options)
+    return jit(pyfunc, device=True, **options)
+
+
+__all__ = ["jit", "device_func", "KNOWN_OPTIONS", "UNSUPPORTED_OPTIONS"]

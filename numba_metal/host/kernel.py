@@ -1,0 +1,77 @@
+"""The kernel object: one compiled specialisation of a ``@metal.jit`` kernel.
+
+A :class:`Kernel` holds what the compiler produced for one tuple of argument types (the MSL and the
+launch plan) and, per device, the launch state that launches it (:mod:`.launch`). A specialisation
+loaded from the disk cache by argument keys has no Numba types or typed IR until something asks for
+them (``argtypes``, ``typed``): launching it never imports Numba.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .arguments import numba_type_of_key
+from .launch import LaunchState
+
+
+class Kernel:
+    """One compiled specialisation of a kernel: its MSL, launch plan and per-device launch states.
+
+    ``from_cache`` says whether it was loaded from the disk cache rather than compiled in this process.
+    """
+
+    def __init__(self, dispatcher, compiled, *, argtypes=None, key=None, from_cache: bool = False):
+        self.dispatcher = dispatcher
+        self.name = dispatcher.__name__
+        self.compiled = compiled
+        self.from_cache = from_cache
+        self._argtypes = None if argtypes is None else tuple(argtypes)
+        self._key = key
+        self._typed = compiled.typed
+        #: device context -> LaunchState (made by :meth:`launch_state`; the launch path reads it directly)
+        self.launch_states: dict = {}
+        self._lock = threading.Lock()
+        if os.environ.get("NUMBA_METAL_DUMP_MSL", "") not in ("", "0"):
+            print(f"// ---- numba-metal generated MSL: {self.name}{tuple(map(str, self.argtypes))} ----")
+            print(self.msl)
+
+    @property
+    def msl(self) -> str:
+        return self.compiled.source
+
+    @property
+    def plan(self):
+        return self.compiled.plan
+
+    @property
+    def argtypes(self) -> tuple:
+        if self._argtypes is None:
+            self._argtypes = tuple(numba_type_of_key(k) for k in self._key)
+        return self._argtypes
+
+    @property
+    def typed(self):
+        """The typed IR (re-created on demand for a specialisation loaded from the disk cache)."""
+        if self._typed is None:
+            from numba_metal.compiler.frontend import infer_types
+            self._typed = infer_types(self.dispatcher.py_func, self.argtypes)
+        return self._typed
+
+    def __repr__(self) -> str:
+        return f"<numba_metal kernel specialisation {self.name}({', '.join(map(str, self.argtypes))})>"
+
+    def launch_state(self, ctx) -> LaunchState:
+        """This kernel's launch state on device ``ctx`` (its pipeline and dispatch descriptor), made once."""
+        state = self.launch_states.get(ctx)
+        if state is not None:
+            return state
+        with self._lock:
+            state = self.launch_states.get(ctx)
+            if state is None:
+                state = LaunchState(self, ctx)
+                self.launch_states[ctx] = state
+        return state
+
+
+__all__ = ["Kernel"]

@@ -1,0 +1,34 @@
+"""Kernel-side stubs: Python objects that stand for functions only kernels may call."""
+
+from __future__ import annotations
+
+import sys
+
+from numba_metal.errors import NumbaMetalError
+
+
+class Stub:
+    """A function that exists only inside @metal.jit kernels and device functions.
+
+    Calling it from ordinary Python raises, saying where it may be used. ``path`` is its name under
+    ``metal`` (``"atomic.add"``); the stub belongs to the kernel-API module that creates it, where
+    ``path`` also finds it, so it pickles and copies as itself (the compiler knows stubs by identity).
+    """
+
+    def __init__(self, path: str, doc: str = ""):
+        self.path = path
+        self.__name__ = path.rsplit(".", 1)[-1]
+        self.__qualname__ = path
+        self.__doc__ = doc
+        # As collections.namedtuple: the module is the caller's.
+        self.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
+
+    def __call__(self, *args, **kwargs):
+        raise NumbaMetalError(
+            f"metal.{self.path}() can only be called inside a @metal.jit kernel or device function")
+
+    def __repr__(self) -> str:
+        return f"<numba_metal kernel function metal.{self.path}>"
+
+    def __reduce__(self):
+        return self.path

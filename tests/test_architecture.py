@@ -1,0 +1,206 @@
+"""The package's structure is the one docs/architecture.md describes: dependencies point down its layer
+table, there is no import cycle, and no module reads another module's private attributes.
+
+The layer table is read from docs/architecture.md itself (each row's `code` column names the paths of its
+layer), so the documentation and this test cannot disagree. Every import counts, including those inside
+functions (which may not hide a cycle).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+PACKAGE = "numba_metal"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
+
+#: The one documented upward edge: the compiler's typing context plugs in the kernel-language families
+#: (they register their typing and lowering with the compiler when imported).
+PLUGIN_EDGES = {("numba_metal.compiler.typing", "numba_metal.kernel_api")}
+
+#: Import cycles inside the advisor that its owner is removing on another branch. Each entry must still
+#: exist (the test fails on a stale one, so that this list goes when the cycle does).
+KNOWN_ADVISOR_EDGES = {
+    ("numba_metal.advisor.compare", "numba_metal.advisor.cli"),
+    ("numba_metal.advisor.profile", "numba_metal.advisor.cli"),
+    ("numba_metal.advisor.report", "numba_metal.advisor.cli"),
+}
+
+
+def _modules() -> dict[str, str]:
+    """Module name -> file of every module of the package (the staged runtime library excluded)."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, PACKAGE)):
+        dirnames[:] = [d for d in dirnames if d not in ("_lib", "__pycache__")]
+        for name in filenames:
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                module = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[module.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    """The package module an import of ``name`` loads (the nearest enclosing module that exists)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> set[str]:
+    path = MODULES[module]
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    is_package = path.endswith("__init__.py")
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                parts = parts if is_package else parts[:-1]
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            # ``from package import module`` imports that module; ``from module import name``, the module.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == PACKAGE:
+                target = _target(name)
+                if target is not None and target != module:
+                    found.add(target)
+    return found
+
+
+EDGES = {m: _imports(m) for m in MODULES}
+
+
+def _layers() -> list[tuple[str, list[str]]]:
+    """(layer, code paths) of each row of the layer table in docs/architecture.md, top layer first."""
+    text = open(ARCHITECTURE, encoding="utf-8").read()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or cells[0] in ("layer", "") or set(cells[0]) <= set("-"):
+            continue
+        paths = re.findall(r"`(numba_metal/[^`]*)`", cells[1])
+        if paths:
+            rows.append((cells[0], paths))
+    return rows
+
+
+LAYERS = _layers()
+
+
+def _layer_of(module: str) -> int:
+    """The index of the module's layer in the table (0 is the top), by the longest matching path."""
+    path = os.path.relpath(MODULES[module], ROOT).replace(os.sep, "/")
+    best, rank = -1, None
+    for i, (_, paths) in enumerate(LAYERS):
+        for p in paths:
+            if (path == p or (p.endswith("/") and path.startswith(p))) and len(p) > best:
+                best, rank = len(p), i
+    assert rank is not None, f"{path} is in no layer of the table in docs/architecture.md"
+    return rank
+
+
+def test_every_module_belongs_to_a_documented_layer():
+    assert len(LAYERS) >= 6, LAYERS
+    for module in MODULES:
+        _layer_of(module)
+
+
+def test_dependencies_point_down_the_layer_table():
+    upward = []
+    for module, targets in EDGES.items():
+        for target in targets:
+            if (module, target) in PLUGIN_EDGES:
+                continue
+            if _layer_of(target) < _layer_of(module):
+                upward.append(f"{module} -> {target} ({LAYERS[_layer_of(module)][0]} imports "
+                              f"{LAYERS[_layer_of(target)][0]})")
+    assert not upward, "imports that point up the layer table:\n" + "\n".join(sorted(upward))
+
+
+def test_the_plugin_edge_is_documented_and_real():
+    text = open(ARCHITECTURE, encoding="utf-8").read()
+    for module, target in PLUGIN_EDGES:
+        assert target in EDGES[module]
+        assert module.replace(".", "/") + ".py" in text and target.replace(".", "/") in text
+
+
+def test_there_is_no_import_cycle():
+    edges = {m: {t for t in targets if (m, t) not in PLUGIN_EDGES and (m, t) not in KNOWN_ADVISOR_EDGES}
+             for m, targets in EDGES.items()}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+    stale = [e for e in KNOWN_ADVISOR_EDGES if e[1] not in EDGES.get(e[0], ())]
+    assert not stale, f"KNOWN_ADVISOR_EDGES lists imports that no longer exist; remove them: {stale}"
+
+
+def _private_names_defined(tree) -> set[str]:
+    """Private names a module defines: module globals, functions, classes, class attributes and slots,
+    and attributes its methods set on ``self``/``cls``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)  # __slots__ entries, setattr names
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_module_reads_another_modules_private_attributes():
+    trees = {m: ast.parse(open(p, encoding="utf-8").read(), p) for m, p in MODULES.items()}
+    defined = {m: _private_names_defined(t) for m, t in trees.items()}
+    everywhere = set().union(*defined.values())
+    found = []
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            # A private name of numba-metal's (not Numba's or CPython's) that this module does not define.
+            if node.attr in everywhere and node.attr not in defined[module]:
+                found.append(f"{os.path.relpath(MODULES[module], ROOT)}:{node.lineno}: .{node.attr}")
+    assert not found, "reads of private attributes defined by other modules:\n" + "\n".join(sorted(found))
