@@ -1,13 +1,11 @@
 """The ``metal`` namespace: ``from numba_metal import metal``.
 
 Host-side names (``jit``, ``to_device``, streams...) are defined on import; kernel-side names
-(``grid``, ``threadIdx``, ``shared.array``, ``atomic.add``...) are loaded on first use, so importing
-numba-metal does not import Numba's compiler.
+(``grid``, ``threadIdx``, ``shared.array``, ``atomic.add``...) are the kernel API's, loaded on first
+use, so importing numba-metal does not import Numba's compiler.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import numpy as _np
 
@@ -32,13 +30,13 @@ _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:
     """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
     ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
-    compiles a device function."""
+    compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)"""
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     argtypes = driver.argument_types(signature)
     if device:
-        return driver.compile_device_function(pyfunc, argtypes, fastmath=fastmath)
-    return driver.compile_kernel(pyfunc, argtypes, debug=debug, fastmath=fastmath).source
+        return driver.compile_device_function(pyfunc, argtypes)
+    return driver.compile_kernel(pyfunc, argtypes, debug=debug).source
 
 
 # NumPy dtypes by their usual names, for shared/local array declarations.
@@ -47,39 +45,22 @@ int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float16, float32 = _np.float16, _np.float32
 
-#: Kernel-side names and the kernel_api module that defines each.
-_KERNEL_API = {
-    "grid": "indexing", "gridsize": "indexing", "threadgroup_position": "indexing",
-    "thread_in_threadgroup": "indexing", "threads_per_threadgroup": "indexing",
-    "threadgroups_per_grid": "indexing", "threadIdx": "indexing", "blockIdx": "indexing",
-    "blockDim": "indexing", "gridDim": "indexing", "laneid": "indexing", "warpsize": "indexing",
-    "simd_lane_id": "indexing", "simd_group_id": "indexing",
-    "shared": "memory", "local": "memory", "const": "memory", "shared_array": "memory",
-    "local_array": "memory",
-    "syncthreads": "sync", "barrier": "sync", "syncthreads_count": "sync", "syncthreads_and": "sync",
-    "syncthreads_or": "sync", "threadfence": "sync", "threadfence_block": "sync",
-    "simdgroup_barrier": "sync", "syncwarp": "sync", "threadfence_system": "sync", "nanosleep": "sync",
-    "cg": "sync",
-    "atomic": "atomics", "atomic_add": "atomics", "atomic_sub": "atomics", "atomic_min": "atomics",
-    "atomic_max": "atomics", "atomic_exchange": "atomics", "atomic_compare_exchange": "atomics",
-    "simd_sum": "simd", "simd_product": "simd", "simd_max": "simd", "simd_min": "simd",
-    "simd_prefix_exclusive_sum": "simd", "simd_prefix_inclusive_sum": "simd", "simd_shuffle": "simd",
-    "simd_shuffle_up": "simd", "simd_shuffle_down": "simd", "simd_shuffle_xor": "simd",
-    "simd_broadcast": "simd", "simd_all": "simd", "simd_any": "simd", "simd_ballot": "simd",
-    "shfl_sync": "simd", "shfl_up_sync": "simd", "shfl_down_sync": "simd", "shfl_xor_sync": "simd",
-    "all_sync": "simd", "any_sync": "simd", "ballot_sync": "simd", "activemask": "simd",
-}
-
 
 def __getattr__(name):
-    module = _KERNEL_API.get(name)
-    if module is None:
-        raise AttributeError(f"module 'numba_metal.metal' has no attribute {name!r}")
-    importlib.import_module("numba_metal.kernel_api")  # registers every family with the compiler
-    value = getattr(importlib.import_module(f"numba_metal.kernel_api.{module}"), name)
-    globals()[name] = value
-    return value
+    # Kernel-side names (``grid``, ``shared``, ``atomic``...) come from the kernel API's index of its
+    # families' ``__all__``, loaded on first use: importing numba-metal does not import Numba.
+    if not name.startswith("__"):
+        from numba_metal import kernel_api
+        value = kernel_api.index().get(name, _MISSING)
+        if value is not _MISSING:
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module 'numba_metal.metal' has no attribute {name!r}")
+
+
+_MISSING = object()
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_KERNEL_API))
+    from numba_metal import kernel_api
+    return sorted(set(globals()) | set(kernel_api.index()))

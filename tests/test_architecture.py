@@ -204,3 +204,45 @@ def test_no_module_reads_another_modules_private_attributes():
             if node.attr in everywhere and node.attr not in defined[module]:
                 found.append(f"{os.path.relpath(MODULES[module], ROOT)}:{node.lineno}: .{node.attr}")
     assert not found, "reads of private attributes defined by other modules:\n" + "\n".join(sorted(found))
+
+
+#: Calls whose string arguments name things (stubs, namespaces, Numba types, typing templates), so may be
+#: f-strings.
+_NAMING_CALLS = {"Stub", "ModuleType", "type", "_no_metal_equivalent"}
+
+
+def _is_message_or_name(node, parents) -> bool:
+    """True if an f-string is (part of) an error message, a repr or a name rather than emitted code."""
+    child = node
+    while child in parents:
+        parent = parents[child]
+        if isinstance(parent, ast.Raise):
+            return True
+        if isinstance(parent, ast.keyword) and parent.arg == "name":
+            return True
+        if isinstance(parent, ast.Call):
+            callee = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
+            if callee.endswith("Error") or callee == "error" or callee in _NAMING_CALLS:
+                return True
+        if isinstance(parent, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "__name__"
+                                                  for t in parent.targets):
+            return True
+        if isinstance(parent, ast.FunctionDef):
+            return parent.name == "__repr__"
+        child = parent
+    return False
+
+
+def test_msl_is_spelt_only_by_the_msl_module():
+    """Outside compiler/msl.py, the compiler and the kernel API build no text with f-strings except
+    error messages, reprs and names: MSL is spelt through compiler/msl.py."""
+    found = []
+    for module, path in MODULES.items():
+        if not module.startswith(("numba_metal.compiler", "numba_metal.kernel_api")) or module.endswith(".msl"):
+            continue
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr) and not _is_message_or_name(node, parents):
+                found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+    assert not found, "f-strings that may spell MSL outside compiler/msl.py:\n" + "\n".join(found)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from numba_metal.kernel_api.functions import MATH
+
 #: Fully qualified decorator -> kind.
 DECORATORS = {
     "numba.njit": "njit",
@@ -29,11 +31,9 @@ PARALLEL_KINDS = {"vectorize", "guvectorize", "stencil", "metal.jit", "cuda.jit"
 #: Modules the compile check binds (under whatever names the scanned file imports them as).
 BOUND_MODULES = ("math", "numpy", "numba_metal.metal", "numba_metal.random")
 
-MATH_FUNCS = {
-    "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "pow", "erf", "erfc",
-    "gamma", "lgamma", "fabs", "floor", "ceil", "fmod", "copysign", "cbrt", "rsqrt",
-    # NumPy spellings
+#: Math function names: those of numba-metal's math table (the ``math`` functions kernels call), plus
+#: NumPy's spellings of math functions.
+MATH_FUNCS = {f.name for f in MATH} | {
     "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh", "power", "square",
     "absolute", "reciprocal",
 }

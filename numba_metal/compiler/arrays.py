@@ -9,8 +9,38 @@ from __future__ import annotations
 
 from numba.core import ir, types
 
-from . import msl
+from . import conversions, msl
 from .lowering import Value
+
+
+def _shape(arr: Value, k: int) -> str:
+    return msl.index(msl.member(arr.expr, "shape"), k)
+
+
+def _stride(arr: Value, k: int) -> str:
+    return msl.index(msl.member(arr.expr, "strides"), k)
+
+
+def _data(arr: Value) -> str:
+    return msl.member(arr.expr, "data")
+
+
+def array_value(lc, rt, data: str, shape, strides=None) -> Value:
+    """An array value of type ``rt`` over ``data`` (a pointer expression) with ``shape`` (ints or
+    expressions) and ``strides`` (expressions; C order when omitted)."""
+    if strides is None:
+        strides = [msl.long_literal(s) for s in _c_strides(shape)]
+    shape = [msl.long_literal(s) if isinstance(s, int) else s for s in shape]
+    return Value(msl.aggregate(lc.msl_type(rt), [data, msl.braces(shape), msl.braces(strides)]), rt)
+
+
+def _c_strides(shape) -> list[int]:
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return list(reversed(strides))
 
 
 def _index_values(lc, index: Value) -> list[Value] | None:
@@ -19,7 +49,7 @@ def _index_values(lc, index: Value) -> list[Value] | None:
     if isinstance(ty, (types.Integer, types.Boolean)):
         return [Value(index.expr, ty)]
     if isinstance(ty, types.BaseTuple) and all(isinstance(types.unliteral(t), types.Integer) for t in ty.types):
-        return [Value(f"{index.expr}.f{k}", types.unliteral(t)) for k, t in enumerate(ty.types)]
+        return [Value(msl.member(index.expr, msl.tuple_field(k)), types.unliteral(t)) for k, t in enumerate(ty.types)]
     return None
 
 
@@ -27,9 +57,9 @@ def _literal_index_values(lc, const) -> list[Value] | None:
     if isinstance(const, bool):
         return None
     if isinstance(const, int):
-        return [Value(f"{const}l", types.IntegerLiteral(const))]
+        return [Value(msl.long_literal(const), types.IntegerLiteral(const))]
     if isinstance(const, tuple) and all(isinstance(c, int) and not isinstance(c, bool) for c in const):
-        return [Value(f"{c}l", types.IntegerLiteral(c)) for c in const]
+        return [Value(msl.long_literal(c), types.IntegerLiteral(c)) for c in const]
     return None
 
 
@@ -43,7 +73,7 @@ def _static_index_values(lc, index_var, const) -> list[Value] | None:
     return _literal_index_values(lc, const)
 
 
-def _array_name(lc, var: ir.Var) -> str:
+def _array_name(var: ir.Var) -> str:
     name = var.name
     if name.startswith("$") or "." in name:
         name = name.lstrip("$").split(".")[0]
@@ -55,63 +85,46 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str):
     comps = []
     checks = []
     for k, v in enumerate(idx):
-        extent = f"{arr.expr}.shape[{k}]"
+        extent = _shape(arr, k)
         ty = v.type
         if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
-            i = f"{ty.literal_value}l"
+            i = msl.long_literal(ty.literal_value)
         elif isinstance(ty, types.IntegerLiteral):
-            i = f"({extent} - {-ty.literal_value}l)"
+            i = msl.binary("-", extent, msl.long_literal(-ty.literal_value))
         elif isinstance(ty, types.Integer) and not ty.signed:
-            i = f"long({v.expr})"
+            i = msl.cast("long", v.expr)
         else:
             lc.need("array")
-            i = f"nm_wrap(long({v.expr}), {extent})"
+            i = msl.call("nm_wrap", msl.cast("long", v.expr), extent)
         if lc.debug:
             i = lc.tmp(types.int64, i)
             lc.need("boundscheck")
-            array_id = _array_id(lc, arrname)
-            checks.append(f"nm_in_bounds({i}, {extent}, {msl.CTX_PARAM}, {array_id}u, {k}u, "
-                          f"{lc.line()}u)")
+            checks.append(msl.call("nm_in_bounds", i, extent, msl.ENV_PARAM, msl.uint_literal(lc.array_id(arrname)),
+                                   msl.uint_literal(k), msl.uint_literal(lc.line())))
         comps.append(i)
-    cond = " & ".join(checks) if checks else None
-    return comps, cond
+    return comps, (msl.all_of(checks) if checks else None)
 
 
-def _array_id(lc, name: str) -> int:
-    names = lc.module.array_names
-    if name not in names:
-        names.append(name)
-    lc.module.lines[lc.line()] = (lc.loc.filename if lc.loc else "", lc.line())
-    return names.index(name)
-
-
-def _offset(arr: Value, comps: list[str]) -> str:
+def _offset(arr: Value, comps: list[str], full: bool = True) -> str:
+    """The element offset of ``arr[comps]``: unit stride on the contiguous axis of a C (full index) or F
+    array is not multiplied."""
     aty = arr.type
     n = aty.ndim
     terms = []
     for k, i in enumerate(comps):
-        unit = (aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
-        terms.append(i if unit else f"{i} * {arr.expr}.strides[{k}]")
-    return " + ".join(terms) if terms else "0l"
+        unit = (full and aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
+        terms.append(i if unit else msl.binary("*", i, _stride(arr, k)))
+    return msl.sum_of(terms) if terms else msl.long_literal(0)
 
 
 def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
     """A view of ``arr`` with its first ``len(comps)`` axes fixed."""
     k0 = len(comps)
     n = arr.type.ndim
-    offset = _offset_partial(arr, comps)
-    shape = ", ".join(f"{arr.expr}.shape[{k}]" for k in range(k0, n))
-    strides = ", ".join(f"{arr.expr}.strides[{k}]" for k in range(k0, n))
-    return f"{lc.msl_type(result_ty)}{{{arr.expr}.data + ({offset}), {{{shape}}}, {{{strides}}}}}"
-
-
-def _offset_partial(arr: Value, comps: list[str]) -> str:
-    aty = arr.type
-    terms = []
-    for k, i in enumerate(comps):
-        unit = aty.layout == "F" and k == 0
-        terms.append(i if unit else f"{i} * {arr.expr}.strides[{k}]")
-    return " + ".join(terms) if terms else "0l"
+    data = msl.binary("+", _data(arr), _offset(arr, comps, full=False))
+    shape = [_shape(arr, k) for k in range(k0, n)]
+    strides = [_stride(arr, k) for k in range(k0, n)]
+    return msl.aggregate(lc.msl_type(result_ty), [data, msl.braces(shape), msl.braces(strides)])
 
 
 def lower_getitem(lc, expr: ir.Expr, target) -> Value:
@@ -126,8 +139,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         index = lc.value(expr.index)
         if isinstance(bty, types.BaseTuple):
             if isinstance(bty, types.UniTuple) and isinstance(types.unliteral(index.type), types.Integer):
-                from .conversions import tuple_item
-                return Value(tuple_item(lc, base, index.expr), bty.dtype)
+                return Value(conversions.tuple_item(lc, base, index.expr), bty.dtype)
             lc.error(f"indexing {bty} with {index.type} is not supported; index heterogeneous tuples "
                      "with constants")
         idx = _index_values(lc, index)
@@ -138,17 +150,16 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
                  "device arrays on the host, or index elements one at a time")
     if len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
-    comps, cond = _components(lc, base, idx, _array_name(lc, expr.value))
+    comps, cond = _components(lc, base, idx, _array_name(expr.value))
     if len(idx) < bty.ndim:
         if cond:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
-    element = f"{base.expr}.data[{_offset(base, comps)}]"
+    element = msl.index(_data(base), _offset(base, comps))
     dtype = bty.dtype
     if cond:
-        zero = f"{lc.msl_type(dtype)}(0)"
-        return Value(f"(({cond}) ? {element} : {zero})", dtype)
+        return Value(msl.select(cond, element, msl.cast(lc.msl_type(dtype), "0")), dtype)
     return Value(element, dtype)
 
 
@@ -157,12 +168,13 @@ def _static_tuple_item(lc, base: Value, index, tty) -> Value:
     n = len(bty)
     if isinstance(index, slice):
         picks = list(range(n))[index]
-        items = [lc.cast(Value(f"{base.expr}.f{k}", bty.types[k]), t) for k, t in zip(picks, tty.types)]
-        return Value(f"{lc.msl_type(tty)}{{{', '.join(items)}}}", tty)
+        items = [lc.cast(Value(msl.member(base.expr, msl.tuple_field(k)), bty.types[k]), t)
+                 for k, t in zip(picks, tty.types)]
+        return Value(msl.aggregate(lc.msl_type(tty), items), tty)
     if not isinstance(index, int) or not -n <= index < n:
         lc.error(f"tuple index {index!r} is out of range for a tuple of length {n}")
     k = index % n
-    return Value(f"{base.expr}.f{k}", bty.types[k])
+    return Value(msl.member(base.expr, msl.tuple_field(k)), bty.types[k])
 
 
 def lower_setitem(lc, stmt) -> None:
@@ -181,12 +193,9 @@ def lower_setitem(lc, stmt) -> None:
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
     value = lc.cast(lc.value(stmt.value), tty.dtype)
-    comps, cond = _components(lc, target, idx, _array_name(lc, stmt.target))
-    store = f"{target.expr}.data[{_offset(target, comps)}] = {value};"
-    if cond:
-        lc.emit(f"if ({cond}) {{ {store} }}")
-    else:
-        lc.emit(store)
+    comps, cond = _components(lc, target, idx, _array_name(stmt.target))
+    store = msl.assign(msl.index(_data(target), _offset(target, comps)), value)
+    lc.emit(msl.if_statement(cond, store) if cond else store)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
@@ -194,23 +203,23 @@ def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
     n = aty.ndim
     itemsize = aty.dtype.bitwidth // 8 if hasattr(aty.dtype, "bitwidth") else 1
     if attr == "shape":
-        items = ", ".join(f"{arr.expr}.shape[{k}]" for k in range(n))
-        return Value(f"{lc.msl_type(result_ty)}{{{items}}}", result_ty)
+        return Value(msl.aggregate(lc.msl_type(result_ty), [_shape(arr, k) for k in range(n)]), result_ty)
     if attr == "strides":
-        items = ", ".join(f"({arr.expr}.strides[{k}] * {itemsize}l)" for k in range(n))
-        return Value(f"{lc.msl_type(result_ty)}{{{items}}}", result_ty)
+        items = [msl.binary("*", _stride(arr, k), msl.long_literal(itemsize)) for k in range(n)]
+        return Value(msl.aggregate(lc.msl_type(result_ty), items), result_ty)
     if attr == "size":
         return Value(_size(arr), types.intp)
     if attr == "ndim":
-        return Value(f"{n}l", types.intp)
+        return Value(msl.long_literal(n), types.intp)
     if attr == "itemsize":
-        return Value(f"{itemsize}l", types.intp)
+        return Value(msl.long_literal(itemsize), types.intp)
     if attr == "nbytes":
-        return Value(f"({_size(arr)} * {itemsize}l)", types.intp)
+        return Value(msl.binary("*", _size(arr), msl.long_literal(itemsize)), types.intp)
     if attr == "T":
-        shape = ", ".join(f"{arr.expr}.shape[{k}]" for k in reversed(range(n)))
-        strides = ", ".join(f"{arr.expr}.strides[{k}]" for k in reversed(range(n)))
-        return Value(f"{lc.msl_type(result_ty)}{{{arr.expr}.data, {{{shape}}}, {{{strides}}}}}", result_ty)
+        shape = [_shape(arr, k) for k in reversed(range(n))]
+        strides = [_stride(arr, k) for k in reversed(range(n))]
+        return Value(msl.aggregate(lc.msl_type(result_ty), [_data(arr), msl.braces(shape), msl.braces(strides)]),
+                     result_ty)
     if lc.module.type_name(result_ty) is None:
         return None
     lc.error(f"array attribute '{attr}' is not supported in Metal kernels")
@@ -219,8 +228,11 @@ def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
 def _size(arr: Value) -> str:
     n = arr.type.ndim
     if n == 1:
-        return f"{arr.expr}.shape[0]"
-    return "(" + " * ".join(f"{arr.expr}.shape[{k}]" for k in range(n)) + ")"
+        return _shape(arr, 0)
+    size = _shape(arr, 0)
+    for k in range(1, n):
+        size = msl.binary("*", size, _shape(arr, k))
+    return size
 
 
 def element_address(lc, arr: Value, index: Value) -> str:
@@ -233,22 +245,5 @@ def element_address(lc, arr: Value, index: Value) -> str:
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(arr, comps)
     if cond:
-        offset = f"(({cond}) ? ({offset}) : 0l)"
-    return f"(&{arr.expr}.data[{offset}])"
-
-
-def _c_strides(shape) -> list[int]:
-    strides = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return list(reversed(strides))
-
-
-def array_value(lc, rt, data: str, shape, strides=None) -> Value:
-    """An array value of type ``rt`` over ``data`` (a pointer expression) with constant or run-time ``shape``
-    (ints or expressions) and ``strides`` (expressions; C order when omitted)."""
-    strides = strides if strides is not None else [f"{s}l" for s in _c_strides(shape)]
-    shape_s = ", ".join(f"{s}l" if isinstance(s, int) else s for s in shape)
-    return Value(f"{lc.msl_type(rt)}{{{data}, {{{shape_s}}}, {{{', '.join(strides)}}}}}", rt)
+        offset = msl.select(cond, offset, msl.long_literal(0))
+    return msl.address_of(msl.index(_data(arr), offset))

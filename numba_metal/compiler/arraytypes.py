@@ -16,8 +16,8 @@ class MetalArray(types.Array):
 
     def __init__(self, dtype, ndim, layout, address_space: str, readonly=False, aligned=True):
         self.address_space = address_space
-        name = f"{address_space} array({dtype}, {ndim}d, {layout})"
-        super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
+        super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
+                         name=f"{address_space} array({dtype}, {ndim}d, {layout})")
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
         return MetalArray(self.dtype if dtype is None else dtype,

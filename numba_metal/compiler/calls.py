@@ -10,7 +10,7 @@ from .devicefn import DeviceFunctionBase
 from .lowering import Value, registry as lowerings
 
 
-def lower_call(lc, expr, target) -> Value | None:
+def lower_call(lc, expr) -> Value | None:
     if getattr(expr, "varkwarg", None) is not None:
         lc.error("calls with **kwargs are not supported in Metal kernels")
     sig = lc.calltypes.get(expr)
@@ -24,18 +24,20 @@ def lower_call(lc, expr, target) -> Value | None:
         sty = types.unliteral(star.type)
         if not isinstance(sty, types.BaseTuple):
             lc.error(f"*args in a call must be a tuple, not {sty}")
-        args += [Value(f"{star.expr}.f{k}", t) for k, t in enumerate(sty.types)]
+        args += [Value(msl.member(star.expr, msl.tuple_field(k)), t) for k, t in enumerate(sty.types)]
     kws = {name: lc.value(v) for name, v in expr.kws}
 
     fn = lowerings.find_call(callee)
     lc.callee = callee
-    lc.current_call = expr
+    lc.call = expr
     if fn is not None:
         if kws:
             return fn(lc, sig, args, **kws)
         return fn(lc, sig, args)
     if isinstance(callee, DeviceFunctionBase):
-        return lower_device_call(lc, callee, sig, args, kws)
+        if kws:
+            lc.error("keyword arguments to device functions are not supported; pass them positionally")
+        return lc.lower_device_call(callee, tuple(types.unliteral(t) for t in sig.args), args)
     if isinstance(fnty, types.NumberClass):
         if len(args) != 1 or kws:
             lc.error(f"{fnty.instance_type}() takes exactly one argument in a Metal kernel")
@@ -44,7 +46,7 @@ def lower_call(lc, expr, target) -> Value | None:
     name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", None) or repr(callee)
     module = getattr(callee, "__module__", None)
     if module and module not in ("builtins",):
-        name = f"{module}.{name}"
+        name = ".".join((module, name))
     hint = ""
     if callable(callee) and hasattr(callee, "py_func"):
         hint = ("; to call a Numba-compiled function from a kernel, decorate it with "
@@ -52,16 +54,3 @@ def lower_call(lc, expr, target) -> Value | None:
     elif callable(callee):
         hint = "; to call your own function from a kernel, decorate it with @metal.jit(device=True)"
     lc.error(f"calling {name} is not supported in Metal kernels{hint}")
-
-
-def lower_device_call(lc, devfn, sig, args, kws) -> Value | None:
-    if kws:
-        lc.error("keyword arguments to device functions are not supported; pass them positionally")
-    argtypes = tuple(types.unliteral(t) for t in sig.args)
-    name, rtype = lc.module.device_function(devfn, argtypes)
-    actual = [lc.cast(a, t) for a, t in zip(args, argtypes) if lc.module.type_name(t) is not None]
-    call = f"{name}({', '.join([msl.CTX_PARAM] + actual)})"
-    if isinstance(rtype, types.NoneType):
-        lc.emit(call + ";")
-        return None
-    return Value(call, rtype)

@@ -3,24 +3,26 @@
 ``ModuleBuilder`` is one MSL translation unit (prelude sections, type definitions, device functions,
 the kernel). ``FunctionLowering`` turns one typed function into MSL: it structures the control-flow
 graph (``structurize``), declares one MSL local per IR variable (the IR is not in SSA form, so there
-is nothing to destroy) and lowers each statement. Spellings come from :mod:`.msl`; calls and
-attributes of the kernel API come from :mod:`.lowering`'s registry.
+is nothing to destroy) and lowers each statement. Syntax comes from :mod:`.msl`; operators from
+:mod:`.operators`' table; calls, attributes and values of the kernel API from :mod:`.lowering`'s
+registry, which the kernel-API families fill.
+
+The methods of ``FunctionLowering`` that do not start with an underscore are what the lowerings of the
+kernel-API families use (they receive it as ``lc``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import operator
 
 from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import msl
+from . import arrays, calls, constants, conversions, msl, operators
+from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
-from .conversions import cast_expr, truth, tuple_item  # noqa: F401  (re-exported)
 from .lowering import Value, registry as lowerings
-from .msl import MAX_THREADGROUP_MEMORY
 from .plan import ArgField, ArrayBinding, LaunchPlan
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
@@ -31,35 +33,48 @@ _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dis
                       types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
                       types.Opaque, types.EnumClass, types.Callable)
 
+#: The MSL version of coherent(device) memory and device-scope fences (MSL 3.2, macOS 15), times 100.
+COHERENT_MEMORY_VERSION = 320
+
+#: Threadgroup memory is allocated in multiples of 16 bytes (Metal's rule for its lengths).
+_THREADGROUP_ALIGNMENT = 16
+
+
+def _round_up(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
 
 class ModuleBuilder:
-    """Collects everything one MSL translation unit needs, then renders it in dependency order."""
+    """Collects everything one MSL translation unit needs, then renders it in dependency order.
 
-    def __init__(self, *, debug: bool = False, fastmath: bool = False):
+    ``coherent``: device memory is declared ``coherent(device)`` (a function of the module fences
+    device memory across threadgroups; see ``lower_kernel``).
+    """
+
+    def __init__(self, *, debug: bool = False, coherent: bool = False):
         self.debug = debug
-        self.fastmath = fastmath
-        self.snippets: set[str] = {"base", "ctx"}
+        self.coherent = coherent
+        self.fences_device_memory = False
+        self.snippets: set[str] = {"base", "env"}
         self.uses_mathlib = False
         self._type_names: dict = {}
-        self._struct_defs: list[str] = []
+        self._definitions: list[str] = []   # structs and program-scope constants, in order
         self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
-        self._in_progress: set = set()
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
         self.pool_bytes = 0   # shared arrays of device functions, in one threadgroup pool
         self.array_names: list[str] = []
-        self.lines: dict[int, tuple[str, int]] = {}
 
     # -- prelude ---------------------------------------------------------------------------
 
     def need(self, snippet: str) -> None:
-        if snippet in msl.MATHLIB_FUNCTIONS or snippet == "mathlib":
-            self.uses_mathlib = True
-        else:
-            self.snippets.add(snippet)
+        self.snippets.add(snippet)
+
+    def need_mathlib(self) -> None:
+        self.uses_mathlib = True
 
     # -- types -----------------------------------------------------------------------------
 
@@ -71,43 +86,43 @@ class ModuleBuilder:
         name = msl.scalar_type(ty)
         if name is not None:
             return name
-        if isinstance(ty, _COMPILE_TIME_ONLY) or _is_kernel_api_type(ty):
+        if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
             return None
         if isinstance(ty, types.SliceType):
             raise UnsupportedFeatureError("slicing is not supported inside Metal kernels (integer and tuple "
                                           "indexing are); slice device arrays on the host instead")
         if isinstance(ty, types.BaseTuple):
             ty = canonical_tuple(ty)
-        key = ty
-        if key in self._type_names:
-            return self._type_names[key]
+        if ty in self._type_names:
+            return self._type_names[ty]
         if isinstance(ty, types.Array):
             self.need("array")
-            elem = self.element_type_name(ty.dtype, ty)
-            name = f"nm_arr<{msl.pointer(array_space(ty), elem)}, {ty.ndim}>"
+            elem = self.element_type_name(ty.dtype)
+            space = array_space(ty)
+            name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device"), ty.ndim)
         elif isinstance(ty, types.BaseTuple):
             members = [self.type_name(t) for t in ty.types]
             if any(m is None for m in members):
                 raise UnsupportedFeatureError(f"a tuple holding {ty} cannot be used at run time in a kernel")
-            name = f"nm_tuple{len(self._struct_defs)}"
-            fields = "".join(f" {m} f{i};" for i, m in enumerate(members))
-            self._struct_defs.append(f"struct {name} {{{fields} }};")
+            name = msl.numbered("nm_tuple", len(self._definitions))
+            self._definitions.append(msl.struct_definition(
+                name, [(m, msl.tuple_field(i)) for i, m in enumerate(members)]))
         elif isinstance(ty, types.Pair):
             self.need("pair")
-            name = f"nm_pair<{self.require_type(ty.first_type)}, {self.require_type(ty.second_type)}>"
+            name = msl.template("nm_pair", self.require_type(ty.first_type), self.require_type(ty.second_type))
         elif isinstance(ty, types.RangeType):
             self.need("range")
-            name = f"nm_range<{self.require_type(ty.dtype)}>"
+            name = msl.template("nm_range", self.require_type(ty.dtype))
         elif isinstance(ty, types.RangeIteratorType):
             self.need("range")
-            name = f"nm_range_iter<{self.require_type(ty.yield_type)}>"
+            name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
-            name = f"nm_tupleiter{len(self._struct_defs)}"
-            self._struct_defs.append(f"struct {name} {{ {tup} t; long i; }};")
+            name = msl.numbered("nm_tupleiter", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(tup, "t"), ("long", "i")]))
         else:
             raise UnsupportedFeatureError(f"values of type {ty} are not supported in Metal kernels")
-        self._type_names[key] = name
+        self._type_names[ty] = name
         return name
 
     def require_type(self, ty) -> str:
@@ -116,14 +131,13 @@ class ModuleBuilder:
             raise UnsupportedFeatureError(f"values of type {ty} cannot be used at run time in a kernel")
         return name
 
-    def element_type_name(self, dtype, arrty=None) -> str:
+    def element_type_name(self, dtype) -> str:
         name = msl.scalar_type(dtype)
-        if name is None or dtype == types.float64:
-            what = f"arrays of {dtype}"
-            hint = "; use float32" if dtype == types.float64 else ""
-            raise UnsupportedFeatureError(f"{what} are not supported on Metal (Apple GPUs have no float64)"
-                                          f"{hint}" if dtype == types.float64 else
-                                          f"{what} are not supported in Metal kernels")
+        if dtype == types.float64:
+            raise UnsupportedFeatureError(f"arrays of {dtype} are not supported on Metal (Apple GPUs have no "
+                                          "float64); use float32")
+        if name is None:
+            raise UnsupportedFeatureError(f"arrays of {dtype} are not supported in Metal kernels")
         return name
 
     # -- functions -------------------------------------------------------------------------
@@ -134,7 +148,7 @@ class ModuleBuilder:
         if key in self._device_functions:
             return self._device_functions[key]
         tf = devfn.typed(tuple(argtypes))
-        name = "nm_f_" + _mangle(tf.name, argtypes)
+        name = function_name(tf)
         lowering = FunctionLowering(self, tf, kind="device", name=name)
         text = lowering.lower()
         self._device_functions[key] = (name, tf.return_type)
@@ -144,27 +158,30 @@ class ModuleBuilder:
     def allocate_shared_pool(self, nbytes: int) -> int:
         """Byte offset of a device function's shared array in the kernel's threadgroup pool."""
         offset = self.pool_bytes
-        self.pool_bytes = offset + (nbytes + 15) // 16 * 16
+        self.pool_bytes = offset + _round_up(nbytes, _THREADGROUP_ALIGNMENT)
         return offset
 
-    def constant_array(self, elem: str, values: list[str]) -> str:
+    def constant_array(self, element: str, values: list[str]) -> str:
         """Define a program-scope constant array and return its name."""
-        body = ", ".join(values)
-        key = (elem, body)
+        key = (element, tuple(values))
         if key in self._constants:
             return self._constants[key]
-        name = f"nm_const{len(self._struct_defs)}"
+        name = msl.numbered("nm_const", len(self._definitions))
         self._constants[key] = name
-        self._struct_defs.append(f"constant {elem} {name}[{len(values)}] = {{{body}}};")
+        self._definitions.append(msl.constant_array_definition(element, name, values))
         return name
+
+    def define(self, definition: str) -> None:
+        """A program-scope definition (a struct) placed before the functions."""
+        self._definitions.append(definition)
 
     def render(self) -> str:
         parts = [msl.HEADER]
         for snippet in msl.PRELUDE.closure(self.snippets):
             parts.append(msl.PRELUDE.text(snippet))
         if self.uses_mathlib:
-            parts.append(_mathlib_text())
-        parts.extend(d + "\n" for d in self._struct_defs)
+            parts.append(msl.mathlib_text())
+        parts.extend(d + "\n" for d in self._definitions)
         parts.extend(f + "\n" for f in self._functions)
         parts.append(self.kernel_text)
         return "\n".join(p.rstrip("\n") for p in parts if p) + "\n"
@@ -180,12 +197,6 @@ def canonical_tuple(ty):
     return types.Tuple(members)
 
 
-def _mathlib_text() -> str:
-    import os
-    with open(os.path.join(os.path.dirname(__file__), "mathlib.metal"), encoding="utf-8") as f:
-        return f.read()
-
-
 def array_space(ty) -> str:
     """Address space of an array type's data: kernel-API array types say theirs; read-only arrays are
     module globals baked in as constants; the others are device buffers."""
@@ -195,30 +206,13 @@ def array_space(ty) -> str:
     return "device" if ty.mutable else "constant"
 
 
-def _is_kernel_api_type(ty) -> bool:
-    return getattr(ty, "compile_time_only", False)
-
-
-def _mangle(name: str, argtypes) -> str:
-    digest = hashlib.sha1(repr(tuple(str(t) for t in argtypes)).encode()).hexdigest()[:8]
-    return msl.identifier(name, prefix="") + "_" + digest
+def function_name(tf: TypedFunction, prefix: str = "nm_f_") -> str:
+    """The MSL name of a function typed for its argument types (a digest keeps overloads apart)."""
+    digest = hashlib.sha1(repr(tuple(str(t) for t in tf.argtypes)).encode()).hexdigest()[:8]
+    return prefix + msl.identifier(tf.name, prefix="") + "_" + digest
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-_BINOPS = {
-    operator.add: "+", operator.iadd: "+", operator.sub: "-", operator.isub: "-",
-    operator.mul: "*", operator.imul: "*", operator.truediv: "/", operator.itruediv: "/",
-    operator.floordiv: "//", operator.ifloordiv: "//", operator.mod: "%", operator.imod: "%",
-    operator.pow: "**", operator.ipow: "**", operator.lshift: "<<", operator.ilshift: "<<",
-    operator.rshift: ">>", operator.irshift: ">>", operator.and_: "&", operator.iand: "&",
-    operator.or_: "|", operator.ior: "|", operator.xor: "^", operator.ixor: "^",
-    operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
-    operator.ne: "!=",
-}
-
-_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not"}
 
 
 class FunctionLowering:
@@ -241,12 +235,11 @@ class FunctionLowering:
         self._tmp_count = 0
         self._decls: list[str] = []
         self._uses_flag = False
-        self._params: list[str] = []
         self._entry: list[str] = []
-        self.callee = None
-        self.current_call = None
+        self.callee = None         # the Python object whose call is being lowered
+        self.call = None           # and its ir.Expr
 
-    # -- the lowering-context API used by kernel-API lowerings -------------------------------
+    # -- what the kernel-API lowerings use --------------------------------------------------
 
     @property
     def is_kernel(self) -> bool:
@@ -260,7 +253,12 @@ class FunctionLowering:
         raise cls(message, loc_of(self.loc) or self.tf.location)
 
     def need(self, snippet: str) -> None:
+        """Include a prelude section (with its dependencies)."""
         self.module.need(snippet)
+
+    def need_mathlib(self) -> None:
+        """Include numba-metal's math library."""
+        self.module.need_mathlib()
 
     def msl_type(self, ty) -> str:
         try:
@@ -268,18 +266,23 @@ class FunctionLowering:
         except UnsupportedFeatureError as e:
             self.error(e.message)
 
-    def ctx(self, field: str) -> str:
-        return f"{msl.CTX_PARAM}.{field}"
+    def pointer(self, space: str, element: str) -> str:
+        """A pointer type into ``space`` as this module declares it (device memory may be coherent)."""
+        return msl.pointer(space, element, self.module.coherent and space == "device")
+
+    def env(self, name: str) -> str:
+        """A member of the kernel environment (``nm_env``: built-in inputs and kernel-wide resources)."""
+        return msl.env(name)
 
     def emit(self, line: str) -> None:
         self._lines.append("    " * self._indent + line)
 
     def tmp(self, ty, init: str | None = None) -> str:
-        self._tmp_count += 1
-        name = f"nm_t{self._tmp_count}"
-        self._decls.append(f"{self.msl_type(ty)} {name}{{}};")
+        """A new temporary of type ``ty`` (declared at the top of the function), assigned ``init`` here."""
+        name = self.fresh_name("nm_t")
+        self._decls.append(msl.declare(self.msl_type(ty), name))
         if init is not None:
-            self.emit(f"{name} = {init};")
+            self.emit(msl.assign(name, init))
         return name
 
     def declare(self, decl: str) -> None:
@@ -288,30 +291,85 @@ class FunctionLowering:
 
     def fresh_name(self, prefix: str) -> str:
         self._tmp_count += 1
-        return f"{prefix}{self._tmp_count}"
+        return msl.numbered(prefix, self._tmp_count)
 
-    def require_dynamic_shared(self) -> None:
-        """The kernel uses dynamic threadgroup memory (sized by the launch's ``sharedmem``)."""
-        self.module.uses_dynamic_shared = True
+    def cast(self, value: Value, to) -> str:
+        return conversions.cast_expr(self, value, to)
 
-    def threadgroup_counter(self) -> str:
-        """A ``threadgroup atomic_int*`` shared by the threadgroup (declared by the kernel)."""
-        self.module.uses_threadgroup_counter = True
-        return self.ctx("tgcount")
-
-    def resolve_argument_value(self, i: int):
-        """The compile-time Python value of argument ``i`` of the call being lowered."""
-        return self.resolve(self.current_call.args[i])
+    def truth(self, value: Value) -> str:
+        return conversions.truth(self, value)
 
     def line(self) -> int:
         return self.loc.line if self.loc is not None else 0
 
-    def cast(self, value: Value, to) -> str:
-        return cast_expr(self, value, to)
+    def argument_value(self, i: int):
+        """The compile-time Python value of argument ``i`` of the call being lowered."""
+        return self.resolve(self.call.args[i])
 
-    def resolve_current_callee(self):
-        """The Python object whose call is being lowered (for lowerings shared by several stubs)."""
-        return self.callee
+    def argument_is_call_of(self, i: int, function) -> bool:
+        """True if argument ``i`` of the call being lowered is the result of calling ``function`` with no
+        arguments (directly or through plain assignments)."""
+        var = self.call.args[i]
+        for _ in range(8):
+            try:
+                d = self.func_ir.get_definition(var)
+            except KeyError:
+                return False
+            if isinstance(d, ir.Var):
+                var = d
+                continue
+            if isinstance(d, ir.Expr) and d.op == "call" and not d.args:
+                try:
+                    return self.resolve(d.func) is function
+                except UnsupportedFeatureError:
+                    return False
+            return False
+        return False
+
+    def shared_array(self, element: str, length: int, nbytes: int) -> str:
+        """A static threadgroup array of ``length`` elements for this call site; returns a pointer
+        expression to its data. A kernel declares it; a device function's array lives at a fixed offset
+        of the kernel's threadgroup pool (one allocation per call site, the same for every call, as
+        numba.cuda's)."""
+        if not self.is_kernel:
+            offset = self.module.allocate_shared_pool(nbytes)
+            return msl.pointer_cast(msl.pointer("threadgroup", element),
+                                    msl.binary("+", self.env("tgpool"), str(offset)))
+        self.plan.static_threadgroup_memory += _round_up(nbytes, _THREADGROUP_ALIGNMENT)
+        if self.plan.static_threadgroup_memory > msl.MAX_THREADGROUP_MEMORY:
+            self.error(f"shared arrays of kernel {self.tf.name}() need {self.plan.static_threadgroup_memory} "
+                       f"bytes of threadgroup memory, more than Metal's {msl.MAX_THREADGROUP_MEMORY}; use "
+                       "smaller arrays")
+        name = self.fresh_name("nm_shared")
+        self.declare(msl.declare_array(element, name, length, space="threadgroup"))
+        return name
+
+    def dynamic_shared_memory(self) -> tuple[str, str]:
+        """(pointer, length in bytes) of the dynamic threadgroup memory sized by the launch's ``sharedmem``."""
+        self.module.uses_dynamic_shared = True
+        if self.is_kernel:
+            return "nm_dynshared", msl.member(msl.ARGS_PARAM, "nm_dynshared_bytes")
+        return self.env("dynshared"), self.env("dynshared_bytes")
+
+    def threadgroup_counter(self) -> str:
+        """A ``threadgroup atomic_int*`` shared by the threadgroup (declared by the kernel)."""
+        self.module.uses_threadgroup_counter = True
+        return self.env("tgcount")
+
+    def fence_device_memory(self) -> None:
+        """The function orders device memory across threadgroups (``threadfence``): the kernel's device
+        memory must be declared ``coherent(device)`` for the fence to make writes visible."""
+        self.module.fences_device_memory = True
+
+    def constant_array(self, element: str, values: list[str]) -> str:
+        return self.module.constant_array(element, values)
+
+    def array_id(self, name: str) -> int:
+        """The number debug reports use for the array named ``name``."""
+        names = self.module.array_names
+        if name not in names:
+            names.append(name)
+        return names.index(name)
 
     # -- driver ----------------------------------------------------------------------------
 
@@ -332,22 +390,20 @@ class FunctionLowering:
         empty = [label for label, block in blocks.items()
                  if len(block.body) == 1 and isinstance(block.body[0], ir.Jump)]
         succs = skip_empty_blocks(entry, succs, empty)
-        reachable = set(succs)
-        self._check_statements(reachable)
+        self._check_statements(set(succs))
         try:
             tree = structurize(entry, succs)
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
         self._declare_variables()
         self._emit_tree(tree)
-        signature = self._signature()
-        body = []
-        body.extend(self._entry)
+        header = self._kernel_signature() if self.is_kernel else self._device_function_header()
+        body = list(self._entry)
         body.extend("    " + d for d in self._decls)
         if self._uses_flag:
-            body.append(f"    int {msl.FLAG_VAR} = 0;")
+            body.append("    " + msl.declare("int", msl.FLAG_VAR, "0"))
         body.extend(self._lines)
-        return signature + " {\n" + "\n".join(body) + "\n}\n"
+        return msl.function(header, body)
 
     def _check_statements(self, labels) -> None:
         """Refuse what only typing reveals (constructs are checked before typing, in the frontend)."""
@@ -378,7 +434,6 @@ class FunctionLowering:
         return Value(self.var(var.name), self.typemap[var.name])
 
     def _declare_variables(self) -> None:
-        argnames = set(self.tf.arg_names)
         for name in sorted(self.typemap):
             ty = self.typemap[name]
             self.loc = None
@@ -388,8 +443,7 @@ class FunctionLowering:
                 self._raise_at_definition(name, e)
             if tname is None:
                 continue
-            self._decls.append(f"{tname} {self.var(name)}{{}};")
-        del argnames
+            self._decls.append(msl.declare(tname, self.var(name)))
 
     def _raise_at_definition(self, name, exc):
         for block in self.func_ir.blocks.values():
@@ -398,38 +452,37 @@ class FunctionLowering:
                     raise UnsupportedFeatureError(exc.message, loc_of(stmt.loc)) from None
         raise exc
 
-    # -- signature -------------------------------------------------------------------------
+    # -- signatures ------------------------------------------------------------------------
 
-    def _signature(self) -> str:
-        if self.is_kernel:
-            return self._kernel_signature()
-        params = [f"thread const {msl.CTX_TYPE}& {msl.CTX_PARAM}"]
-        for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+    def _device_function_header(self) -> str:
+        params = [msl.parameter(msl.reference("thread", msl.ENV_TYPE, const=True), msl.ENV_PARAM)]
+        for i, ty in enumerate(self.tf.argtypes):
             tname = self.module.type_name(ty)
-            if tname is None:
-                continue
-            params.append(f"{tname} p{i}")
+            if tname is not None:
+                params.append(msl.parameter(tname, msl.numbered("p", i)))
         rty = self.tf.return_type
         rname = "void" if isinstance(rty, types.NoneType) else self.msl_type(rty)
-        return f"{msl.DEVICE_FUNCTION_QUALIFIER} {rname} {self.name}({', '.join(params)})"
+        return msl.device_function_header(rname, self.name, params)
 
     def _kernel_signature(self) -> str:
         plan = self.plan
         params = []
         slot = 0
         fields: list[ArgField] = []
+        coherent = self.module.coherent
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
             if isinstance(ty, types.Array):
-                elem = self.module.element_type_name(ty.dtype, ty)
-                params.append(f"{msl.pointer('device', elem)} nm_p{i} {msl.buffer_attribute(slot)}")
+                elem = self.module.element_type_name(ty.dtype)
+                params.append(msl.parameter(msl.pointer("device", elem, coherent), msl.numbered("nm_p", i),
+                                            msl.buffer_attribute(slot)))
                 plan.arrays.append(ArrayBinding(i, slot, argname, str(ty.dtype), ty.ndim, ty.layout))
                 slot += 1
                 for k in range(ty.ndim):
-                    fields.append(ArgField(f"a{i}_shape{k}", i, ("shape", k), "long", 8, "q"))
+                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), msl.numbered("shape", k)), i, ("shape", k), "long", 8, "q"))
                 for k in range(ty.ndim):
-                    fields.append(ArgField(f"a{i}_stride{k}", i, ("stride", k), "long", 8, "q"))
+                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), msl.numbered("stride", k)), i, ("stride", k), "long", 8, "q"))
                 if ty.layout not in ("C", "F"):
-                    fields.append(ArgField(f"a{i}_origin", i, ("origin",), "long", 8, "q"))
+                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), "origin"), i, ("origin",), "long", 8, "q"))
             else:
                 for path, sty in _flatten_scalars(ty):
                     if sty == types.float64:
@@ -442,68 +495,71 @@ class FunctionLowering:
                             f"argument '{argname}' of type {ty} is not supported by Metal kernels",
                             self.tf.location)
                     size, code = msl.SCALAR_LAYOUT[types.unliteral(sty)]
-                    suffix = "".join(f"_{p}" for p in path)
                     what = ("item",) + path if path else ("value",)
-                    fields.append(ArgField(f"s{i}{suffix}", i, what, mtype, size, code))
-        if slot + (1 if fields else 0) + (1 if self.debug else 0) > msl_max_buffers():
+                    fields.append(ArgField(msl.join_names(msl.numbered("s", i), *path), i, what, mtype, size, code))
+        if slot + (1 if fields else 0) + (1 if self.debug else 0) > msl.MAX_BUFFER_SLOTS:
             raise UnsupportedFeatureError(
                 f"kernel {self.tf.name}() needs {slot} array buffers plus its argument block, more "
-                f"than Metal's {msl_max_buffers()} buffer slots; pass fewer arrays (e.g. stack them "
+                f"than Metal's {msl.MAX_BUFFER_SLOTS} buffer slots; pass fewer arrays (e.g. stack them "
                 "into one 2-D array)", self.tf.location)
         if self.module.uses_dynamic_shared:
             plan.dynamic_threadgroup_memory = True
             fields.append(ArgField("nm_dynshared_bytes", -1, ("dynshared",), "uint", 4, "I"))
         if self.module.pool_bytes:
             plan.static_threadgroup_memory += self.module.pool_bytes
-            if plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
+            if plan.static_threadgroup_memory > msl.MAX_THREADGROUP_MEMORY:
                 raise UnsupportedFeatureError(
                     f"shared arrays of kernel {self.tf.name}() and its device functions need "
                     f"{plan.static_threadgroup_memory} bytes of threadgroup memory, more than Metal's "
-                    f"{MAX_THREADGROUP_MEMORY}; use smaller arrays", self.tf.location)
+                    f"{msl.MAX_THREADGROUP_MEMORY}; use smaller arrays", self.tf.location)
         # Largest fields first: the struct then has no padding, so host and MSL agree on the layout.
         fields.sort(key=lambda f: -f.size)
         if fields:
             plan.arg_slot = slot
             slot += 1
-            struct_name = f"nm_args_{self.name}"
-            members = "\n".join(f"    {f.msl_type} {f.name};" for f in fields)
-            self.module._struct_defs.append(f"struct {struct_name} {{\n{members}\n}};")
-            params.append(f"constant {struct_name}& {msl.ARGS_PARAM} {msl.buffer_attribute(plan.arg_slot)}")
+            struct_name = "nm_args_" + self.name
+            self.module.define(msl.struct_definition(struct_name, [(f.msl_type, f.name) for f in fields]))
+            params.append(msl.parameter(msl.reference("constant", struct_name), msl.ARGS_PARAM,
+                                        msl.buffer_attribute(plan.arg_slot)))
             plan.fields = fields
             plan.arg_format = "<" + "".join(f.code for f in fields)
             size = sum(f.size for f in fields)
             plan.arg_size = (size + 7) // 8 * 8 if any(f.size == 8 for f in fields) else size
         if self.debug:
             plan.error_slot = slot
-            params.append(f"device uint* nm_err {msl.buffer_attribute(slot)}")
+            params.append(msl.parameter("device uint*", "nm_err", msl.buffer_attribute(slot)))
             slot += 1
         if plan.dynamic_threadgroup_memory:
-            params.append(f"threadgroup uchar* nm_dynshared {msl.threadgroup_attribute(0)}")
-        for fieldname, mtype, attr in msl.KERNEL_BUILTINS:
-            params.append(f"{mtype} nm_b_{fieldname} {msl.builtin_attribute(attr)}")
-        entry = [f"    {msl.CTX_TYPE} {msl.CTX_PARAM};"]
-        for fieldname, _, _ in msl.KERNEL_BUILTINS:
-            entry.append(f"    {msl.CTX_PARAM}.{fieldname} = nm_b_{fieldname};")
-        entry.append(f"    {msl.CTX_PARAM}.err = {'nm_err' if self.debug else 'nullptr'};")
+            params.append(msl.parameter("threadgroup uchar*", "nm_dynshared", msl.threadgroup_attribute(0)))
+        for member, mtype, attr in msl.KERNEL_BUILTINS:
+            params.append(msl.parameter(mtype, "nm_b_" + member, msl.builtin_attribute(attr)))
+        self._entry = ["    " + line for line in self._environment()]
+        return msl.kernel_header(self.name, params)
+
+    def _environment(self) -> list[str]:
+        """The kernel's first statements: its ``nm_env`` value."""
+        e = msl.ENV_PARAM
+        lines = [msl.declare(msl.ENV_TYPE, e)]
+        for member, _, _ in msl.KERNEL_BUILTINS:
+            lines.append(msl.assign(msl.env(member), "nm_b_" + member))
+        lines.append(msl.assign(msl.env("err"), "nm_err" if self.debug else msl.NULL))
         if self.module.uses_threadgroup_counter:
-            entry.append("    threadgroup atomic_int nm_tgcount;")
-            entry.append(f"    {msl.CTX_PARAM}.tgcount = &nm_tgcount;")
+            lines.append(msl.declare_uninitialized("threadgroup atomic_int", "nm_tgcount"))
+            lines.append(msl.assign(msl.env("tgcount"), msl.address_of("nm_tgcount")))
         else:
-            entry.append(f"    {msl.CTX_PARAM}.tgcount = nullptr;")
+            lines.append(msl.assign(msl.env("tgcount"), msl.NULL))
         if self.module.pool_bytes:
-            entry.append(f"    threadgroup float4 nm_tgpool[{self.module.pool_bytes // 16}];")
-            entry.append(f"    {msl.CTX_PARAM}.tgpool = (threadgroup uchar*)nm_tgpool;")
+            lines.append(msl.declare_array("float4", "nm_tgpool", self.module.pool_bytes // 16, space="threadgroup"))
+            lines.append(msl.assign(msl.env("tgpool"), msl.pointer_cast("threadgroup uchar*", "nm_tgpool")))
         else:
-            entry.append(f"    {msl.CTX_PARAM}.tgpool = nullptr;")
-        if plan.dynamic_threadgroup_memory:
-            entry.append(f"    {msl.CTX_PARAM}.dynshared = nm_dynshared;")
-            entry.append(f"    {msl.CTX_PARAM}.dynshared_bytes = {msl.ARGS_PARAM}.nm_dynshared_bytes;")
+            lines.append(msl.assign(msl.env("tgpool"), msl.NULL))
+        if self.plan.dynamic_threadgroup_memory:
+            lines.append(msl.assign(msl.env("dynshared"), "nm_dynshared"))
+            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(msl.ARGS_PARAM, "nm_dynshared_bytes")))
         else:
-            entry.append(f"    {msl.CTX_PARAM}.dynshared = nullptr;")
-            entry.append(f"    {msl.CTX_PARAM}.dynshared_bytes = 0u;")
-        self._entry = entry
-        self._kernel_fields = fields
-        return f"{msl.KERNEL_QUALIFIER} {self.name}({', '.join(params)})"
+            lines.append(msl.assign(msl.env("dynshared"), msl.NULL))
+            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.uint_literal(0)))
+        return lines
 
     # -- arguments -------------------------------------------------------------------------
 
@@ -511,24 +567,22 @@ class FunctionLowering:
         i = arg.index
         ty = self.tf.argtypes[i]
         if not self.is_kernel:
-            return Value(f"p{i}", ty)
+            return Value(msl.numbered("p", i), ty)
+        args = msl.ARGS_PARAM
         if isinstance(ty, types.Array):
-            tname = self.msl_type(ty)
-            data = f"nm_p{i}"
+            data = msl.numbered("nm_p", i)
             if ty.layout not in ("C", "F"):
-                data = f"(nm_p{i} + {msl.ARGS_PARAM}.a{i}_origin)"
-            shape = ", ".join(f"{msl.ARGS_PARAM}.a{i}_shape{k}" for k in range(ty.ndim))
-            strides = ", ".join(f"{msl.ARGS_PARAM}.a{i}_stride{k}" for k in range(ty.ndim))
-            return Value(f"{tname}{{{data}, {{{shape}}}, {{{strides}}}}}", ty)
+                data = msl.binary("+", data, msl.member(args, msl.join_names(msl.numbered("a", i), "origin")))
+            shape = [msl.member(args, msl.join_names(msl.numbered("a", i), msl.numbered("shape", k))) for k in range(ty.ndim)]
+            strides = [msl.member(args, msl.join_names(msl.numbered("a", i), msl.numbered("stride", k))) for k in range(ty.ndim)]
+            return arrays.array_value(self, ty, data, shape, strides)
         return Value(self._rebuild_scalar_arg(i, ty, ()), ty)
 
     def _rebuild_scalar_arg(self, i, ty, path) -> str:
         if isinstance(ty, types.BaseTuple):
-            tname = self.msl_type(ty)
             items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
-            return f"{tname}{{{', '.join(items)}}}"
-        suffix = "".join(f"_{p}" for p in path)
-        return f"{msl.ARGS_PARAM}.s{i}{suffix}"
+            return msl.aggregate(self.msl_type(ty), items)
+        return msl.member(msl.ARGS_PARAM, msl.join_names(msl.numbered("s", i), *path))
 
     # -- structured control flow -----------------------------------------------------------
 
@@ -543,41 +597,41 @@ class FunctionLowering:
         elif isinstance(node, If):
             term = self.func_ir.blocks[node.label].terminator
             self.loc = term.loc
-            cond = truth(self, self.value(term.cond))
+            cond = self.truth(self.value(term.cond))
             if not node.then.items and node.else_.items:
-                self.emit(f"if (!{cond}) {{")
+                self.emit(msl.if_(msl.unary("!", cond)))
                 self._nested(node.else_)
-                self.emit("}")
+                self.emit(msl.END)
                 return
-            self.emit(f"if ({cond}) {{")
+            self.emit(msl.if_(cond))
             self._nested(node.then)
             if node.else_.items:
-                self.emit("} else {")
+                self.emit(msl.ELSE)
                 self._nested(node.else_)
-            self.emit("}")
+            self.emit(msl.END)
         elif isinstance(node, Loop):
-            self.emit("while (true) {")
+            self.emit(msl.LOOP)
             self._nested(node.body)
-            self.emit("}")
+            self.emit(msl.END)
         elif isinstance(node, DoOnce):
-            self.emit("do {")
+            self.emit(msl.DO_ONCE)
             self._nested(node.body)
-            self.emit("} while (false);")
+            self.emit(msl.DO_ONCE_END)
         elif isinstance(node, Break):
-            self.emit("break;")
+            self.emit(msl.BREAK)
         elif isinstance(node, Continue):
-            self.emit("continue;")
+            self.emit(msl.CONTINUE)
         elif isinstance(node, SetFlag):
             self._uses_flag = True
-            self.emit(f"{msl.FLAG_VAR} = {node.value};")
+            self.emit(msl.assign(msl.FLAG_VAR, str(node.value)))
         elif isinstance(node, IfFlag):
             self._uses_flag = True
-            self.emit(f"if ({msl.FLAG_VAR} == {node.value}) {{")
+            self.emit(msl.if_(msl.binary("==", msl.FLAG_VAR, str(node.value))))
             self._nested(node.then)
             if node.else_.items:
-                self.emit("} else {")
+                self.emit(msl.ELSE)
                 self._nested(node.else_)
-            self.emit("}")
+            self.emit(msl.END)
         elif isinstance(node, FunctionEnd):
             term = self.func_ir.blocks[node.label].terminator
             self.loc = term.loc
@@ -594,9 +648,9 @@ class FunctionLowering:
         if isinstance(term, ir.Return):
             rty = self.tf.return_type
             if self.is_kernel or isinstance(rty, types.NoneType):
-                self.emit("return;")
+                self.emit(msl.return_())
             else:
-                self.emit(f"return {self.cast(self.value(term.value), rty)};")
+                self.emit(msl.return_(self.cast(self.value(term.value), rty)))
         else:
             self.error("`raise` is not supported in Metal kernels")
 
@@ -606,8 +660,7 @@ class FunctionLowering:
         if isinstance(stmt, ir.Assign):
             self._lower_assign(stmt)
         elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
-            from .arrays import lower_setitem
-            lower_setitem(self, stmt)
+            arrays.lower_setitem(self, stmt)
         elif isinstance(stmt, ir.Del):
             pass
         else:
@@ -624,12 +677,12 @@ class FunctionLowering:
             if isinstance(value, ir.Expr) and value.op == "call":
                 result = self.lower_expr(value, target)
                 if result is not None and result.expr:
-                    self.emit(f"{result.expr};")
+                    self.emit(msl.statement(result.expr))
             return
         result = self.lower_value(value, target)
         if result is None:
             return
-        self.emit(f"{self.var(target.name)} = {self.cast(result, tty)};")
+        self.emit(msl.assign(self.var(target.name), self.cast(result, tty)))
 
     def lower_value(self, value, target) -> Value | None:
         if isinstance(value, ir.Var):
@@ -647,25 +700,23 @@ class FunctionLowering:
         self.error(f"`{value}` is not supported in Metal kernels")
 
     def lower_constant(self, pyvalue, ty) -> Value:
-        from .constants import lower_constant
-        return lower_constant(self, pyvalue, ty)
+        return constants.lower_constant(self, pyvalue, ty)
 
     # -- expressions -----------------------------------------------------------------------
 
     def lower_expr(self, expr: ir.Expr, target) -> Value | None:
-        from . import arrays, operators
         op = expr.op
         if op in ("binop", "inplace_binop"):
             fn = expr.fn if op == "binop" else expr.immutable_fn
             sig = self.calltypes[expr]
-            return operators.lower_binop(self, _BINOPS.get(fn, fn), sig, self.value(expr.lhs),
+            return operators.lower_binop(self, operators.BINARY_SYMBOLS.get(fn, fn), sig, self.value(expr.lhs),
                                          self.value(expr.rhs))
         if op == "unary":
             sig = self.calltypes[expr]
-            fn = _UNARY.get(expr.fn, expr.fn)
+            fn = operators.UNARY_SYMBOLS.get(expr.fn, expr.fn)
             return operators.lower_unary(self, fn, sig, self.value(expr.value))
         if op == "call":
-            return self.lower_call(expr, target)
+            return calls.lower_call(self, expr)
         if op == "getattr":
             return self.lower_getattr(expr, target)
         if op in ("getitem", "static_getitem", "typed_getitem"):
@@ -673,13 +724,14 @@ class FunctionLowering:
         if op == "build_tuple":
             tty = self.typemap[target.name]
             items = [self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
-            return Value(f"{self.msl_type(tty)}{{{', '.join(items)}}}", tty)
+            return Value(msl.aggregate(self.msl_type(tty), items), tty)
         if op == "exhaust_iter":
             return self.value(expr.value)
         if op == "pair_first":
-            return Value(f"{self.var(expr.value.name)}.first", self.typemap[expr.value.name].first_type)
+            return Value(msl.member(self.var(expr.value.name), "first"), self.typemap[expr.value.name].first_type)
         if op == "pair_second":
-            return Value(f"{self.var(expr.value.name)}.second", self.typemap[expr.value.name].second_type)
+            return Value(msl.member(self.var(expr.value.name), "second"),
+                         self.typemap[expr.value.name].second_type)
         if op == "getiter":
             return self.lower_getiter(expr, target)
         if op == "iternext":
@@ -692,9 +744,9 @@ class FunctionLowering:
         src = self.value(expr.value)
         tty = self.typemap[target.name]
         if isinstance(src.type, types.RangeType):
-            return Value(f"nm_getiter({src.expr})", tty)
+            return Value(msl.call("nm_getiter", src.expr), tty)
         if isinstance(src.type, types.UniTuple):
-            return Value(f"{self.msl_type(tty)}{{{src.expr}, 0l}}", tty)
+            return Value(msl.aggregate(self.msl_type(tty), [src.expr, msl.long_literal(0)]), tty)
         self.error(f"iterating over {src.type} is not supported in Metal kernels; iterate over a "
                    "range() or a tuple")
 
@@ -702,27 +754,28 @@ class FunctionLowering:
         it = self.value(expr.value)
         tty = self.typemap[target.name]
         if isinstance(it.type, types.RangeIteratorType):
-            return Value(f"nm_iternext({it.expr})", tty)
+            return Value(msl.call("nm_iternext", it.expr), tty)
         if isinstance(it.type, types.UniTupleIter):
             n = it.type.container.count
             pair = self.tmp(tty)
-            self.emit(f"{pair}.second = {it.expr}.i < {n}l;")
-            self.emit(f"if ({pair}.second) {{")
+            position = msl.member(it.expr, "i")
+            self.emit(msl.assign(msl.member(pair, "second"), msl.binary("<", position, msl.long_literal(n))))
+            self.emit(msl.if_(msl.member(pair, "second")))
             self._indent += 1
-            item = tuple_item(self, Value(f"{it.expr}.t", it.type.container), f"{it.expr}.i")
-            self.emit(f"{pair}.first = {item};")
-            self.emit(f"{it.expr}.i += 1l;")
+            item = conversions.tuple_item(self, Value(msl.member(it.expr, "t"), it.type.container), position)
+            self.emit(msl.assign(msl.member(pair, "first"), item))
+            self.emit(msl.add_assign(position, msl.long_literal(1)))
             self._indent -= 1
-            self.emit("}")
+            self.emit(msl.END)
             return Value(pair, tty)
         self.error(f"iterating over {it.type} is not supported in Metal kernels")
 
     def resolve(self, var: ir.Var):
         """The compile-time Python object a variable holds (a function, module, stub), or raise."""
-        defs = self.func_ir._definitions.get(var.name, [])
-        if len(defs) != 1:
+        try:
+            d = self.func_ir.get_definition(var)
+        except KeyError:
             self.error(f"cannot tell at compile time which function '{var.name}' is")
-        d = defs[0]
         if isinstance(d, ir.Var):
             return self.resolve(d)
         if isinstance(d, (ir.Global, ir.FreeVar, ir.Const)):
@@ -731,10 +784,6 @@ class FunctionLowering:
             base = self.resolve(d.value)
             return getattr(base, d.attr)
         self.error(f"cannot tell at compile time which function '{var.name}' is; call functions by name")
-
-    def lower_call(self, expr: ir.Expr, target) -> Value | None:
-        from .calls import lower_call
-        return lower_call(self, expr, target)
 
     def lower_getattr(self, expr: ir.Expr, target) -> Value | None:
         base = self.value(expr.value)
@@ -751,15 +800,22 @@ class FunctionLowering:
         if fn is not None:
             return fn(self, base, expr.attr, tty)
         if isinstance(base.type, types.Array):
-            from .arrays import lower_array_attribute
-            return lower_array_attribute(self, base, expr.attr, tty)
+            return arrays.lower_array_attribute(self, base, expr.attr, tty)
         if isinstance(base.type, types.BaseTuple) and self.module.type_name(tty) is None:
             return None
         self.error(f"attribute '{expr.attr}' of {base.type} is not supported in Metal kernels")
 
+    # -- calls -----------------------------------------------------------------------------
 
-def msl_max_buffers() -> int:
-    return msl.MAX_BUFFER_SLOTS
+    def lower_device_call(self, devfn: DeviceFunctionBase, argtypes, args: list[Value]) -> Value | None:
+        """A call of a device function (lowered into this module once per argument types)."""
+        name, rtype = self.module.device_function(devfn, argtypes)
+        actual = [self.cast(a, t) for a, t in zip(args, argtypes) if self.module.type_name(t) is not None]
+        call = msl.call(name, msl.ENV_PARAM, *actual)
+        if isinstance(rtype, types.NoneType):
+            self.emit(msl.statement(call))
+            return None
+        return Value(call, rtype)
 
 
 def _flatten_scalars(ty, path=()):
@@ -775,24 +831,33 @@ def _flatten_scalars(ty, path=()):
 # ---------------------------------------------------------------------------------------------
 
 
-def lower_kernel(tf: TypedFunction, *, debug: bool = False, fastmath: bool = False,
-                 entry_name: str | None = None) -> tuple[str, LaunchPlan]:
-    """MSL source and launch plan of a kernel."""
-    module = ModuleBuilder(debug=debug, fastmath=fastmath)
-    name = entry_name or ("nm_" + _mangle(tf.name, tf.argtypes))
+def lower_kernel(tf: TypedFunction, *, debug: bool = False) -> tuple[str, LaunchPlan]:
+    """MSL source and launch plan of a kernel.
+
+    A kernel whose code (or a device function it calls) fences device memory across threadgroups is
+    lowered a second time with every device pointer ``coherent(device)``: the fence is found while
+    lowering, after types are already spelt.
+    """
+    source, plan, module = _lower_kernel(tf, debug, coherent=False)
+    if module.fences_device_memory:
+        source, plan, module = _lower_kernel(tf, debug, coherent=True)
+    return source, plan
+
+
+def _lower_kernel(tf, debug, coherent):
+    module = ModuleBuilder(debug=debug, coherent=coherent)
+    name = function_name(tf, prefix="nm_")
     plan = LaunchPlan(entry_name=name)
     lowering = FunctionLowering(module, tf, kind="kernel", name=name, plan=plan)
-    text = lowering.lower()
-    module.kernel_text = text
+    module.kernel_text = lowering.lower()
     plan.array_names = module.array_names
-    plan.lines = module.lines
-    return module.render(), plan
+    if coherent:
+        plan.language_version = COHERENT_MEMORY_VERSION
+    return module.render(), plan, module
 
 
-def lower_device_function(tf: TypedFunction, devfn=None, *, fastmath: bool = False) -> str:
+def lower_device_function(tf: TypedFunction) -> str:
     """MSL source of a device function on its own (for `compile_msl(..., device=True)`)."""
-    module = ModuleBuilder(fastmath=fastmath)
-    name = "nm_f_" + _mangle(tf.name, tf.argtypes)
-    lowering = FunctionLowering(module, tf, kind="device", name=name)
-    module._functions.append(lowering.lower())
+    module = ModuleBuilder()
+    module.kernel_text = FunctionLowering(module, tf, kind="device", name=function_name(tf)).lower()
     return module.render()

@@ -10,6 +10,9 @@ from .arrays import array_value
 from .arraytypes import MetalArray
 from .lowering import Value
 
+#: The largest NumPy array baked into a kernel as constant data.
+MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
+
 
 def lower_constant(lc, pyvalue, ty) -> Value:
     ty_u = types.unliteral(ty)
@@ -21,8 +24,7 @@ def lower_constant(lc, pyvalue, ty) -> Value:
             return Value(msl.literal(pyvalue, scalar), ty_u)
     if isinstance(ty_u, types.BaseTuple) and isinstance(pyvalue, tuple):
         items = [lower_constant(lc, v, t) for v, t in zip(pyvalue, ty_u.types)]
-        return Value(f"{lc.msl_type(ty_u)}{{{', '.join(lc.cast(i, t) for i, t in zip(items, ty_u.types))}}}",
-                     ty_u)
+        return Value(msl.aggregate(lc.msl_type(ty_u), [lc.cast(i, t) for i, t in zip(items, ty_u.types)]), ty_u)
     if isinstance(ty_u, types.Array):
         return lower_constant_array(lc, pyvalue, ty_u)
     lc.error(f"the constant {pyvalue!r} (of type {ty}) cannot be used at run time in a Metal kernel")
@@ -33,11 +35,11 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     ary = np.ascontiguousarray(ary)
     if ary.dtype == np.float64:
         lc.error("float64 constant arrays are not supported on Metal; use np.float32")
-    if ary.nbytes > 64 * 1024:
+    if ary.nbytes > MAX_CONSTANT_ARRAY_BYTES:
         lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
                  "64 KB); pass it as an argument instead")
     if not isinstance(rt, MetalArray):
         rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
     elem = lc.msl_type(rt.dtype)
-    name = lc.module.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
+    name = lc.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
     return array_value(lc, rt, name, list(ary.shape))

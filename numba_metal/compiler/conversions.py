@@ -21,20 +21,19 @@ def cast_expr(lc, value: Value, to) -> str:
     if src is not None and dst is not None:
         if src == dst:
             return value.expr
-        return f"{dst}({value.expr})"
+        return msl.cast(dst, value.expr)
     if isinstance(to, types.BaseTuple) and isinstance(frm, types.BaseTuple) and len(to) == len(frm):
-        src_name = lc.msl_type(frm)
         tmp = lc.tmp(frm, value.expr) if not _is_simple(value.expr) else value.expr
-        del src_name
-        items = [cast_expr(lc, Value(f"{tmp}.f{k}", ft), tt) for k, (ft, tt) in enumerate(zip(frm.types, to.types))]
-        return f"{lc.msl_type(to)}{{{', '.join(items)}}}"
+        items = [cast_expr(lc, Value(msl.member(tmp, msl.tuple_field(k)), ft), tt)
+                 for k, (ft, tt) in enumerate(zip(frm.types, to.types))]
+        return msl.aggregate(lc.msl_type(to), items)
     if isinstance(to, types.Array) and isinstance(frm, types.Array):
         if lc.msl_type(to) == lc.msl_type(frm):
             return value.expr
     if isinstance(to, types.RangeType) and isinstance(frm, types.RangeType):
         t = lc.msl_type(to.dtype)
-        return (f"{lc.msl_type(to)}{{{t}({value.expr}.start), {t}({value.expr}.stop), "
-                f"{t}({value.expr}.step)}}")
+        return msl.aggregate(lc.msl_type(to), [msl.cast(t, msl.member(value.expr, m))
+                                               for m in ("start", "stop", "step")])
     if isinstance(to, types.Optional) or isinstance(frm, types.Optional):
         lc.error("a value that may be None is not supported in Metal kernels")
     if lc.module.type_name(to) is not None and lc.module.type_name(to) == lc.module.type_name(frm):
@@ -51,13 +50,13 @@ def truth(lc, value: Value) -> str:
     if isinstance(ty, types.Boolean):
         return value.expr
     if isinstance(ty, types.Integer):
-        return f"({value.expr} != 0)"
+        return msl.binary("!=", value.expr, "0")
     if isinstance(ty, types.Float):
-        return f"({value.expr} != 0.0f)" if ty != types.float16 else f"({value.expr} != half(0.0f))"
+        return msl.binary("!=", value.expr, msl.float_literal(0.0, msl.scalar_type(ty)))
     if isinstance(ty, types.NoneType):
-        return "false"
+        return msl.FALSE
     if isinstance(ty, types.BaseTuple):
-        return "true" if len(ty) else "false"
+        return msl.TRUE if len(ty) else msl.FALSE
     lc.error(f"the truth value of {ty} is not defined in Metal kernels")
 
 
@@ -66,9 +65,9 @@ def tuple_item(lc, tup: Value, index_expr: str) -> str:
     n = tup.type.count
     if n == 0:
         lc.error("indexing an empty tuple")
-    idx = lc.tmp(types.int64, f"nm_wrap(long({index_expr}), {n}l)")
     lc.need("array")
-    expr = f"{tup.expr}.f{n - 1}"
+    idx = lc.tmp(types.int64, msl.call("nm_wrap", msl.cast("long", index_expr), msl.long_literal(n)))
+    expr = msl.member(tup.expr, msl.tuple_field(n - 1))
     for k in range(n - 2, -1, -1):
-        expr = f"({idx} == {k}l ? {tup.expr}.f{k} : {expr})"
+        expr = msl.select(msl.binary("==", idx, msl.long_literal(k)), msl.member(tup.expr, msl.tuple_field(k)), expr)
     return expr

@@ -34,7 +34,7 @@ class DeviceFunctionBase:
         if stack is None:
             stack = _in_progress.stack = []
         if any(f is self for f in stack):
-            chain = " -> ".join(f.__name__ for f in stack) + f" -> {self.__name__}"
+            chain = " -> ".join([f.__name__ for f in stack] + [self.__name__])
             raise UnsupportedFeatureError(f"recursion is not supported in Metal kernels ({chain}); "
                                           "rewrite it as a loop", source_location(self.py_func))
         stack.append(self)

@@ -24,7 +24,7 @@ def check_argument_types(pyfunc, argtypes) -> None:
     except (TypeError, ValueError):
         names = []
     for i, ty in enumerate(argtypes):
-        name = names[i] if i < len(names) else f"#{i}"
+        name = names[i] if i < len(names) else "#" + str(i)
         for t in _leaves(ty):
             if isinstance(t, types.Array) and t.dtype == types.float64:
                 raise UnsupportedFeatureError(
@@ -57,17 +57,17 @@ def argument_types(signature) -> tuple:
     return tuple(argtypes)
 
 
-def compile_kernel(pyfunc, argtypes, *, debug: bool = False, fastmath: bool = False) -> CompiledKernel:
-    """Type and lower the kernel ``pyfunc`` for ``argtypes``."""
+def compile_kernel(pyfunc, argtypes, *, debug: bool = False) -> CompiledKernel:
+    """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses)."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
     tf = infer_types(pyfunc, argtypes)
-    source, plan = lower_kernel(tf, debug=debug, fastmath=fastmath)
+    source, plan = lower_kernel(tf, debug=debug)
     return CompiledKernel(source, plan, tf)
 
 
-def compile_device_function(pyfunc, argtypes, *, fastmath: bool = False) -> str:
+def compile_device_function(pyfunc, argtypes) -> str:
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    return lower_device_function(infer_types(pyfunc, argtypes), fastmath=fastmath)
+    return lower_device_function(infer_types(pyfunc, argtypes))

@@ -180,9 +180,9 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
     argtypes = tuple(argtypes)
     func_ir = build_ir(pyfunc, argtypes)
     check_constructs(func_ir)
-    ctx = typing_context()
+    typingctx = typing_context()
     try:
-        typemap, restype, calltypes, _ = type_inference_stage(ctx, TARGET_CONTEXT, func_ir, argtypes,
+        typemap, restype, calltypes, _ = type_inference_stage(typingctx, TARGET_CONTEXT, func_ir, argtypes,
                                                               return_type)
     except numba_errors.TypingError as e:
         cause = _metal_cause(e)
@@ -273,7 +273,6 @@ def _getattr_location(func_ir, attr):
 
 def _metal_cause(exc):
     """A numba-metal error raised inside a typing template (and wrapped by Numba), if any."""
-    from numba_metal.errors import NumbaMetalError
     seen = set()
     e = exc
     while e is not None and id(e) not in seen:

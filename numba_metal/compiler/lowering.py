@@ -1,8 +1,8 @@
-"""The registry of MSL lowerings for calls and attributes, filled by the kernel-API modules.
+"""The registry of MSL lowerings for calls, attributes and values, filled by the kernel-API families.
 
-A lowering receives the :class:`~numba_metal.compiler.codegen.FunctionLowering` (the lowering context),
-the Numba signature of the call and the already-lowered argument values, and returns a ``Value``:
-an MSL expression and its Numba type.
+A call lowering receives the :class:`~numba_metal.compiler.codegen.FunctionLowering` of the function
+being lowered (``lc``), the Numba signature of the call and the already-lowered argument values, and
+returns a ``Value``: an MSL expression and its Numba type.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class LoweringRegistry:
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
         def decorate(fn):
             for key in keys:
-                self.calls[_key(key)] = fn
+                self.calls[key] = fn
             return fn
         return decorate
 
@@ -57,8 +57,8 @@ class LoweringRegistry:
 
     def find_call(self, obj):
         try:
-            return self.calls.get(_key(obj))
-        except TypeError:
+            return self.calls.get(obj)
+        except TypeError:  # an unhashable object is no registered function
             return None
 
     def find_attribute(self, ty, attr):
@@ -67,12 +67,6 @@ class LoweringRegistry:
             if fn is not None:
                 return fn
         return None
-
-
-def _key(obj):
-    # Builtin functions and stubs hash by identity; bound builtin methods compare equal across
-    # lookups, so use them directly.
-    return obj
 
 
 registry = LoweringRegistry()

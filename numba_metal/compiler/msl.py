@@ -1,8 +1,10 @@
-"""Every Metal Shading Language spelling numba-metal emits, as tables.
+"""Every piece of Metal Shading Language syntax numba-metal emits.
 
-Code generation looks things up here and never formats MSL ad hoc: scalar type names, literal
-syntax, address spaces, kernel builtin attributes, operator templates and the prelude. A reader who
-wants to know how a Python operation is spelt in MSL reads this module.
+Code generation builds MSL only through this module: type names, literals, expressions, statements,
+declarations, attributes and the prelude. What is called (an MSL library function, a prelude helper, a
+math-library routine) is data in the tables of the compiler and the kernel-API families; how a call, a
+cast or a statement is written is here. A reader who wants to know how something is spelt in MSL reads
+this module.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import struct
 from numba.core import types
 
 # ---------------------------------------------------------------------------------------------
-# Scalar types. float64 has no MSL type: float64 intermediates compute in float32 (design.md,
-# contract 4); float64 arrays and arguments are refused before code generation.
+# Scalar types. float64 has no MSL type yet: float64 values compute in float32 (design.md, contract
+# 4); float64 arrays and arguments are refused before code generation.
 # ---------------------------------------------------------------------------------------------
 
 SCALAR_TYPES = {
@@ -52,6 +54,10 @@ SCALAR_LAYOUT = {
     types.float32: (4, "f"),
 }
 
+#: Metal limits (Apple4 and later): threadgroup memory of one threadgroup, buffer-table entries.
+MAX_THREADGROUP_MEMORY = 32 * 1024
+MAX_BUFFER_SLOTS = 31
+
 
 def scalar_type(ty) -> str | None:
     """MSL name of a Numba scalar type (literal types use their underlying type), or None."""
@@ -62,20 +68,21 @@ def scalar_type(ty) -> str | None:
     return SCALAR_TYPES.get(ty)
 
 
-def is_signed_int(ty) -> bool:
-    return isinstance(ty, types.Integer) and ty.signed
+def pointer(space: str, element: str, coherent: bool = False) -> str:
+    """A pointer type: ``device float*``; ``coherent`` (MSL 3.2, device memory shared through fences
+    across threadgroups) gives ``coherent(device) device float*``."""
+    text = f"{space} {element}*"
+    return f"coherent(device) {text}" if coherent else text
 
 
-# ---------------------------------------------------------------------------------------------
-# Address spaces
-# ---------------------------------------------------------------------------------------------
-
-ADDRESS_SPACES = {"device": "device", "threadgroup": "threadgroup", "thread": "thread",
-                  "constant": "constant"}
+def reference(space: str, element: str, const: bool = False) -> str:
+    """A reference type: ``constant nm_args&``, ``thread const nm_env&``."""
+    return f"{space} {'const ' if const else ''}{element}&"
 
 
-def pointer(space: str, element: str) -> str:
-    return f"{ADDRESS_SPACES[space]} {element}*"
+def template(name: str, *args) -> str:
+    """A template instance: ``nm_arr<device float*, 2>``."""
+    return f"{name}<{', '.join(str(a) for a in args)}>"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,6 +169,19 @@ def literal(value, msl_type: str) -> str:
     return int_literal(int(value), msl_type)
 
 
+def long_literal(value: int) -> str:
+    """A ``long`` (int64) literal: index arithmetic is 64-bit."""
+    return int_literal(int(value), "long")
+
+
+def uint_literal(value: int) -> str:
+    return int_literal(int(value), "uint")
+
+
+TRUE = "true"
+FALSE = "false"
+NULL = "nullptr"
+
 # ---------------------------------------------------------------------------------------------
 # Identifiers
 # ---------------------------------------------------------------------------------------------
@@ -174,33 +194,188 @@ def identifier(name: str, prefix: str = "v_") -> str:
     return prefix + _IDENT.sub("_", name)
 
 
+def numbered(prefix: str, n: int) -> str:
+    """The ``n``-th name of a kind the compiler numbers (``nm_t3``, ``nm_tuple0``...)."""
+    return f"{prefix}{n}"
+
+
+def tuple_field(k: int) -> str:
+    """The name of a tuple struct's ``k``-th member."""
+    return f"f{k}"
+
+
+def join_names(*parts) -> str:
+    """A name made of parts (``a0_shape1``): generated names that must not collide."""
+    return "_".join(str(p) for p in parts)
+
+
 # ---------------------------------------------------------------------------------------------
-# Kernel builtins: every kernel receives these and packs them into one `nm_ctx` value that device
-# functions take as their first parameter (Metal allows builtin attributes only on kernel parameters).
+# Expressions. Compound expressions are parenthesised, so they compose without precedence worries.
 # ---------------------------------------------------------------------------------------------
 
-#: (ctx field, MSL type, attribute)
-KERNEL_BUILTINS = (
-    ("gid", "uint3", "thread_position_in_grid"),
-    ("gsize", "uint3", "threads_per_grid"),
-    ("tgid", "uint3", "threadgroup_position_in_grid"),
-    ("ngroups", "uint3", "threadgroups_per_grid"),
-    ("tid", "uint3", "thread_position_in_threadgroup"),
-    ("tsize", "uint3", "threads_per_threadgroup"),
-    ("lane", "uint", "thread_index_in_simdgroup"),
-    ("sgid", "uint", "simdgroup_index_in_threadgroup"),
-)
 
-#: Metal limits (Apple4 and later): threadgroup memory of one threadgroup, buffer-table entries.
-MAX_THREADGROUP_MEMORY = 32 * 1024
-MAX_BUFFER_SLOTS = 31
+def call(function: str, *args) -> str:
+    return f"{function}({', '.join(args)})"
 
-CTX_TYPE = "nm_ctx"
-CTX_PARAM = "nm_c"
-ARGS_PARAM = "nm_args"
-FLAG_VAR = "nm_br"
-KERNEL_QUALIFIER = "kernel void"
-DEVICE_FUNCTION_QUALIFIER = "static NM_INLINE"
+
+def _unparenthesised(expr: str) -> str:
+    """``expr`` without parentheses that enclose all of it (a call's parentheses delimit it already)."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for i, c in enumerate(expr):
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and i < len(expr) - 1:
+            return expr  # "(a) + (b)": the first parenthesis closes before the end
+    return expr[1:-1]
+
+
+def cast(msl_type: str, expr: str) -> str:
+    """A value conversion, written as a constructor call: ``float(x)``."""
+    return f"{msl_type}({_unparenthesised(expr)})"
+
+
+def pointer_cast(pointer_type: str, expr: str) -> str:
+    """A pointer reinterpreted as another pointer type: ``((device atomic_int*)p)``."""
+    return f"(({pointer_type}){expr})"
+
+
+def reinterpret(msl_type: str, expr: str) -> str:
+    """The bits of ``expr`` as ``msl_type`` (MSL's ``as_type``)."""
+    return f"as_type<{msl_type}>({expr})"
+
+
+def static_cast(msl_type: str, expr: str) -> str:
+    return f"static_cast<{msl_type}>({expr})"
+
+
+def binary(op: str, a: str, b: str) -> str:
+    return f"({a} {op} {b})"
+
+
+def sum_of(terms) -> str:
+    """``a + b + c`` (parenthesised when there is more than one term)."""
+    terms = list(terms)
+    return terms[0] if len(terms) == 1 else "(" + " + ".join(terms) + ")"
+
+
+def all_of(conditions) -> str:
+    """Boolean conditions combined with ``&`` (every one is evaluated)."""
+    conditions = list(conditions)
+    return conditions[0] if len(conditions) == 1 else "(" + " & ".join(conditions) + ")"
+
+
+def unary(op: str, a: str) -> str:
+    return f"({op}{a})"
+
+
+def select(condition: str, if_true: str, if_false: str) -> str:
+    return f"({condition} ? {if_true} : {if_false})"
+
+
+def member(expr: str, name: str) -> str:
+    return f"{expr}.{name}"
+
+
+def index(expr: str, i) -> str:
+    return f"{expr}[{i}]"
+
+
+def address_of(expr: str) -> str:
+    return f"(&{expr})"
+
+
+def braces(items) -> str:
+    """A brace-enclosed initializer list: ``{a, b}``."""
+    return "{" + ", ".join(items) + "}"
+
+
+def aggregate(msl_type: str, items) -> str:
+    """A value of an aggregate type from its members: ``nm_tuple0{a, b}``."""
+    return msl_type + braces(items)
+
+
+def qualified(namespace: str, name: str) -> str:
+    """A name in an MSL namespace or enumeration: ``mem_flags::mem_device``."""
+    return f"{namespace}::{name}"
+
+
+def flags(*names) -> str:
+    """Flags combined: ``a | b``."""
+    return " | ".join(names)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements and declarations (without indentation; the function lowering indents).
+# ---------------------------------------------------------------------------------------------
+
+BREAK = "break;"
+CONTINUE = "continue;"
+LOOP = "while (true) {"
+DO_ONCE = "do {"
+DO_ONCE_END = "} while (false);"
+ELSE = "} else {"
+END = "}"
+
+
+def statement(expr: str) -> str:
+    return expr + ";"
+
+
+def assign(target: str, value: str) -> str:
+    return f"{target} = {value};"
+
+
+def add_assign(target: str, value: str) -> str:
+    return f"{target} += {value};"
+
+
+def if_(condition: str) -> str:
+    """The opening line of an ``if`` block."""
+    return f"if ({condition}) {{"
+
+
+def if_statement(condition: str, body: str) -> str:
+    """``if (c) { body }`` on one line."""
+    return f"if ({condition}) {{ {body} }}"
+
+
+def return_(expr: str | None = None) -> str:
+    return "return;" if expr is None else f"return {expr};"
+
+
+def declare(msl_type: str, name: str, init: str | None = None) -> str:
+    """A local variable: zero-initialised (``T x{};``) or initialised (``T x = init;``)."""
+    return f"{msl_type} {name}{{}};" if init is None else f"{msl_type} {name} = {init};"
+
+
+def declare_uninitialized(msl_type: str, name: str) -> str:
+    """A variable that may not have an initializer (a threadgroup variable)."""
+    return f"{msl_type} {name};"
+
+
+def declare_array(element: str, name: str, length: int, space: str | None = None, zero: bool = False) -> str:
+    """A fixed-size array: ``threadgroup float s[256];`` or a zeroed ``float l[4] = {};``."""
+    text = f"{element} {name}[{length}]"
+    if space is not None:
+        text = f"{space} {text}"
+    return text + (" = {};" if zero else ";")
+
+
+def struct_definition(name: str, members) -> str:
+    """``struct name { T a; ... };`` from (type, name) members, one per line."""
+    body = "".join(f"    {t} {m};\n" for t, m in members)
+    return f"struct {name} {{\n{body}}};"
+
+
+def constant_array_definition(element: str, name: str, values) -> str:
+    """A program-scope constant array."""
+    return f"constant {element} {name}[{len(values)}] = {braces(values)};"
+
+
+def parameter(msl_type: str, name: str, attribute: str | None = None) -> str:
+    return f"{msl_type} {name}" if attribute is None else f"{msl_type} {name} {attribute}"
 
 
 def buffer_attribute(index: int) -> str:
@@ -215,54 +390,53 @@ def builtin_attribute(name: str) -> str:
     return f"[[{name}]]"
 
 
-VECTOR_COMPONENTS = ("x", "y", "z")
+KERNEL_QUALIFIER = "kernel void"
+DEVICE_FUNCTION_QUALIFIER = "static NM_INLINE"
+
+
+def kernel_header(name: str, params) -> str:
+    return f"{KERNEL_QUALIFIER} {name}({', '.join(params)})"
+
+
+def device_function_header(return_type: str, name: str, params) -> str:
+    return f"{DEVICE_FUNCTION_QUALIFIER} {return_type} {name}({', '.join(params)})"
+
+
+def function(header: str, body_lines) -> str:
+    return header + " {\n" + "\n".join(body_lines) + "\n}\n"
+
 
 # ---------------------------------------------------------------------------------------------
-# Operators. Templates take already-converted operand expressions {a}, {b} and the operand MSL type
-# {t}; the signedness-sensitive and Python-semantics ones call prelude helpers.
+# The kernel environment: what a kernel's built-in inputs and kernel-wide resources give every
+# function. The kernel fills one ``nm_env`` value (prelude section ``env``) and every device function
+# takes it as its first parameter (Metal allows built-in attributes only on kernel parameters).
 # ---------------------------------------------------------------------------------------------
 
-#: Wrapping signed arithmetic is spelt through the unsigned type (signed overflow is undefined in MSL).
-WRAPPING_BINOPS = {"+": "+", "-": "-", "*": "*"}
+ENV_TYPE = "nm_env"
+ENV_PARAM = "nm_e"
+ARGS_PARAM = "nm_args"
+FLAG_VAR = "nm_br"
 
-COMPARISONS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
-BITWISE = {"&": "&", "|": "|", "^": "^"}
+#: (nm_env member, MSL type, built-in attribute) of the kernel's built-in inputs.
+KERNEL_BUILTINS = (
+    ("gid", "uint3", "thread_position_in_grid"),
+    ("gsize", "uint3", "threads_per_grid"),
+    ("tgid", "uint3", "threadgroup_position_in_grid"),
+    ("ngroups", "uint3", "threadgroups_per_grid"),
+    ("tid", "uint3", "thread_position_in_threadgroup"),
+    ("tsize", "uint3", "threads_per_threadgroup"),
+    ("lane", "uint", "thread_index_in_simdgroup"),
+    ("sgid", "uint", "simdgroup_index_in_threadgroup"),
+)
 
-#: Python-semantics helpers in the prelude, by operator and operand kind.
-HELPERS = {
-    ("//", "int"): "nm_floordiv",
-    ("%", "int"): "nm_mod",
-    ("//", "float"): "nm_floordiv",
-    ("%", "float"): "nm_mod",
-    ("**", "int"): "nm_ipow",
-    ("**", "float"): "nm_pow",
-    ("**", "floatint"): "nm_powi",
-    ("<<", "int"): "nm_shl",
-    (">>", "int"): "nm_shr",
-}
 
-# ---------------------------------------------------------------------------------------------
-# Math functions: Python name → MSL function (`metal::` library or a numba-metal prelude function).
-# ---------------------------------------------------------------------------------------------
+def env(name: str) -> str:
+    """A member of the kernel environment."""
+    return member(ENV_PARAM, name)
 
-MATH_FUNCTIONS = {
-    "acos": "acos", "asin": "asin", "atan": "atan", "atan2": "atan2", "acosh": "acosh",
-    "asinh": "asinh", "atanh": "atanh", "cos": "cos", "sin": "sin", "tan": "tan", "cosh": "cosh",
-    "sinh": "sinh", "tanh": "tanh", "exp": "exp", "exp2": "exp2", "log2": "log2", "log10": "log10",
-    "sqrt": "sqrt", "fabs": "fabs", "copysign": "copysign", "fmod": "nm_fmod",
-    "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-    "hypot": "nm_hypot", "expm1": "nm_expm1", "log1p": "nm_log1p", "erf": "nm_erf",
-    "erfc": "nm_erfc", "gamma": "nm_tgamma", "lgamma": "nm_lgamma", "remainder": "nm_remainder",
-    "log": "nm_log", "pow": "nm_pow", "ldexp": "nm_ldexp", "degrees": "nm_degrees",
-    "radians": "nm_radians",
-}
-
-#: Functions of the numba-metal math library (compiler/mathlib.metal) rather than the prelude.
-MATHLIB_FUNCTIONS = {"nm_hypot", "nm_expm1", "nm_log1p", "nm_erf", "nm_erfc", "nm_tgamma",
-                     "nm_lgamma", "nm_remainder", "nm_cbrt"}
 
 # ---------------------------------------------------------------------------------------------
-# The prelude: MSL helper snippets, included on demand with their dependencies.
+# The prelude: MSL helper snippets, included on demand with their dependencies, and the math library.
 # ---------------------------------------------------------------------------------------------
 
 _HERE = os.path.dirname(__file__)
@@ -329,3 +503,14 @@ class SnippetLibrary:
 
 
 PRELUDE = SnippetLibrary("prelude.metal")
+
+_mathlib: str | None = None
+
+
+def mathlib_text() -> str:
+    """numba-metal's math library (compiler/mathlib.metal): float and half routines MSL lacks."""
+    global _mathlib
+    if _mathlib is None:
+        with open(os.path.join(_HERE, "mathlib.metal"), encoding="utf-8") as f:
+            _mathlib = f.read()
+    return _mathlib

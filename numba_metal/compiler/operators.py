@@ -1,79 +1,210 @@
-"""Python operators with Numba's semantics, spelt in MSL.
+"""Python operators with Numba's semantics, as tables: one row per operator, one implementation per kind
+of type (tinygrad's ``code_for_op``).
 
 Numba's typing picks a signature ``(A, B) -> R`` for each operation; as in Numba's own lowering the
-operands are converted to ``R`` (or, for comparisons, to their common type) and the operation is done
-there: wrapping integer arithmetic, Python ``//``, ``%`` and ``**``, true division in floating point.
+operands are converted to ``R`` (for comparisons, to their common type; for ``**``, the exponent keeps
+its type) and the row's implementation for ``R``'s kind is applied. The kinds are ``bool``, ``int``
+(signed), ``uint``, ``float16``, ``float32`` and ``float64``, so a type that needs its own code (float64
+in software, later) is one more entry per row, not a change to the lowering.
 """
 
 from __future__ import annotations
+
+import operator
 
 from numba.core import types
 
 from . import msl
 from .lowering import Value
 
-_ARITH = {"+", "-", "*"}
-_CMP = {"<", "<=", ">", ">=", "==", "!="}
-_BITWISE = {"&", "|", "^"}
+
+def kind_of(ty) -> str | None:
+    """The kind of a Numba scalar type: the key of the implementation tables."""
+    ty = types.unliteral(ty)
+    if isinstance(ty, types.Boolean):
+        return "bool"
+    if isinstance(ty, types.Integer):
+        return "int" if ty.signed else "uint"
+    if ty in (types.float16, types.float32, types.float64):
+        return str(ty)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Implementations: each spells an operation on operands already converted to the operation's type
+# ``t`` (MSL name ``name``).
+# ---------------------------------------------------------------------------------------------
+
+
+class Infix:
+    """``(a op b)``: the operation in the type itself (floats)."""
+
+    def __init__(self, op: str):
+        self.op = op
+
+    def binary(self, lc, name, a, b):
+        return msl.binary(self.op, a, b)
+
+    def unary(self, lc, name, a):
+        return msl.unary(self.op, a)
+
+
+class Truncating(Infix):
+    """``T(a op b)``: MSL promotes narrow integers to int; the result is converted back."""
+
+    def binary(self, lc, name, a, b):
+        return msl.cast(name, msl.binary(self.op, a, b))
+
+    def unary(self, lc, name, a):
+        return msl.cast(name, msl.unary(self.op, a))
+
+
+class Wrapping(Infix):
+    """``T(U(a) op U(b))``: signed overflow is undefined in MSL, so wrap through the unsigned type."""
+
+    def binary(self, lc, name, a, b):
+        u = msl.UNSIGNED_OF[name]
+        return msl.cast(name, msl.binary(self.op, msl.cast(u, a), msl.cast(u, b)))
+
+    def unary(self, lc, name, a):  # -x == 0 - x
+        u = msl.UNSIGNED_OF.get(name, name)
+        return msl.cast(name, msl.binary(self.op, msl.cast(u, "0"), msl.cast(u, a)))
+
+
+class Helper:
+    """``helper(a, b)``: a prelude function (in prelude section ``snippet``) with Python's semantics."""
+
+    def __init__(self, function: str, snippet: str):
+        self.function = function
+        self.snippet = snippet
+
+    def binary(self, lc, name, a, b):
+        lc.need(self.snippet)
+        return msl.call(self.function, a, b)
+
+
+class Library(Helper):
+    """``function(a, b)``: a function of MSL's standard library."""
+
+    def __init__(self, function: str):
+        super().__init__(function, "base")
+
+
+class Same:
+    """The operand itself (unary ``+``)."""
+
+    def unary(self, lc, name, a):
+        return a
+
+
+def _arithmetic(op: str) -> dict:
+    return {"int": Wrapping(op), "uint": Truncating(op), "float16": Infix(op), "float32": Infix(op),
+            "float64": Infix(op)}
+
+
+def _floats(impl) -> dict:
+    return {"float16": impl, "float32": impl, "float64": impl}
+
+
+def _integers(impl) -> dict:
+    return {"int": impl, "uint": impl}
+
+
+#: Binary operators (other than comparisons and ``**``): operator -> kind of the result -> implementation.
+BINARY = {
+    "+": _arithmetic("+"),
+    "-": _arithmetic("-"),
+    "*": _arithmetic("*"),
+    "/": _floats(Infix("/")),
+    "//": {**_integers(Helper("nm_floordiv", "intdiv")), **_floats(Helper("nm_floordiv", "floatdiv"))},
+    "%": {**_integers(Helper("nm_mod", "intdiv")), **_floats(Helper("nm_mod", "floatdiv"))},
+    "<<": _integers(Helper("nm_shl", "shifts")),
+    ">>": _integers(Helper("nm_shr", "shifts")),
+    "&": {k: Truncating("&") for k in ("bool", "int", "uint")},
+    "|": {k: Truncating("|") for k in ("bool", "int", "uint")},
+    "^": {k: Truncating("^") for k in ("bool", "int", "uint")},
+}
+
+#: ``**``: kind of the result -> (implementation for an integer exponent, for a floating-point one).
+#: Integer powers compute in the 64-bit type of their signedness (Numba's), then convert.
+POWER = {
+    "int": (Helper("nm_ipow", "ipow"), None),
+    "uint": (Helper("nm_ipow", "ipow"), None),
+    **{k: (Helper("nm_powi", "powi"), Library("pow")) for k in ("float16", "float32", "float64")},
+}
+
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+#: Comparisons of a signed with an unsigned 64-bit value compare values (``-1 < 2**63`` is true), through
+#: prelude helpers: operator -> (helper, swap the operands, negate the result).
+MIXED_SIGN_COMPARISONS = {
+    "<": ("nm_lt", False, False),
+    ">": ("nm_lt", True, False),
+    "<=": ("nm_lt", True, True),
+    ">=": ("nm_lt", False, True),
+    "==": ("nm_eq", False, False),
+    "!=": ("nm_eq", False, True),
+}
+
+#: Unary operators (other than ``not``): operator -> kind -> implementation.
+UNARY = {
+    "-": {"int": Wrapping("-"), "uint": Wrapping("-"), **_floats(Infix("-"))},
+    "+": {k: Same() for k in ("bool", "int", "uint", "float16", "float32", "float64")},
+    "~": {"bool": Infix("!"), "int": Truncating("~"), "uint": Truncating("~")},
+}
+
+
+#: Numba's operator functions (plain and in-place) -> the table's operator symbols.
+BINARY_SYMBOLS = {
+    operator.add: "+", operator.iadd: "+", operator.sub: "-", operator.isub: "-",
+    operator.mul: "*", operator.imul: "*", operator.truediv: "/", operator.itruediv: "/",
+    operator.floordiv: "//", operator.ifloordiv: "//", operator.mod: "%", operator.imod: "%",
+    operator.pow: "**", operator.ipow: "**", operator.lshift: "<<", operator.ilshift: "<<",
+    operator.rshift: ">>", operator.irshift: ">>", operator.and_: "&", operator.iand: "&",
+    operator.or_: "|", operator.ior: "|", operator.xor: "^", operator.ixor: "^",
+    operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
+    operator.ne: "!=",
+}
+
+UNARY_SYMBOLS = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lowering
+# ---------------------------------------------------------------------------------------------
 
 
 def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
     if not isinstance(op, str):
         lc.error(f"the operator {getattr(op, '__name__', op)} is not supported in Metal kernels")
     at, bt = sig.args
-    rt = sig.return_type
     a = Value(lc.cast(a, at), types.unliteral(at))
     b = Value(lc.cast(b, bt), types.unliteral(bt))
-    if op in _CMP:
+    if op in COMPARISONS:
         return Value(_compare(lc, op, a, b), types.boolean)
-    if not isinstance(types.unliteral(rt), (types.Number, types.Boolean)):
+    rt = types.unliteral(sig.return_type)
+    kind = kind_of(rt)
+    if kind is None:
         lc.error(f"the operator {op} on {at} and {bt} is not supported in Metal kernels")
-    rt = types.unliteral(rt)
-    rname = lc.msl_type(rt)
     if op == "**":
-        return Value(_power(lc, a, b, rt), rt)
-    if op in ("<<", ">>"):
-        lc.need("shifts")
-        helper = msl.HELPERS[(op, "int")]
-        return Value(f"{helper}({lc.cast(a, rt)}, {lc.cast(b, rt)})", rt)
-    x = lc.cast(a, rt)
-    y = lc.cast(b, rt)
-    if op in _ARITH:
-        if isinstance(rt, types.Integer) and rt.signed:
-            u = msl.UNSIGNED_OF[rname]
-            return Value(f"{rname}({u}({x}) {op} {u}({y}))", rt)
-        if isinstance(rt, types.Integer):
-            return Value(f"{rname}({x} {op} {y})", rt)
-        return Value(f"({x} {op} {y})", rt)
-    if op == "/":
-        if not isinstance(rt, types.Float):
-            lc.error("true division must produce a float")
-        return Value(f"({x} / {y})", rt)
-    if op in ("//", "%"):
-        kind = "float" if isinstance(rt, types.Float) else "int"
-        lc.need("floatdiv" if kind == "float" else "intdiv")
-        return Value(f"{msl.HELPERS[(op, kind)]}({x}, {y})", rt)
-    if op in _BITWISE:
-        if isinstance(rt, types.Boolean):
-            return Value(f"bool({x} {op} {y})", rt)
-        if isinstance(rt, types.Integer):
-            return Value(f"{rname}({x} {op} {y})", rt)
-        lc.error(f"the operator {op} is not defined for {rt}")
-    lc.error(f"the operator {op} is not supported in Metal kernels")
+        return Value(_power(lc, a, b, rt, kind), rt)
+    impl = BINARY.get(op, {}).get(kind)
+    if impl is None:
+        lc.error(f"the operator {op} is not defined for {rt}" if op in BINARY else
+                 f"the operator {op} is not supported in Metal kernels")
+    return Value(impl.binary(lc, lc.msl_type(rt), lc.cast(a, rt), lc.cast(b, rt)), rt)
 
 
-def _power(lc, a: Value, b: Value, rt) -> str:
-    if isinstance(rt, types.Integer):
-        lc.need("ipow")
-        wide = "long" if rt.signed else "ulong"
-        base = f"{wide}({a.expr})" if lc.msl_type(rt) != wide else a.expr
-        exp = f"long({b.expr})"
-        res = f"nm_ipow({base}, {exp})"
-        return res if lc.msl_type(rt) == wide else f"{lc.msl_type(rt)}({res})"
+def _power(lc, a: Value, b: Value, rt, kind) -> str:
+    integer_exponent, float_exponent = POWER[kind]
+    name = lc.msl_type(rt)
+    if kind in ("int", "uint"):
+        wide = types.int64 if kind == "int" else types.uint64
+        result = integer_exponent.binary(lc, name, lc.cast(a, wide), msl.cast("long", b.expr))
+        return result if wide == rt else msl.cast(name, result)
     if isinstance(b.type, types.Integer):
-        lc.need("powi")
-        return f"nm_powi({lc.cast(a, rt)}, long({b.expr}))"
-    return f"pow({lc.cast(a, rt)}, {lc.cast(b, rt)})"
+        return integer_exponent.binary(lc, name, lc.cast(a, rt), msl.cast("long", b.expr))
+    return float_exponent.binary(lc, name, lc.cast(a, rt), lc.cast(b, rt))
 
 
 def _compare(lc, op: str, a: Value, b: Value) -> str:
@@ -83,29 +214,23 @@ def _compare(lc, op: str, a: Value, b: Value) -> str:
             common = types.float32
             if types.float16 in (at, bt) and not {types.float32, types.float64} & {at, bt}:
                 common = types.float16
-            return f"({lc.cast(a, common)} {op} {lc.cast(b, common)})"
+            return msl.binary(op, lc.cast(a, common), lc.cast(b, common))
         if isinstance(at, types.Integer) and isinstance(bt, types.Integer) and at.signed != bt.signed:
             return _mixed_sign_compare(lc, op, a, b)
         if isinstance(at, (types.Integer, types.Boolean)) and isinstance(bt, (types.Integer, types.Boolean)):
-            common = types.int64
-            return f"({lc.cast(a, common)} {op} {lc.cast(b, common)})"
+            return msl.binary(op, lc.cast(a, types.int64), lc.cast(b, types.int64))
     if isinstance(at, types.BaseTuple):
         lc.error("comparing tuples is not supported in Metal kernels")
-    return f"({a.expr} {op} {b.expr})"
+    return msl.binary(op, a.expr, b.expr)
 
 
 def _mixed_sign_compare(lc, op, a: Value, b: Value) -> str:
     lc.need("mixedcmp")
-    x = f"{'long' if a.type.signed else 'ulong'}({a.expr})"
-    y = f"{'long' if b.type.signed else 'ulong'}({b.expr})"
-    return {
-        "<": f"nm_lt({x}, {y})",
-        ">": f"nm_lt({y}, {x})",
-        "<=": f"(!nm_lt({y}, {x}))",
-        ">=": f"(!nm_lt({x}, {y}))",
-        "==": f"nm_eq({x}, {y})",
-        "!=": f"(!nm_eq({x}, {y}))",
-    }[op]
+    x = msl.cast("long" if a.type.signed else "ulong", a.expr)
+    y = msl.cast("long" if b.type.signed else "ulong", b.expr)
+    helper, swap, negate = MIXED_SIGN_COMPARISONS[op]
+    result = msl.call(helper, *((y, x) if swap else (x, y)))
+    return msl.unary("!", result) if negate else result
 
 
 def lower_unary(lc, op, sig, a: Value) -> Value:
@@ -113,21 +238,9 @@ def lower_unary(lc, op, sig, a: Value) -> Value:
     rt = types.unliteral(sig.return_type)
     a = Value(lc.cast(a, at), types.unliteral(at))
     if op == "not":
-        from .conversions import truth
-        return Value(f"(!{truth(lc, a)})", types.boolean)
-    if op == "+":
-        return Value(lc.cast(a, rt), rt)
-    if op == "-":
-        x = lc.cast(a, rt)
-        if isinstance(rt, types.Integer):
-            rname = lc.msl_type(rt)
-            u = msl.UNSIGNED_OF.get(rname, rname)
-            return Value(f"{rname}({u}(0) - {u}({x}))", rt)
-        return Value(f"(-{x})", rt)
-    if op == "~":
-        if isinstance(rt, types.Boolean):
-            return Value(f"(!{a.expr})", rt)
-        if isinstance(rt, types.Integer):
-            return Value(f"{lc.msl_type(rt)}(~{lc.cast(a, rt)})", rt)
-        lc.error(f"~ is not defined for {rt}")
-    lc.error(f"the unary operator {op} is not supported in Metal kernels")
+        return Value(msl.unary("!", lc.truth(a)), types.boolean)
+    impl = UNARY.get(op, {}).get(kind_of(rt))
+    if impl is None:
+        lc.error(f"{op} is not defined for {rt}" if op in UNARY else
+                 f"the unary operator {op} is not supported in Metal kernels")
+    return Value(impl.unary(lc, lc.msl_type(rt), lc.cast(a, rt)), rt)

@@ -51,7 +51,7 @@ class LaunchPlan:
     static_threadgroup_memory: int = 0   # bytes of metal.shared.array declarations
     dynamic_threadgroup_memory: bool = False  # the kernel uses shared memory sized by the launch
     array_names: list[str] = field(default_factory=list)  # debug reports: array id -> name
-    lines: dict = field(default_factory=dict)
+    language_version: int = 0            # MSL version x 100 the kernel needs (0: the device's default)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@
 #define NM_INLINE inline __attribute__((__always_inline__))
 #endif
 
-//@@ ctx requires: base
-// The thread's builtins, built once at kernel entry and passed to every device function.
-struct nm_ctx {
+//@@ env requires: base
+// The kernel environment: the thread's built-in inputs and the kernel-wide resources, built once at
+// kernel entry and passed to every device function.
+struct nm_env {
     uint3 gid;      // thread_position_in_grid
     uint3 gsize;    // threads_per_grid
     uint3 tgid;     // threadgroup_position_in_grid
@@ -39,12 +40,12 @@ template <typename P, int N> struct nm_arr {
 // Python's negative-index wraparound.
 NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }
 
-//@@ boundscheck requires: ctx
+//@@ boundscheck requires: env
 // debug=True: report the first out-of-bounds access (the host raises it at the next wait) and
 // tell the caller to skip the access.
 // Record layout (uint words): 0 flag, 1 array id, 2 axis, 3 line, 4-6 thread position,
 // 7 reserved, 8-9 index (lo, hi), 10-11 extent (lo, hi).
-NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_ctx& c, uint array_id, uint axis, uint line) {
+NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_env& c, uint array_id, uint axis, uint line) {
     if (i >= 0 && i < n) {
         return true;
     }
@@ -363,6 +364,10 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
     }
 NM_ATOMIC_CAS_LOOPS(dev, device)
 NM_ATOMIC_CAS_LOOPS(tg, threadgroup)
+#if __METAL_VERSION__ >= 320
+// Device memory declared coherent(device): kernels that fence it across threadgroups (MSL 3.2).
+NM_ATOMIC_CAS_LOOPS(cdev, coherent(device) device)
+#endif
 
 //@@ simd64 requires: base
 // SIMD shuffles of 64-bit values, as two 32-bit shuffles (MSL's SIMD functions exclude long).

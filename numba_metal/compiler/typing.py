@@ -1,9 +1,10 @@
 """Numba typing for numba-metal: the ``metal`` hardware target and its typing context.
 
 The context knows Numba's core typing (operators, builtins, arrays, ``range``, NumPy scalar
-constructors), ``math``, and numba-metal's own declarations in :data:`registry`, which the kernel-API
-modules fill (each family declares its stubs' types next to their MSL lowering). It is created on the
-first compile, never at import time.
+constructors) and numba-metal's own declarations in :data:`registry`, which the kernel-API families
+fill (each family declares its functions' types next to their MSL lowering; the ``math`` module's come
+from its table). It is created on the first compile, never at import time: building it imports the
+kernel API, the one place the compiler reaches up to the kernel language (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -77,11 +78,8 @@ class MetalTypingContext(BaseContext):
     """Typing context of numba-metal kernels and device functions."""
 
     def load_additional_registries(self):
-        from numba.core.typing import mathdecl
-
-        from numba_metal import kernel_api  # noqa: F401  (fills ``registry``)
-
-        self.install_registry(mathdecl.registry)
+        from numba_metal import kernel_api
+        kernel_api.families()  # each family fills ``registry`` (and the lowering registry) when imported
         self.install_registry(registry)
 
     def resolve_value_type(self, val):
@@ -149,10 +147,10 @@ def typing_context() -> MetalTypingContext:
     if _context is None:
         with _context_lock:
             if _context is None:
-                ctx = MetalTypingContext()
+                typingctx = MetalTypingContext()
                 with target_override("metal"):
-                    ctx.refresh()
-                _context = ctx
+                    typingctx.refresh()
+                _context = typingctx
     return _context
 
 

@@ -75,7 +75,7 @@ class DeviceFunction(DeviceFunctionBase):
     def inspect_msl(self, signature):
         """The MSL of this device function for ``signature`` (on its own, with the helpers it needs)."""
         from numba_metal.compiler.driver import compile_device_function
-        return compile_device_function(self.py_func, signature, fastmath=self.options.fastmath)
+        return compile_device_function(self.py_func, signature)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ class Dispatcher:
         from numba_metal.compiler.driver import compile_kernel
         start = profiling.now_ns() if profiling.listeners else 0
         options = self.options
-        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, fastmath=options.fastmath)
+        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug)
         if options.cache:
             try:
                 canon = [canonical_numba(t) for t in argtypes]

@@ -52,7 +52,8 @@ class LaunchState:
         plan = kernel.plan
         options = kernel.dispatcher.options
         start = profiling.now_ns() if profiling.listeners else 0
-        self.pipeline = ctx.device.compile(kernel.msl, plan.entry_name, fast_math=options.fastmath)
+        self.pipeline = ctx.device.compile(kernel.msl, plan.entry_name, fast_math=options.fastmath,
+                                           language_version=plan.language_version)
         if start:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
                            end_ns=profiling.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))

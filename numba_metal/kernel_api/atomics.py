@@ -15,6 +15,8 @@ import types as pytypes
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
+from numba_metal.compiler import msl
+from numba_metal.compiler.arrays import element_address
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
@@ -57,10 +59,6 @@ def _space(ary) -> str:
     return ary.address_space if isinstance(ary, MetalArray) else "device"
 
 
-#: Suffix of the prelude's compare-and-swap helpers per address space.
-_SUFFIX = {"device": "dev", "threadgroup": "tg"}
-
-
 def _check_array(name, ary, idx):
     if not isinstance(ary, types.Array):
         raise UnsupportedFeatureError(f"metal.{name}: the first argument must be an array, not {ary}")
@@ -98,15 +96,13 @@ def _update_template(stub, op):
             _check_array(name, ary, idx)
             if op in _INT_ONLY and ary.dtype == types.float32:
                 raise UnsupportedFeatureError(f"metal.{name}: bitwise atomics need an int32 or uint32 array")
-            if op in _UNSUPPORTED_UINT and ary.dtype != types.uint32:
+            if op in _UINT_ONLY and ary.dtype != types.uint32:
                 raise UnsupportedFeatureError(f"metal.{name}: needs a uint32 array (as numba.cuda)")
             return signature(ary.dtype, ary, idx, ary.dtype)
 
     Template.__name__ = f"Metal_atomic_{op}"
     return types.Function(Template)
 
-
-_UNSUPPORTED_UINT = _UINT_ONLY
 
 for _stub, _op in _OP_OF.items():
     typing.register_global(_stub, _update_template(_stub, _op))
@@ -161,54 +157,66 @@ typing.register_global(atomic_compare_exchange, types.Function(CompareExchangeTe
 # ---------------------------------------------------------------------------------------------
 
 _MSL_TYPE = {types.int32: "int", types.uint32: "uint", types.float32: "float"}
-_NATIVE_INT = {"add": "add", "sub": "sub", "max": "max", "min": "min", "nanmax": "max", "nanmin": "min",
-               "and_": "and", "or_": "or", "xor": "xor"}
+_RELAXED = "memory_order_relaxed"
+
+#: The native MSL atomic of each operation: int32/uint32 arrays (max and min of integers have no NaN).
+_NATIVE_INT = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
+               "max": "atomic_fetch_max_explicit", "min": "atomic_fetch_min_explicit",
+               "nanmax": "atomic_fetch_max_explicit", "nanmin": "atomic_fetch_min_explicit",
+               "and_": "atomic_fetch_and_explicit", "or_": "atomic_fetch_or_explicit",
+               "xor": "atomic_fetch_xor_explicit", "exch": "atomic_exchange_explicit"}
+#: float32 arrays in device memory (atomic_float exists only there, MSL 3.0).
+_NATIVE_FLOAT_DEVICE = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit"}
+#: Everything else is a compare-and-swap loop of the prelude (section ``atomics``), named by operation,
+#: element kind and memory: nm_atomic_<op>_<memory>, nm_atomic_f<op>_<memory> for float32.
+_LOOP_OPERATION = {"inc": "inc", "dec": "dec", "add": "fadd", "sub": "fsub", "max": "fmax", "min": "fmin",
+                   "nanmax": "fnanmax", "nanmin": "fnanmin"}
 
 
-def _element_pointer(lc, ary: Value, idx: Value) -> str:
-    from numba_metal.compiler.arrays import element_address
-    return element_address(lc, ary, idx)
+def _memory(lc, aty) -> str:
+    """The prelude's name for the memory an array is in."""
+    space = _space(aty)
+    if space == "threadgroup":
+        return "tg"
+    return "cdev" if lc.module.coherent else "dev"
+
+
+def _helper(lc, aty, operation: str) -> str:
+    lc.need("atomics")
+    return msl.join_names("nm_atomic", operation, _memory(lc, aty))
 
 
 @lowering.call(*_OP_OF)
 def _lower_update(lc, sig, args):
-    stub = lc.resolve_current_callee()
-    op = _OP_OF[stub]
+    op = _OP_OF[lc.callee]
     ary, idx, val = args
     aty = types.unliteral(sig.args[0])
     dtype = aty.dtype
     space = _space(aty)
-    t = _MSL_TYPE[dtype]
-    ptr = _element_pointer(lc, ary, idx)
+    ptr = element_address(lc, ary, idx)
     v = lc.cast(val, dtype)
-    order = "memory_order_relaxed"
     if dtype in (types.int32, types.uint32):
-        atomic_ptr = f"(({space} atomic_{t}*){ptr})"
-        if op == "exch":
-            return Value(f"atomic_exchange_explicit({atomic_ptr}, {v}, {order})", dtype)
         if op in _NATIVE_INT:
-            return Value(f"atomic_fetch_{_NATIVE_INT[op]}_explicit({atomic_ptr}, {v}, {order})", dtype)
-        lc.need("atomics")
-        return Value(f"nm_atomic_{op}_{_SUFFIX[space]}({ptr}, {v})", dtype)
+            atomic = msl.pointer_cast(lc.pointer(space, "atomic_" + _MSL_TYPE[dtype]), ptr)
+            return Value(msl.call(_NATIVE_INT[op], atomic, v, _RELAXED), dtype)
+        return Value(msl.call(_helper(lc, aty, _LOOP_OPERATION[op]), ptr, v), dtype)
     # float32
     if op == "exch":
-        atomic_ptr = f"(({space} atomic_uint*){ptr})"
-        return Value(f"as_type<float>(atomic_exchange_explicit({atomic_ptr}, as_type<uint>({v}), {order}))",
-                     dtype)
-    if op in ("add", "sub") and space == "device":
-        atomic_ptr = f"(({space} atomic_float*){ptr})"
-        return Value(f"atomic_fetch_{op}_explicit({atomic_ptr}, {v}, {order})", dtype)
-    lc.need("atomics")
-    return Value(f"nm_atomic_f{op}_{_SUFFIX[space]}({ptr}, {v})", dtype)
+        atomic = msl.pointer_cast(lc.pointer(space, "atomic_uint"), ptr)
+        old = msl.call("atomic_exchange_explicit", atomic, msl.reinterpret("uint", v), _RELAXED)
+        return Value(msl.reinterpret("float", old), dtype)
+    if op in _NATIVE_FLOAT_DEVICE and space == "device":
+        atomic = msl.pointer_cast(lc.pointer(space, "atomic_float"), ptr)
+        return Value(msl.call(_NATIVE_FLOAT_DEVICE[op], atomic, v, _RELAXED), dtype)
+    return Value(msl.call(_helper(lc, aty, _LOOP_OPERATION[op]), ptr, v), dtype)
 
 
 @lowering.call(cas)
 def _lower_cas(lc, sig, args):
     ary, idx, old, val = args
     aty = types.unliteral(sig.args[0])
-    lc.need("atomics")
-    ptr = _element_pointer(lc, ary, idx)
-    return Value(f"nm_atomic_cas_{_SUFFIX[_space(aty)]}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+    ptr = element_address(lc, ary, idx)
+    return Value(msl.call(_helper(lc, aty, "cas"), ptr, lc.cast(old, aty.dtype), lc.cast(val, aty.dtype)),
                  aty.dtype)
 
 
@@ -216,9 +224,8 @@ def _lower_cas(lc, sig, args):
 def _lower_compare_and_swap(lc, sig, args):
     ary, old, val = args
     aty = types.unliteral(sig.args[0])
-    lc.need("atomics")
-    ptr = f"(&{ary.expr}.data[0])"
-    return Value(f"nm_atomic_cas_{_SUFFIX[_space(aty)]}({ptr}, {lc.cast(old, aty.dtype)}, {lc.cast(val, aty.dtype)})",
+    ptr = msl.address_of(msl.index(msl.member(ary.expr, "data"), 0))
+    return Value(msl.call(_helper(lc, aty, "cas"), ptr, lc.cast(old, aty.dtype), lc.cast(val, aty.dtype)),
                  aty.dtype)
 
 
@@ -227,18 +234,18 @@ def _lower_compare_exchange(lc, sig, args):
     ary, idx, old, val = args
     aty = types.unliteral(sig.args[0])
     dtype = aty.dtype
-    lc.need("atomics")
-    ptr = _element_pointer(lc, ary, idx)
+    ptr = element_address(lc, ary, idx)
     rt = sig.return_type
     expected = lc.cast(old, dtype)
     oldv = lc.tmp(dtype)
-    suffix = "f" if dtype == types.float32 else ""
-    lc.emit(f"{oldv} = nm_atomic_cas{suffix}_{_SUFFIX[_space(aty)]}({ptr}, {expected}, {lc.cast(val, dtype)});")
-    if dtype == types.float32:
-        success = f"(as_type<uint>({oldv}) == as_type<uint>({expected}))"
+    is_float = dtype == types.float32
+    lc.emit(msl.assign(oldv, msl.call(_helper(lc, aty, "casf" if is_float else "cas"), ptr, expected,
+                                      lc.cast(val, dtype))))
+    if is_float:  # the same bits, so that a NaN that was there counts as found
+        success = msl.binary("==", msl.reinterpret("uint", oldv), msl.reinterpret("uint", expected))
     else:
-        success = f"({oldv} == {expected})"
-    return Value(f"{lc.msl_type(rt)}{{{oldv}, {success}}}", rt)
+        success = msl.binary("==", oldv, expected)
+    return Value(msl.aggregate(lc.msl_type(rt), [oldv, success]), rt)
 
 
 __all__ = ["atomic", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exchange",

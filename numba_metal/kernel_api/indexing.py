@@ -11,6 +11,7 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
 
+from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
@@ -20,7 +21,7 @@ from .stubs import Stub
 WARP_SIZE = 32
 
 # ---------------------------------------------------------------------------------------------
-# grid(n)-style functions: (stub name, nm_ctx field, what it means)
+# grid(n)-style functions: (stub name, kernel-environment member, what it means)
 # ---------------------------------------------------------------------------------------------
 
 _POSITION_FUNCTIONS = (
@@ -78,14 +79,13 @@ for _stub in _FIELD_OF:
 
 @lowering.call(*_FIELD_OF)
 def _lower_position(lc, sig, args):
-    stub = lc.resolve_current_callee()
     n = sig.args[0].literal_value
-    field = lc.ctx(_FIELD_OF[stub])
-    comps = [f"long({field}.{c})" for c in "xyz"[:n]]
+    field = lc.env(_FIELD_OF[lc.callee])
+    comps = [msl.cast("long", msl.member(field, c)) for c in "xyz"[:n]]
     if n == 1:
         return Value(comps[0], types.int64)
     rt = sig.return_type
-    return Value(f"{lc.msl_type(rt)}{{{', '.join(comps)}}}", rt)
+    return Value(msl.aggregate(lc.msl_type(rt), comps), rt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ class Dim3Attributes(AttributeTemplate):
 
 @lowering.attribute(Dim3Type, "x", "y", "z")
 def _lower_dim3(lc, base, attr, result_ty):
-    return Value(f"int({lc.ctx(base.type.field)}.{attr})", types.int32)
+    return Value(msl.cast("int", msl.member(lc.env(base.type.field), attr)), types.int32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ warpsize = WARP_SIZE
 
 @lowering.value(laneid)
 def _lower_laneid(lc, ty):
-    return Value(f"int({lc.ctx('lane')})", types.int32)
+    return Value(msl.cast("int", lc.env("lane")), types.int32)
 
 
 simd_lane_id = Stub("simd_lane_id", "simd_lane_id(): the thread's lane in its SIMD group (uint32).")
@@ -190,12 +190,12 @@ for _stub in (simd_lane_id, simd_group_id):
 
 @lowering.call(simd_lane_id)
 def _lower_simd_lane_id(lc, sig, args):
-    return Value(f"uint({lc.ctx('lane')})", types.uint32)
+    return Value(msl.cast("uint", lc.env("lane")), types.uint32)
 
 
 @lowering.call(simd_group_id)
 def _lower_simd_group_id(lc, sig, args):
-    return Value(f"uint({lc.ctx('sgid')})", types.uint32)
+    return Value(msl.cast("uint", lc.env("sgid")), types.uint32)
 
 
 __all__ = ["grid", "gridsize", "threadgroup_position", "thread_in_threadgroup", "threads_per_threadgroup",

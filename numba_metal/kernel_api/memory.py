@@ -3,7 +3,7 @@
 - ``metal.shared.array(shape, dtype)`` / ``metal.shared_array``: threadgroup memory shared by the
   threads of a threadgroup. Each call site is one array (also inside loops). ``shape`` 0 means
   dynamic shared memory sized by the launch's ``sharedmem`` bytes; all dynamic arrays alias it.
-  Static arrays count against the 32 KB limit at compile time.
+  Static arrays count against Metal's 32 KB of threadgroup memory at compile time.
 - ``metal.local.array(shape, dtype)`` / ``metal.local_array``: an array private to each thread.
 - ``metal.const.array_like(host_array)``: the array's data baked into the kernel as constant memory.
 """
@@ -18,7 +18,6 @@ from numba.core.typing.npydecl import parse_dtype, parse_shape
 from numba.core.typing.templates import AbstractTemplate, CallableTemplate, signature
 
 from numba_metal.compiler import msl
-from numba_metal.compiler.msl import MAX_THREADGROUP_MEMORY
 from numba_metal.compiler.arrays import array_value
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.constants import lower_constant_array
@@ -27,7 +26,6 @@ from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from .stubs import Stub
-
 
 
 def _namespace(name: str, doc: str, **members) -> pytypes.ModuleType:
@@ -99,7 +97,7 @@ typing.register_global(const_array_like, types.Function(ConstArrayLike))
 
 
 def _literal_shape(ty, stub=None) -> tuple[int, ...]:
-    what = f"metal.{stub.path}" if stub is not None else "the array"
+    what = "metal." + stub.path if stub is not None else "the array"
     if isinstance(ty, types.IntegerLiteral):
         dims = (ty.literal_value,)
     elif isinstance(ty, types.BaseTuple) and all(isinstance(t, types.IntegerLiteral) for t in ty.types):
@@ -121,28 +119,11 @@ def _lower_shared(lc, sig, args, **kws):
     total = int(np.prod(shape, dtype=np.int64)) if shape else 0
     if total == 0:
         # Dynamic shared memory: sized by the launch's sharedmem argument; every dynamic array aliases it.
-        lc.require_dynamic_shared()
-        if lc.is_kernel:
-            data, nbytes = "nm_dynshared", f"{msl.ARGS_PARAM}.nm_dynshared_bytes"
-        else:
-            data, nbytes = lc.ctx("dynshared"), lc.ctx("dynshared_bytes")
-        n = f"(long({nbytes}) / {itemsize}l)"
-        return array_value(lc, rt, f"((threadgroup {elem}*){data})", [n] + [1] * (len(shape) - 1),
-                            ["1l"] * len(shape))
-    nbytes = total * itemsize
-    if not lc.is_kernel:
-        # A device function's shared array lives at a fixed offset of the kernel's threadgroup pool:
-        # one allocation per call site, the same for every call (numba.cuda's semantics).
-        offset = lc.module.allocate_shared_pool(nbytes)
-        data = f"((threadgroup {elem}*)({lc.ctx('tgpool')} + {offset}))"
-        return array_value(lc, rt, data, list(shape))
-    lc.plan.static_threadgroup_memory += (nbytes + 15) // 16 * 16
-    if lc.plan.static_threadgroup_memory > MAX_THREADGROUP_MEMORY:
-        lc.error(f"shared arrays of kernel {lc.tf.name}() need {lc.plan.static_threadgroup_memory} bytes "
-                 f"of threadgroup memory, more than Metal's {MAX_THREADGROUP_MEMORY}; use smaller arrays")
-    name = lc.fresh_name("nm_shared")
-    lc.declare(f"threadgroup {elem} {name}[{total}];")
-    return array_value(lc, rt, name, list(shape))
+        data, nbytes = lc.dynamic_shared_memory()
+        n = msl.binary("/", msl.cast("long", nbytes), msl.long_literal(itemsize))
+        return array_value(lc, rt, msl.pointer_cast(msl.pointer("threadgroup", elem), data),
+                           [n] + [1] * (len(shape) - 1), [msl.long_literal(1)] * len(shape))
+    return array_value(lc, rt, lc.shared_array(elem, total, total * itemsize), list(shape))
 
 
 @lowering.call(local_array)
@@ -154,14 +135,14 @@ def _lower_local(lc, sig, args, **kws):
     if total <= 0:
         lc.error("metal.local.array needs a positive constant size")
     name = lc.fresh_name("nm_local")
-    lc.declare(f"{elem} {name}[{total}] = {{}};")
+    lc.declare(msl.declare_array(elem, name, total, zero=True))
     return array_value(lc, rt, name, list(shape))
 
 
 @lowering.call(const_array_like)
 def _lower_const(lc, sig, args, **kws):
     (var_value,) = args
-    ary = lc.resolve_argument_value(0)
+    ary = lc.argument_value(0)
     if not isinstance(ary, np.ndarray):
         lc.error("metal.const.array_like(ary) needs a NumPy array known at compile time (a global or "
                  "closure variable)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
+from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
@@ -131,12 +132,11 @@ for _stub, _kind in _KINDS.items():
 def require_full_mask(lc, name: str, index: int = 0) -> None:
     """numba.cuda masks: Metal's SIMD functions involve exactly the active lanes, so they honour the
     constant full mask and ``activemask()`` (the active lanes, by definition); nothing else."""
-    if _is_activemask(lc, lc.current_call.args[index]):
+    if lc.argument_is_call_of(index, activemask):
         return
-    value = None
     try:
-        value = lc.resolve_argument_value(index)
-    except Exception:  # noqa: BLE001 - a run-time mask cannot be checked
+        value = lc.argument_value(index)
+    except (UnsupportedFeatureError, AttributeError):  # a run-time mask cannot be checked
         lc.error(f"metal.{name}: the lane mask must be the constant 0xffffffff or metal.activemask(); "
                  "Metal's SIMD-group functions always involve every active lane")
     if value != FULL_MASK:
@@ -145,90 +145,85 @@ def require_full_mask(lc, name: str, index: int = 0) -> None:
                  "accepted")
 
 
-def _is_activemask(lc, var, depth=0) -> bool:
-    """True if ``var`` holds the result of ``activemask()`` (directly or through plain assignments)."""
-    from numba.core import ir
-    defs = lc.func_ir._definitions.get(var.name, [])
-    if len(defs) != 1 or depth > 8:
-        return False
-    d = defs[0]
-    if isinstance(d, ir.Var):
-        return _is_activemask(lc, d, depth + 1)
-    if isinstance(d, ir.Expr) and d.op == "call" and not d.args:
-        try:
-            return lc.resolve(d.func) is activemask
-        except Exception:  # noqa: BLE001 - not a function known at compile time
-            return False
-    return False
+#: Prelude shuffles of 64-bit values (two 32-bit shuffles; MSL's SIMD functions exclude long).
+_SHUFFLE_64 = {"simd_shuffle": "nm_simd_shuffle_64", "simd_shuffle_up": "nm_simd_shuffle_up_64",
+               "simd_shuffle_down": "nm_simd_shuffle_down_64", "simd_shuffle_xor": "nm_simd_shuffle_xor_64",
+               "simd_broadcast": "nm_simd_broadcast_64"}
 
 
 def _shuffle(lc, fn: str, x: Value, lane_expr: str, t) -> Value:
     mt = lc.msl_type(t)
     if t in (types.int64, types.uint64):
         lc.need("simd64")
-        return Value(f"{mt}(nm_{fn}_64(as_type<ulong>({x.expr}), {lane_expr}))", t)
-    if t == types.boolean:
-        return Value(f"bool({fn}(uint({x.expr}), {lane_expr}))", t)
-    return Value(f"{fn}({lc.cast(x, t)}, {lane_expr})", t)
+        return Value(msl.cast(mt, msl.call(_SHUFFLE_64[fn], msl.reinterpret("ulong", x.expr), lane_expr)), t)
+    if t == types.boolean:  # MSL shuffles no bool
+        return Value(msl.cast("bool", msl.call(fn, msl.cast("uint", x.expr), lane_expr)), t)
+    return Value(msl.call(fn, lc.cast(x, t), lane_expr), t)
+
+
+def _lane(lc, value: Value) -> str:
+    """A lane or xor mask as CUDA's shuffles take it: its low 5 bits."""
+    return msl.cast("ushort", msl.binary("&", lc.cast(value, types.uint32), msl.uint_literal(31)))
+
+
+def _ballot(predicate: str) -> str:
+    """The SIMD group's ballot of ``predicate`` as a ulong bit mask."""
+    return msl.cast("ulong", msl.static_cast("simd_vote::vote_t", msl.call("simd_ballot", predicate)))
+
+
+_LOW_32_BITS = "0xffffffffu"
 
 
 @lowering.call(*[globals()[n] for n in _REDUCE])
 def _lower_reduce(lc, sig, args):
-    stub = lc.resolve_current_callee()
     t = sig.return_type
-    return Value(f"{stub.__name__}({lc.cast(args[0], t)})", t)
+    return Value(msl.call(lc.callee.__name__, lc.cast(args[0], t)), t)
 
 
 @lowering.call(*[globals()[n] for n in _SHUFFLE])
 def _lower_shuffle(lc, sig, args):
-    stub = lc.resolve_current_callee()
-    t = sig.return_type
-    lane = f"ushort({lc.cast(args[1], types.uint32)} & 31u)" if stub is not simd_shuffle_xor else \
-        f"ushort({lc.cast(args[1], types.uint32)} & 31u)"
+    stub = lc.callee
     if stub in (simd_shuffle_up, simd_shuffle_down):
-        lane = f"ushort(min({lc.cast(args[1], types.uint32)}, 32u))"
-    return _shuffle(lc, stub.__name__, args[0], lane, t)
+        # A delta of 32 or more leaves every lane its own value, as CUDA's.
+        lane = msl.cast("ushort", msl.call("min", lc.cast(args[1], types.uint32), msl.uint_literal(32)))
+    else:
+        lane = _lane(lc, args[1])
+    return _shuffle(lc, stub.__name__, args[0], lane, sig.return_type)
 
 
 @lowering.call(simd_all, simd_any)
 def _lower_vote(lc, sig, args):
-    stub = lc.resolve_current_callee()
-    return Value(f"{stub.__name__}({lc.cast(args[0], types.boolean)})", types.boolean)
+    return Value(msl.call(lc.callee.__name__, lc.cast(args[0], types.boolean)), types.boolean)
 
 
 @lowering.call(simd_ballot)
 def _lower_ballot(lc, sig, args):
-    return Value(f"ulong(static_cast<simd_vote::vote_t>(simd_ballot({lc.cast(args[0], types.boolean)})))",
-                 types.uint64)
+    return Value(_ballot(lc.cast(args[0], types.boolean)), types.uint64)
 
 
 @lowering.call(*_CUDA_TO_METAL)
 def _lower_cuda_shuffle(lc, sig, args):
-    stub = lc.resolve_current_callee()
+    stub = lc.callee
     require_full_mask(lc, stub.__name__)
-    fn = _CUDA_TO_METAL[stub]
-    t = sig.return_type
     # As CUDA's shfl.sync: only the low 5 bits of the lane or delta count; a lane whose source is
     # outside the warp (shfl_up/down) keeps its own value.
-    lane = f"ushort({lc.cast(args[2], types.uint32)} & 31u)"
-    return _shuffle(lc, fn, args[1], lane, t)
+    return _shuffle(lc, _CUDA_TO_METAL[stub], args[1], _lane(lc, args[2]), sig.return_type)
 
 
 @lowering.call(all_sync, any_sync, ballot_sync)
 def _lower_cuda_vote(lc, sig, args):
-    stub = lc.resolve_current_callee()
+    stub = lc.callee
     require_full_mask(lc, stub.__name__)
     pred = lc.cast(args[1], types.boolean)
     if stub is ballot_sync:
-        return Value(f"uint(ulong(static_cast<simd_vote::vote_t>(simd_ballot({pred}))) & 0xffffffffu)",
-                     types.uint32)
-    return Value(f"{'simd_all' if stub is all_sync else 'simd_any'}({pred})", types.boolean)
+        return Value(msl.cast("uint", msl.binary("&", _ballot(pred), _LOW_32_BITS)), types.uint32)
+    return Value(msl.call("simd_all" if stub is all_sync else "simd_any", pred), types.boolean)
 
 
 @lowering.call(activemask)
 def _lower_activemask(lc, sig, args):
-    return Value("uint(ulong(static_cast<simd_vote::vote_t>(simd_active_threads_mask())) & 0xffffffffu)",
-                 types.uint32)
+    active = msl.cast("ulong", msl.static_cast("simd_vote::vote_t", msl.call("simd_active_threads_mask")))
+    return Value(msl.cast("uint", msl.binary("&", active, _LOW_32_BITS)), types.uint32)
 
 
 __all__ = list(_REDUCE + _SHUFFLE + _VOTE) + ["shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",

@@ -3,7 +3,9 @@
 ``syncthreads()``/``barrier()`` is a threadgroup barrier that also orders device and threadgroup
 memory (numba.cuda's ``__syncthreads`` guarantee). Every thread of the threadgroup must reach it.
 ``syncthreads_count/and/or(pred)`` also count the threads whose ``pred`` is true, through a small
-threadgroup counter. ``threadfence()`` needs MSL 3.2 (macOS 15) for its device-scope fence.
+threadgroup counter. ``threadfence()`` is MSL 3.2's device-scope fence (macOS 15); it makes writes
+visible to other threadgroups only in memory declared ``coherent(device)``, so a kernel that calls it
+(directly or in a device function) declares its device memory so and asks for MSL 3.2.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import types as pytypes
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
+from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
+from .simd import require_full_mask
 from .stubs import Stub
 
 syncthreads = Stub("syncthreads", "syncthreads(): wait until every thread of the threadgroup arrives")
@@ -28,9 +32,6 @@ threadfence = Stub("threadfence", "threadfence(): order this thread's device-mem
 threadfence_block = Stub("threadfence_block", "threadfence_block(): order memory writes within the threadgroup")
 simdgroup_barrier = Stub("simdgroup_barrier", "simdgroup_barrier(): wait for every thread of the SIMD group")
 syncwarp = Stub("syncwarp", "syncwarp(mask=0xffffffff): numba.cuda's name for simdgroup_barrier()")
-
-BARRIER = "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)"
-
 
 def _template(stub, nargs, result=types.none):
     class Template(AbstractTemplate):
@@ -57,61 +58,52 @@ typing.register_global(syncthreads_and, _template(syncthreads_and, 1, types.int3
 typing.register_global(syncthreads_or, _template(syncthreads_or, 1, types.int32))
 
 
-@lowering.call(syncthreads)
-def _lower_syncthreads(lc, sig, args):
-    return Value(BARRIER, types.none)
+_DEVICE = msl.qualified("mem_flags", "mem_device")
+_THREADGROUP = msl.qualified("mem_flags", "mem_threadgroup")
+
+#: Barriers and fences: stub -> (MSL function, its arguments). Barriers order device and threadgroup
+#: memory (numba.cuda's __syncthreads guarantee); fences are sequentially consistent at their scope.
+BARRIERS = {
+    syncthreads: ("threadgroup_barrier", (msl.flags(_DEVICE, _THREADGROUP),)),
+    simdgroup_barrier: ("simdgroup_barrier", (msl.flags(_DEVICE, _THREADGROUP),)),
+    syncwarp: ("simdgroup_barrier", (msl.flags(_DEVICE, _THREADGROUP),)),
+    threadfence: ("atomic_thread_fence", (_DEVICE, "memory_order_seq_cst", "thread_scope_device")),
+    threadfence_block: ("atomic_thread_fence", (msl.flags(_DEVICE, _THREADGROUP), "memory_order_seq_cst",
+                                                "thread_scope_threadgroup")),
+}
 
 
-@lowering.call(simdgroup_barrier)
-def _lower_simdgroup_barrier(lc, sig, args):
-    return Value("simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)", types.none)
-
-
-@lowering.call(syncwarp)
-def _lower_syncwarp(lc, sig, args):
-    if args:
-        from .simd import require_full_mask
+@lowering.call(*BARRIERS)
+def _lower_barrier(lc, sig, args):
+    if lc.callee is syncwarp and args:
         require_full_mask(lc, "syncwarp")
-    return Value("simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)", types.none)
-
-
-@lowering.call(threadfence)
-def _lower_threadfence(lc, sig, args):
-    return Value("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)",
-                 types.none)
-
-
-@lowering.call(threadfence_block)
-def _lower_threadfence_block(lc, sig, args):
-    return Value("atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, "
-                 "memory_order_seq_cst, thread_scope_threadgroup)", types.none)
+    if lc.callee is threadfence:
+        lc.fence_device_memory()
+    function, arguments = BARRIERS[lc.callee]
+    return Value(msl.call(function, *arguments), types.none)
 
 
 @lowering.call(syncthreads_count, syncthreads_and, syncthreads_or)
 def _lower_sync_reduce(lc, sig, args):
-    from numba_metal.compiler.conversions import truth
-    stub = lc.resolve_current_callee()
     lc.need("syncreduce")
     counter = lc.threadgroup_counter()
-    call = f"nm_sync_count({counter}, {truth(lc, args[0])}, {lc.ctx('tid')}, {lc.ctx('tsize')})"
-    if stub is syncthreads_count:
-        return Value(call, types.int32)
-    total = f"int({lc.ctx('tsize')}.x * {lc.ctx('tsize')}.y * {lc.ctx('tsize')}.z)"
-    if stub is syncthreads_and:
-        return Value(f"int({call} == {total})", types.int32)
-    return Value(f"int({call} > 0)", types.int32)
+    count = msl.call("nm_sync_count", counter, lc.truth(args[0]), lc.env("tid"), lc.env("tsize"))
+    if lc.callee is syncthreads_count:
+        return Value(count, types.int32)
+    size = lc.env("tsize")
+    total = msl.cast("int", msl.binary("*", msl.binary("*", msl.member(size, "x"), msl.member(size, "y")),
+                                       msl.member(size, "z")))
+    if lc.callee is syncthreads_and:
+        return Value(msl.cast("int", msl.binary("==", count, total)), types.int32)
+    return Value(msl.cast("int", msl.binary(">", count, "0")), types.int32)
 
 
 # ---------------------------------------------------------------------------------------------
 # numba.cuda names Metal has no equivalent for: a compile error that says so and what to do instead
 # ---------------------------------------------------------------------------------------------
 
-_NO_EQUIVALENT = {}
-
-
 def _no_metal_equivalent(path: str, why: str) -> Stub:
     stub = Stub(path, f"{path}: not available on Metal. {why}")
-    _NO_EQUIVALENT[stub] = why
 
     class Template(AbstractTemplate):
         key = stub

@@ -122,7 +122,7 @@ def test_device_functions_are_always_inline():
         a[i] = twice(a[i])
 
     src = metal.compile_msl(k, (f32,))
-    assert re.search(r"static NM_INLINE float nm_f_twice_\w+\(thread const nm_ctx& nm_c, float p0\)", src)
+    assert re.search(r"static NM_INLINE float nm_f_twice_\w+\(thread const nm_env& nm_e, float p0\)", src)
     assert "#define NM_INLINE inline __attribute__((__always_inline__))" in src
 
 
@@ -132,7 +132,7 @@ def test_compile_msl_of_a_device_function():
 
     src = metal.compile_msl(add, "float32(float32, float32)", device=True)
     assert "kernel void" not in src
-    assert re.search(r"float nm_f_add_\w+\(thread const nm_ctx& nm_c, float p0, float p1\)", src)
+    assert re.search(r"float nm_f_add_\w+\(thread const nm_env& nm_e, float p0, float p1\)", src)
 
 
 def test_float64_array_argument_is_refused_with_a_hint():

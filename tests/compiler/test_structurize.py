@@ -44,13 +44,12 @@ from numba_metal.compiler.structurize import (  # noqa: E402
     Seq,
     SetFlag,
     StructureError,
-    execute,
     iter_nodes,
-    render,
     skip_empty_blocks,
     structurize,
-    verify,
 )
+
+from structure_oracle import execute, render, verify  # noqa: E402
 
 LONG = os.environ.get("NUMBA_METAL_LONG_TESTS") == "1"
 CAP = 300

@@ -31,6 +31,8 @@ import operator
 import numpy as np
 from numba.core import types as T
 
+from numba_metal.kernel_api.functions import MATH as MATH_TABLE
+
 FLT_MAX = float(np.finfo(np.float32).max)
 FLT_MIN = 2.0 ** -126
 HALF_MAX = 65504.0
@@ -124,11 +126,25 @@ _sig_cache: dict = {}
 
 
 def typing_context():
+    """Numba's typing (its CPU target's registries), plus the math functions of numba-metal's math table
+    that Numba does not type (math.cbrt), with the table's signatures."""
     global _ctx
     if _ctx is None:
-        from numba.core.registry import cpu_target
-        _ctx = cpu_target.typing_context
-        _ctx.refresh()
+        from numba.core.typing.context import Context
+        from numba.core.typing.templates import Registry
+
+        from numba_metal.kernel_api import functions, pymath
+        ctx = Context()
+        ctx.refresh()
+        missing = Registry()
+        for f in functions.MATH:
+            fn = getattr(math, f.name)
+            try:
+                ctx.resolve_value_type(fn)
+            except Exception:  # noqa: BLE001 - Numba does not know this function
+                missing.register_global(fn)(pymath.typing_template(f))
+        ctx.install_registry(missing)
+        _ctx = ctx
     return _ctx
 
 
@@ -674,16 +690,12 @@ def cmp_chain(first, *rest):
 # Transcendental functions
 # ---------------------------------------------------------------------------------------------
 
-#: Allowed error of the device's result in float32 ulps: MSL precise table (Table 8.1) for Metal's
-#: functions, numba-metal's math-library targets for its own (compiler/mathlib.metal).
-FUNCTION_ULPS = {
-    "exp": 4, "exp2": 4, "log": 4, "log2": 4, "log10": 4, "sin": 4, "cos": 4, "tan": 6,
-    "asin": 4, "acos": 4, "atan": 5, "atan2": 6, "sinh": 4, "cosh": 4, "tanh": 5, "asinh": 4,
-    "acosh": 4, "atanh": 5, "pow": 16, "erf": 4, "erfc": 4, "expm1": 4, "log1p": 4, "hypot": 4,
-    "gamma": 8, "lgamma": 8, "degrees": 1, "radians": 1,
-}
+#: Allowed error of the device's result in float32 ulps, from numba-metal's math table: MSL's precise
+#: table (Table 8.1) for Metal's functions, numba-metal's math-library targets for its own. (Functions
+#: accurate to half an ulp or better are computed exactly by the reference.)
+FUNCTION_ULPS = {f.name: f.accuracy.ulps for f in MATH_TABLE if f.accuracy.ulps > 0.5}
 #: Absolute error allowed on top (lgamma near its zeros at 1 and 2 is judged absolutely).
-FUNCTION_ABS = {"lgamma": 1e-6}
+FUNCTION_ABS = {f.name: f.accuracy.absolute for f in MATH_TABLE if f.accuracy.absolute}
 
 
 def _math64(name):

@@ -58,6 +58,14 @@ def test_generator_covers_the_kernel_language():
     assert not missing, f"features generated fewer times than required (got, want): {missing}"
 
 
+def test_every_function_of_the_math_table_is_generated():
+    """The math vocabulary is numba-metal's math table (a new row needs a guard in gen.MATH_GUARDS)."""
+    from numba_metal.kernel_api.functions import MATH
+    feats, _ = _sample()
+    missing = [f.name for f in MATH if feats.get(f"math_{f.name}", 0) < 2]
+    assert not missing, f"math functions the generator does not produce: {missing}"
+
+
 def test_generator_is_deterministic_per_seed():
     a = G.generate_batch(RandomChooser(42), 8)
     b = G.generate_batch(RandomChooser(42), 8)

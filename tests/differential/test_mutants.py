@@ -73,14 +73,11 @@ def m_nan_is_false(mp):
         r = orig(lc, value)
         return r.replace("!= 0.0f)", "> 0.0f || " + value.expr + " < 0.0f)") if "!= 0.0f" in r else r
 
-    import numba_metal.kernel_api.pymath as pm
-    mp.setattr(conversions, "truth", truth)
-    mp.setattr(codegen, "truth", truth)
-    mp.setattr(pm, "truth", truth)  # `if x:` is Numba's bool(x)
+    mp.setattr(conversions, "truth", truth)  # every truth value (`if x:`, bool(x), casts) comes from here
 
 
 def m_min_max_keeps_last_on_nan(mp):
-    import numba_metal.kernel_api.pymath as pm
+    import numba_metal.kernel_api.pybuiltins as pb
     from numba_metal.compiler.lowering import Value
 
     def minmax(lc, sig, args, op):
@@ -96,7 +93,7 @@ def m_min_max_keeps_last_on_nan(mp):
             lc.emit(f"{acc} = ({acc} {op} {v}) ? {acc} : {v};")  # C's fmin-like choice
         return Value(acc, rt)
 
-    mp.setattr(pm, "_minmax", minmax)
+    mp.setattr(pb, "_minmax", minmax)
 
 
 MUTANTS = [m_int_floordiv_truncates, m_float_mod_ignores_sign, m_negative_index_not_wrapped,

@@ -124,7 +124,7 @@ def test_device_functions_are_always_inlined():
         a[i] = level1(square(a[i]))
 
     src = metal.compile_msl(k, (types.float32[::1],))
-    defs = re.findall(r"^(.*) nm_f_(\w+)\(thread const nm_ctx& nm_c", src, re.M)
+    defs = re.findall(r"^(.*) nm_f_(\w+)\(thread const nm_env& nm_e", src, re.M)
     assert {name.split("_")[0] for _, name in defs} >= {"square", "level1", "level2", "level3"}
     assert all(q.startswith("static NM_INLINE") for q, _ in defs)
     assert "#define NM_INLINE inline __attribute__((__always_inline__))" in src

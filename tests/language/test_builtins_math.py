@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
+from numba_metal.kernel_api.functions import MATH, argument_types, result_type
 
 
 @metal.jit
@@ -62,46 +63,89 @@ def test_min_max_nan_follow_pythons_algorithm():
                                         [min(1.0, np.nan), max(1.0, np.nan)]])
 
 
-UNARY = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "cos", "sin", "tan", "cosh", "sinh", "tanh",
-         "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "erf", "erfc", "gamma", "lgamma",
-         "fabs", "degrees", "radians"]
+# -- every function of numba-metal's math table (numba_metal/kernel_api/functions.py) ------------------
+
+#: Inputs per function, inside its domain (the rest of the real line is tested by the differential test).
 DOMAIN = {"acos": (-1, 1), "asin": (-1, 1), "atanh": (-0.99, 0.99), "acosh": (1, 50), "log": (1e-3, 1e3),
           "log2": (1e-3, 1e3), "log10": (1e-3, 1e3), "log1p": (-0.9, 100), "sqrt": (0, 1e4),
           "gamma": (0.1, 20), "lgamma": (0.1, 50), "exp": (-20, 20), "exp2": (-20, 20), "expm1": (-5, 5),
-          "cosh": (-10, 10), "sinh": (-10, 10), "tan": (-1.5, 1.5)}
-# Allowed error in float32 ulps, from MSL's precise-math bounds (Table 8.1: <= 4-6 ulp) plus the
-# numba-metal math library's documented bounds (docs/math-accuracy.md).
-ULPS = {"gamma": 16, "lgamma": 16, "tan": 8, "atan": 8, "acosh": 8, "asinh": 8, "atanh": 8}
+          "cosh": (-10, 10), "sinh": (-10, 10), "tan": (-1.5, 1.5), "pow": (0.1, 4), "cbrt": (-30, 30),
+          "erfc": (-6, 9)}
+#: Host dtypes standing for the table's argument types (float64 values are float32 data made float64 in the
+#: kernel by float(); intp is int64).
+_HOST = {"float32": np.float32, "float64": np.float32, "int64": np.int64, "uint64": np.uint64,
+         "intp": np.int64, "intc": np.int32}
+_CASES = [(f, s) for f in MATH for s in f.signatures]
 
 
-def _make_unary_kernel(fn):
-    @metal.jit
-    def k(a, out):
-        i = metal.grid(1)
-        if i < a.size:
-            out[i] = fn(a[i])
-    return k
+def _signature_kernel(function, sig):
+    """A kernel computing out[i] = math.<function>(a0[i], ...) with the signature's argument types."""
+    args = argument_types(sig)
+    params = ", ".join(f"a{k}" for k in range(len(args)))
+    values = ", ".join(f"float(a{k}[i])" if t == "float64" else f"a{k}[i]" for k, t in enumerate(args))
+    source = (f"def k({params}, out):\n    i = metal.grid(1)\n    if i < out.size:\n"
+              f"        out[i] = math.{function.name}({values})\n")
+    namespace = {"math": math, "metal": metal}
+    exec(compile(source, f"<math.{function.name} {sig}>", "exec"), namespace)
+    return metal.jit(namespace["k"])
+
+
+def _inputs(function, sig, n=65):
+    rng = np.random.default_rng(len(function.name) * 7919 + len(sig))
+    lo, hi = DOMAIN.get(function.name, (-10, 10))
+    inputs = []
+    for k, t in enumerate(argument_types(sig)):
+        dtype = _HOST[t]
+        if np.dtype(dtype).kind == "f":
+            values = np.linspace(lo, hi, n) if k == 0 else rng.uniform(-3, 3, n)
+        elif function.name == "ldexp":
+            values = rng.integers(-20, 20, n)
+        else:  # the integers of the domain (near zero)
+            low = max(math.ceil(lo), 0 if np.dtype(dtype).kind == "u" else -20)
+            values = rng.integers(low, min(math.floor(hi), 20) + 1, n)
+        inputs.append(np.asarray(values).astype(dtype))
+    return inputs
+
+
+def _reference(function, xs):
+    fn = getattr(math, function.name)
+    out = []
+    for row in zip(*xs):
+        try:
+            out.append(fn(*(int(x) if isinstance(x, np.integer) else float(x) for x in row)))
+        except (ValueError, OverflowError):
+            out.append(math.nan)
+    return out
+
+
+@pytest.mark.parametrize("function, sig", _CASES, ids=[f"{f.name}-{s}" for f, s in _CASES])
+def test_every_function_of_the_math_table_runs_within_its_bound(function, sig):
+    """math.<f> for every signature of every row of the math table, against Python's math (in double):
+    within the row's bound in float32 ulps (plus its absolute error near zeros), exact for integer and
+    boolean results."""
+    xs = _inputs(function, sig)
+    result = result_type(sig)
+    out = np.zeros(len(xs[0]), {"bool": np.bool_, "int64": np.int64, "intp": np.int64,
+                                "uint64": np.uint64}.get(result, np.float32))
+    _signature_kernel(function, sig)[2, 64](*xs, out)
+    exact = np.array(_reference(function, [x.astype(np.float32) if x.dtype.kind == "f" else x for x in xs]),
+                     dtype=np.float64 if out.dtype.kind == "f" else out.dtype)
+    if out.dtype.kind != "f":
+        np.testing.assert_array_equal(out, exact)
+        return
+    finite = np.isfinite(exact) & (np.abs(exact) < 3e38)
+    err = _ulp_error(out[finite], exact[finite])
+    absolute = np.abs(out[finite].astype(np.float64) - exact[finite])
+    bound = function.accuracy.ulps
+    ok = (err <= max(bound, 0.5) + 1e-9) | (absolute <= function.accuracy.absolute)
+    assert ok.all(), (function.name, sig, err.max(), xs[0][finite][~ok][:5])
+    assert np.isnan(out[~finite & np.isnan(exact)]).all()
 
 
 def _ulp_error(got, exact):
     exact32 = exact.astype(np.float32)
     spacing = np.spacing(np.abs(exact32)).astype(np.float64)
     return np.abs(got.astype(np.float64) - exact) / spacing
-
-
-@pytest.mark.parametrize("name", UNARY)
-def test_math_unary_functions_are_accurate(name):
-    fn = getattr(math, name)
-    lo, hi = DOMAIN.get(name, (-10, 10))
-    a = np.linspace(lo, hi, 257).astype(np.float32)
-    out = np.zeros_like(a)
-    _make_unary_kernel(fn)[5, 64](a, out)
-    exact = np.array([fn(float(x)) for x in a])
-    err = _ulp_error(out, exact)
-    # lgamma is ill-conditioned near its zeros (x = 1, 2): compare absolutely there.
-    near_zero = np.abs(exact) < 1e-3
-    assert np.all(np.abs(out[near_zero] - exact[near_zero]) < 1e-6)
-    assert err[~near_zero].max() <= ULPS.get(name, 6), (name, err.max(), a[err.argmax()])
 
 
 @metal.jit

@@ -1,0 +1,218 @@
+"""Tables of the elementwise functions kernels call, one row per function: Python's ``math`` module.
+
+A row says everything about one function: its Python name, the Numba signatures it is typed with (its
+types and arity), the routine that computes it for each computation type, and the accuracy that
+routine guarantees. The kernel API's typing and lowering (``pymath.py``), the advisor's list of math
+functions, the differential test's vocabulary, the tests of every function and the lists in
+docs/supported-features.md and docs/math-accuracy.md are derived from these rows (tests fail when they
+disagree), so supporting a function is adding a row.
+
+The *computation type* of a call is the first floating-point argument type of its signature, else its
+result type if that is floating-point, else its first argument type: ``sin(int64) -> float64`` computes
+in float64, ``floor(float32) -> int64`` in float32, ``floor(int64)`` in int64. Arguments are converted
+to the routine's parameter types (the computation type unless the routine says otherwise), and its
+result to the signature's result type. float64 values are computed in float32 until float64 is
+emulated in software; each float64 routine then becomes a routine of that library.
+
+This module imports nothing else (the advisor reads it without Numba).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------------------------------------
+# Row types
+# ---------------------------------------------------------------------------------------------
+
+#: Where a routine comes from.
+METAL = "metal"        # MSL's standard library (namespace metal::), which the CPU device's shim declares
+PRELUDE = "prelude"    # a numba-metal prelude helper (compiler/prelude.metal, in section `snippet`)
+MATHLIB = "mathlib"    # numba-metal's math library (compiler/mathlib.metal)
+OPERATOR = "operator"  # the Python operator `name`, as the compiler's operator table lowers it
+CONSTANT = "constant"  # the constant `value` whatever the argument (isnan of an integer)
+SAME = "same"          # the argument itself (floor of an integer)
+
+
+@dataclass(frozen=True)
+class Routine:
+    """How a function is computed for one computation type."""
+
+    source: str                          # METAL, PRELUDE, MATHLIB, OPERATOR, CONSTANT or SAME
+    name: str = ""                       # the MSL function, operator or constant
+    snippet: str = ""                    # PRELUDE: the prelude section defining it
+    params: tuple[str, ...] | None = None  # parameter types when not all the computation type
+    result: str | None = None            # result type when not the computation type
+    value: object = None                 # CONSTANT: the Python value
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """The largest error a routine guarantees, in units in the last place of the result type (plus an
+    absolute error where the function is judged absolutely, near its zeros), and where that bound comes
+    from."""
+
+    ulps: float
+    source: str
+    absolute: float = 0.0
+
+
+EXACT = Accuracy(0.0, "exact")
+CORRECTLY_ROUNDED = Accuracy(0.5, "correctly rounded")
+
+
+def msl_bound(ulps: float) -> Accuracy:
+    """MSL's bound for its precise functions (Metal Shading Language specification, Table 8.1)."""
+    return Accuracy(ulps, "MSL Table 8.1")
+
+
+def mathlib_bound(ulps: float, absolute: float = 0.0) -> Accuracy:
+    """numba-metal's math library's target (docs/math-accuracy.md)."""
+    return Accuracy(ulps, "docs/math-accuracy.md", absolute)
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function kernels may call."""
+
+    name: str                                # the Python name (math.<name>)
+    signatures: tuple[str, ...]              # the Numba signatures it is typed with
+    routines: dict[str, Routine] = field(hash=False)  # computation type -> routine
+    accuracy: Accuracy
+
+    @property
+    def arity(self) -> int:
+        return len(argument_types(self.signatures[0]))
+
+    def result_for(self, argument_type: str) -> str | None:
+        """The result type of its signature whose first argument is ``argument_type``, if any."""
+        for s in self.signatures:
+            if argument_types(s)[0] == argument_type:
+                return result_type(s)
+        return None
+
+
+def argument_types(signature: str) -> tuple[str, ...]:
+    """The argument type names of a signature such as ``"float32(float32, intc)"``."""
+    inner = signature[signature.index("(") + 1:signature.rindex(")")]
+    return tuple(a.strip() for a in inner.split(",") if a.strip())
+
+
+def result_type(signature: str) -> str:
+    return signature[:signature.index("(")].strip()
+
+
+def computation_type(signature: str) -> str:
+    """The type a call with this signature computes in (see the module docstring)."""
+    args = argument_types(signature)
+    for t in args:
+        if t.startswith("float"):
+            return t
+    result = result_type(signature)
+    return result if result.startswith("float") else args[0]
+
+
+def metal(name: str, result: str | None = None) -> Routine:
+    return Routine(METAL, name, result=result)
+
+
+def prelude(name: str, snippet: str, params: tuple[str, ...] | None = None) -> Routine:
+    return Routine(PRELUDE, name, snippet, params=params)
+
+
+def mathlib(name: str) -> Routine:
+    return Routine(MATHLIB, name)
+
+
+def floats(routine: Routine, float64_params: tuple[str, ...] | None = None) -> dict[str, Routine]:
+    """The same routine for float32 and float64 (float64 computes in float32 until it is emulated)."""
+    f64 = routine if float64_params is None else Routine(routine.source, routine.name, routine.snippet,
+                                                         float64_params, routine.result)
+    return {"float32": routine, "float64": f64}
+
+
+# ---------------------------------------------------------------------------------------------
+# Signatures (those of Numba's own typing of the math module)
+# ---------------------------------------------------------------------------------------------
+
+UNARY = ("float64(int64)", "float64(uint64)", "float32(float32)", "float64(float64)")
+BINARY = ("float64(int64, int64)", "float64(uint64, uint64)", "float32(float32, float32)",
+          "float64(float64, float64)")
+BINARY_FLOAT = ("float32(float32, float32)", "float64(float64, float64)")
+TO_INTEGER = ("intp(intp)", "int64(int64)", "uint64(uint64)", "int64(float32)", "int64(float64)")
+PREDICATE = ("bool(int64)", "bool(uint64)", "bool(float32)", "bool(float64)")
+POWER = ("float64(float64, int64)", "float64(float64, uint64)", "float32(float32, float32)",
+         "float64(float64, float64)")
+SCALE = ("float64(float64, intc)", "float32(float32, intc)")
+
+
+def _unary(name, routine, accuracy):
+    return Function(name, UNARY, floats(routine), accuracy)
+
+
+def _rounding(name):
+    return Function(name, TO_INTEGER, {**floats(metal(name)), "int64": Routine(SAME), "uint64": Routine(SAME)},
+                    EXACT)
+
+
+def _predicate(name, integer_value: bool):
+    constant = Routine(CONSTANT, value=integer_value, result="bool")
+    return Function(name, PREDICATE, {**floats(metal(name, result="bool")), "int64": constant, "uint64": constant},
+                    EXACT)
+
+
+# ---------------------------------------------------------------------------------------------
+# math
+# ---------------------------------------------------------------------------------------------
+
+MATH: tuple[Function, ...] = (
+    _unary("acos", metal("acos"), msl_bound(4)),
+    _unary("asin", metal("asin"), msl_bound(4)),
+    _unary("atan", metal("atan"), msl_bound(5)),
+    Function("atan2", BINARY, floats(metal("atan2")), msl_bound(6)),
+    _unary("acosh", metal("acosh"), msl_bound(4)),
+    _unary("asinh", metal("asinh"), msl_bound(4)),
+    _unary("atanh", metal("atanh"), msl_bound(5)),
+    _unary("cos", metal("cos"), msl_bound(4)),
+    _unary("sin", metal("sin"), msl_bound(4)),
+    _unary("tan", metal("tan"), msl_bound(6)),
+    _unary("cosh", metal("cosh"), msl_bound(4)),
+    _unary("sinh", metal("sinh"), msl_bound(4)),
+    _unary("tanh", metal("tanh"), msl_bound(5)),
+    _unary("exp", metal("exp"), msl_bound(4)),
+    _unary("exp2", metal("exp2"), msl_bound(4)),
+    _unary("log", metal("log"), msl_bound(4)),
+    _unary("log2", metal("log2"), msl_bound(4)),
+    _unary("log10", metal("log10"), msl_bound(4)),
+    _unary("sqrt", metal("sqrt"), CORRECTLY_ROUNDED),
+    _unary("fabs", metal("fabs"), EXACT),
+    Function("copysign", BINARY_FLOAT, floats(metal("copysign")), EXACT),
+    Function("fmod", BINARY_FLOAT, floats(prelude("nm_fmod", "floatdiv")), EXACT),
+    _rounding("floor"),
+    _rounding("ceil"),
+    _rounding("trunc"),
+    Function("hypot", BINARY, floats(mathlib("nm_hypot")), mathlib_bound(4)),
+    _unary("expm1", mathlib("nm_expm1"), mathlib_bound(4)),
+    _unary("log1p", mathlib("nm_log1p"), mathlib_bound(4)),
+    _unary("erf", mathlib("nm_erf"), mathlib_bound(4)),
+    _unary("erfc", mathlib("nm_erfc"), mathlib_bound(4)),
+    _unary("gamma", mathlib("nm_tgamma"), mathlib_bound(8)),
+    # Judged absolutely near its zeros (x = 1, 2 and the negative ones).
+    _unary("lgamma", mathlib("nm_lgamma"), mathlib_bound(8, absolute=1e-6)),
+    _unary("cbrt", mathlib("nm_cbrt"), mathlib_bound(4)),
+    Function("remainder", BINARY_FLOAT, floats(mathlib("nm_remainder")), EXACT),
+    Function("pow", POWER, floats(Routine(OPERATOR, "**")), msl_bound(16)),
+    Function("ldexp", SCALE, floats(prelude("nm_ldexp", "ldexp", ("float32", "int64")),
+                                    ("float64", "int64")), CORRECTLY_ROUNDED),
+    # x * (180/pi) with the constant rounded to float32: at most one rounding of each.
+    _unary("degrees", prelude("nm_degrees", "angles"), Accuracy(1.0, "numba-metal prelude")),
+    _unary("radians", prelude("nm_radians", "angles"), Accuracy(1.0, "numba-metal prelude")),
+    _predicate("isnan", False),
+    _predicate("isinf", False),
+    _predicate("isfinite", True),
+)
+
+MATH_BY_NAME = {f.name: f for f in MATH}
+
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "argument_types", "result_type",
+           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME"]

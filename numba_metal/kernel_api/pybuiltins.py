@@ -1,0 +1,193 @@
+"""Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
+``float``, ``bool``, ``len``, ``pow`` and ``range``.
+
+Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
+``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from numba.core import types
+from numba.core.typing.templates import AbstractTemplate, signature
+
+from numba_metal.compiler import msl
+from numba_metal.compiler.lowering import Value, registry as lowering
+from numba_metal.compiler.operators import lower_binop
+from numba_metal.compiler.typing import registry as typing
+
+# ---------------------------------------------------------------------------------------------
+# Typing
+# ---------------------------------------------------------------------------------------------
+
+
+class _MetalTemplate(AbstractTemplate):
+    # Numba 0.68 types min, max and int with @overload implementations, which need a jit numba-metal
+    # does not have; these templates are tried first (they are specific to the metal target).
+    metadata = {"target": "metal"}
+
+
+@typing.register_global(builtins.min)
+@typing.register_global(builtins.max)
+class MinMax(_MetalTemplate):
+    def generic(self, args, kws):
+        if kws:
+            return None
+        if len(args) == 1 and isinstance(args[0], types.BaseTuple) and len(args[0]):
+            tys = args[0].types
+        elif len(args) >= 2:
+            tys = args
+        else:
+            return None
+        tys = [types.unliteral(t) for t in tys]
+        if not all(isinstance(t, (types.Number, types.Boolean)) for t in tys):
+            return None
+        unified = self.context.unify_types(*tys)
+        if unified is None:
+            return None
+        return signature(unified, *args)
+
+
+@typing.register_global(builtins.int)
+class Int(_MetalTemplate):
+    def generic(self, args, kws):
+        if kws or len(args) != 1:
+            return None
+        (x,) = args
+        ux = types.unliteral(x)
+        if isinstance(ux, types.Integer):
+            # As Numba: int() of an integer keeps its type, so its value (int(uint64) stays unsigned).
+            return signature(ux, x)
+        if isinstance(ux, (types.Number, types.Boolean)):
+            return signature(types.intp, x)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Lowering
+# ---------------------------------------------------------------------------------------------
+
+
+@lowering.call(builtins.abs)
+def _abs(lc, sig, args):
+    (at,) = sig.args
+    rt = types.unliteral(sig.return_type)
+    x = lc.cast(args[0], rt)
+    if isinstance(rt, types.Integer):
+        name = lc.msl_type(rt)
+        if not rt.signed:
+            return Value(x, rt)
+        u = msl.UNSIGNED_OF[name]
+        xv = lc.tmp(rt, x)
+        negated = msl.binary("-", msl.cast(u, "0"), msl.cast(u, xv))
+        return Value(msl.cast(name, msl.select(msl.binary("<", xv, "0"), negated, msl.cast(u, xv))), rt)
+    if isinstance(rt, types.Float):
+        return Value(msl.call("fabs", x), rt)
+    lc.error(f"abs() of {at} is not supported in Metal kernels")
+
+
+def _minmax(lc, sig, args, op: str):
+    rt = types.unliteral(sig.return_type)
+    if len(args) == 1 and isinstance(types.unliteral(args[0].type), types.BaseTuple):
+        tup = args[0]
+        items = [Value(msl.member(tup.expr, msl.tuple_field(k)), t)
+                 for k, t in enumerate(types.unliteral(tup.type).types)]
+    else:
+        items = list(args)
+    if not items:
+        lc.error("min()/max() of an empty sequence")
+    # Python's algorithm (and Numba's): keep the accumulator unless the next value compares
+    # strictly better, so min(nan, 1) is nan and min(1, nan) is 1.
+    acc = lc.tmp(rt, lc.cast(items[0], rt))
+    for item in items[1:]:
+        v = lc.tmp(rt, lc.cast(item, rt))
+        lc.emit(msl.assign(acc, msl.select(msl.binary(op, v, acc), v, acc)))
+    return Value(acc, rt)
+
+
+@lowering.call(builtins.min)
+def _min(lc, sig, args):
+    return _minmax(lc, sig, args, "<")
+
+
+@lowering.call(builtins.max)
+def _max(lc, sig, args):
+    return _minmax(lc, sig, args, ">")
+
+
+@lowering.call(builtins.round)
+def _round(lc, sig, args):
+    rt = types.unliteral(sig.return_type)
+    at = types.unliteral(sig.args[0])
+    if len(args) == 1:
+        if isinstance(at, types.Integer):
+            return Value(lc.cast(args[0], rt), rt)
+        # round() rounds half to even; rint is round-to-nearest-even in MSL.
+        return Value(msl.cast(lc.msl_type(rt), msl.call("rint", lc.cast(args[0], at))), rt)
+    if isinstance(at, types.Integer):
+        lc.error("round(int, ndigits) is not supported in Metal kernels")
+    lc.need("round")
+    x = lc.cast(args[0], types.float32)
+    return Value(msl.call("nm_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
+
+
+@lowering.call(builtins.int)
+def _int(lc, sig, args):
+    rt = types.unliteral(sig.return_type)
+    return Value(lc.cast(args[0], rt), rt)
+
+
+@lowering.call(builtins.float)
+def _float(lc, sig, args):
+    rt = types.unliteral(sig.return_type)
+    if not args:
+        return Value(msl.float_literal(0.0), rt)
+    return Value(lc.cast(args[0], rt), rt)
+
+
+@lowering.call(builtins.bool)
+def _bool(lc, sig, args):
+    if not args:
+        return Value(msl.FALSE, types.boolean)
+    return Value(lc.truth(args[0]), types.boolean)
+
+
+@lowering.call(builtins.len)
+def _len(lc, sig, args):
+    (x,) = args
+    ty = types.unliteral(x.type)
+    if isinstance(ty, types.Array):
+        return Value(msl.index(msl.member(x.expr, "shape"), 0), types.intp)
+    if isinstance(ty, types.BaseTuple):
+        return Value(msl.long_literal(len(ty)), types.intp)
+    if isinstance(ty, types.RangeType):
+        lc.need("range")
+        count = msl.call("nm_range_count", *(msl.member(x.expr, m) for m in ("start", "stop", "step")))
+        return Value(msl.cast("long", count), types.intp)
+    lc.error(f"len() of {ty} is not supported in Metal kernels")
+
+
+@lowering.call(builtins.pow)
+def _pow(lc, sig, args):
+    if len(args) != 2:
+        lc.error("pow() with a modulus is not supported in Metal kernels")
+    return lower_binop(lc, "**", sig, args[0], args[1])
+
+
+@lowering.call(builtins.range)
+def _range(lc, sig, args):
+    rt = sig.return_type
+    dtype = rt.dtype
+    vals = [lc.cast(a, dtype) for a in args]
+    zero, one = msl.literal(0, lc.msl_type(dtype)), msl.literal(1, lc.msl_type(dtype))
+    if len(vals) == 1:
+        start, stop, step = zero, vals[0], one
+    elif len(vals) == 2:
+        start, stop, step = vals[0], vals[1], one
+    else:
+        start, stop, step = vals
+    return Value(msl.aggregate(lc.msl_type(rt), [start, stop, step]), rt)
+
+
+__all__: list[str] = []
