@@ -8,7 +8,7 @@ up), then compiles ``--kernels`` new vector-add kernels, each a new Python funct
 constant (so nothing can come from any cache), and reports medians:
 
 - typing: ``frontend.infer_types`` (bytecode to IR, rewrites, type inference);
-- MSL generation: ``codegen.lower_kernel`` (structuring, lowering, the launch plan);
+- MSL generation: ``codegen.lower_kernel`` (structuring, lowering, the kernel's ABI);
 - numba-metal compile: the two together through ``compiler.driver.compile_kernel`` (what ``@metal.jit``
   pays before the device is involved);
 - device pipeline: ``Device.compile`` of the generated MSL (on the CPU reference device: clang on the
@@ -120,7 +120,9 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         compiled = driver.compile_kernel(fn, argtypes)
         t1 = time.perf_counter()
-        pipe = device.compile(compiled.source, compiled.plan.entry_name)
+        abi = compiled.abi
+        pipe = device.compile(compiled.source, abi.entry_name, language_version=abi.language_version,
+                              params=abi.kernel_params())
         t2 = time.perf_counter()
         assert not pipe.from_cache
         compile_total.append(t1 - t0)

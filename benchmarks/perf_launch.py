@@ -102,8 +102,8 @@ def measure(narrays: int, launches: int, repeats: int) -> dict:
 
     # The runtime's submit alone: the prepared descriptor submitted again and again.
     state = kernel.kernel_for_args(args).launch_state(ctx)
-    dplan, size = state.dplan, state.arg_size
-    submit_only, _, submit_cpu = per_launch(lambda: queue.submit(dplan, size), launches, repeats, queue.wait)
+    dispatch, size = state.dispatch, state.arg_size
+    submit_only, _, submit_cpu = per_launch(lambda: queue.submit(dispatch, size), launches, repeats, queue.wait)
 
     def call():
         njitted(*host_arrays, x, y)

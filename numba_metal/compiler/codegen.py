@@ -19,11 +19,10 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import arrays, calls, constants, conversions, msl, operators
+from . import abi, arrays, calls, constants, conversions, msl, operators
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
-from .plan import ArgField, ArrayBinding, LaunchPlan
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
 
@@ -51,7 +50,8 @@ class ModuleBuilder:
     device memory across threadgroups; see ``lower_kernel``).
     """
 
-    def __init__(self, *, debug: bool = False, coherent: bool = False):
+    def __init__(self, kernel_name: str, *, debug: bool = False, coherent: bool = False):
+        self.kernel_name = kernel_name
         self.debug = debug
         self.coherent = coherent
         self.fences_device_memory = False
@@ -65,7 +65,8 @@ class ModuleBuilder:
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
-        self.pool_bytes = 0   # shared arrays of device functions, in one threadgroup pool
+        self.shared_bytes = 0  # static shared arrays of the kernel itself
+        self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
         self.array_names: list[str] = []
 
     # -- prelude ---------------------------------------------------------------------------
@@ -155,10 +156,21 @@ class ModuleBuilder:
         self._functions.append(text)
         return name, tf.return_type
 
-    def allocate_shared_pool(self, nbytes: int) -> int:
-        """Byte offset of a device function's shared array in the kernel's threadgroup pool."""
+    def reserve_threadgroup_memory(self, nbytes: int, in_pool: bool) -> int:
+        """Reserve ``nbytes`` of static threadgroup memory for a shared array of the kernel or (``in_pool``)
+        of a device function, whose arrays live in one pool; returns the offset in the pool. The kernel's
+        total is checked against Metal's limit here, the one place it grows."""
+        nbytes = _round_up(nbytes, _THREADGROUP_ALIGNMENT)
         offset = self.pool_bytes
-        self.pool_bytes = offset + _round_up(nbytes, _THREADGROUP_ALIGNMENT)
+        if in_pool:
+            self.pool_bytes += nbytes
+        else:
+            self.shared_bytes += nbytes
+        total = self.shared_bytes + self.pool_bytes
+        if total > abi.MAX_THREADGROUP_MEMORY:
+            raise UnsupportedFeatureError(
+                f"shared arrays of kernel {self.kernel_name}() and its device functions need {total} bytes of "
+                f"threadgroup memory, more than Metal's {abi.MAX_THREADGROUP_MEMORY}; use smaller arrays")
         return offset
 
     def constant_array(self, element: str, values: list[str]) -> str:
@@ -218,13 +230,12 @@ def function_name(tf: TypedFunction, prefix: str = "nm_f_") -> str:
 class FunctionLowering:
     """Lowers one typed function (a kernel or a device function) to MSL text."""
 
-    def __init__(self, module: ModuleBuilder, tf: TypedFunction, *, kind: str, name: str,
-                 plan: LaunchPlan | None = None):
+    def __init__(self, module: ModuleBuilder, tf: TypedFunction, *, kind: str, name: str):
         self.module = module
         self.tf = tf
         self.kind = kind
         self.name = name
-        self.plan = plan
+        self.abi: abi.KernelABI | None = None   # a kernel's, once lowered
         self.typemap = tf.typemap
         self.calltypes = tf.calltypes
         self.func_ir = tf.func_ir
@@ -235,7 +246,6 @@ class FunctionLowering:
         self._tmp_count = 0
         self._decls: list[str] = []
         self._uses_flag = False
-        self._entry: list[str] = []
         self.callee = None         # the Python object whose call is being lowered
         self.call = None           # and its ir.Expr
 
@@ -331,15 +341,13 @@ class FunctionLowering:
         expression to its data. A kernel declares it; a device function's array lives at a fixed offset
         of the kernel's threadgroup pool (one allocation per call site, the same for every call, as
         numba.cuda's)."""
+        try:
+            offset = self.module.reserve_threadgroup_memory(nbytes, in_pool=not self.is_kernel)
+        except UnsupportedFeatureError as e:
+            self.error(e.message)
         if not self.is_kernel:
-            offset = self.module.allocate_shared_pool(nbytes)
             return msl.pointer_cast(msl.pointer("threadgroup", element),
                                     msl.binary("+", self.env("tgpool"), str(offset)))
-        self.plan.static_threadgroup_memory += _round_up(nbytes, _THREADGROUP_ALIGNMENT)
-        if self.plan.static_threadgroup_memory > msl.MAX_THREADGROUP_MEMORY:
-            self.error(f"shared arrays of kernel {self.tf.name}() need {self.plan.static_threadgroup_memory} "
-                       f"bytes of threadgroup memory, more than Metal's {msl.MAX_THREADGROUP_MEMORY}; use "
-                       "smaller arrays")
         name = self.fresh_name("nm_shared")
         self.declare(msl.declare_array(element, name, length, space="threadgroup"))
         return name
@@ -348,7 +356,7 @@ class FunctionLowering:
         """(pointer, length in bytes) of the dynamic threadgroup memory sized by the launch's ``sharedmem``."""
         self.module.uses_dynamic_shared = True
         if self.is_kernel:
-            return "nm_dynshared", msl.member(msl.ARGS_PARAM, "nm_dynshared_bytes")
+            return abi.DYNAMIC_MEMORY_PARAM, msl.member(msl.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)
         return self.env("dynshared"), self.env("dynshared_bytes")
 
     def threadgroup_counter(self) -> str:
@@ -397,8 +405,17 @@ class FunctionLowering:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
         self._declare_variables()
         self._emit_tree(tree)
-        header = self._kernel_signature() if self.is_kernel else self._device_function_header()
-        body = list(self._entry)
+        if self.is_kernel:
+            self.abi = self._kernel_abi()
+            header = self.abi.signature()
+            struct_definition = self.abi.struct_definition()
+            if struct_definition is not None:
+                self.module.define(struct_definition)
+            entry = ["    " + line for line in self._environment()]
+        else:
+            header = self._device_function_header()
+            entry = []
+        body = entry
         body.extend("    " + d for d in self._decls)
         if self._uses_flag:
             body.append("    " + msl.declare("int", msl.FLAG_VAR, "0"))
@@ -464,85 +481,38 @@ class FunctionLowering:
         rname = "void" if isinstance(rty, types.NoneType) else self.msl_type(rty)
         return msl.device_function_header(rname, self.name, params)
 
-    def _kernel_signature(self) -> str:
-        plan = self.plan
-        params = []
-        slot = 0
-        fields: list[ArgField] = []
-        coherent = self.module.coherent
+    def _kernel_abi(self) -> abi.KernelABI:
+        """The kernel's ABI, from its argument types and what lowering its body needed."""
+        arguments = []
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
             if isinstance(ty, types.Array):
-                elem = self.module.element_type_name(ty.dtype)
-                params.append(msl.parameter(msl.pointer("device", elem, coherent), msl.numbered("nm_p", i),
-                                            msl.buffer_attribute(slot)))
-                plan.arrays.append(ArrayBinding(i, slot, argname, str(ty.dtype), ty.ndim, ty.layout))
-                slot += 1
-                for k in range(ty.ndim):
-                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), msl.numbered("shape", k)), i, ("shape", k), "long", 8, "q"))
-                for k in range(ty.ndim):
-                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), msl.numbered("stride", k)), i, ("stride", k), "long", 8, "q"))
-                if ty.layout not in ("C", "F"):
-                    fields.append(ArgField(msl.join_names(msl.numbered("a", i), "origin"), i, ("origin",), "long", 8, "q"))
-            else:
-                for path, sty in _flatten_scalars(ty):
-                    if sty == types.float64:
-                        raise UnsupportedFeatureError(
-                            f"argument '{argname}' is float64, which Apple GPUs do not have; pass "
-                            "np.float32 (a Python float is passed as float32)", self.tf.location)
-                    mtype = msl.scalar_type(sty)
-                    if mtype is None:
-                        raise UnsupportedFeatureError(
-                            f"argument '{argname}' of type {ty} is not supported by Metal kernels",
-                            self.tf.location)
-                    size, code = msl.SCALAR_LAYOUT[types.unliteral(sty)]
-                    what = ("item",) + path if path else ("value",)
-                    fields.append(ArgField(msl.join_names(msl.numbered("s", i), *path), i, what, mtype, size, code))
-        if slot + (1 if fields else 0) + (1 if self.debug else 0) > msl.MAX_BUFFER_SLOTS:
-            raise UnsupportedFeatureError(
-                f"kernel {self.tf.name}() needs {slot} array buffers plus its argument block, more "
-                f"than Metal's {msl.MAX_BUFFER_SLOTS} buffer slots; pass fewer arrays (e.g. stack them "
-                "into one 2-D array)", self.tf.location)
-        if self.module.uses_dynamic_shared:
-            plan.dynamic_threadgroup_memory = True
-            fields.append(ArgField("nm_dynshared_bytes", -1, ("dynshared",), "uint", 4, "I"))
-        if self.module.pool_bytes:
-            plan.static_threadgroup_memory += self.module.pool_bytes
-            if plan.static_threadgroup_memory > msl.MAX_THREADGROUP_MEMORY:
-                raise UnsupportedFeatureError(
-                    f"shared arrays of kernel {self.tf.name}() and its device functions need "
-                    f"{plan.static_threadgroup_memory} bytes of threadgroup memory, more than Metal's "
-                    f"{msl.MAX_THREADGROUP_MEMORY}; use smaller arrays", self.tf.location)
-        # Largest fields first: the struct then has no padding, so host and MSL agree on the layout.
-        fields.sort(key=lambda f: -f.size)
-        if fields:
-            plan.arg_slot = slot
-            slot += 1
-            struct_name = "nm_args_" + self.name
-            self.module.define(msl.struct_definition(struct_name, [(f.msl_type, f.name) for f in fields]))
-            params.append(msl.parameter(msl.reference("constant", struct_name), msl.ARGS_PARAM,
-                                        msl.buffer_attribute(plan.arg_slot)))
-            plan.fields = fields
-            plan.arg_format = "<" + "".join(f.code for f in fields)
-            size = sum(f.size for f in fields)
-            plan.arg_size = (size + 7) // 8 * 8 if any(f.size == 8 for f in fields) else size
-        if self.debug:
-            plan.error_slot = slot
-            params.append(msl.parameter("device uint*", "nm_err", msl.buffer_attribute(slot)))
-            slot += 1
-        if plan.dynamic_threadgroup_memory:
-            params.append(msl.parameter("threadgroup uchar*", "nm_dynshared", msl.threadgroup_attribute(0)))
-        for member, mtype, attr in msl.KERNEL_BUILTINS:
-            params.append(msl.parameter(mtype, "nm_b_" + member, msl.builtin_attribute(attr)))
-        self._entry = ["    " + line for line in self._environment()]
-        return msl.kernel_header(self.name, params)
+                arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
+                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
+                continue
+            for path, sty in _flatten_scalars(ty):
+                if sty == types.float64:
+                    raise UnsupportedFeatureError(
+                        f"argument '{argname}' is float64, which Apple GPUs do not have; pass "
+                        "np.float32 (a Python float is passed as float32)", self.tf.location)
+                mtype = msl.scalar_type(sty)
+                if mtype is None:
+                    raise UnsupportedFeatureError(
+                        f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
+                arguments.append(abi.ScalarArgument(i, path, mtype))
+        module = self.module
+        return abi.layout(self.name, self.tf.name, arguments, debug=self.debug,
+                          dynamic_threadgroup_memory=module.uses_dynamic_shared,
+                          static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
+                          array_names=module.array_names,
+                          language_version=COHERENT_MEMORY_VERSION if module.coherent else 0,
+                          where=self.tf.location)
 
     def _environment(self) -> list[str]:
         """The kernel's first statements: its ``nm_env`` value."""
-        e = msl.ENV_PARAM
-        lines = [msl.declare(msl.ENV_TYPE, e)]
-        for member, _, _ in msl.KERNEL_BUILTINS:
-            lines.append(msl.assign(msl.env(member), "nm_b_" + member))
-        lines.append(msl.assign(msl.env("err"), "nm_err" if self.debug else msl.NULL))
+        lines = [msl.declare(msl.ENV_TYPE, msl.ENV_PARAM)]
+        for member, _, _ in abi.BUILTINS:
+            lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
+        lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if self.debug else msl.NULL))
         if self.module.uses_threadgroup_counter:
             lines.append(msl.declare_uninitialized("threadgroup atomic_int", "nm_tgcount"))
             lines.append(msl.assign(msl.env("tgcount"), msl.address_of("nm_tgcount")))
@@ -553,9 +523,9 @@ class FunctionLowering:
             lines.append(msl.assign(msl.env("tgpool"), msl.pointer_cast("threadgroup uchar*", "nm_tgpool")))
         else:
             lines.append(msl.assign(msl.env("tgpool"), msl.NULL))
-        if self.plan.dynamic_threadgroup_memory:
-            lines.append(msl.assign(msl.env("dynshared"), "nm_dynshared"))
-            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(msl.ARGS_PARAM, "nm_dynshared_bytes")))
+        if self.abi.dynamic_threadgroup_memory:
+            lines.append(msl.assign(msl.env("dynshared"), abi.DYNAMIC_MEMORY_PARAM))
+            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(msl.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)))
         else:
             lines.append(msl.assign(msl.env("dynshared"), msl.NULL))
             lines.append(msl.assign(msl.env("dynshared_bytes"), msl.uint_literal(0)))
@@ -570,11 +540,11 @@ class FunctionLowering:
             return Value(msl.numbered("p", i), ty)
         args = msl.ARGS_PARAM
         if isinstance(ty, types.Array):
-            data = msl.numbered("nm_p", i)
+            data = abi.array_param(i)
             if ty.layout not in ("C", "F"):
-                data = msl.binary("+", data, msl.member(args, msl.join_names(msl.numbered("a", i), "origin")))
-            shape = [msl.member(args, msl.join_names(msl.numbered("a", i), msl.numbered("shape", k))) for k in range(ty.ndim)]
-            strides = [msl.member(args, msl.join_names(msl.numbered("a", i), msl.numbered("stride", k))) for k in range(ty.ndim)]
+                data = msl.binary("+", data, msl.member(args, abi.origin_field(i)))
+            shape = [msl.member(args, abi.shape_field(i, k)) for k in range(ty.ndim)]
+            strides = [msl.member(args, abi.stride_field(i, k)) for k in range(ty.ndim)]
             return arrays.array_value(self, ty, data, shape, strides)
         return Value(self._rebuild_scalar_arg(i, ty, ()), ty)
 
@@ -582,7 +552,7 @@ class FunctionLowering:
         if isinstance(ty, types.BaseTuple):
             items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
             return msl.aggregate(self.msl_type(ty), items)
-        return msl.member(msl.ARGS_PARAM, msl.join_names(msl.numbered("s", i), *path))
+        return msl.member(msl.ARGS_PARAM, abi.scalar_field(i, path))
 
     # -- structured control flow -----------------------------------------------------------
 
@@ -831,33 +801,28 @@ def _flatten_scalars(ty, path=()):
 # ---------------------------------------------------------------------------------------------
 
 
-def lower_kernel(tf: TypedFunction, *, debug: bool = False) -> tuple[str, LaunchPlan]:
-    """MSL source and launch plan of a kernel.
+def lower_kernel(tf: TypedFunction, *, debug: bool = False) -> tuple[str, abi.KernelABI]:
+    """MSL source and ABI of a kernel.
 
     A kernel whose code (or a device function it calls) fences device memory across threadgroups is
     lowered a second time with every device pointer ``coherent(device)``: the fence is found while
     lowering, after types are already spelt.
     """
-    source, plan, module = _lower_kernel(tf, debug, coherent=False)
+    source, kernel_abi, module = _lower_kernel(tf, debug, coherent=False)
     if module.fences_device_memory:
-        source, plan, module = _lower_kernel(tf, debug, coherent=True)
-    return source, plan
+        source, kernel_abi, module = _lower_kernel(tf, debug, coherent=True)
+    return source, kernel_abi
 
 
 def _lower_kernel(tf, debug, coherent):
-    module = ModuleBuilder(debug=debug, coherent=coherent)
-    name = function_name(tf, prefix="nm_")
-    plan = LaunchPlan(entry_name=name)
-    lowering = FunctionLowering(module, tf, kind="kernel", name=name, plan=plan)
+    module = ModuleBuilder(tf.name, debug=debug, coherent=coherent)
+    lowering = FunctionLowering(module, tf, kind="kernel", name=function_name(tf, prefix="nm_"))
     module.kernel_text = lowering.lower()
-    plan.array_names = module.array_names
-    if coherent:
-        plan.language_version = COHERENT_MEMORY_VERSION
-    return module.render(), plan, module
+    return module.render(), lowering.abi, module
 
 
 def lower_device_function(tf: TypedFunction) -> str:
     """MSL source of a device function on its own (for `compile_msl(..., device=True)`)."""
-    module = ModuleBuilder()
+    module = ModuleBuilder(tf.name)
     module.kernel_text = FunctionLowering(module, tf, kind="device", name=function_name(tf)).lower()
     return module.render()

@@ -1,4 +1,4 @@
-"""The compiler's entry point: a Python function, argument types and options in; MSL and a launch plan out.
+"""The compiler's entry point: a Python function, argument types and options in; MSL and its ABI out.
 
 A pure function of (function, argument types, options): no device is touched here, and nothing is
 cached here (the disk cache belongs to the host's dispatcher).
@@ -12,9 +12,9 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
+from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel
 from .frontend import infer_types, source_location
-from .plan import CompiledKernel
 
 
 def check_argument_types(pyfunc, argtypes) -> None:
@@ -62,8 +62,8 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False) -> CompiledKernel:
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
     tf = infer_types(pyfunc, argtypes)
-    source, plan = lower_kernel(tf, debug=debug)
-    return CompiledKernel(source, plan, tf)
+    source, kernel_abi = lower_kernel(tf, debug=debug)
+    return CompiledKernel(source, kernel_abi, tf)
 
 
 def compile_device_function(pyfunc, argtypes) -> str:

@@ -14,58 +14,33 @@ import os
 import re
 import struct
 
-from numba.core import types
-
 # ---------------------------------------------------------------------------------------------
-# Scalar types. float64 has no MSL type yet: float64 values compute in float32 (design.md, contract
-# 4); float64 arrays and arguments are refused before code generation.
+# Scalar types, by Numba type name. float64 has no MSL type yet: float64 values compute in float32
+# (design.md, contract 4); float64 arrays and arguments are refused before code generation.
 # ---------------------------------------------------------------------------------------------
 
 SCALAR_TYPES = {
-    types.boolean: "bool",
-    types.int8: "char",
-    types.int16: "short",
-    types.int32: "int",
-    types.int64: "long",
-    types.uint8: "uchar",
-    types.uint16: "ushort",
-    types.uint32: "uint",
-    types.uint64: "ulong",
-    types.float16: "half",
-    types.float32: "float",
-    types.float64: "float",
+    "bool": "bool",
+    "int8": "char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long",
+    "uint8": "uchar",
+    "uint16": "ushort",
+    "uint32": "uint",
+    "uint64": "ulong",
+    "float16": "half",
+    "float32": "float",
+    "float64": "float",
 }
 
 #: The unsigned type of the same width, used to spell wrapping signed arithmetic.
 UNSIGNED_OF = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong"}
 
-#: Byte size and struct-module code of each scalar as stored in the packed argument block.
-SCALAR_LAYOUT = {
-    types.boolean: (1, "?"),
-    types.int8: (1, "b"),
-    types.int16: (2, "h"),
-    types.int32: (4, "i"),
-    types.int64: (8, "q"),
-    types.uint8: (1, "B"),
-    types.uint16: (2, "H"),
-    types.uint32: (4, "I"),
-    types.uint64: (8, "Q"),
-    types.float16: (2, "e"),
-    types.float32: (4, "f"),
-}
-
-#: Metal limits (Apple4 and later): threadgroup memory of one threadgroup, buffer-table entries.
-MAX_THREADGROUP_MEMORY = 32 * 1024
-MAX_BUFFER_SLOTS = 31
-
 
 def scalar_type(ty) -> str | None:
     """MSL name of a Numba scalar type (literal types use their underlying type), or None."""
-    if isinstance(ty, types.Literal):
-        ty = ty.literal_type
-    if isinstance(ty, types.Boolean):
-        return "bool"
-    return SCALAR_TYPES.get(ty)
+    return SCALAR_TYPES.get(str(getattr(ty, "literal_type", ty)))
 
 
 def pointer(space: str, element: str, coherent: bool = False) -> str:
@@ -407,27 +382,16 @@ def function(header: str, body_lines) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The kernel environment: what a kernel's built-in inputs and kernel-wide resources give every
-# function. The kernel fills one ``nm_env`` value (prelude section ``env``) and every device function
-# takes it as its first parameter (Metal allows built-in attributes only on kernel parameters).
+# Names the generated code uses. The kernel environment: what a kernel's built-in inputs and
+# kernel-wide resources give every function; the kernel fills one ``nm_env`` value (prelude section
+# ``env``) and every device function takes it as its first parameter (Metal allows built-in
+# attributes only on kernel parameters).
 # ---------------------------------------------------------------------------------------------
 
 ENV_TYPE = "nm_env"
 ENV_PARAM = "nm_e"
 ARGS_PARAM = "nm_args"
 FLAG_VAR = "nm_br"
-
-#: (nm_env member, MSL type, built-in attribute) of the kernel's built-in inputs.
-KERNEL_BUILTINS = (
-    ("gid", "uint3", "thread_position_in_grid"),
-    ("gsize", "uint3", "threads_per_grid"),
-    ("tgid", "uint3", "threadgroup_position_in_grid"),
-    ("ngroups", "uint3", "threadgroups_per_grid"),
-    ("tid", "uint3", "thread_position_in_threadgroup"),
-    ("tsize", "uint3", "threads_per_threadgroup"),
-    ("lane", "uint", "thread_index_in_simdgroup"),
-    ("sgid", "uint", "simdgroup_index_in_threadgroup"),
-)
 
 
 def env(name: str) -> str:

@@ -943,7 +943,7 @@ def _check_tree(tree: Seq, labels: list) -> None:
 
 
 @contextmanager
-def _recursion_room(frames: int):
+def recursion_room(frames: int):
     """Let the recursive tree walks handle very deep nesting (e.g. a 1000-way elif chain).
 
     They are plain Python recursion, which CPython >= 3.11 runs without growing the C stack, so
@@ -990,7 +990,7 @@ def structurize(entry: int, succs: dict) -> Seq:
             alt = _structure(_Cfg(*split))
             if _cost(alt) < cost:
                 tree = alt
-    with _recursion_room(6 * len(g.rpo)):
+    with recursion_room(6 * len(g.rpo)):
         _check_tree(tree, g.rpo)
     return tree
 
@@ -1000,7 +1000,7 @@ def _structure(g: _Cfg) -> Seq:
     low = _Lowerer(b)
     # nesting is at most a block, a loop and an if per CFG block; each walk takes <= 2 frames
     # a level
-    with _recursion_room(6 * len(g.rpo)):
+    with recursion_room(6 * len(g.rpo)):
         return Seq(_hoist(low.convert(b.root))[0])
 
 

@@ -69,24 +69,24 @@ def arg_keys(args) -> tuple:
     return tuple([arg_key(a, i) for i, a in enumerate(args)])
 
 
-#: The raw keyers made so far, by number of arguments (the launch path looks them up directly).
-raw_keyers: dict = {}
+_raw_keyers: dict = {}
 
 
 def raw_keyer(nargs: int):
     """A function giving the *raw* key of ``nargs`` arguments: each device array's ``key``, else the
     argument's type. For arguments that are device arrays (seen before) and scalars it equals
     :func:`arg_keys`; for anything else it differs from every key a specialisation is registered under,
-    so a lookup misses and the launch takes the checked path. Generated per arity, with no loop."""
-    fn = raw_keyers.get(nargs)
+    so a lookup misses and the launch takes the checked path. Generated per arity, with no loop; it raises
+    ValueError for another number of arguments."""
+    fn = _raw_keyers.get(nargs)
     if fn is None:
         names = [f"a{i}" for i in range(nargs)]
         items = "".join(f"{n}.key if type({n}) is _D else type({n}), " for n in names)
-        src = (f"def raw_key(args):\n    {', '.join(names)}{',' if nargs == 1 else ''} = args\n"
-               f"    return ({items})\n") if nargs else "def raw_key(args):\n    return ()\n"
+        src = (f"def raw_key(args):\n    ({', '.join(names)}{',' if nargs == 1 else ''}) = args\n"
+               f"    return ({items})\n")
         namespace = {"_D": DeviceNDArray}
         exec(compile(src, f"<numba_metal argument keys/{nargs}>", "exec"), namespace)
-        fn = raw_keyers.setdefault(nargs, namespace["raw_key"])
+        fn = _raw_keyers.setdefault(nargs, namespace["raw_key"])
     return fn
 
 

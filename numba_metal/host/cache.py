@@ -4,7 +4,7 @@ kernel (:func:`load`) before compiling and gives it what it compiled (:func:`sto
 never sees it.
 
 What an entry holds: what a new process needs to skip typing and MSL generation, i.e. the kernel's MSL
-source and its launch plan, plus the fingerprints of everything the compile read from outside the
+source and its ABI (compiler/abi.py), plus the fingerprints of everything the compile read from outside the
 function's code (below). The device's own compiled form is cached by the runtime: the CPU device keeps
 hash-checked objects in ``<cache>/cpu-objects``; on Metal the OS shader cache answers for identical source.
 
@@ -51,8 +51,7 @@ import numpy as np
 
 from numba_metal._version import __version__
 from numba_metal.compiler.devicefn import DeviceFunctionBase
-from numba_metal.compiler import plan as plan_module
-from numba_metal.compiler.plan import CompiledKernel
+from numba_metal.compiler.abi import CompiledKernel, KernelABI
 
 try:  # CPython's own SHA-256: importing hashlib loads OpenSSL, a measurable part of a warm start
     from _sha2 import sha256 as _sha256
@@ -79,7 +78,7 @@ class _Log:
 
 _log = _Log()
 
-FORMAT = 1
+FORMAT = 2
 _MAGIC = b"NMKC1 "
 _HEADER = len(_MAGIC) + 64 + 1
 
@@ -551,41 +550,6 @@ def _write_atomically(path: str, data: bytes) -> None:
         raise
 
 
-# -- the launch plan as JSON ---------------------------------------------------------------------
-
-
-def _plan_to_json(value):
-    import dataclasses
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"$dc": type(value).__name__,
-                "fields": {f.name: _plan_to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if isinstance(value, tuple):
-        return {"$tuple": [_plan_to_json(v) for v in value]}
-    if isinstance(value, list):
-        return [_plan_to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {"$dict": [[_plan_to_json(k), _plan_to_json(v)] for k, v in value.items()]}
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    raise Unfingerprintable(f"a launch plan holding a {type(value).__name__}")
-
-
-def _plan_from_json(value):
-    if isinstance(value, list):
-        return [_plan_from_json(v) for v in value]
-    if isinstance(value, dict):
-        if "$tuple" in value:
-            return tuple(_plan_from_json(v) for v in value["$tuple"])
-        if "$dict" in value:
-            return {_plan_from_json(k): _plan_from_json(v) for k, v in value["$dict"]}
-        cls = getattr(plan_module, value["$dc"])
-        import dataclasses
-        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == plan_module.__name__):
-            raise ValueError(f"not a launch-plan class: {value['$dc']}")
-        return cls(**{k: _plan_from_json(v) for k, v in value["fields"].items()})
-    return value
-
-
 # -- the dispatcher's interface -----------------------------------------------------------------
 
 
@@ -607,14 +571,14 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
     if not dependencies_match(pyfunc, entry.get("deps")):
         return None
     try:
-        plan = _plan_from_json(entry["plan"])
+        kernel_abi = KernelABI.from_json(entry["abi"])
         source = entry["msl"]
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     if not isinstance(source, str):
         return None
     _log.debug("kernel cache: hit %s", path)
-    return CompiledKernel(source, plan, None)
+    return CompiledKernel(source, kernel_abi, None)
 
 
 def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled) -> bool:
@@ -626,7 +590,7 @@ def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled) ->
         key = entry_key(pyfunc, argtypes, debug, fastmath)
         deps = record_dependencies(pyfunc, compiled.typed)
         entry = {"format": FORMAT, "key": key, "kernel": _qualname(pyfunc), "argtypes": list(argtypes),
-                 "msl": compiled.source, "plan": _plan_to_json(compiled.plan), "deps": deps}
+                 "msl": compiled.source, "abi": compiled.abi.to_json(), "deps": deps}
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return False

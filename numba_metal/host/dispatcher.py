@@ -23,11 +23,8 @@ from numba_metal import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.errors import KernelLaunchError, NumbaMetalError
 
-from . import cache
 from . import device as _device
-from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer, raw_keyers
-from .kernel import Kernel
-from .launch import threadgroup_memory_length
+from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 
 
 @dataclass(frozen=True)
@@ -98,6 +95,9 @@ class Dispatcher:
         self._last_config = (_NO_CONFIG, None)  # (configuration object, its LaunchConfig), replaced whole
         self._lock = threading.RLock()
         self._eager = sigs is not None
+        # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
+        # ValueError, and the launch takes the checked path, which says what is wrong).
+        self.raw_key = raw_keyer(_parameter_count(pyfunc))
         for sig in sigs or ():
             args, ret = normalize_signature(sig)
             from numba.core import types
@@ -159,7 +159,7 @@ class Dispatcher:
             if kernel not in self._specializations.values():
                 self._specializations.setdefault(kernel.argtypes, kernel)
 
-    def kernel_for_args(self, args) -> Kernel:
+    def kernel_for_args(self, args):
         """The specialisation for a launch's arguments, checking each (raises for one that cannot be passed)."""
         try:
             key = arg_keys(args)
@@ -168,7 +168,7 @@ class Dispatcher:
         kernel = self._by_key.get(key)
         return kernel if kernel is not None else self._kernel_for_key(key)
 
-    def _kernel_for_key(self, key) -> Kernel:
+    def _kernel_for_key(self, key):
         """The specialisation for argument keys (the launch path's slow path: first launch of a type)."""
         with self._lock:
             kernel = self._by_key.get(key)
@@ -183,7 +183,7 @@ class Dispatcher:
                 self._by_key[key] = kernel
             return kernel
 
-    def compile(self, argtypes) -> Kernel:
+    def compile(self, argtypes):
         """The specialisation for ``argtypes`` (a tuple of Numba types or a signature string)."""
         if isinstance(argtypes, str):
             argtypes, _ = normalize_signature(argtypes)
@@ -198,11 +198,14 @@ class Dispatcher:
                 self._specializations[argtypes] = kernel
         return kernel
 
-    def _from_disk_cache(self, argtypes=None, key=None) -> Kernel | None:
+    def _from_disk_cache(self, argtypes=None, key=None):
         """The specialisation from the disk cache (by Numba types or, without importing Numba, by argument
         keys), or None: caching is off, the types have no canonical spelling, or no valid entry exists."""
         if not self.options.cache:
             return None
+        # Deferred: importing numba-metal loads neither the cache nor the compiled kernels' machinery.
+        from . import cache
+        from .kernel import Kernel
         try:
             canon = [canonical(k) for k in key] if key is not None else [canonical_numba(t) for t in argtypes]
         except NotCanonical:
@@ -217,9 +220,12 @@ class Dispatcher:
                            end_ns=profiling.now_ns(), stage="python", from_cache=True)
         return kernel
 
-    def _compile(self, argtypes) -> Kernel:
+    def _compile(self, argtypes):
         """Compile the specialisation for ``argtypes`` (and store it in the disk cache when caching)."""
         from numba_metal.compiler.driver import compile_kernel
+
+        from . import cache
+        from .kernel import Kernel
         start = profiling.now_ns() if profiling.listeners else 0
         options = self.options
         compiled = compile_kernel(self.py_func, argtypes, debug=options.debug)
@@ -236,7 +242,7 @@ class Dispatcher:
                            end_ns=profiling.now_ns(), stage="python", from_cache=False)
         return kernel
 
-    def _specialization_for(self, argtypes) -> Kernel:
+    def _specialization_for(self, argtypes):
         kernel = self._specializations.get(argtypes)
         if kernel is not None:
             return kernel
@@ -295,6 +301,11 @@ class Dispatcher:
             print(f"{self.__name__} ({', '.join(map(str, argtypes))})", file=file)
             print("-" * 80, file=file)
             print(annotate_types(kernel.typed), file=file)
+
+
+def _parameter_count(pyfunc) -> int:
+    code = getattr(pyfunc, "__code__", None)
+    return code.co_argcount if code is not None else 0
 
 
 def annotate_types(tf) -> str:
@@ -390,12 +401,18 @@ class LaunchConfig:
                 break
         s = self.stream
         self.default_stream = s is None or (isinstance(s, int) and s == 0)
-        self.shared_length = threadgroup_memory_length(self.sharedmem)
+        # What dynamic threadgroup memory is bound with: Metal takes multiples of 16, and a kernel that
+        # declares dynamic threadgroup memory is always given some.
+        self.shared_length = (self.sharedmem + 15) // 16 * 16 or 16
         self.checked = None
 
     def __call__(self, *args):
         disp = self.dispatcher
-        kernel = disp._by_key.get((raw_keyers.get(len(args)) or raw_keyer(len(args)))(args))
+        try:
+            key = disp.raw_key(args)
+        except ValueError:
+            key = None
+        kernel = disp._by_key.get(key)
         if kernel is None:
             kernel = disp.kernel_for_args(args)
         ctx = _device.selected or _device.current()

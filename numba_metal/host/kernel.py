@@ -1,7 +1,7 @@
 """The kernel object: one compiled specialisation of a ``@metal.jit`` kernel.
 
-A :class:`Kernel` holds what the compiler produced for one tuple of argument types (the MSL and the
-launch plan) and, per device, the launch state that launches it (:mod:`.launch`). A specialisation
+A :class:`Kernel` holds what the compiler produced for one tuple of argument types (the MSL and its
+ABI) and, per device, the launch state that launches it (:mod:`.launch`). A specialisation
 loaded from the disk cache by argument keys has no Numba types or typed IR until something asks for
 them (``argtypes``, ``typed``): launching it never imports Numba.
 """
@@ -16,7 +16,7 @@ from .launch import LaunchState
 
 
 class Kernel:
-    """One compiled specialisation of a kernel: its MSL, launch plan and per-device launch states.
+    """One compiled specialisation of a kernel: its MSL, its ABI and per-device launch states.
 
     ``from_cache`` says whether it was loaded from the disk cache rather than compiled in this process.
     """
@@ -41,8 +41,8 @@ class Kernel:
         return self.compiled.source
 
     @property
-    def plan(self):
-        return self.compiled.plan
+    def abi(self):
+        return self.compiled.abi
 
     @property
     def argtypes(self) -> tuple:

@@ -1,4 +1,5 @@
-"""Tables of the elementwise functions kernels call, one row per function: Python's ``math`` module.
+"""Tables of the elementwise functions kernels call, one row per function: Python's ``math`` module
+(a family of ``metal.<name>`` functions is a table of the same rows, registered by ``pymath.register``).
 
 A row says everything about one function: its Python name, the Numba signatures it is typed with (its
 types and arity), the routine that computes it for each computation type, and the accuracy that

@@ -1,10 +1,12 @@
 """Python's ``math`` module inside kernels: typing and lowering derived from the table of
 :mod:`.functions` (one row per function).
 
-Each row's signatures become a Numba typing template; a call computes in the signature's computation
-type with the row's routine for that type (see :mod:`.functions`). Every other function of ``math`` is
-refused while typing, by name. Constants (``math.pi``, ``math.inf``...) are module attributes, lowered
-as literals.
+:func:`register` makes a row callable in kernels: its signatures become a Numba typing template, and a
+call computes in the signature's computation type with the row's routine for that type (see
+:mod:`.functions`). Any table of rows of that type (a future family of ``metal.<name>`` functions) is
+registered the same way, against its own Python objects. Every other function of ``math`` is refused
+while typing, by name. Constants (``math.pi``, ``math.inf``...) are module attributes, lowered as
+literals.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def typing_template(function: F.Function):
     return type(f"Math_{function.name}", (ConcreteTemplate,), {"cases": cases})
 
 
-def _lowering(function: F.Function):
+def lowering_of(function: F.Function):
+    """The MSL lowering of a row's calls."""
     # (intp is int64 here: the names are normalised through the Numba types.)
     computation = {_signature(s): str(numba_type(F.computation_type(s))) for s in function.signatures}
 
@@ -67,10 +70,14 @@ def _lowering(function: F.Function):
     return lower
 
 
+def register(function: F.Function, obj) -> None:
+    """Make calls of ``obj`` in kernels typed and lowered as the row ``function`` says."""
+    typing.register_global(obj)(typing_template(function))
+    lowering.call(obj)(lowering_of(function))
+
+
 for _function in F.MATH:
-    _fn = getattr(math, _function.name)
-    typing.register_global(_fn)(typing_template(_function))
-    lowering.call(_fn)(_lowering(_function))
+    register(_function, getattr(math, _function.name))
 
 
 def _refusal(name: str):

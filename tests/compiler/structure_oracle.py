@@ -8,12 +8,10 @@ control-flow graph does, for every branch decision.
 
 from __future__ import annotations
 
-import sys
-from contextlib import contextmanager
 from typing import Callable
 
 from numba_metal.compiler.structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop,
-                                              Seq, SetFlag, StructureError)
+                                              Seq, SetFlag, StructureError, recursion_room)
 
 
 def _depth(tree) -> int:
@@ -32,20 +30,6 @@ def _depth(tree) -> int:
             stack.append((n.body, d + 1))
     return best
 
-
-
-@contextmanager
-def _recursion_room(frames: int):
-    """Let the recursive tree walks handle very deep nesting (CPython >= 3.11 runs Python recursion
-    without growing the C stack, so a temporarily higher limit is safe)."""
-    old = sys.getrecursionlimit()
-    new = old + frames
-    sys.setrecursionlimit(new)
-    try:
-        yield
-    finally:
-        if sys.getrecursionlimit() == new:
-            sys.setrecursionlimit(old)
 
 
 def _reachable(entry, succs) -> tuple[list, dict]:
@@ -132,7 +116,7 @@ def render(tree, indent: str = "  ") -> str:
         else:
             raise TypeError(f"not a structure node: {n!r}")
 
-    with _recursion_room(3 * _depth(tree)):
+    with recursion_room(3 * _depth(tree)):
         node(tree, 0)
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -201,7 +185,7 @@ def execute(
                 raise TypeError(f"not a structure node: {it!r}")
         return _NORMAL
 
-    with _recursion_room(2 * _depth(tree)):
+    with recursion_room(2 * _depth(tree)):
         sig = run(tree.items if isinstance(tree, Seq) else [tree])
     if sig == _NORMAL:
         raise ValueError("execution fell off the end of the function without a FunctionEnd")
@@ -271,7 +255,7 @@ def _flatten(tree: Seq) -> list:
             else:
                 raise TypeError(f"not a structure node: {it!r}")
 
-    with _recursion_room(2 * _depth(tree)):
+    with recursion_room(2 * _depth(tree)):
         walk(tree.items, None, None)
     emit("fell-off")
     for ins in code:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.compiler.plan import CompiledKernel
+from numba_metal.compiler.abi import CompiledKernel
 from numba_metal.host import cache
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
