@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         t1 = time.perf_counter()
         abi = compiled.abi
         pipe = device.compile(compiled.source, abi.entry_name, language_version=abi.language_version,
-                              params=abi.kernel_params())
+                              params=abi.params)
         t2 = time.perf_counter()
         assert not pipe.from_cache
         compile_total.append(t1 - t0)

@@ -8,28 +8,26 @@ the struct is bound with ``setBytes`` at the slot after the arrays; a ``debug=Tr
 error-record buffer after it; dynamic threadgroup memory is ``[[threadgroup(0)]]``; then the built-in
 inputs. The struct's members are the arrays' (all 8 bytes, in argument order) and then the others by
 decreasing size, so it has no padding inside; its size is rounded up to its alignment. Metal's limits on
-these (31 buffers, 4 KB of arguments, 32 KB of threadgroup memory) are checked here, at compile time.
+these are checked at compile time: 31 buffers and 4 KB of arguments here, 32 KB of threadgroup memory
+(this module's limit) by the code generator as shared arrays are declared.
 
-From the one :class:`KernelABI` come: the MSL kernel signature and argument struct
-(:meth:`KernelABI.signature`, :meth:`KernelABI.struct_definition`), the parameter list handed to the
-runtime (:meth:`KernelABI.kernel_params`, the C ABI's ``nm_kernel_abi``), the form the disk cache
-stores (:meth:`KernelABI.to_json`, :meth:`KernelABI.from_json`) and the host's argument encoder
-(:meth:`KernelABI.encoder`). Nothing here imports Numba: a process whose kernels come from the disk
-cache launches them without it.
+From the one :class:`KernelABI` come: its parameter list, which the runtime receives with every compile
+(:attr:`KernelABI.params`, the C ABI's ``nm_kernel_abi``); the MSL kernel signature and argument struct
+written from it (:meth:`KernelABI.signature`, :meth:`KernelABI.struct_definition`); the form the disk
+cache stores (:meth:`KernelABI.to_json`, :meth:`KernelABI.from_json`); and the host's argument encoder
+(:meth:`KernelABI.encoder`). What a launch needs of it loads fast and imports neither Numba nor the MSL
+spelling module (imported where MSL is written): a process whose kernels come from the disk cache
+launches them without either.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import struct
-from dataclasses import dataclass
-from functools import cached_property
+from typing import NamedTuple
 
 from numba_metal.errors import UnsupportedFeatureError
 from numba_metal.runtime import (PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP,
                                  KernelParam)
-
-from . import msl
 
 #: Metal's limits (Apple4 and later): buffer-table entries, bytes of setBytes, threadgroup memory.
 MAX_BUFFER_SLOTS = 31
@@ -55,15 +53,21 @@ BUILTINS = (
     ("sgid", "uint", "simdgroup_index_in_threadgroup"),
 )
 
-#: Names of the kernel's parameters.
-ARGS_PARAM = msl.ARGS_PARAM
+#: Names of the kernel's parameters and of the argument struct's members.
+ARGS_PARAM = "nm_args"
 ERROR_RECORD_PARAM = "nm_err"
 DYNAMIC_MEMORY_PARAM = "nm_dynshared"
 DYNAMIC_MEMORY_FIELD = "nm_dynshared_bytes"
 
 
+def struct_name(entry_name: str) -> str:
+    """The name of a kernel's argument struct."""
+    return "nm_args_" + entry_name
+
+
 def array_param(arg: int) -> str:
     """The parameter of array argument ``arg`` (its data pointer)."""
+    from . import msl
     return msl.numbered("nm_p", arg)
 
 
@@ -72,24 +76,27 @@ def builtin_param(member: str) -> str:
 
 
 def shape_field(arg: int, axis: int) -> str:
+    from . import msl
     return msl.join_names(msl.numbered("a", arg), msl.numbered("shape", axis))
 
 
 def stride_field(arg: int, axis: int) -> str:
+    from . import msl
     return msl.join_names(msl.numbered("a", arg), msl.numbered("stride", axis))
 
 
 def origin_field(arg: int) -> str:
+    from . import msl
     return msl.join_names(msl.numbered("a", arg), "origin")
 
 
 def scalar_field(arg: int, path: tuple) -> str:
     """The member holding scalar argument ``arg`` (``path``: the indices of a (nested) tuple item)."""
+    from . import msl
     return msl.join_names(msl.numbered("s", arg), *path)
 
 
-@dataclass(frozen=True)
-class ArrayArgument:
+class ArrayArgument(NamedTuple):
     """An array argument, bound to a ``[[buffer(slot)]]``."""
 
     arg: int          # the Python argument's index
@@ -100,17 +107,16 @@ class ArrayArgument:
     layout: str       # 'C', 'F' or 'A' (which carries an origin)
     coherent: bool    # declared coherent(device): the kernel fences device memory across threadgroups
 
-    @property
-    def pointer_type(self) -> str:
-        return msl.pointer("device", self.element, self.coherent)
 
-    @property
-    def field_count(self) -> int:
-        return 2 * self.ndim + (self.layout == "A")
+class ScalarArgument(NamedTuple):
+    """A scalar argument (or one item of a tuple argument): what :func:`layout` needs of it."""
+
+    arg: int
+    path: tuple
+    msl_type: str
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One member of the argument struct and where the host takes its value: ``("array", arg)`` (one of
     an array's shape, strides and origin), ``("scalar", arg, *path)`` or ``("sharedmem",)``."""
 
@@ -122,28 +128,14 @@ class Field:
     def size(self) -> int:
         return SCALAR_LAYOUT[self.msl_type][0]
 
-    @property
-    def code(self) -> str:
-        return SCALAR_LAYOUT[self.msl_type][1]
 
-
-@dataclass(frozen=True)
-class ScalarArgument:
-    """A scalar argument (or one item of a tuple argument): what :func:`layout` needs of it."""
-
-    arg: int
-    path: tuple
-    msl_type: str
-
-
-@dataclass(frozen=True)
-class KernelABI:
+class KernelABI(NamedTuple):
     """How one kernel receives its arguments (see the module docstring)."""
 
     entry_name: str
+    params: tuple            # KernelParam, in declaration order: what the runtime receives
     arrays: tuple            # ArrayArgument, in argument order
     fields: tuple            # Field, in struct order
-    arg_slot: int | None     # the argument struct's [[buffer(i)]], None without fields
     arg_size: int            # the bytes the host packs: the struct's size
     error_slot: int | None   # debug=True: the error record's [[buffer(i)]]
     dynamic_threadgroup_memory: bool
@@ -152,51 +144,39 @@ class KernelABI:
     language_version: int = 0        # the MSL version (x 100) its declarations need; 0: the device's default
 
     @property
-    def struct_name(self) -> str:
-        return "nm_args_" + self.entry_name
+    def arg_slot(self) -> int | None:
+        """The argument struct's [[buffer(i)]], None without fields."""
+        return len(self.arrays) if self.fields else None
+
 
     @property
     def arg_format(self) -> str:
         """The struct-module format of the argument struct (little-endian, no padding inside)."""
-        return "<" + "".join(f.code for f in self.fields)
-
-    def kernel_params(self) -> list[KernelParam]:
-        """The kernel's parameters, in declaration order, as the runtime receives them (nm_kernel_abi)."""
-        params = [KernelParam(PARAM_BUFFER, a.slot, 0, a.pointer_type, array_param(a.arg)) for a in self.arrays]
-        if self.fields:
-            params.append(KernelParam(PARAM_ARGUMENT_BLOCK, self.arg_slot, self.arg_size,
-                                      msl.reference("constant", self.struct_name), ARGS_PARAM))
-        if self.error_slot is not None:
-            params.append(KernelParam(PARAM_BUFFER, self.error_slot, 0, msl.pointer("device", "uint"),
-                                      ERROR_RECORD_PARAM))
-        if self.dynamic_threadgroup_memory:
-            params.append(KernelParam(PARAM_THREADGROUP, 0, 0, msl.pointer("threadgroup", "uchar"),
-                                      DYNAMIC_MEMORY_PARAM))
-        for member, msl_type, attribute in BUILTINS:
-            params.append(KernelParam(PARAM_BUILTIN, 0, 0, msl_type, builtin_param(member), attribute))
-        return params
+        return "<" + "".join(SCALAR_LAYOUT[f.msl_type][1] for f in self.fields)
 
     def signature(self) -> str:
-        """The MSL kernel function's header: exactly :meth:`kernel_params`."""
+        """The MSL kernel function's header: exactly :attr:`params`."""
+        from . import msl
         attributes = {PARAM_BUFFER: msl.buffer_attribute, PARAM_ARGUMENT_BLOCK: msl.buffer_attribute,
                       PARAM_THREADGROUP: msl.threadgroup_attribute}
         params = [msl.parameter(p.type, p.name, msl.builtin_attribute(p.builtin) if p.kind == PARAM_BUILTIN
-                                else attributes[p.kind](p.index)) for p in self.kernel_params()]
+                                else attributes[p.kind](p.index)) for p in self.params]
         return msl.kernel_header(self.entry_name, params)
 
     def struct_definition(self) -> str | None:
         """The MSL definition of the argument struct (None without fields)."""
         if not self.fields:
             return None
-        return msl.struct_definition(self.struct_name, [(f.msl_type, f.name) for f in self.fields])
+        from . import msl
+        return msl.struct_definition(struct_name(self.entry_name), [(f.msl_type, f.name) for f in self.fields])
 
     # -- the disk cache's form ------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"entry_name": self.entry_name,
-                "arrays": [[a.arg, a.slot, a.name, a.element, a.ndim, a.layout, a.coherent] for a in self.arrays],
-                "fields": [[f.name, f.msl_type, list(f.source)] for f in self.fields],
-                "arg_slot": self.arg_slot, "arg_size": self.arg_size, "error_slot": self.error_slot,
+        return {"entry_name": self.entry_name, "params": [list(p) for p in self.params],
+                "arrays": [list(a) for a in self.arrays], "fields": [[f.name, f.msl_type, list(f.source)]
+                                                                  for f in self.fields],
+                "arg_size": self.arg_size, "error_slot": self.error_slot,
                 "dynamic_threadgroup_memory": self.dynamic_threadgroup_memory,
                 "static_threadgroup_memory": self.static_threadgroup_memory,
                 "array_names": list(self.array_names), "language_version": self.language_version}
@@ -204,6 +184,9 @@ class KernelABI:
     @classmethod
     def from_json(cls, data: dict) -> "KernelABI":
         """The ABI stored by :meth:`to_json` (raises ValueError, KeyError or TypeError for anything else)."""
+        params = tuple(KernelParam(int(kind), int(index), int(size), str(type_), str(name),
+                                   None if builtin is None else str(builtin))
+                       for kind, index, size, type_, name, builtin in data["params"])
         arrays = tuple(ArrayArgument(int(arg), int(slot), str(name), str(element), int(ndim), str(layout),
                                      bool(coherent))
                        for arg, slot, name, element, ndim, layout, coherent in data["arrays"])
@@ -211,17 +194,17 @@ class KernelABI:
         for f in fields:
             if f.msl_type not in SCALAR_LAYOUT or not f.source or f.source[0] not in ("array", "scalar", "sharedmem"):
                 raise ValueError(f"not an argument-struct field: {f}")
-        abi = cls(str(data["entry_name"]), arrays, fields, data["arg_slot"], int(data["arg_size"]),
-                  data["error_slot"], bool(data["dynamic_threadgroup_memory"]),
-                  int(data["static_threadgroup_memory"]), tuple(str(n) for n in data["array_names"]),
-                  int(data["language_version"]))
+        if any(p.kind not in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK, PARAM_THREADGROUP, PARAM_BUILTIN) for p in params):
+            raise ValueError("not a kernel parameter kind")
+        abi = cls(str(data["entry_name"]), params, arrays, fields, int(data["arg_size"]), data["error_slot"],
+                  bool(data["dynamic_threadgroup_memory"]), int(data["static_threadgroup_memory"]),
+                  tuple(str(n) for n in data["array_names"]), int(data["language_version"]))
         if struct.calcsize(abi.arg_format) > abi.arg_size:
             raise ValueError("the argument struct is larger than its size")
         return abi
 
     # -- the host's encoder -------------------------------------------------------------------------
 
-    @cached_property
     def encoder(self):
         """The argument encoder generated for this ABI: a pair of functions ``(encode, encode_bound)``.
 
@@ -261,13 +244,12 @@ class KernelABI:
             tail += ["    if L.shared_length != S.shared_length:",
                      "        S.set_shared_length(L.shared_length)"]
         if self.fields:
-            values = (["*v"] if self.arrays and any(a.field_count for a in self.arrays) else []) + other
+            values = (["*v"] if self.arrays else []) + other
             tail.append(f"    _pack(S.view, 0, {', '.join(values)})")
         tail.append("    return True")
-        arrays = [f"a{a.arg}" for a in self.arrays]
+        arrays = [f"args[{a.arg}]" for a in self.arrays]
         lines = ["def encode(S, args, L):"]
         if self.arrays:
-            lines += [f"    a{a.arg} = args[{a.arg}]" for a in self.arrays]
             lines.append("    last = S.last")
             lines.append(f"    if {' and '.join(f'{x} is last[{j}]' for j, x in enumerate(arrays))}:")
             lines.append("        v = S.values")
@@ -288,12 +270,13 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     """The ABI of kernel ``kernel_name`` (MSL name ``entry_name``) whose arguments are ``arguments``, in
     argument order: an ArrayArgument (its ``slot`` is assigned here) or a ScalarArgument per scalar and
     tuple item. ``where`` is the kernel's (file, line), for errors."""
+    from . import msl
     arrays, array_fields, scalar_fields = [], [], []
     for a in arguments:
         if isinstance(a, ScalarArgument):
             scalar_fields.append(Field(scalar_field(a.arg, a.path), a.msl_type, ("scalar", a.arg) + tuple(a.path)))
             continue
-        arrays.append(dataclasses.replace(a, slot=len(arrays)))
+        arrays.append(a._replace(slot=len(arrays)))
         array_fields += [Field(shape_field(a.arg, k), "long", ("array", a.arg)) for k in range(a.ndim)]
         array_fields += [Field(stride_field(a.arg, k), "long", ("array", a.arg)) for k in range(a.ndim)]
         if a.layout == "A":
@@ -302,19 +285,19 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
         scalar_fields.append(Field(DYNAMIC_MEMORY_FIELD, "uint", ("sharedmem",)))
     # Decreasing sizes (stable): no padding between members, so the host packs them back to back.
     fields = tuple(array_fields + sorted(scalar_fields, key=lambda f: -f.size))
-    slot = len(arrays)
-    arg_slot = None
+    params = [KernelParam(PARAM_BUFFER, a.slot, 0, msl.pointer("device", a.element, a.coherent), array_param(a.arg))
+              for a in arrays]
     size = sum(f.size for f in fields)
     if fields:
-        arg_slot = slot
-        slot += 1
         alignment = max(f.size for f in fields)
         size = (size + alignment - 1) // alignment * alignment
+        params.append(KernelParam(PARAM_ARGUMENT_BLOCK, len(params), size,
+                                  msl.reference("constant", struct_name(entry_name)), ARGS_PARAM))
     error_slot = None
     if debug:
-        error_slot = slot
-        slot += 1
-    if slot > MAX_BUFFER_SLOTS:
+        error_slot = len(params)
+        params.append(KernelParam(PARAM_BUFFER, error_slot, 0, msl.pointer("device", "uint"), ERROR_RECORD_PARAM))
+    if len(params) > MAX_BUFFER_SLOTS:
         raise UnsupportedFeatureError(
             f"kernel {kernel_name}() needs {len(arrays)} array buffers plus its argument block, more than Metal's "
             f"{MAX_BUFFER_SLOTS} buffer slots; pass fewer arrays (e.g. stack them into one 2-D array)", where)
@@ -322,12 +305,15 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
         raise UnsupportedFeatureError(
             f"kernel {kernel_name}() has {size} bytes of scalar arguments, shapes and strides, more than the "
             f"{MAX_ARGUMENT_BYTES} Metal passes with a kernel; pass the scalars in an array", where)
-    return KernelABI(entry_name, tuple(arrays), fields, arg_slot, size, error_slot, dynamic_threadgroup_memory,
+    if dynamic_threadgroup_memory:
+        params.append(KernelParam(PARAM_THREADGROUP, 0, 0, msl.pointer("threadgroup", "uchar"), DYNAMIC_MEMORY_PARAM))
+    params += [KernelParam(PARAM_BUILTIN, 0, 0, msl_type, builtin_param(member), attribute)
+               for member, msl_type, attribute in BUILTINS]
+    return KernelABI(entry_name, tuple(params), tuple(arrays), fields, size, error_slot, dynamic_threadgroup_memory,
                      static_threadgroup_memory, tuple(array_names), language_version)
 
 
-@dataclass(frozen=True)
-class CompiledKernel:
+class CompiledKernel(NamedTuple):
     """What the compiler makes of a kernel for one tuple of argument types: the MSL, its ABI, and the
     typed IR it was lowered from (None when its owner rebuilt it without typing, e.g. from a disk
     cache entry)."""

@@ -58,6 +58,7 @@ class ModuleBuilder:
         self.snippets: set[str] = {"base", "env"}
         self.uses_mathlib = False
         self._type_names: dict = {}
+        self._spelt: dict = {}   # id(type) -> (type, type_name(type))
         self._definitions: list[str] = []   # structs and program-scope constants, in order
         self._constants: dict = {}
         self._functions: list[str] = []
@@ -82,6 +83,16 @@ class ModuleBuilder:
     def type_name(self, ty) -> str | None:
         """MSL spelling of a Numba type, defining a struct for it if needed; None if the type has no
         run-time representation (modules, functions, classes...)."""
+        # Asked for every variable, value and conversion: remembered by identity (hashing a Numba type
+        # computes its key), which is safe while the typed IR holding the type is alive.
+        known = self._spelt.get(id(ty))
+        if known is not None and known[0] is ty:
+            return known[1]
+        name = self._type_name(ty)
+        self._spelt[id(ty)] = (ty, name)
+        return name
+
+    def _type_name(self, ty) -> str | None:
         if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
             ty = ty.literal_type
         name = msl.scalar_type(ty)
@@ -356,7 +367,7 @@ class FunctionLowering:
         """(pointer, length in bytes) of the dynamic threadgroup memory sized by the launch's ``sharedmem``."""
         self.module.uses_dynamic_shared = True
         if self.is_kernel:
-            return abi.DYNAMIC_MEMORY_PARAM, msl.member(msl.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)
+            return abi.DYNAMIC_MEMORY_PARAM, msl.member(abi.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)
         return self.env("dynshared"), self.env("dynshared_bytes")
 
     def threadgroup_counter(self) -> str:
@@ -525,7 +536,7 @@ class FunctionLowering:
             lines.append(msl.assign(msl.env("tgpool"), msl.NULL))
         if self.abi.dynamic_threadgroup_memory:
             lines.append(msl.assign(msl.env("dynshared"), abi.DYNAMIC_MEMORY_PARAM))
-            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(msl.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)))
+            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(abi.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)))
         else:
             lines.append(msl.assign(msl.env("dynshared"), msl.NULL))
             lines.append(msl.assign(msl.env("dynshared_bytes"), msl.uint_literal(0)))
@@ -538,7 +549,7 @@ class FunctionLowering:
         ty = self.tf.argtypes[i]
         if not self.is_kernel:
             return Value(msl.numbered("p", i), ty)
-        args = msl.ARGS_PARAM
+        args = abi.ARGS_PARAM
         if isinstance(ty, types.Array):
             data = abi.array_param(i)
             if ty.layout not in ("C", "F"):
@@ -552,7 +563,7 @@ class FunctionLowering:
         if isinstance(ty, types.BaseTuple):
             items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
             return msl.aggregate(self.msl_type(ty), items)
-        return msl.member(msl.ARGS_PARAM, abi.scalar_field(i, path))
+        return msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
 
     # -- structured control flow -----------------------------------------------------------
 

@@ -390,7 +390,6 @@ def function(header: str, body_lines) -> str:
 
 ENV_TYPE = "nm_env"
 ENV_PARAM = "nm_e"
-ARGS_PARAM = "nm_args"
 FLAG_VAR = "nm_br"
 
 

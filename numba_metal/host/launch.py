@@ -42,7 +42,7 @@ class LaunchState:
         options = kernel.dispatcher.options
         start = profiling.now_ns() if profiling.listeners else 0
         self.pipeline = ctx.device.compile(kernel.msl, abi.entry_name, fast_math=options.fastmath,
-                                           language_version=abi.language_version, params=abi.kernel_params())
+                                           language_version=abi.language_version, params=abi.params)
         if start:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
                            end_ns=profiling.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))
@@ -59,7 +59,7 @@ class LaunchState:
         if abi.error_slot is not None:
             self.error_buffer = ctx.device.new_buffer(64)
             self.dispatch.set_buffer(len(abi.arrays), self.error_buffer, 0)
-        self._encode, self._encode_bound = abi.encoder
+        self._encode, self._encode_bound = abi.encoder()
         self.queue = ctx.default_queue
         n = len(abi.arrays)
         self._with_origin = [a.layout == "A" for a in abi.arrays]

@@ -41,7 +41,7 @@ def test_the_msl_signature_declares_exactly_the_parameters_the_runtime_receives(
     compiled = compile_kernel(k, (f32[::1], types.Array(f32, 2, "A"), types.int16, types.UniTuple(types.int32, 2)),
                               debug=True)
     kabi = compiled.abi
-    params = kabi.kernel_params()
+    params = kabi.params
     declared = _signature_params(compiled.source, kabi.entry_name)
     assert len(declared) == len(params)
     attribute = {PARAM_BUFFER: "buffer", PARAM_ARGUMENT_BLOCK: "buffer", PARAM_THREADGROUP: "threadgroup"}
@@ -56,7 +56,7 @@ def test_the_msl_signature_declares_exactly_the_parameters_the_runtime_receives(
     names = [f.name for f in kabi.fields]
     assert names[:2] == ["a0_shape0", "a0_stride0"] and "a1_origin" in names and "a0_origin" not in names
     assert names.index("a1_origin") < names.index("s2")
-    assert f"struct {kabi.struct_name} {{" in compiled.source
+    assert f"struct {abi.struct_name(kabi.entry_name)} {{" in compiled.source
 
 
 @pytest.mark.parametrize("scalars, size", [
@@ -134,7 +134,7 @@ def test_the_generated_encoder_packs_the_layout_and_skips_unchanged_arrays():
         a[0, 0] = n
 
     kabi = _abi(k, f32[:, ::1], types.int16, f32)
-    encode, encode_bound = kabi.encoder
+    encode, encode_bound = kabi.encoder()
     a, other = object(), object()
     state = _State(kabi, {id(a): (3, 4, 4, 1)})
     assert encode(state, (a, 7, 2.5), _Config)
@@ -179,7 +179,7 @@ def test_every_kernel_is_compiled_with_its_abi_handed_to_the_runtime(monkeypatch
     out = metal.device_array(4, np.float32)
     k[1, 4](out, np.float32(3))
     (spec,) = k.specializations.values()
-    assert calls[-1]["params"] == spec.abi.kernel_params()
+    assert tuple(calls[-1]["params"]) == spec.abi.params
     assert calls[-1]["language_version"] == spec.abi.language_version == 0
     np.testing.assert_array_equal(out.copy_to_host(), 3)
 
