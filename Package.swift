@@ -5,6 +5,9 @@ import PackageDescription
 
 let package = Package(
     name: "NumbaMetalRuntime",
+    // macOS 13 has MSL 3.0 (float atomics) and every Metal API the backend uses without a guard;
+    // numba_metal/_build.py checks each use of a newer one against this line.
+    platforms: [.macOS(.v13)],
     products: [
         .library(name: "NumbaMetalRuntime", type: .dynamic, targets: ["MetalRuntime"]),
     ],
@@ -15,7 +18,8 @@ let package = Package(
             name: "CPUEngine",
             cSettings: [.unsafeFlags(["-U_FORTIFY_SOURCE"])]
         ),
-        // Apple's Metal declarations, mirrored so the Metal backend builds where Metal does not exist.
+        // Where Metal does not exist: Apple's Metal declarations with Metal's documented behaviour, running
+        // compute through an engine the runtime registers (the simulated Metal device).
         .target(name: "MetalSimulator"),
         // The runtime: the C ABI's entry points, the device-independent objects, the CPU reference device
         // and the Metal backend.
@@ -25,6 +29,12 @@ let package = Package(
                 "CPUEngine",
                 .target(name: "MetalSimulator", condition: .when(platforms: [.linux])),
             ]
+        ),
+        // The simulated Metal API's own rules (python -m pytest tests/runtime/test_simulator.py runs them).
+        .testTarget(
+            name: "MetalSimulatorTests",
+            dependencies: ["MetalSimulator"],
+            path: "tests/runtime/swift/MetalSimulatorTests"
         ),
     ],
     swiftLanguageVersions: [.v5]

@@ -1,9 +1,15 @@
-// Support.swift -- small building blocks shared by both devices: the error type that becomes an
-// nm_status plus message at the ABI, a mutex, environment and file helpers (Glibc/Darwin only).
+// Support.swift -- small building blocks shared by the devices: the error type that becomes an
+// nm_status plus message at the ABI, autorelease pools, a mutex, environment and file helpers
+// (Glibc/Darwin only).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#endif
+#if canImport(ObjectiveC)
+import ObjectiveC
+#else
+import MetalSimulator
 #endif
 import CPUEngine
 
@@ -30,6 +36,15 @@ struct RuntimeError: Error {
     static func outOfMemory(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_OUT_OF_MEMORY, message: message) }
     /// A bug or an unexpected host failure.
     static func `internal`(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_INTERNAL, message: message) }
+}
+
+// MARK: - Autorelease pools
+
+/// Runs body inside an autorelease pool: Objective-C's on macOS; on Linux the simulated Metal API's, the
+/// only code there that autoreleases.
+@inline(__always)
+func withAutoreleasePool<T>(_ body: () throws -> T) rethrows -> T {
+    try autoreleasepool(invoking: body)
 }
 
 // MARK: - Locking
@@ -97,11 +112,13 @@ final class Monitor {
     }
 
     /// Changes state with the mutex held and wakes every waiter.
-    func update(_ body: () -> Void) {
+    func update<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
-        body()
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(mutex)
+        defer {
+            pthread_cond_broadcast(cond)
+            pthread_mutex_unlock(mutex)
+        }
+        return try body()
     }
 }
 

@@ -1,0 +1,171 @@
+// Objects.swift -- what every simulated Metal object shares: live-object counting, Objective-C's
+// autorelease pools (as Apple's `autoreleasepool(invoking:)`), validation failures, a lock with a condition
+// and threads (Glibc only: no Foundation here).
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Locking and threads
+
+/// A pthread mutex with one condition variable.
+final class SimLock: @unchecked Sendable {
+    /// The mutex (heap-allocated: it must not move).
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    /// The condition.
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    /// An unlocked lock.
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs body with the mutex held.
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// With the mutex held, waits until ready() is true or the deadline (seconds on the monotonic clock)
+    /// passes; true when ready.
+    func wait(until ready: () -> Bool, deadline: Double? = nil) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready() {
+            guard let deadline else {
+                pthread_cond_wait(cond, mutex)
+                continue
+            }
+            let now = monotonicSeconds()
+            if now >= deadline { return false }
+            var ts = timespec()
+            clock_gettime(CLOCK_REALTIME, &ts)
+            let wait = min(deadline - now, 0.05)  // the condition uses the realtime clock: wake up regularly
+            let ns = Int(ts.tv_nsec) + Int(wait * 1e9)
+            ts.tv_sec += ns / 1_000_000_000
+            ts.tv_nsec = ns % 1_000_000_000
+            pthread_cond_timedwait(cond, mutex, &ts)
+        }
+        return true
+    }
+
+    /// Changes state with the mutex held and wakes every waiter.
+    func update<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer {
+            pthread_cond_broadcast(cond)
+            pthread_mutex_unlock(mutex)
+        }
+        return try body()
+    }
+}
+
+/// Seconds on the monotonic clock (the runtime's nm_now_ns base on Linux).
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
+}
+
+/// Starts a detached thread running body.
+func startThread(_ body: @escaping () -> Void) {
+    final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var attr = pthread_attr_t()
+    pthread_attr_init(&attr)
+    pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, &attr, { p in
+        let box = Unmanaged<Box>.fromOpaque(p!).takeRetainedValue()
+        box.body()
+        return nil
+    }, box)
+    pthread_attr_destroy(&attr)
+    if rc != 0 { fatalError("MetalSimulator: could not start a thread (pthread_create returned \(rc))") }
+}
+
+// MARK: - Statistics and validation
+
+/// Process-wide counters of the simulation.
+enum SimulationCounters {
+    /// Guards the counters.
+    static let lock = SimLock()
+    /// Simulated Metal objects alive.
+    nonisolated(unsafe) static var liveObjects = 0
+    /// Objects autoreleased on a thread with no pool in place (they live until the thread exits).
+    nonisolated(unsafe) static var autoreleasedWithoutPool = 0
+}
+
+/// Every simulated Metal object: counted while it is alive, as Instruments' allocation tracking would.
+class SimObject {
+    init() { SimulationCounters.lock.locked { SimulationCounters.liveObjects += 1 } }
+    deinit { SimulationCounters.lock.locked { SimulationCounters.liveObjects -= 1 } }
+}
+
+/// Reports a use of the API that Metal's validation layer refuses: by default it stops the process as the
+/// validation layer does ("failed assertion"), so that no misuse passes unnoticed.
+func validationFailure(_ message: String) {
+    if let handler = MetalSimulation.validationHandler {
+        handler(message)
+        return
+    }
+    fputs("MetalSimulator: failed assertion `\(message)'\n", stderr)
+    abort()
+}
+
+// MARK: - Autorelease pools
+
+/// The pools of one thread: the innermost last; objects autoreleased with none in place go to `leaked`,
+/// which the thread keeps until it exits, as the Objective-C runtime does.
+final class PoolStack {
+    /// Open pools, innermost last.
+    var pools: [[AnyObject]] = []
+    /// Objects autoreleased with no pool in place.
+    var leaked: [AnyObject] = []
+}
+
+/// The thread-local key of each thread's PoolStack (released when the thread exits).
+private let poolKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { p in
+        if let p { Unmanaged<PoolStack>.fromOpaque(p).release() }
+    }
+    return key
+}()
+
+/// The calling thread's pools.
+private func currentPools() -> PoolStack {
+    if let p = pthread_getspecific(poolKey) { return Unmanaged<PoolStack>.fromOpaque(p).takeUnretainedValue() }
+    let stack = PoolStack()
+    pthread_setspecific(poolKey, Unmanaged.passRetained(stack).toOpaque())
+    return stack
+}
+
+/// Adds object to the innermost autorelease pool of the calling thread: what Objective-C does with an
+/// object a method returns at +0 (commandBuffer, computeCommandEncoder, an atomic property's value).
+func autorelease(_ object: AnyObject) {
+    let stack = currentPools()
+    if stack.pools.isEmpty {
+        stack.leaked.append(object)
+        SimulationCounters.lock.locked { SimulationCounters.autoreleasedWithoutPool += 1 }
+    } else {
+        stack.pools[stack.pools.count - 1].append(object)
+    }
+}
+
+/// Runs body inside a new autorelease pool and releases what was autoreleased in it (Apple's
+/// ObjectiveC.autoreleasepool(invoking:)).
+public func autoreleasepool<Result>(invoking body: () throws -> Result) rethrows -> Result {
+    let stack = currentPools()
+    stack.pools.append([])
+    defer { stack.pools.removeLast() }
+    return try body()
+}
