@@ -11,6 +11,8 @@ import pytest
 from numba_metal import runtime as rt
 from numba_metal.errors import KernelCompilationError, MetalRuntimeError
 
+DEVICES = ("cpu",)  # the binding itself, and the CPU device's own settings
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_importing_does_not_load_the_library():

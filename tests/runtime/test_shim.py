@@ -8,6 +8,10 @@ import numpy as np
 
 from runtime_helpers import from_buffer, launch, to_buffer
 
+# MSL's library on the CPU device's shim, and on Apple's GPU where there is one (the simulated Metal
+# device runs the very shim the CPU device does: nothing to learn there).
+DEVICES = ("cpu", "metal")
+
 SHIM_KERNEL = r"""
 #include <metal_stdlib>
 #include <simd/simd.h>

@@ -116,6 +116,16 @@ final class MetalDevice: Device {
             stats.add(DeviceStat.pipelinesFromCache.rawValue, 1)
             return MetalPipeline(reusing: p, compileNs: nm_clock_ns() - t0)
         }
+        // The slots the kernel declares: its compiler's ABI, which the MSL must match (as on the CPU device);
+        // for hand-written kernels, what the MSL reader finds (a source it does not follow is still Metal's
+        // to accept, unchecked here).
+        let parameters: [KernelParameter]
+        if let abi {
+            try abi.check(against: try analyzeKernel(source: source, kernelName: name).parameters, kernelName: name)
+            parameters = abi.parameters
+        } else {
+            parameters = (try? analyzeKernel(source: source, kernelName: name))?.parameters ?? []
+        }
         let compileOptions = MTLCompileOptions()
         MetalDevice.setMathMode(try mathMode(options), on: compileOptions)
         if options.language_version != 0 {
@@ -142,9 +152,6 @@ final class MetalDevice: Device {
                 + "threads, but numba-metal's generated code assumes \(MetalDevice.requiredSIMDWidth) (Apple GPUs of family 7 and "
                 + "later); run on an Apple-silicon Mac, or choose the CPU reference device (NUMBA_METAL_DEVICE=cpu)")
         }
-        // The slots the kernel declares: from its compiler's ABI, else read from the MSL (hand-written
-        // kernels); a source the reader does not follow is still Metal's to accept.
-        let parameters = abi?.parameters ?? (try? analyzeKernel(source: source, kernelName: name))?.parameters ?? []
         stats.add(DeviceStat.pipelinesCompiled.rawValue, 1)
         let p = MetalPipeline(device: self, name: name, state: state, bindings: KernelBindings(parameters), fromCache: false,
                               compileNs: nm_clock_ns() - t0)
