@@ -183,7 +183,7 @@ public func nmPipelineNew(_ device: OpaquePointer?, _ source: UnsafePointer<CCha
         let r = try out(result, "nm_pipeline_new")
         guard let source, let name else { throw RuntimeError.invalid("nm_pipeline_new: the source or kernel name is NULL") }
         let opts = options?.pointee ?? nm_compile_options(fast_math: UInt32(NM_MATH_SAFE), language_version: 0)
-        _ = try mathMode(opts)
+        _ = try requestedMathMode(opts)
         let declared = try abi.map { try KernelABI($0) }
         r.pointee = handle(try d.makePipeline(source: String(cString: source), name: String(cString: name), options: opts,
                                               abi: declared))

@@ -46,7 +46,7 @@ struct KernelBindings {
 }
 
 /// The math mode of compile options (one of NM_MATH_*), or NM_ERR_INVALID_ARGUMENT.
-func mathMode(_ options: nm_compile_options) throws -> Int32 {
+func requestedMathMode(_ options: nm_compile_options) throws -> Int32 {
     let mode = Int32(bitPattern: options.fast_math)
     guard mode == NM_MATH_SAFE || mode == NM_MATH_RELAXED || mode == NM_MATH_FAST else {
         throw RuntimeError.invalid("nm_pipeline_new: fast_math is \(options.fast_math), not a math mode (NM_MATH_SAFE 0, "

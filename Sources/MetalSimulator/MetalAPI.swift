@@ -8,7 +8,8 @@
 // Known differences from Apple's SDK: Apple's protocols refine NSObjectProtocol (and some Sendable), these
 // refine AnyObject; MTLCommandBufferError is a plain Error, not a bridged NSError; iOS and other platforms'
 // annotations are omitted.
-
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 // MARK: - Basic types
 
 /// Seconds on the host clock (CoreFoundation's CFTimeInterval).
@@ -395,3 +396,4 @@ public func MTLCopyAllDevices() -> [any MTLDevice] { [] }
 /// The default Metal device; none here.
 @available(macOS 10.11, *)
 public func MTLCreateSystemDefaultDevice() -> (any MTLDevice)? { nil }
+#endif

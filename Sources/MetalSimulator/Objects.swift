@@ -1,6 +1,8 @@
 // Objects.swift -- what every simulated Metal object shares: live-object counting, Objective-C's
 // autorelease pools (as Apple's `autoreleasepool(invoking:)`), validation failures, a lock with a condition
 // and threads (Glibc only: no Foundation here).
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -169,3 +171,4 @@ public func autoreleasepool<Result>(invoking body: () throws -> Result) rethrows
     defer { stack.pools.removeLast() }
     return try body()
 }
+#endif

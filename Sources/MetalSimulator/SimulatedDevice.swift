@@ -2,6 +2,8 @@
 // Metal's documented behaviour: shared-storage buffers (zero-filled; bytesNoCopy needs page-aligned memory
 // and length), compiles through the registered compute engine, and Objective-C's ownership rules
 // (`new...` methods return +1 objects, so nothing here is autoreleased).
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,6 +22,8 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     private var held = false
     /// Uncompleted command buffers over all queues, the peak of one queue, failures (guarded by lock).
     private var uncompleted = 0, peak = 0, failed = 0
+    /// The last makeLibrary's options (guarded by lock).
+    private var lastCompile: MetalSimulation.CompileRequest? = nil
 
     init(profile: MetalSimulation.Profile, engine: any MetalSimulation.ComputeEngine) {
         self.profile = profile
@@ -54,6 +58,7 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary {
         let request = SimDevice.request(options ?? MTLCompileOptions())
+        lock.locked { lastCompile = request }
         let names = try engine.compileLibrary(source: source, request: request)
         return SimLibrary(device: self, source: source, request: request, functionNames: names)
     }
@@ -107,7 +112,9 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func countFailure() { lock.locked { failed += 1 } }
 
-    func counters() -> (uncompleted: Int, peak: Int, failed: Int) { lock.locked { (uncompleted, peak, failed) } }
+    func counters() -> (uncompleted: Int, peak: Int, failed: Int, lastCompile: MetalSimulation.CompileRequest?) {
+        lock.locked { (uncompleted, peak, failed, lastCompile) }
+    }
 }
 
 // MARK: - Buffers
@@ -196,3 +203,4 @@ final class SimPipelineState: SimObject, MTLComputePipelineState, @unchecked Sen
     var threadExecutionWidth: Int { device.profile.threadExecutionWidth }
     var staticThreadgroupMemoryLength: Int { kernel.staticThreadgroupMemoryLength }
 }
+#endif

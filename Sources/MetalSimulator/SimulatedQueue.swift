@@ -14,6 +14,8 @@
 //  - a command buffer that faults or that the watchdog ends (injected, or waiting on an event longer than
 //    the profile's eventWaitTimeout) runs none of its remaining commands: its encoded signals never happen;
 //  - a shared event's value only grows; waiters run when it reaches their value.
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -524,3 +526,4 @@ final class SimSharedEvent: SimObject, MTLSharedEvent, @unchecked Sendable {
         lock.wait(until: { value >= target }, deadline: monotonicSeconds() + timeout)
     }
 }
+#endif

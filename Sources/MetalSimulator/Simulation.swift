@@ -2,7 +2,8 @@
 // gives it a compute engine (the simulator does not compile or run MSL itself; numba-metal's runtime
 // registers its CPU engine, so that dispatches produce real results without this module depending on the
 // runtime), injects faults, and reads the simulation's counters.
-
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 /// The simulation's own API (everything else in this module is Apple's Metal API).
 public enum MetalSimulation {
     // MARK: compute engine
@@ -146,6 +147,8 @@ public enum MetalSimulation {
         public let peakUncompletedCommandBuffers: Int
         /// Command buffers of device that ended with an error.
         public let failedCommandBuffers: Int
+        /// The compile options of device's last makeLibrary, as the compiler received them.
+        public let lastCompile: CompileRequest?
     }
 
     /// The counters, for device.
@@ -155,7 +158,7 @@ public enum MetalSimulation {
         }
         let d = (device as! SimDevice).counters()
         return Statistics(liveObjects: live, autoreleasedWithoutPool: leaked, uncompletedCommandBuffers: d.uncompleted,
-                          peakUncompletedCommandBuffers: d.peak, failedCommandBuffers: d.failed)
+                          peakUncompletedCommandBuffers: d.peak, failedCommandBuffers: d.failed, lastCompile: d.lastCompile)
     }
 
     /// Whether device is a simulated one.
@@ -164,3 +167,4 @@ public enum MetalSimulation {
     /// Receives validation failures instead of stopping the process (tests of the simulator itself).
     nonisolated(unsafe) public static var validationHandler: ((String) -> Void)? = nil
 }
+#endif

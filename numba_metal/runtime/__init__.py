@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import NamedTuple
 
 from numba_metal.errors import (
@@ -135,11 +136,8 @@ def list_devices(include_simulated: bool = False) -> list[DeviceInfo]:
     _, lib = load()
     count = int(lib.nm_device_count())
     devices = [_info(i) for i in range(count)]
-    if include_simulated:
-        try:
-            devices.append(_info(count))
-        except UnsupportedPlatformError:
-            pass  # a build with Metal has no simulated device
+    if include_simulated and sys.platform != "darwin":  # builds with Metal have no simulated device
+        devices.append(_info(count))  # UnsupportedPlatformError says why when it cannot be used
     return devices
 
 
@@ -257,14 +255,16 @@ class Device:
 
     def sim_stats(self) -> dict:
         """The simulated Metal device only: live_objects, autoreleased_without_pool,
-        uncompleted_command_buffers, peak_uncompleted_command_buffers, failed_command_buffers."""
+        uncompleted_command_buffers, peak_uncompleted_command_buffers, failed_command_buffers, and the
+        last_math_mode, last_math_functions, last_language_version its Metal compiler received."""
         ffi, lib = load()
         out = ffi.new("nm_sim_stats *")
         rc = lib.nm_sim_get_stats(self.handle, out)
         if rc:
             _raise(rc)
         return {k: int(getattr(out, k)) for k in ("live_objects", "autoreleased_without_pool", "uncompleted_command_buffers",
-                                                   "peak_uncompleted_command_buffers", "failed_command_buffers")}
+                                                   "peak_uncompleted_command_buffers", "failed_command_buffers",
+                                                   "last_math_mode", "last_math_functions", "last_language_version")}
 
 
 def _dump_msl(directory: str, source: str) -> None:

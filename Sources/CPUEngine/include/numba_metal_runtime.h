@@ -204,6 +204,9 @@ typedef struct {
     uint64_t uncompleted_command_buffers;  /* created and not yet completed, over all queues */
     uint64_t peak_uncompleted_command_buffers; /* the most any one queue had at once */
     uint64_t failed_command_buffers;
+    uint32_t last_math_mode;               /* the MTLCompileOptions of the last makeLibrary: MTLMathMode */
+    uint32_t last_math_functions;          /* MTLMathFloatingPointFunctions */
+    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100 */
 } nm_sim_stats;
 
 nm_status nm_sim_control(nm_device *device, uint32_t action, uint64_t value);

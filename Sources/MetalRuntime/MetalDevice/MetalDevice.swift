@@ -127,7 +127,7 @@ final class MetalDevice: Device {
             parameters = (try? analyzeKernel(source: source, kernelName: name))?.parameters ?? []
         }
         let compileOptions = MTLCompileOptions()
-        MetalDevice.setMathMode(try mathMode(options), on: compileOptions)
+        MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
         if options.language_version != 0 {
             compileOptions.languageVersion = try MetalDevice.languageVersion(options.language_version)
         }
@@ -203,7 +203,9 @@ final class MetalDevice: Device {
         case 310:
             if #available(macOS 14.0, *) { return .version3_1 }
         case 320:
+            #if compiler(>=6.0)  // the macOS 15 SDK (see setMathMode)
             if #available(macOS 15.0, *) { return .version3_2 }
+            #endif
         default: break
         }
         throw RuntimeError.invalid("language_version \(v) is not an MSL version this Metal backend can request on this OS "

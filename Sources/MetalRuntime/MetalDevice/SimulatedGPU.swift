@@ -99,7 +99,10 @@ extension MetalDevice {
         return nm_sim_stats(live_objects: UInt64(s.liveObjects), autoreleased_without_pool: UInt64(s.autoreleasedWithoutPool),
                             uncompleted_command_buffers: UInt64(s.uncompletedCommandBuffers),
                             peak_uncompleted_command_buffers: UInt64(s.peakUncompletedCommandBuffers),
-                            failed_command_buffers: UInt64(s.failedCommandBuffers))
+                            failed_command_buffers: UInt64(s.failedCommandBuffers),
+                            last_math_mode: UInt32(s.lastCompile?.mathMode.rawValue ?? 0),
+                            last_math_functions: UInt32(s.lastCompile?.mathFloatingPointFunctions.rawValue ?? 0),
+                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0))
     }
 }
 
