@@ -28,7 +28,10 @@ let package = Package(
             dependencies: [
                 "CPUEngine",
                 .target(name: "MetalSimulator", condition: .when(platforms: [.linux])),
-            ]
+            ],
+            // Threads the library starts (the CPU device's worker pool, a simulated GPU's queues) may still run
+            // when the host unloads it at exit (cffi closes its libraries): never unmap its code.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"], .when(platforms: [.linux]))]
         ),
         // The simulated Metal API's own rules (python -m pytest tests/runtime/test_simulator.py runs them).
         .testTarget(
