@@ -231,9 +231,7 @@ public func nmQueueDispatch(_ queue: OpaquePointer?, _ desc: UnsafePointer<nm_di
     guarded {
         let q = try object(queue, (any Queue).self, "nm_queue_dispatch")
         guard let desc else { throw RuntimeError.invalid("nm_queue_dispatch: the descriptor is NULL") }
-        let id = try q.dispatch(try validateDispatch(desc, on: q))
-        q.device.stats.add(DeviceStat.dispatches.rawValue, 1)
-        workID?.pointee = id
+        workID?.pointee = try q.dispatch(desc)
     }
 }
 

@@ -104,11 +104,19 @@ enum SimulationCounters {
     nonisolated(unsafe) static var liveObjects = 0
     /// Objects autoreleased on a thread with no pool in place (they live until the thread exits).
     nonisolated(unsafe) static var autoreleasedWithoutPool = 0
+    /// Whether any simulated object was ever made: until then nothing can be autoreleased, and a pool costs
+    /// nothing (the runtime's CPU device calls autoreleasepool on every entry point too).
+    nonisolated(unsafe) static var inUse = false
 }
 
 /// Every simulated Metal object: counted while it is alive, as Instruments' allocation tracking would.
 class SimObject {
-    init() { SimulationCounters.lock.locked { SimulationCounters.liveObjects += 1 } }
+    init() {
+        SimulationCounters.lock.locked {
+            SimulationCounters.liveObjects += 1
+            SimulationCounters.inUse = true
+        }
+    }
     deinit { SimulationCounters.lock.locked { SimulationCounters.liveObjects -= 1 } }
 }
 
@@ -166,6 +174,7 @@ func autorelease(_ object: AnyObject) {
 /// Runs body inside a new autorelease pool and releases what was autoreleased in it (Apple's
 /// ObjectiveC.autoreleasepool(invoking:)).
 public func autoreleasepool<Result>(invoking body: () throws -> Result) rethrows -> Result {
+    if !SimulationCounters.inUse { return try body() }
     let stack = currentPools()
     stack.pools.append([])
     defer { stack.pools.removeLast() }

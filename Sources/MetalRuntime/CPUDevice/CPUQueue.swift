@@ -34,11 +34,10 @@ final class CPUQueue: Queue {
         if nm_work_keep(w, p) != 0 { Unmanaged<AnyObject>.fromOpaque(p).release() }
     }
 
-    /// Records the dispatch in the executor's ring.
-    func dispatch(_ d: Dispatch) throws -> UInt64 {
-        guard let pipeline = d.pipeline as? CPUPipeline else {
-            throw RuntimeError.invalid("kernel '\(d.label)': the pipeline was compiled for another device")
-        }
+    /// Validates, then records the dispatch in the executor's ring.
+    func dispatch(_ desc: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
+        let d = try validateDispatch(desc, on: self, pipelines: CPUPipeline.self)
+        let pipeline = d.pipeline
         guard let w = nm_cq_reserve(cq) else { throw RuntimeError.outOfMemory("could not grow the queue") }
         w.pointee.kind = UInt32(NM_WORK_DISPATCH)
         w.pointee.kernel = UnsafePointer(pipeline.kernel.entry)

@@ -244,11 +244,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     // MARK: operations
 
-    /// Encodes into the open compute encoder.
-    func dispatch(_ d: Dispatch) throws -> UInt64 {
-        guard let pipeline = d.pipeline as? MetalPipeline else {
-            throw RuntimeError.invalid("kernel '\(d.label)': the pipeline was compiled for another device")
-        }
+    /// Validates, then encodes into the open compute encoder.
+    func dispatch(_ desc: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
+        let d = try validateDispatch(desc, on: self, pipelines: MetalPipeline.self)
+        let pipeline = d.pipeline
         return try encoding.locked {
             let enc = try computeEncoder()
             enc.setComputePipelineState(pipeline.state)
