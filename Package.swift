@@ -18,15 +18,18 @@ let package = Package(
             name: "CPUEngine",
             cSettings: [.unsafeFlags(["-U_FORTIFY_SOURCE"])]
         ),
+        // A mutex with a condition variable, for the runtime and the simulated Metal API alike.
+        .target(name: "Locks"),
         // Where Metal does not exist: Apple's Metal declarations with Metal's documented behaviour, running
         // compute through an engine the runtime registers (the simulated Metal device).
-        .target(name: "MetalSimulator"),
+        .target(name: "MetalSimulator", dependencies: ["Locks"]),
         // The runtime: the C ABI's entry points, the device-independent objects, the CPU reference device
         // and the Metal backend.
         .target(
             name: "MetalRuntime",
             dependencies: [
                 "CPUEngine",
+                "Locks",
                 .target(name: "MetalSimulator", condition: .when(platforms: [.linux])),
             ],
             // Threads the library starts (the CPU device's worker pool, a simulated GPU's queues) may still run

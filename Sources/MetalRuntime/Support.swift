@@ -74,54 +74,6 @@ final class Mutex {
     }
 }
 
-/// A mutex with a condition variable, for waiting on state that completion handlers change.
-final class Monitor {
-    /// The pthread mutex.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The condition variable.
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
-
-    /// Creates an unlocked monitor.
-    init() {
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    /// Runs body with the mutex held.
-    @inline(__always)
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-
-    /// With the mutex held, waits until done() is true.
-    func wait(until done: () -> Bool) {
-        pthread_mutex_lock(mutex)
-        while !done() { pthread_cond_wait(cond, mutex) }
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// Changes state with the mutex held and wakes every waiter.
-    func update<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer {
-            pthread_cond_broadcast(cond)
-            pthread_mutex_unlock(mutex)
-        }
-        return try body()
-    }
-}
-
 /// Lock-free 64-bit counters (relaxed), for device statistics.
 final class Counters {
     /// The counters.

@@ -1,81 +1,14 @@
 // Objects.swift -- what every simulated Metal object shares: live-object counting, Objective-C's
-// autorelease pools (as Apple's `autoreleasepool(invoking:)`), validation failures, a lock with a condition
-// and threads (Glibc only: no Foundation here).
+// autorelease pools (as Apple's `autoreleasepool(invoking:)`), validation failures and threads (Glibc
+// only: no Foundation here).
 // Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
 #if !canImport(Metal)
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locks
 
 // MARK: - Locking and threads
-
-/// A pthread mutex with one condition variable.
-final class SimLock: @unchecked Sendable {
-    /// The mutex (heap-allocated: it must not move).
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    /// The condition.
-    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-
-    /// An unlocked lock.
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    /// Runs body with the mutex held.
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-
-    /// With the mutex held, waits until ready() is true or the deadline (seconds on the monotonic clock)
-    /// passes; true when ready.
-    func wait(until ready: () -> Bool, deadline: Double? = nil) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while !ready() {
-            guard let deadline else {
-                pthread_cond_wait(cond, mutex)
-                continue
-            }
-            let now = monotonicSeconds()
-            if now >= deadline { return false }
-            var ts = timespec()
-            clock_gettime(CLOCK_REALTIME, &ts)
-            let wait = min(deadline - now, 0.05)  // the condition uses the realtime clock: wake up regularly
-            let ns = Int(ts.tv_nsec) + Int(wait * 1e9)
-            ts.tv_sec += ns / 1_000_000_000
-            ts.tv_nsec = ns % 1_000_000_000
-            pthread_cond_timedwait(cond, mutex, &ts)
-        }
-        return true
-    }
-
-    /// Changes state with the mutex held and wakes every waiter.
-    func update<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer {
-            pthread_cond_broadcast(cond)
-            pthread_mutex_unlock(mutex)
-        }
-        return try body()
-    }
-}
-
-/// Seconds on the monotonic clock (the runtime's nm_now_ns base on Linux).
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
-}
 
 /// Starts a detached thread running body.
 func startThread(_ body: @escaping () -> Void) {
@@ -99,7 +32,7 @@ func startThread(_ body: @escaping () -> Void) {
 /// Process-wide counters of the simulation.
 enum SimulationCounters {
     /// Guards the counters.
-    static let lock = SimLock()
+    static let lock = Monitor()
     /// Simulated Metal objects alive.
     nonisolated(unsafe) static var liveObjects = 0
     /// Objects autoreleased on a thread with no pool in place (they live until the thread exits).

@@ -7,6 +7,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locks
 
 /// The simulated GPU.
 final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
@@ -15,7 +16,7 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     /// Compiles and runs kernels.
     let engine: any MetalSimulation.ComputeEngine
     /// Guards faults, hold and counters.
-    let lock = SimLock()
+    let lock = Monitor()
     /// Faults for the next committed command buffers, in order (guarded by lock).
     private var faults: [MetalSimulation.Fault] = []
     /// Whether the GPU starts no command buffer (guarded by lock).

@@ -19,6 +19,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locks
 
 // MARK: - Command queue
 
@@ -51,7 +52,7 @@ final class SimCommandQueue: SimObject, MTLCommandQueue, @unchecked Sendable {
 final class QueueCore: @unchecked Sendable {
     let device: SimDevice
     let maxCommandBufferCount: Int
-    let lock = SimLock()
+    let lock = Monitor()
     // Guarded by lock:
     var uncompleted = 0
     var committed: [SimCommandBuffer] = []
@@ -129,7 +130,7 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
     /// Apple's commandQueue property holds the queue strongly.
     let queue: SimCommandQueue
     /// Guards everything below (the GPU and completion threads read and write it).
-    private let lock = SimLock()
+    private let lock = Monitor()
     private var labelValue: String? = nil
     private var statusValue: MTLCommandBufferStatus = .notEnqueued
     private var errorValue: MTLCommandBufferError? = nil
@@ -506,7 +507,7 @@ final class SimBlitEncoder: SimEncoder, MTLBlitCommandEncoder, @unchecked Sendab
 
 /// A shared event: a value that only grows, and waiters for values.
 final class SimSharedEvent: SimObject, MTLSharedEvent, @unchecked Sendable {
-    private let lock = SimLock()
+    private let lock = Monitor()
     private var value: UInt64 = 0
     private var labelValue: String? = nil
 

@@ -24,6 +24,7 @@ import Glibc
 import Darwin
 #endif
 import CPUEngine
+import Locks
 
 /// An in-order Metal queue.
 final class MetalQueue: Queue, @unchecked Sendable {
