@@ -78,7 +78,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private var completedAhead: [(first: UInt64, last: UInt64)] = []
     /// First failure since the last wait.
     private var firstFailure: String? = nil
-    /// Work of other queues that completed command buffers waited for, not yet checked by a wait.
+    /// Work of other queues that completed command buffers waited for and whose outcome those queues had not
+    /// recorded yet (a later command buffer's signal can release a waiter first); checked by the next wait.
     private var waitedFor: [(queue: MetalQueue, id: UInt64)] = []
     /// Recent failed ranges and their messages, for the queues that waited on them.
     private var failedRanges: [(first: UInt64, last: UInt64, message: String)] = []
@@ -163,8 +164,9 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     // MARK: completion (Metal's completion thread)
 
-    /// Records a finished command buffer: times, failure, the other queues' work it waited for (checked at
-    /// the next wait: a handler must not wait for another queue), and completion, which wakes waiters.
+    /// Records a finished command buffer: times, failure (its own, or that of other queues' work it waited
+    /// for: its results are then suspect too), and completion, which wakes waiters. A handler never waits for
+    /// another queue: work whose outcome is not known yet is left to the next wait.
     private func completed(_ done: any MTLCommandBuffer, first: UInt64, last: UInt64, names: [String],
                            waits: [(queue: MetalQueue, id: UInt64)]) {
         let start = UInt64(max(0, done.gpuStartTime) * 1e9), end = UInt64(max(0, done.gpuEndTime) * 1e9)
@@ -173,6 +175,15 @@ final class MetalQueue: Queue, @unchecked Sendable {
             let detail = done.error.map(describeMetalError) ?? "unknown GPU error"
             let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
             message = "kernel '\(names.first ?? "?")' failed on the GPU\(others): \(detail)"
+        }
+        var unresolved: [(queue: MetalQueue, id: UInt64)] = []
+        var upstream: String? = nil
+        for w in waits {
+            switch w.queue.outcome(of: w.id) {
+            case nil: unresolved.append(w)
+            case .some(nil): break
+            case .some(let failure?): upstream = upstream ?? MetalQueue.waitedForFailure(w.id, failure)
+            }
         }
         state.update {
             for id in first...max(first, last) where id <= last {
@@ -185,7 +196,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
                 if failedRanges.count > MetalQueue.failuresKept { failedRanges.removeFirst() }
                 if firstFailure == nil { firstFailure = m }
             }
-            waitedFor += waits
+            if firstFailure == nil { firstFailure = upstream }
+            waitedFor += unresolved
         }
         // Its encoded signal never ran: release the queues waiting for this work (values only grow).
         if done.status == .error { event.signaledValue = last }
@@ -205,10 +217,16 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
     }
 
-    /// The failure of the command buffer that held work id, once that work has completed; nil if it succeeded.
-    private func failure(covering id: UInt64) -> String? {
-        state.wait { completedThrough >= id }
-        return state.locked { failedRanges.last(where: { $0.first <= id && id <= $0.last })?.message }
+    /// nil while work id has not completed; then its command buffer's failure, or .some(nil) if it succeeded.
+    private func outcome(of id: UInt64) -> String?? {
+        state.locked {
+            completedThrough >= id ? .some(failedRanges.last(where: { $0.first <= id && id <= $0.last })?.message) : nil
+        }
+    }
+
+    /// The failure a queue reports for having waited for failed work id of another queue.
+    private static func waitedForFailure(_ id: UInt64, _ failure: String) -> String {
+        "work on this stream waited for work \(id) of another stream, which failed, so its results may be wrong: \(failure)"
     }
 
     // MARK: host-side work
@@ -341,9 +359,9 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
         if let own { throw RuntimeError.execution(own) }
         for w in waits {
-            if let upstream = w.queue.failure(covering: w.id) {
-                throw RuntimeError.execution("work on this stream waited for work \(w.id) of another stream, which failed, so its "
-                    + "results may be wrong: \(upstream)")
+            w.queue.state.wait { w.queue.completedThrough >= w.id }
+            if case let failure?? = w.queue.outcome(of: w.id) {
+                throw RuntimeError.execution(MetalQueue.waitedForFailure(w.id, failure))
             }
         }
     }
