@@ -238,7 +238,7 @@ def test_atomics_metal_does_not_have(device, t, decl, body, version, why):
     refuses(device, ATOMIC_KERNEL.format(t=t, decl=decl, body=body), version=version, match=r"kernel\.metal:")
 
 
-COHERENT = """void publish(coherent(device) device float* p, uint i) { p[i] = 1.0f; }
+COHERENT = """void publish(device coherent(device) float* p, uint i) { p[i] = 1.0f; }
 kernel void k(coherent(device) device float* x [[buffer(0)]], device atomic_uint* n [[buffer(1)]],
               uint i [[thread_position_in_grid]]) {
     publish(x, i);
@@ -257,14 +257,16 @@ def test_coherent_device_buffers_from_msl_3_2(device, queue):
 
 
 def test_coherent_device_is_refused_before_msl_3_2_and_outside_device_memory(device):
-    refuses(device, COHERENT, version=310, match=r"kernel\.metal:3:")
-    refuses(device, COHERENT.replace("void publish(coherent(device) device", "void publish(coherent(threadgroup) threadgroup"),
-            version=320, match=r"kernel\.metal:")
+    refuses(device, COHERENT, version=310, match=r"kernel\.metal:3:21: error: coherent\(device\) is supported from MSL 3\.2")
+    refuses(device, COHERENT.replace("device coherent(device) float* p", "threadgroup coherent(device) float* p"),
+            version=320, match=r"kernel\.metal:3:26: error: coherent\(device\) qualifies buffers in the device address space")
+    refuses(device, COHERENT.replace("device coherent(device) float* p", "threadgroup coherent(threadgroup) float* p"),
+            version=320, match=r"kernel\.metal:3:26: error: MSL has only the device scope of coherence")
 
 
 def test_coherence_cannot_be_dropped_implicitly(device):
     # Passing a coherent(device) buffer where a plain device pointer is expected loses the coherence.
-    refuses(device, COHERENT.replace("void publish(coherent(device) device", "void publish(device"), version=320,
+    refuses(device, COHERENT.replace("device coherent(device) float* p", "device float* p"), version=320,
             match=r"kernel\.metal:6:")
 
 
@@ -304,3 +306,14 @@ def test_math_modes_of_the_c_abi(device, queue):
         queue.wait()
         results[mode] = list(from_buffer(buf, np.float32, 3))
     assert results == {0: [2.0, 0.0, 1.0], 1: [2.0, 0.0, 1.0]}
+
+
+def test_absdiff_returns_the_unsigned_type(device, queue):
+    # Table 6.2: Tu absdiff(T x, T y), |x - y| without modulo overflow.
+    pipe = compiles(device, "kernel void k(device float* x [[buffer(0)]]) {\n"
+                            "    x[0] = float(absdiff(-2147483647 - 1, 2147483647));\n"
+                            "    x[1] = float(absdiff(int2(-3, 5), int2(4, -5)).y);\n}\n")
+    buf = device.new_buffer(8)
+    launch(queue, pipe, [buf], (1, 1, 1), (1, 1, 1))
+    queue.wait()
+    assert list(from_buffer(buf, np.float32, 2)) == [np.float32(4294967295.0), 10.0]

@@ -676,6 +676,26 @@ func checkMetalRules(_ t: MSLText, attributes: [(open: Int, close: Int)], langua
                     throw t.failure(at: k, "program-scope variables must be in the constant address space (MSL §4.2); "
                         + "threadgroup variables can be declared only in kernel functions (MSL §4.4)")
                 }
+            case "coherent" where t.isPunct(k + 1, 40):
+                // §4.8: `coherent(device)` qualifies device buffers, from MSL 3.2.
+                guard t.isWord(k + 2, "device") && t.isPunct(k + 3, 41) else {
+                    throw t.failure(at: k, "MSL has only the device scope of coherence: write coherent(device) (MSL §4.8)")
+                }
+                if languageVersion < 320 {
+                    throw t.failure(at: k, "coherent(device) is supported from MSL 3.2 (MSL §4.8); this source is compiled as "
+                        + "MSL \(versionText)")
+                }
+                var qualified = false
+                var j = k - 1
+                while j >= 0 && (t.isIdentifier(j) || t.isPunct(j, 58)) { if t.isWord(j, "device") { qualified = true }; j -= 1 }
+                j = k + 4
+                while j < n && (t.isIdentifier(j) || t.isPunct(j, 58) || t.isPunct(j, 60) || t.isPunct(j, 62)) {
+                    if t.isWord(j, "device") { qualified = true }
+                    j += 1
+                }
+                if !qualified {
+                    throw t.failure(at: k, "coherent(device) qualifies buffers in the device address space only (MSL §4.8)")
+                }
             case "main" where t.isPunct(k + 1, 40) && !inCode():
                 if case .namespace = scopes[top].kind {
                     throw t.failure(at: k, "a function cannot be named main in Metal (MSL §1.5.4)")
