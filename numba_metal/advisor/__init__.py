@@ -1,9 +1,10 @@
 """``numba-metal advisor``: which of my functions would actually benefit from numba-metal?
 
-Built only on the public API (``numba_metal.metal``, ``numba_metal.profiling``, ``numba_metal.errors``,
-``numba_metal.random``). Modules, one concern each:
+Built only on numba-metal's public API, the modules of :data:`PUBLIC_API` (a test checks every
+import). Modules, one concern each, importing one another without cycles:
 
-``cli``        argument parsing, output formats, exit codes
+``outcomes``   the exit-code table and the errors that stop a command
+``cli``        argument parsing, output formats
 ``schema``     the JSON documents, their schemas, and the calibration keys
 ``console``    rendering helpers over ``rich`` (terminal / text)
 ``rules``      what ``scan`` recognises: decorators, patterns, blockers and changes
@@ -19,3 +20,7 @@ Built only on the public API (``numba_metal.metal``, ``numba_metal.profiling``, 
 ``calibrate``  device measurements written to the user's cache
 ``roofline``   the classification that reads those measurements
 """
+
+#: The numba-metal modules the advisor may import.
+PUBLIC_API = ("numba_metal", "numba_metal.metal", "numba_metal.errors", "numba_metal.profiling",
+              "numba_metal.random")

@@ -262,13 +262,9 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
     from numba_metal import profiling
 
     from .calibrate import load as load_calibration
-    from .cli import UsageError
-    try:
-        if not os.path.isfile(script):
-            raise ProtocolError(f"{script}: no such file")
-        w = load(script)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+    if not os.path.isfile(script):
+        raise ProtocolError(f"{script}: no such file")
+    w = load(script)
     device = describe_device()
     settings = {"atol": atol, "rtol": rtol, "warmup": warmup, "repeats": repeats, "steady_batches": steady_batches,
                 "steady_calls": steady_calls, "cold_runs": cold_runs}
@@ -282,24 +278,18 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
                      "this CPU running the generated MSL. Run compare on an Apple-silicon Mac for GPU figures.")
     if w.setup:
         w.setup()
-    try:
-        cpu_value = w.cpu()
-        if w.cpu_result:
-            cpu_value = w.cpu_result()
-        metal_value = _call_metal(w)
-        if w.metal_result:
-            metal_value = w.metal_result()
-        doc["correctness"] = compare_results(cpu_value, metal_value, atol, rtol)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+    cpu_value = w.cpu()
+    if w.cpu_result:
+        cpu_value = w.cpu_result()
+    metal_value = _call_metal(w)
+    if w.metal_result:
+        metal_value = w.metal_result()
+    doc["correctness"] = compare_results(cpu_value, metal_value, atol, rtol)
     if doc["correctness"]["status"] == "fail":
         doc["recommendation"] = recommend(False, None)
         notes.append("Nothing was timed: correctness is checked first.")
         return doc
-    try:
-        cold = _cold_runs(script, cold_runs)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+    cold = _cold_runs(script, cold_runs)
     doc["cold"] = cold
     doc["cold_stats"] = {"cpu": stats([c["cpu_s"] for c in cold]), "metal": stats([c["metal_s"] for c in cold])}
     if any(x["from_cache"] for c in cold for x in c["compiles"]):

@@ -25,6 +25,7 @@ import threading
 import traceback
 from collections import Counter
 
+from .outcomes import UsageError
 from .schema import new_document
 from .workload import ProtocolError, has_workload, load, run_script
 
@@ -226,7 +227,6 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
 def run(script: str | None, pytest_path: str | None, script_args: list[str], interval_ms: float = 2.0,
         repeats: int = 3, baseline: bool = True) -> dict:
     from .calibrate import load as load_calibration
-    from .cli import UsageError
     from .roofline import classify
     target = script or pytest_path
     if not os.path.exists(target):
@@ -239,22 +239,19 @@ def run(script: str | None, pytest_path: str | None, script_args: list[str], int
     else:
         mode = "script"
     notes = []
-    try:
-        if mode == "workload":
-            if script_args:
-                raise UsageError("a script defining advisor_workload() takes no arguments after --")
-            result = _spawn(mode, target, "both", interval_ms, repeats, [], False)
-            runs = result["runs"]
+    if mode == "workload":
+        if script_args:
+            raise UsageError("a script defining advisor_workload() takes no arguments after --")
+        result = _spawn(mode, target, "both", interval_ms, repeats, [], False)
+        runs = result["runs"]
+    else:
+        result = _spawn(mode, target, "metal", interval_ms, repeats, script_args, False)
+        runs = result["runs"]
+        if baseline:
+            base = _spawn(mode, target, "baseline", interval_ms, repeats, script_args, True)
+            runs = base["runs"] + runs
         else:
-            result = _spawn(mode, target, "metal", interval_ms, repeats, script_args, False)
-            runs = result["runs"]
-            if baseline:
-                base = _spawn(mode, target, "baseline", interval_ms, repeats, script_args, True)
-                runs = base["runs"] + runs
-            else:
-                notes.append("No baseline run (--no-baseline).")
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+            notes.append("No baseline run (--no-baseline).")
     device = result["device"]
     if not device["is_gpu"]:
         notes.append("Profiled on numba-metal's CPU reference device, not a GPU: 'device' times are this CPU "

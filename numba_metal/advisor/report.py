@@ -10,11 +10,11 @@ import json
 
 from . import flame, timeline
 from .console import View, device_line, fmt_bytes, fmt_ns
+from .outcomes import UsageError
 from .schema import SchemaError, validate
 
 
 def load(path: str) -> dict:
-    from .cli import UsageError
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)

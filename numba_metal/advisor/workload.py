@@ -26,12 +26,14 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from .outcomes import UsageError
+
 ENTRY = "advisor_workload"
 RUN_NAME = "__advisor__"
 
 
-class ProtocolError(Exception):
-    """The script does not follow the protocol (exit code 2)."""
+class ProtocolError(UsageError):
+    """The script does not follow the protocol."""
 
 
 @dataclass
