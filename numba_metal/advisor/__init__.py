@@ -10,6 +10,8 @@ import). Modules, one concern each, importing one another without cycles:
 ``rules``      what ``scan`` recognises: decorators, patterns, blockers and changes
 ``scan``       static analysis and the static score
 ``compat``     the compile check ``scan`` runs (``metal.compile_msl``, no device)
+``signatures`` reading Numba signature strings without evaluating them
+``sourcefile`` reading the files scan is given without running anything they name
 ``workload``   the ``advisor_workload()`` protocol shared by ``compare`` and ``profile``
 ``compare``    cold / warm / steady-state measurement with a correctness gate
 ``sampler``    the pure-Python sampling profiler

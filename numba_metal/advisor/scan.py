@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from . import compat, rules
 from .console import View
 from .schema import new_document
+from .sourcefile import SourceError, decode_python
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "site-packages",
              "node_modules", "build", "dist", ".eggs"}
@@ -500,10 +501,12 @@ def analyze_file(path: str, display: str, check: bool) -> tuple[list[dict], int,
     """Candidates of one file, the number of functions examined, and errors."""
     try:
         with open(path, "rb") as fh:
-            source = fh.read()
+            source = decode_python(fh.read())
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
         return [], 0, [{"file": display, "line": e.lineno, "message": f"syntax error: {e.msg}"}]
+    except SourceError as e:
+        return [], 0, [{"file": display, "line": None, "message": str(e)}]
     except (OSError, ValueError) as e:
         return [], 0, [{"file": display, "line": None, "message": f"cannot read: {e}"}]
     aliases = import_aliases(tree)
