@@ -174,10 +174,7 @@ def _run(args, script_args: list[str]) -> int:
         return exit_code("ok")
     if cmd == "scan":
         from . import scan
-        try:
-            doc = scan.scan(args.path, check=not args.no_compile_check, excludes=args.exclude)
-        except FileNotFoundError as e:
-            raise UsageError(str(e)) from None
+        doc = scan.scan(args.path, check=not args.no_compile_check, excludes=args.exclude)
         _emit(doc, lambda d, v: scan.render(d, v, top=args.top), args, "scan")
         return exit_code("ok")
     if cmd == "compare":

@@ -31,6 +31,11 @@ _CHECKED_KINDS = {"metal.jit", "metal.device", "njit", "vectorize", "guvectorize
                   "cuda.device"}
 _FLOAT64 = re.compile(r"\b(float64|f8|double)\b")
 
+#: Larger functions are not compiled: Numba's typing time grows faster than linearly with a function's
+#: size (a 3,000-statement kernel takes about 10 s here, a 10,000-statement one over a minute), and a
+#: scan must finish. Kernels are far smaller (a 500-line kernel has about 5,000 nodes).
+MAX_CHECKED_NODES = 20_000
+
 
 def result(status: str, detail: str, signature: str | None = None, device: bool = False,
            error: str | None = None, error_line: int | None = None) -> dict:
@@ -121,6 +126,10 @@ def check(path: str, fn: ast.FunctionDef, dec, class_name: str | None, aliases: 
         return result("unable", "a method: scan compiles only plain functions")
     if isinstance(fn, ast.AsyncFunctionDef):
         return result("unable", "an async function")
+    nodes = sum(1 for _ in ast.walk(fn))
+    if nodes > MAX_CHECKED_NODES:
+        return not_checked(f"too large for the compile check: {nodes} syntax-tree nodes, more than "
+                           f"{MAX_CHECKED_NODES}")
     if _expression_defaults(fn):
         return result("unable", "default argument values are expressions; scan does not evaluate them")
     parsed = []

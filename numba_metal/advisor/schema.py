@@ -67,6 +67,17 @@ ROOFLINE_KEYS = (CAL_LAUNCH_OVERHEAD_US, CAL_LAUNCH_ROUNDTRIP_US, CAL_BANDWIDTH_
                  CAL_RIDGE)
 
 
+#: Why scan could not analyse a file (or one function of it): the ``reason`` of a scan error.
+SCAN_ERROR_REASONS = {
+    "syntax-error": "not valid Python",
+    "encoding": "its bytes are not text in the encoding it declares, or it declares a codec scan does not use",
+    "not-regular": "a FIFO, device, socket or directory named *.py (or a link to one): skipped unread",
+    "too-large": "larger than the file size limit: skipped unread",
+    "unreadable": "the file or a directory could not be read (permissions, a broken link...)",
+    "too-complex": "nested too deeply for Python's own parser or for the analysis (recursion limit)",
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON Schemas (draft 2020-12 subset: type, properties, required, items, enum, additionalProperties)
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +140,9 @@ SCAN = _obj({**_header("scan"),
              "root": _STR, "files_scanned": _INT, "functions_examined": _INT,
              "compile_check": _obj({"enabled": _BOOL, "method": _STR}),
              "candidates": _arr(SCAN_CANDIDATE),
-             "errors": _arr(_obj({"file": _STR, "line": {"type": ["integer", "null"]}, "message": _STR})),
+             "errors": _arr(_obj({"file": _STR, "line": {"type": ["integer", "null"]},
+                                  "reason": {"type": "string", "enum": list(SCAN_ERROR_REASONS)},
+                                  "message": _STR})),
              "unknowns": _arr(_STR),
              "score_formula": _STR})
 
