@@ -14,6 +14,8 @@ import). Modules, one concern each, importing one another without cycles:
 ``sourcefile`` reading the files scan is given without running anything they name
 ``workload``   the ``advisor_workload()`` protocol shared by ``compare`` and ``profile``
 ``compare``    cold / warm / steady-state measurement with a correctness gate
+``runner``     the workload's side of ``compare``, in a process of its own
+``measure``    timing statistics and the device description
 ``sampler``    the pure-Python sampling profiler
 ``profile``    running a program with runtime events and the sampler
 ``flame``      flame graphs and the differential flame graph

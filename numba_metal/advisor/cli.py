@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="back-to-back calls per steady-state batch (20)")
     p.add_argument("--cold-runs", type=_positive_int, default=1, metavar="N",
                    help="fresh processes measuring the first call (1)")
+    p.add_argument("--timeout", type=_nonneg_float, default=600.0, metavar="SECONDS",
+                   help="stop the workload after this long in all (default 600; 0: no limit)")
     _common(p)
 
     p = sub.add_parser("profile", help="run a program with runtime events and a sampling profiler")
@@ -181,7 +183,7 @@ def _run(args, script_args: list[str]) -> int:
         from . import compare
         doc = compare.run(args.script, atol=args.atol, rtol=args.rtol, warmup=args.warmup, repeats=args.repeats,
                           steady_batches=args.steady_batches, steady_calls=args.steady_calls,
-                          cold_runs=args.cold_runs)
+                          cold_runs=args.cold_runs, timeout=args.timeout)
         _emit(doc, compare.render, args, "compare")
         return exit_code("results-differ" if doc["correctness"]["status"] == "fail" else "ok")
     if cmd == "profile":

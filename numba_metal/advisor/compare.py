@@ -1,17 +1,19 @@
 """``advisor compare``: measure a declared workload, CPU against numba-metal, correctness first.
 
-Order of work (docs/advisor.md, "compare"):
+The workload never runs in this process: :mod:`.runner` runs it in fresh processes, and this module
+turns how each ended into the report or into the error of its row in the exit-code table, killing
+them after ``--timeout``. Order of work (docs/advisor.md, "compare"):
 
-1. **cold**: ``--cold-runs`` fresh Python processes each load the script, run ``setup``, then time
-   the first ``cpu()`` call and the first ``metal()`` call (including every compile either side does).
-2. **correctness**: in this process, one call of each side; the results are compared with
+1. **correctness**: one call of each side; the results are compared with
    ``numpy.isclose(metal, cpu, atol, rtol)``. On a mismatch nothing is timed and the exit code is 1.
-3. the remaining ``--warmup - 1`` calls of each side, untimed; then one instrumented ``metal()`` call
+2. the remaining ``--warmup - 1`` calls of each side, untimed; then one instrumented ``metal()`` call
    (runtime events on, untimed) counts launches, transfers and any compile; a compile there means
    the workload compiles on every call, which the report says.
-4. **warm**: ``--repeats`` calls of each side, alternating, each timed alone.
-5. **steady-state**: ``--steady-batches`` batches of ``--steady-calls`` back-to-back calls per side;
+3. **warm**: ``--repeats`` calls of each side, alternating, each timed alone.
+4. **steady-state**: ``--steady-batches`` batches of ``--steady-calls`` back-to-back calls per side;
    the per-call time of a batch is its time divided by its calls.
+5. **cold**: ``--cold-runs`` more fresh processes each load the script, run ``setup``, then time the
+   first ``cpu()`` call and the first ``metal()`` call (including every compile either side does).
 
 The recommendation reads the steady-state medians only.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,9 +33,10 @@ import numpy as np
 
 from . import roofline
 from .console import View, device_line, fmt_ratio, fmt_seconds
-from .measure import describe_device, stats
+from .measure import stats
+from .outcomes import UsageError, WorkloadExited, WorkloadFailed, WorkloadTimeout
 from .schema import new_document
-from .workload import ProtocolError, load
+from .workload import ProtocolError, check_script
 
 #: numba-metal must be at least this much faster (steady-state medians) to be recommended;
 #: a difference within this margin either way is INCONCLUSIVE.
@@ -123,109 +127,97 @@ def _compare_leaf(name, c, m, atol, rtol) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Measurement
+# Running the workload (in processes of its own: runner.py)
 # ---------------------------------------------------------------------------------------------
 
-def _sync():
-    from numba_metal import metal
-    metal.synchronize()
+#: Output of a workload process longer than this is shown by its end only.
+OUTPUT_TAIL_BYTES = 64 * 1024
 
 
-def _call_metal(w):
-    r = w.metal()
-    _sync()
-    return r
+def _relay_output(path: str) -> None:
+    """Pass the workload process's output on to stderr (stdout carries only the report)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        if size > OUTPUT_TAIL_BYTES:
+            fh.seek(size - OUTPUT_TAIL_BYTES)
+            sys.stderr.write(f"[{size - OUTPUT_TAIL_BYTES} bytes of the workload's output not shown]\n")
+        text = fh.read().decode("utf-8", "replace")
+    if text:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-class _EventCounter:
-    """Counts runtime events of one untimed call (numba_metal.profiling)."""
-
-    def __init__(self):
-        self.events = []
-
-    def __call__(self, event):
-        self.events.append(event)
-
-    def summary(self) -> dict:
-        ev = self.events
-        launches = [e for e in ev if e.kind == "launch"]
-        spans = []
-        have_device = bool(launches)
-        for e in launches:
-            try:
-                spans.append(e.queue.timestamps(e.work_id))
-            except Exception:  # noqa: BLE001 - timestamps are optional evidence
-                have_device = False
-        device_ns = union_ns(spans)
-        return {
-            "launches": len(launches),
-            "compiles": sum(1 for e in ev if e.kind == "compile"),
-            "copies": sum(1 for e in ev if e.kind == "copy"),
-            "copy_bytes": sum(int(e.nbytes) for e in ev if e.kind == "copy"),
-            "allocs": sum(1 for e in ev if e.kind == "alloc"),
-            "waits": sum(1 for e in ev if e.kind == "wait"),
-            "device_s": device_ns / 1e9 if have_device else None,
-        }
-
-
-def union_ns(spans) -> int:
-    """Total length of the union of (start, end) intervals (launches sharing a command buffer share
-    its timestamps, so summing them would count that time more than once)."""
-    total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(spans):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
-
-
-def _cold_runs(script: str, n: int) -> list[dict]:
-    out = []
-    for _ in range(n):
-        with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
-            result_path = os.path.join(tmp, "cold.json")
-            proc = subprocess.run([sys.executable, "-m", "numba_metal.advisor.compare", "--cold-child", script,
-                                   result_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if proc.returncode != 0 or not os.path.exists(result_path):
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-                raise ProtocolError("the cold-start process failed:\n" + "\n".join(tail))
-            with open(result_path, encoding="utf-8") as fh:
-                out.append(json.load(fh))
-    return out
-
-
-def _cold_child(script: str, result_path: str) -> None:
-    """In a fresh process: the first cpu() and metal() calls, with compile events."""
-    from numba_metal import profiling
-    w = load(script)
-    compiles = []
-
-    def listener(event):
-        if event.kind == "compile":
-            compiles.append({"name": str(event.name), "stage": str(event.stage),
-                             "ms": (event.end_ns - event.start_ns) / 1e6, "from_cache": bool(event.from_cache)})
-
-    if w.setup:
-        w.setup()
-    cpu_s = _timed(w.cpu)
-    profiling.add_listener(listener)
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the workload process and every process it started (its own session)."""
     try:
-        metal_s = _timed(lambda: _call_metal(w))
-    finally:
-        profiling.remove_listener(listener)
-    with open(result_path, "w", encoding="utf-8") as fh:
-        json.dump({"cpu_s": cpu_s, "metal_s": metal_s, "compiles": compiles}, fh)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+def run_workload(mode: str, script: str, settings: dict, deadline: float | None, timeout: float) -> dict:
+    """Run runner.py's ``mode`` on ``script`` in a fresh process; its result, or the AdvisorError that
+    says how it ended (see the exit-code table)."""
+    with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
+        result_path, phase_path, log_path = (os.path.join(tmp, n) for n in ("result.json", "phase.txt", "log"))
+        cmd = [sys.executable, "-m", "numba_metal.advisor.runner", mode, script, result_path, phase_path,
+               json.dumps(settings)]
+        timed_out = False
+        with open(log_path, "wb") as log:
+            # A session of its own, so that a timeout stops whatever the workload started too.
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop(proc)
+            except BaseException:
+                _stop(proc)
+                raise
+        _relay_output(log_path)
+        phase = _read_text(phase_path) or "starting Python"
+        if timed_out:
+            raise WorkloadTimeout(f"stopped after {timeout:g} s (--timeout) during {phase}: the workload did not "
+                                  "finish in time, and its processes were killed. Give it more time with --timeout "
+                                  "SECONDS (0: no limit), or measure a smaller problem.")
+        if not os.path.exists(result_path):
+            if proc.returncode < 0:
+                raise WorkloadFailed(f"the workload's process was killed by {_signal_name(-proc.returncode)} "
+                                     f"during {phase}")
+            raise WorkloadExited(f"the workload's process ended with status {proc.returncode} during {phase} "
+                                 "without returning (os._exit()?); compare needs cpu() and metal() to return")
+        with open(result_path, encoding="utf-8") as fh:
+            result = json.load(fh)
+    outcome = result.pop("outcome")
+    if outcome == "ok":
+        return result
+    if outcome == "protocol":
+        raise ProtocolError(result["message"])
+    if outcome == "no-device":
+        raise UsageError(result["message"])
+    if outcome == "exited":
+        raise WorkloadExited(f"the workload called sys.exit({result['code']!r}) during {result['phase']}; compare "
+                             "needs cpu() and metal() to return, and the script's own main code to be under "
+                             "`if __name__ == \"__main__\":` (compare runs it as __advisor__)")
+    raise WorkloadFailed(f"the workload raised {result['message']} during {result['phase']}",
+                         detail=result["traceback"])
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def break_even_calls(cold_cpu: float, cold_metal: float, cpu_s: float, metal_s: float) -> int | None:
@@ -258,54 +250,34 @@ def recommend(correct: bool, speedup: float | None) -> dict:
 
 
 def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, repeats: int = 7,
-        steady_batches: int = 5, steady_calls: int = 20, cold_runs: int = 1) -> dict:
-    from numba_metal import profiling
-
+        steady_batches: int = 5, steady_calls: int = 20, cold_runs: int = 1, timeout: float = 600.0) -> dict:
     from .calibrate import load as load_calibration
-    if not os.path.isfile(script):
-        raise ProtocolError(f"{script}: no such file")
-    w = load(script)
-    device = describe_device()
+    check_script(script)
+    script = os.path.abspath(script)
+    deadline = time.monotonic() + timeout if timeout > 0 else None
     settings = {"atol": atol, "rtol": rtol, "warmup": warmup, "repeats": repeats, "steady_batches": steady_batches,
-                "steady_calls": steady_calls, "cold_runs": cold_runs}
-    doc = new_document("compare", workload=w.name, script=os.path.basename(script), device=device,
-                       settings=settings, correctness=None, cold=[], cold_stats=None, warm=None, steady=None,
-                       per_call=None, compiles_after_warmup=0, speedup=None, break_even_calls=None,
+                "steady_calls": steady_calls, "cold_runs": cold_runs, "timeout_s": timeout}
+    measured = run_workload("measure", script, settings, deadline, timeout)
+    device, workload = measured["device"], measured["workload"]
+    doc = new_document("compare", workload=workload["name"], script=os.path.basename(script), device=device,
+                       settings=settings, correctness=measured["correctness"], cold=[], cold_stats=None, warm=None,
+                       steady=None, per_call=None, compiles_after_warmup=0, speedup=None, break_even_calls=None,
                        roofline=None, recommendation=None, notes=[])
     notes = doc["notes"]
     if not device["is_gpu"]:
         notes.append("Measured on numba-metal's CPU reference device, not a GPU: the numba-metal figures are "
                      "this CPU running the generated MSL. Run compare on an Apple-silicon Mac for GPU figures.")
-    if w.setup:
-        w.setup()
-    cpu_value = w.cpu()
-    if w.cpu_result:
-        cpu_value = w.cpu_result()
-    metal_value = _call_metal(w)
-    if w.metal_result:
-        metal_value = w.metal_result()
-    doc["correctness"] = compare_results(cpu_value, metal_value, atol, rtol)
     if doc["correctness"]["status"] == "fail":
         doc["recommendation"] = recommend(False, None)
         notes.append("Nothing was timed: correctness is checked first.")
         return doc
-    cold = _cold_runs(script, cold_runs)
+    cold = [run_workload("cold", script, settings, deadline, timeout) for _ in range(cold_runs)]
     doc["cold"] = cold
     doc["cold_stats"] = {"cpu": stats([c["cpu_s"] for c in cold]), "metal": stats([c["metal_s"] for c in cold])}
     if any(x["from_cache"] for c in cold for x in c["compiles"]):
         notes.append("Part of the first-call compile came from numba-metal's disk cache (as it will in your "
                      "program's later runs); a first run on a new machine compiles more.")
-
-    for _ in range(warmup - 1):
-        w.cpu()
-        _call_metal(w)
-    counter = _EventCounter()
-    profiling.add_listener(counter)
-    try:
-        _call_metal(w)
-    finally:
-        profiling.remove_listener(counter)
-    per_call = counter.summary()
+    per_call = measured["per_call"]
     doc["per_call"] = per_call
     doc["compiles_after_warmup"] = per_call["compiles"]
     if per_call["compiles"]:
@@ -314,34 +286,17 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
                      "timing below includes compile time. Create kernels once, outside the timed function.")
     if per_call["launches"] == 0:
         notes.append("metal() launched no numba-metal kernel on the instrumented call.")
-
-    warm_cpu, warm_metal = [], []
-    for _ in range(repeats):
-        warm_cpu.append(_timed(w.cpu))
-        warm_metal.append(_timed(lambda: _call_metal(w)))
-    doc["warm"] = {"cpu": stats(warm_cpu), "metal": stats(warm_metal)}
-
-    steady_cpu, steady_metal = [], []
-    for _ in range(steady_batches):
-        t0 = time.perf_counter()
-        for _ in range(steady_calls):
-            w.cpu()
-        steady_cpu.append((time.perf_counter() - t0) / steady_calls)
-        t0 = time.perf_counter()
-        for _ in range(steady_calls):
-            w.metal()
-        _sync()
-        steady_metal.append((time.perf_counter() - t0) / steady_calls)
-    doc["steady"] = {"cpu": stats(steady_cpu), "metal": stats(steady_metal)}
+    doc["warm"] = {side: stats(measured["warm"][side]) for side in ("cpu", "metal")}
+    doc["steady"] = {side: stats(measured["steady"][side]) for side in ("cpu", "metal")}
 
     cpu_med, metal_med = doc["steady"]["cpu"]["median_s"], doc["steady"]["metal"]["median_s"]
     speedup = cpu_med / metal_med if metal_med > 0 else None
     doc["speedup"] = speedup
     doc["break_even_calls"] = break_even_calls(doc["cold_stats"]["cpu"]["median_s"],
                                                doc["cold_stats"]["metal"]["median_s"], cpu_med, metal_med)
-    calibration = load_calibration()
+    calibration = load_calibration(device)
     doc["roofline"] = roofline.classify(calibration, metal_med, per_call["launches"], per_call["device_s"],
-                                        w.flops, w.bytes)
+                                        workload["flops"], workload["bytes"])
     doc["recommendation"] = recommend(True, speedup)
     return doc
 
@@ -411,10 +366,3 @@ def render(doc: dict, view: View) -> None:
     view.wrapped(f"{rec['why']} (rule: {rec['rule']})")
     for n in doc["notes"]:
         view.wrapped("note: " + n, hang=6)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--cold-child":
-        _cold_child(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit("usage: python -m numba_metal.advisor.compare --cold-child SCRIPT RESULT.json")

@@ -31,7 +31,13 @@ EXIT_CODES = (
                                   "DO_NOT_USE_METAL); nothing was timed"),
     ExitCode(2, "usage", "bad usage, a missing or unreadable input file, a script that does not follow the "
                          "compare protocol, or no usable device"),
-    ExitCode(3, "workload-failed", "profile: a profiled run exited with a non-zero status"),
+    ExitCode(3, "workload-failed", "compare: the workload raised an exception, or its process was killed (a "
+                                   "crash); profile: a profiled run exited with a non-zero status or crashed"),
+    ExitCode(4, "syntax-error", "compare, profile: the script has a syntax error; nothing was run"),
+    ExitCode(5, "workload-exited", "compare: the workload ended its process (sys.exit(), os._exit()) instead of "
+                                   "returning, even with status 0"),
+    ExitCode(6, "timeout", "compare: the workload did not finish within --timeout seconds; its processes were "
+                           "killed"),
     ExitCode(70, "internal-error", "a bug in the advisor itself: the traceback is printed; please report it"),
 )
 
@@ -70,3 +76,27 @@ class UsageError(AdvisorError):
     """Bad input from the user: arguments, a missing or unreadable file, a script off the protocol."""
 
     outcome = "usage"
+
+
+class WorkloadFailed(AdvisorError):
+    """The workload raised an exception (``detail``: its traceback) or its process was killed."""
+
+    outcome = "workload-failed"
+
+
+class ScriptSyntaxError(AdvisorError):
+    """The script is not valid Python."""
+
+    outcome = "syntax-error"
+
+
+class WorkloadExited(AdvisorError):
+    """The workload left its process (``sys.exit()``, ``os._exit()``) instead of returning."""
+
+    outcome = "workload-exited"
+
+
+class WorkloadTimeout(AdvisorError):
+    """The workload did not finish within ``--timeout`` seconds."""
+
+    outcome = "timeout"

@@ -25,9 +25,9 @@ import threading
 import traceback
 from collections import Counter
 
-from .outcomes import UsageError
+from .outcomes import UsageError, WorkloadFailed
 from .schema import new_document
-from .workload import ProtocolError, has_workload, load, run_script
+from .workload import check_script, has_workload, load, run_script
 
 BASELINE_ENV = "NUMBA_METAL_ADVISOR_BASELINE"
 
@@ -219,7 +219,8 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
             sys.stderr.write(proc.stdout)
             sys.stderr.flush()
         if not os.path.exists(out):
-            raise ProtocolError(f"the profiled process ended (exit code {proc.returncode}) without a profile")
+            raise WorkloadFailed(f"the profiled process ended (exit status {proc.returncode}) without a profile: the "
+                                 "program crashed or left through os._exit()")
         with open(out, encoding="utf-8") as fh:
             return json.load(fh)
 
@@ -231,13 +232,11 @@ def run(script: str | None, pytest_path: str | None, script_args: list[str], int
     target = script or pytest_path
     if not os.path.exists(target):
         raise UsageError(f"{target}: no such file or directory")
-    target = os.path.abspath(target)
     if pytest_path:
         mode = "pytest"
-    elif has_workload(target):
-        mode = "workload"
     else:
-        mode = "script"
+        mode = "workload" if has_workload(check_script(target)) else "script"
+    target = os.path.abspath(target)
     notes = []
     if mode == "workload":
         if script_args:

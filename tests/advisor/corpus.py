@@ -6,7 +6,9 @@ link to a device, a 30,000-term expression, a workload that exits), each with th
 
 * :data:`SCAN`: one bad entry beside good files; the scan lists it under ``errors`` with its ``reason``
   and keeps every other result;
-* :data:`DOCUMENTS`: a file given to ``report``: exit code 2 with a message, never a hang or a traceback.
+* :data:`DOCUMENTS`: a file given to ``report``: exit code 2 with a message, never a hang or a traceback;
+* :data:`COMPARE`: a ``compare`` script whose workload raises, exits, crashes, hangs or does not parse:
+  the exit code of its row in the exit-code table, and a message naming the step it failed in.
 
 ``make(directory)`` creates the entry in ``directory`` and returns its display name.
 """
@@ -125,4 +127,107 @@ DOCUMENTS: list[BadDocument] = [
     BadDocument("another_document", _write("scan.json", '{"schema": "numba-metal-advisor/scan", "version": 1}'),
                 "not a numba-metal advisor profile"),
     BadDocument("missing", lambda d: "missing.json", "No such file"),
+]
+
+
+@dataclass(frozen=True)
+class BadWorkload:
+    """A ``compare`` script and the documented outcome: ``exit`` names a row of EXIT_CODES, ``match``
+    is a regular expression the error message must match."""
+    id: str
+    src: str
+    exit: str
+    match: str
+    args: tuple = ()
+
+
+def workload(cpu: str = "", metal: str = "", setup: str = "", top: str = "") -> str:
+    """A correct workload (a kernel doubling 64 floats) with code inserted into its parts. The directory
+    the test gives in $ADVISOR_TEST_DIR is ``HERE``."""
+    return f"""import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from numba_metal import metal
+
+HERE = os.environ["ADVISOR_TEST_DIR"]
+{top}
+
+@metal.jit
+def twice(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = 2 * a[i]
+
+
+@metal.jit
+def forever(c):
+    # c[0] stays 0. The atomic keeps the loop alive: C++'s forward-progress rule lets a compiler delete
+    # a loop that only reads and writes plain memory.
+    while metal.atomic.add(c, 0, 0) >= 0:
+        pass
+
+
+def advisor_workload():
+    a = np.arange(64, dtype=np.float32)
+    d_a, d_out = metal.to_device(a), metal.device_array(64, np.float32)
+    d_c = metal.to_device(np.zeros(1, np.int32))
+    calls = []
+
+    def setup():
+        {setup or "pass"}
+
+    def cpu():
+        {cpu or "pass"}
+        return 2 * a
+
+    def run_metal():
+        calls.append(1)
+        {metal or "pass"}
+        twice[1, 64](d_a, d_out)
+        metal.synchronize()
+
+    return {{"cpu": cpu, "metal": run_metal, "setup": setup, "metal_result": d_out.copy_to_host}}
+"""
+
+
+COMPARE: list[BadWorkload] = [
+    BadWorkload("raises_in_cpu", workload(cpu="1 / 0"), "workload-failed",
+                r"raised ZeroDivisionError: division by zero during cpu\(\) \(correctness call\)"),
+    BadWorkload("raises_on_the_third_metal_call", workload(metal="if len(calls) == 3: raise RuntimeError('third')"),
+                "workload-failed", r"RuntimeError: third during metal\(\) \(instrumented call"),
+    BadWorkload("raises_at_import", workload(top="import no_such_module_for_the_advisor"), "workload-failed",
+                r"ModuleNotFoundError.*during loading the script"),
+    BadWorkload("raises_in_setup", workload(setup="raise ValueError('no data')"), "workload-failed",
+                r"ValueError: no data during setup\(\)"),
+    BadWorkload("raises_keyboard_interrupt", workload(cpu="raise KeyboardInterrupt"), "workload-failed",
+                r"raised KeyboardInterrupt"),
+    BadWorkload("kernel_does_not_compile", workload(metal="forever[1, 1](1.5)"), "workload-failed",
+                r"raised \w+Error: .* during metal\(\) \(correctness call\)"),
+    BadWorkload("fails_only_in_a_fresh_process",
+                workload(setup="m = os.path.join(HERE, 'seen')\n"
+                               "        if os.path.exists(m): raise RuntimeError('second process')\n"
+                               "        open(m, 'w').close()"),
+                "workload-failed", r"RuntimeError: second process during setup\(\) \(cold start\)"),
+    BadWorkload("crashes", workload(metal="os.abort()"), "workload-failed",
+                r"killed by SIGABRT during metal\(\) \(correctness call\)"),
+    BadWorkload("syntax_error", workload().replace("def cpu():", "def cpu(:"), "syntax-error",
+                r"syntax_error\.py:\d+:\d+: syntax error: .*nothing was run"),
+    BadWorkload("exits_0_in_metal", workload(metal="sys.exit(0)"), "workload-exited",
+                r"sys\.exit\(0\) during metal\(\) \(correctness call\)"),
+    BadWorkload("exits_with_a_message", workload(cpu="sys.exit('bye')"), "workload-exited", r"sys\.exit\('bye'\)"),
+    BadWorkload("exits_at_import", workload(top="sys.exit(0)"), "workload-exited",
+                r"sys\.exit\(0\) during loading the script.*__name__ == \"__main__\""),
+    BadWorkload("os_exit", workload(cpu="os._exit(0)"), "workload-exited",
+                r"ended with status 0 during cpu\(\) \(correctness call\) without returning"),
+    BadWorkload("kernel_never_ends",
+                workload(setup="p = subprocess.Popen(['sleep', '300'])\n"
+                               "        open(os.path.join(HERE, 'child.pid'), 'w').write(str(p.pid))",
+                         metal="forever[1, 1](d_c)"),
+                "timeout", r"stopped after 15 s \(--timeout\) during metal\(\) \(correctness call\)",
+                args=("--timeout", "15")),
+    BadWorkload("no_protocol", "x = 1\n", "usage", r"does not define advisor_workload\(\)"),
 ]

@@ -108,3 +108,49 @@ def test_report_refuses_a_bad_document_with_a_usage_error(bad, run_cli, tmp_path
     code, out, err = within_timeout(run_cli, "report", tmp_path / name)
     assert code == 2 and out == "" and re.search(bad.match, err), err
     assert "Traceback" not in err
+
+
+QUICK = ("--warmup", "2", "--repeats", "2", "--steady-batches", "2", "--steady-calls", "1")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("bad", corpus.COMPARE, ids=lambda b: b.id)
+def test_each_way_a_workload_fails_has_its_exit_code_and_message(bad, run_cli, tmp_path, monkeypatch):
+    from numba_metal.advisor.outcomes import exit_code
+    monkeypatch.setenv("ADVISOR_TEST_DIR", str(tmp_path))
+    script = tmp_path / f"{bad.id}.py"
+    script.write_text(bad.src)
+    code, out, err = within_timeout(run_cli, "compare", script, *QUICK, *bad.args, "--format", "json")
+    assert code == exit_code(bad.exit), err[-3000:]
+    assert out == "", "a command that stops prints no report"
+    message = err[err.index("numba-metal advisor compare: error:"):]
+    assert re.search(bad.match, message, re.S), message
+    if bad.exit == "workload-failed" and "raised" in bad.match:
+        assert "Traceback (most recent call last)" in message
+    pid_file = tmp_path / "child.pid"
+    if pid_file.exists():  # what the workload started is stopped with it
+        assert not _alive(int(pid_file.read_text()))
+
+
+def test_compare_still_works_after_a_workload_failed(run_json):
+    from advisor_paths import sample
+    code, doc, _ = run_json("compare", sample("compare", "mismatch.py"))
+    assert code == 1 and doc["correctness"]["status"] == "fail"
+
+
+def test_profile_and_compare_refuse_a_script_they_cannot_read_or_parse(run_cli, tmp_path):
+    from numba_metal.advisor.outcomes import exit_code
+    os.mkfifo(tmp_path / "fifo.py")
+    (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
+    for command in ("compare", "profile"):
+        code, _, err = within_timeout(run_cli, command, tmp_path / "fifo.py")
+        assert code == exit_code("usage") and "not a regular file (a FIFO)" in err
+        code, _, err = run_cli(command, tmp_path / "broken.py")
+        assert code == exit_code("syntax-error") and "broken.py:1:7: syntax error" in err and "nothing was run" in err

@@ -61,6 +61,11 @@ def test_script_without_the_protocol_is_a_usage_error(run_cli):
     assert code == 2 and "advisor_workload()" in err
 
 
+def test_device_time_is_the_union_of_launch_intervals():
+    from numba_metal.advisor.runner import union_ns
+    assert union_ns([(0, 10), (5, 20), (30, 40)]) == 30
+
+
 def test_compare_results_tolerances():
     import numpy as np
     a = np.array([1.0, 2.0, np.nan], np.float32)
@@ -79,7 +84,6 @@ def test_recommendation_rules_and_break_even():
     # 1 s of extra first-call cost, 0.1 s saved per call: numba-metal is ahead from the 11th call.
     assert compare.break_even_calls(0.0, 1.0, 0.2, 0.1) == 11
     assert compare.break_even_calls(0.0, 1.0, 0.1, 0.2) is None
-    assert compare.union_ns([(0, 10), (5, 20), (30, 40)]) == 30
 
 
 @pytest.mark.parametrize("flag", ["--warmup", "--repeats", "--steady-batches", "--steady-calls", "--cold-runs"])
