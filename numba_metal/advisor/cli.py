@@ -28,6 +28,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 (a confidence interval needs two), got {value}")
+    return value
+
+
 def _nonneg_float(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -86,10 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=_nonneg_float, default=1e-4, help="relative tolerance (default 1e-4)")
     p.add_argument("--warmup", type=_positive_int, default=2, metavar="N", help="untimed warm-up calls (2)")
     p.add_argument("--repeats", type=_positive_int, default=7, metavar="N", help="timed warm calls (7)")
-    p.add_argument("--steady-batches", type=_positive_int, default=5, metavar="N",
-                   help="steady-state batches (5)")
-    p.add_argument("--steady-calls", type=_positive_int, default=20, metavar="N",
-                   help="back-to-back calls per steady-state batch (20)")
+    p.add_argument("--steady-batches", type=_at_least_two, default=10, metavar="N",
+                   help="steady-state rounds, each a batch of calls per side (10)")
+    p.add_argument("--steady-calls", type=_positive_int, default=10, metavar="N",
+                   help="back-to-back calls per steady-state batch (10)")
     p.add_argument("--cold-runs", type=_positive_int, default=1, metavar="N",
                    help="fresh processes measuring the first call (1)")
     p.add_argument("--timeout", type=_nonneg_float, default=600.0, metavar="SECONDS",

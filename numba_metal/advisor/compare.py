@@ -15,7 +15,8 @@ them after ``--timeout``. Order of work (docs/advisor.md, "compare"):
 5. **cold**: ``--cold-runs`` more fresh processes each load the script, run ``setup``, then time the
    first ``cpu()`` call and the first ``metal()`` call (including every compile either side does).
 
-The recommendation reads the steady-state medians only.
+The recommendation reads the steady-state rounds only: the confidence intervals of both sides' mean
+time per call (:mod:`.measure`) must not overlap, and the ratio of the means must clear a 5% margin.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ import numpy as np
 
 from . import roofline
 from .console import View, device_line, fmt_ratio, fmt_seconds
-from .measure import stats
+from .measure import CONFIDENCE, rounds_to_separate, stats
 from .outcomes import UsageError, WorkloadExited, WorkloadFailed, WorkloadTimeout
 from .schema import new_document
 from .workload import ProtocolError, check_script
 
-#: numba-metal must be at least this much faster (steady-state medians) to be recommended;
-#: a difference within this margin either way is INCONCLUSIVE.
+#: numba-metal must be at least this much faster (steady-state means, with confidence intervals that
+#: do not overlap) to be recommended; a difference within this margin either way is INCONCLUSIVE.
 FASTER_MARGIN = 1.05
 
 
@@ -230,27 +231,70 @@ def break_even_calls(cold_cpu: float, cold_metal: float, cpu_s: float, metal_s: 
     return 1 + math.ceil(extra / (cpu_s - metal_s))
 
 
-def recommend(correct: bool, speedup: float | None) -> dict:
+def speedup_interval(cpu: dict, metal: dict) -> list | None:
+    """[low, high] of the CPU / numba-metal time ratios that both sides' confidence intervals allow:
+    [cpu_low / metal_high, cpu_high / metal_low], high None when numba-metal's interval reaches 0.
+    It contains 1 exactly when the two intervals overlap."""
+    if cpu["ci_low_s"] is None or metal["ci_low_s"] is None:
+        return None
+    low = max(0.0, cpu["ci_low_s"]) / metal["ci_high_s"]
+    high = cpu["ci_high_s"] / metal["ci_low_s"] if metal["ci_low_s"] > 0 else None
+    return [low, high]
+
+
+def intervals_overlap(cpu: dict, metal: dict) -> bool:
+    return not (cpu["ci_low_s"] > metal["ci_high_s"] or metal["ci_low_s"] > cpu["ci_high_s"])
+
+
+def recommend(correct: bool, cpu: dict | None = None, metal: dict | None = None) -> dict:
+    """The verdict from the steady-state statistics of each side (:func:`.measure.stats`, at least two
+    rounds each); see docs/advisor.md, "Verdicts"."""
     if not correct:
-        return {"verdict": "DO_NOT_USE_METAL", "rule": "results-differ",
+        return {"verdict": "DO_NOT_USE_METAL", "rule": "results-differ", "rounds_needed": None,
                 "why": "numba-metal's results do not match the CPU's within the tolerances; speed is irrelevant "
                        "until they do"}
-    if speedup is None:
-        return {"verdict": "INCONCLUSIVE", "rule": "not-measured", "why": "no timing was made"}
+    speedup = cpu["mean_s"] / metal["mean_s"]
+    level = f"{CONFIDENCE:.0%}"
+    margin = f"{100 * (FASTER_MARGIN - 1):.0f}%"
+    if intervals_overlap(cpu, metal):
+        within = 1 / FASTER_MARGIN < speedup < FASTER_MARGIN
+        rounds = None if within else rounds_to_separate(cpu["samples_s"], metal["samples_s"])
+        why = (f"the {level} confidence intervals of the steady-state time per call overlap (CPU "
+               f"{_interval_text(cpu)}, numba-metal {_interval_text(metal)}): the measured {speedup:.2f}x may be "
+               "noise. ")
+        if within:
+            why += f"The times differ by less than the {margin} margin, so more rounds would not change the verdict."
+        elif rounds is None:
+            why += "More than 10,000 rounds would be needed to tell them apart at this level of noise."
+        else:
+            why += (f"About {rounds} rounds (--steady-batches {rounds}) would tell them apart if the times stay as "
+                    "measured.")
+        return {"verdict": "INCONCLUSIVE", "rule": "intervals-overlap", "rounds_needed": rounds, "why": why}
+    interval = speedup_interval(cpu, metal)
+    shown = f"{level} interval {_ratio_range(interval)}"
     if speedup >= FASTER_MARGIN:
-        return {"verdict": "USE_METAL", "rule": "faster-and-correct",
-                "why": f"results match and numba-metal is {speedup:.2f}x faster in steady state "
-                       f"(threshold {FASTER_MARGIN:.2f}x)"}
+        return {"verdict": "USE_METAL", "rule": "faster-and-correct", "rounds_needed": None,
+                "why": f"results match and numba-metal is {speedup:.3g}x faster in steady state ({shown}; "
+                       f"threshold {FASTER_MARGIN:.2f}x)"}
     if speedup <= 1 / FASTER_MARGIN:
-        return {"verdict": "KEEP_CPU", "rule": "slower",
-                "why": f"results match but numba-metal is slower: {1 / speedup:.2f}x the CPU's steady-state time"}
-    return {"verdict": "INCONCLUSIVE", "rule": "within-margin",
-            "why": f"steady-state times are within {100 * (FASTER_MARGIN - 1):.0f}% of each other "
-                   f"({speedup:.2f}x)"}
+        return {"verdict": "KEEP_CPU", "rule": "slower", "rounds_needed": None,
+                "why": f"results match but numba-metal is slower: {1 / speedup:.3g}x the CPU's steady-state time "
+                       f"(speedup {speedup:.3g}x, {shown})"}
+    return {"verdict": "INCONCLUSIVE", "rule": "within-margin", "rounds_needed": None,
+            "why": f"the steady-state times differ ({shown}) but by less than the {margin} margin ({speedup:.2f}x)"}
+
+
+def _interval_text(side: dict) -> str:
+    return f"{fmt_seconds(side['mean_s'])} +/- {fmt_seconds(side['ci_high_s'] - side['mean_s'])}"
+
+
+def _ratio_range(interval: list) -> str:
+    low, high = interval
+    return f"{low:.3g}x to {'unbounded' if high is None else f'{high:.3g}x'}"
 
 
 def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, repeats: int = 7,
-        steady_batches: int = 5, steady_calls: int = 20, cold_runs: int = 1, timeout: float = 600.0) -> dict:
+        steady_batches: int = 10, steady_calls: int = 10, cold_runs: int = 1, timeout: float = 600.0) -> dict:
     from .calibrate import load as load_calibration
     check_script(script)
     script = os.path.abspath(script)
@@ -261,8 +305,8 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
     device, workload = measured["device"], measured["workload"]
     doc = new_document("compare", workload=workload["name"], script=os.path.basename(script), device=device,
                        settings=settings, correctness=measured["correctness"], cold=[], cold_stats=None, warm=None,
-                       steady=None, per_call=None, compiles_after_warmup=0, speedup=None, break_even_calls=None,
-                       roofline=None, recommendation=None, notes=[])
+                       steady=None, per_call=None, compiles_after_warmup=0, speedup=None, speedup_interval=None,
+                       break_even_calls=None, roofline=None, recommendation=None, notes=[])
     notes = doc["notes"]
     if not device["is_gpu"]:
         notes.append("Measured on numba-metal's CPU reference device, not a GPU: the numba-metal figures are "
@@ -289,15 +333,15 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
     doc["warm"] = {side: stats(measured["warm"][side]) for side in ("cpu", "metal")}
     doc["steady"] = {side: stats(measured["steady"][side]) for side in ("cpu", "metal")}
 
-    cpu_med, metal_med = doc["steady"]["cpu"]["median_s"], doc["steady"]["metal"]["median_s"]
-    speedup = cpu_med / metal_med if metal_med > 0 else None
-    doc["speedup"] = speedup
+    cpu, metal = doc["steady"]["cpu"], doc["steady"]["metal"]
+    doc["speedup"] = cpu["mean_s"] / metal["mean_s"]
+    doc["speedup_interval"] = speedup_interval(cpu, metal)
     doc["break_even_calls"] = break_even_calls(doc["cold_stats"]["cpu"]["median_s"],
-                                               doc["cold_stats"]["metal"]["median_s"], cpu_med, metal_med)
+                                               doc["cold_stats"]["metal"]["median_s"], cpu["mean_s"], metal["mean_s"])
     calibration = load_calibration(device)
-    doc["roofline"] = roofline.classify(calibration, metal_med, per_call["launches"], per_call["device_s"],
+    doc["roofline"] = roofline.classify(calibration, metal["mean_s"], per_call["launches"], per_call["device_s"],
                                         workload["flops"], workload["bytes"])
-    doc["recommendation"] = recommend(True, speedup)
+    doc["recommendation"] = recommend(True, cpu, metal)
     return doc
 
 
@@ -334,16 +378,17 @@ def render(doc: dict, view: View) -> None:
         for regime, st in regimes:
             for side in ("cpu", "metal"):
                 s = st[side]
+                ci = "-" if s["ci_high_s"] is None else f"+/-{100 * (s['ci_high_s'] - s['mean_s']) / s['mean_s']:.0f}%"
                 rows.append([regime, "numba-metal" if side == "metal" else "CPU", fmt_seconds(s["median_s"]),
-                             fmt_seconds(s["min_s"]), fmt_seconds(s["max_s"]), f"{100 * s['spread']:.0f}%",
-                             str(s["n"])])
-        view.table([("regime", "left"), ("side", "left"), ("median", "right"), ("min", "right"),
-                    ("max", "right"), ("spread", "right"), ("n", "right")], rows)
+                             f"{100 * s['spread']:.0f}%", fmt_seconds(s["mean_s"]), ci, str(s["n"])])
+        view.table([("regime", "left"), ("side", "left"), ("median", "right"), ("spread", "right"),
+                    ("mean", "right"), (f"{CONFIDENCE:.0%} CI", "right"), ("n", "right")], rows)
         st = doc["settings"]
         view.wrapped(f"cold = first call in a fresh process, compile included ({st['cold_runs']} process(es)); "
                      f"warm = {st['repeats']} single calls after {st['warmup']} warm-up call(s); steady = "
-                     f"{st['steady_batches']} batches of {st['steady_calls']} back-to-back calls. "
-                     "spread = (max - min) / median.", style="dim")
+                     f"{st['steady_batches']} rounds of {st['steady_calls']} back-to-back calls per side, the side "
+                     "going first alternating. spread = (max - min) / median (min and max are in --format json); CI = "
+                     "half width of the Student-t confidence interval of the mean, as a share of it.", style="dim")
         compiles = [f"{x['name']} {x['stage']} {x['ms']:.1f} ms{' (from disk cache)' if x['from_cache'] else ''}"
                     for x in (doc["cold"][0]["compiles"] if doc["cold"] else [])]
         if compiles:
@@ -353,7 +398,9 @@ def render(doc: dict, view: View) -> None:
         view.kv([("per metal() call", f"{pc['launches']} launch(es), {pc['copies']} copy(ies) "
                                       f"({pc['copy_bytes']} bytes), {pc['allocs']} allocation(s), "
                                       f"{pc['waits']} wait(s), device busy {dev_s}"),
-                 ("speedup", f"{fmt_ratio(doc['speedup'])} (CPU / numba-metal, steady-state medians)"),
+                 ("speedup", f"{fmt_ratio(doc['speedup'])} (CPU / numba-metal, steady-state means; "
+                             + (f"{CONFIDENCE:.0%} interval {_ratio_range(doc['speedup_interval'])})"
+                                if doc["speedup_interval"] else "no interval)")),
                  ("break-even", "never (numba-metal is not faster in steady state)"
                   if doc["break_even_calls"] is None else
                   f"after {doc['break_even_calls']} call(s) numba-metal's total time, first call included, "

@@ -109,8 +109,8 @@ def _header(kind: str) -> dict:
 DEVICE = _obj({"name": _STR, "kind": {"type": "string", "enum": ["metal", "cpu"]},
                "is_gpu": _BOOL, "note": _STR})
 
-STATS = _obj({"n": _INT, "median_s": _NUM, "min_s": _NUM, "max_s": _NUM, "spread": _NUM,
-              "samples_s": _arr(_NUM)})
+STATS = _obj({"n": _INT, "median_s": _NUM, "min_s": _NUM, "max_s": _NUM, "spread": _NUM, "mean_s": _NUM,
+              "ci_low_s": _NULLABLE_NUM, "ci_high_s": _NULLABLE_NUM, "samples_s": _arr(_NUM)})
 
 _LOCATED = _obj({"line": _INT, "rule": _STR, "message": _STR})
 
@@ -181,12 +181,16 @@ COMPARE = _obj({**_header("compare"),
                 "per_call": {**_PER_CALL, "type": ["object", "null"]},
                 "compiles_after_warmup": _INT,
                 "speedup": _NULLABLE_NUM,
+                "speedup_interval": {"type": ["array", "null"], "items": _NULLABLE_NUM},
                 "break_even_calls": {"type": ["integer", "null"]},
                 "roofline": {**ROOFLINE, "type": ["object", "null"]},
                 "recommendation": _obj({"verdict": {"type": "string", "enum": ["USE_METAL", "KEEP_CPU",
                                                                                "INCONCLUSIVE",
                                                                                "DO_NOT_USE_METAL"]},
-                                        "rule": _STR, "why": _STR}),
+                                        "rule": {"type": "string", "enum": ["results-differ", "faster-and-correct",
+                                                                            "slower", "within-margin",
+                                                                            "intervals-overlap"]},
+                                        "why": _STR, "rounds_needed": {"type": ["integer", "null"]}}),
                 "notes": _arr(_STR)})
 
 _EVENT = _obj({"kind": {"type": "string", "enum": ["compile", "launch", "copy", "alloc", "wait"]},
