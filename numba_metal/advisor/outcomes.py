@@ -38,6 +38,7 @@ EXIT_CODES = (
                                    "returning, even with status 0"),
     ExitCode(6, "timeout", "compare: the workload did not finish within --timeout seconds; its processes were "
                            "killed"),
+    # 70 is EX_SOFTWARE of BSD's sysexits.h, "internal software error".
     ExitCode(70, "internal-error", "a bug in the advisor itself: the traceback is printed; please report it"),
 )
 

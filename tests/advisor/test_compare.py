@@ -27,7 +27,11 @@ def test_matching_faster_workload_is_recommended(run_cli, run_json):
     assert doc["warm"]["cpu"]["n"] == 3 and doc["steady"]["metal"]["n"] == 2
 
 
-def test_mismatch_exits_1_and_times_nothing(run_cli):
+def test_mismatch_exits_1_and_times_nothing(run_cli, run_json):
+    code, doc, _ = run_json("compare", sample("compare", "mismatch.py"))
+    assert code == 1
+    validate(doc)
+    assert doc["warm"] is None and doc["cold_stats"] is None
     code, out, _ = run_cli("compare", sample("compare", "mismatch.py"), "--format", "text")
     assert code == 1
     assert "Correctness: FAIL" in out and "DO_NOT_USE_METAL" in out
