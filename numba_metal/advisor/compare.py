@@ -178,7 +178,11 @@ def run_workload(mode: str, script: str, settings: dict, deadline: float | None,
                 _stop(proc)
                 raise
         _relay_output(log_path)
-        phase = _read_text(phase_path) or "starting Python"
+        phase = _read_text(phase_path)
+        if not phase and not timed_out and proc.returncode != 0:
+            raise RuntimeError(f"the advisor's workload process ended with status {proc.returncode} before "
+                               "starting the workload (its output is above)")
+        phase = phase or "starting Python"
         if timed_out:
             raise WorkloadTimeout(f"stopped after {timeout:g} s (--timeout) during {phase}: the workload did not "
                                   "finish in time, and its processes were killed. Give it more time with --timeout "

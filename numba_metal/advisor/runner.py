@@ -210,6 +210,7 @@ def cold(script: str, phase: _Phases) -> dict:
 
 def run(mode: str, script: str, result_path: str, phase_path: str, settings: dict) -> None:
     phase = _Phases(phase_path)
+    phase("starting")
     try:
         result = {"outcome": "ok", **(measure(script, settings, phase) if mode == "measure" else cold(script, phase))}
     except SystemExit as e:

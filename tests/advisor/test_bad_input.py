@@ -154,3 +154,15 @@ def test_profile_and_compare_refuse_a_script_they_cannot_read_or_parse(run_cli, 
         assert code == exit_code("usage") and "not a regular file (a FIFO)" in err
         code, _, err = run_cli(command, tmp_path / "broken.py")
         assert code == exit_code("syntax-error") and "broken.py:1:7: syntax error" in err and "nothing was run" in err
+
+
+def test_a_workload_process_that_never_started_is_not_blamed_on_the_workload(run_cli, tmp_path, monkeypatch):
+    """If the advisor's own process cannot start (here: a Python that exits at once), that is an
+    internal error, not 'the workload exited'."""
+    from numba_metal.advisor.outcomes import exit_code
+    monkeypatch.setenv("ADVISOR_TEST_DIR", str(tmp_path))
+    script = tmp_path / "fine.py"
+    script.write_text(corpus.workload())
+    monkeypatch.setattr("sys.executable", "/bin/false")
+    code, _, err = run_cli("compare", script)
+    assert code == exit_code("internal-error") and "before starting the workload" in err
