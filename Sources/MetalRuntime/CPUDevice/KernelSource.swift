@@ -1,6 +1,7 @@
 // KernelSource.swift -- reading MSL for the CPU device: find a kernel's signature, refuse what Metal
-// refuses, blank attribute lists (clang would misread [[threadgroup(0)]] through the address-space
-// macro), rewrite threadgroup variables declared in function bodies into per-threadgroup storage, and
+// refuses (in the signature, and in the whole source what MSL forbids and the shim header cannot express:
+// checkMetalRules), blank attribute lists (clang would misread [[threadgroup(0)]] through the address-space
+// macro), rewrite threadgroup variables declared in kernel bodies into per-threadgroup storage, and
 // generate the C++ entry glue appended after the MSL. Line numbers of the MSL are kept intact.
 
 // MARK: - Tokens
