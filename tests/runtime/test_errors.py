@@ -149,11 +149,14 @@ kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_thre
 
 @CPU_ENGINE
 def test_stack_overflow_in_a_fiber_is_caught(device, queue):
+    # A 512 KB local array on a fiber's stack, touched a page at a time from its top down, reaches the
+    # guard page (MSL has no recursion, so a big frame is how a kernel overflows).
     src = HEADER + """
-int deep(int n) { volatile int pad[256]; pad[0] = n; return n == 0 ? pad[0] : deep(n - 1) + pad[0]; }
 kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
     threadgroup_barrier(mem_flags::mem_none);
-    x[tid] = deep(x[tid] + 1000000);
+    volatile int pad[131072];
+    for (int k = 131071; k >= 0; k -= 1024) pad[k] = k;
+    x[tid] = pad[tid];
 }
 """
     buf = device.new_buffer(4 * 32)

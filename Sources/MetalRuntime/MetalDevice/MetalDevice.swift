@@ -119,12 +119,14 @@ final class MetalDevice: Device {
         // The slots the kernel declares: its compiler's ABI, which the MSL must match (as on the CPU device);
         // for hand-written kernels, what the MSL reader finds (a source it does not follow is still Metal's
         // to accept, unchecked here).
+        let readAs = options.language_version == 0 ? KernelCompiler.defaultLanguageVersion : options.language_version
         let parameters: [KernelParameter]
         if let abi {
-            try abi.check(against: try analyzeKernel(source: source, kernelName: name).parameters, kernelName: name)
+            try abi.check(against: try analyzeKernel(source: source, kernelName: name, languageVersion: readAs).parameters,
+                          kernelName: name)
             parameters = abi.parameters
         } else {
-            parameters = (try? analyzeKernel(source: source, kernelName: name))?.parameters ?? []
+            parameters = (try? analyzeKernel(source: source, kernelName: name, languageVersion: readAs))?.parameters ?? []
         }
         let compileOptions = MTLCompileOptions()
         MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
