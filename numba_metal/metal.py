@@ -39,6 +39,13 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) ->
     return driver.compile_kernel(pyfunc, argtypes, debug=debug).source
 
 
+def math_functions() -> frozenset[str]:
+    """The names of the functions of Python's ``math`` module kernels can call (each with its types and
+    accuracy in docs/supported-features.md and docs/math-accuracy.md)."""
+    from numba_metal.kernel_api.functions import MATH
+    return frozenset(f.name for f in MATH)
+
+
 # NumPy dtypes by their usual names, for shared/local array declarations.
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64

@@ -20,14 +20,6 @@ ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
 #: (they register their typing and lowering with the compiler when imported).
 PLUGIN_EDGES = {("numba_metal.compiler.typing", "numba_metal.kernel_api")}
 
-#: Import cycles inside the advisor that its owner is removing on another branch. Each entry must still
-#: exist (the test fails on a stale one, so that this list goes when the cycle does).
-KNOWN_ADVISOR_EDGES = {
-    ("numba_metal.advisor.compare", "numba_metal.advisor.cli"),
-    ("numba_metal.advisor.profile", "numba_metal.advisor.cli"),
-    ("numba_metal.advisor.report", "numba_metal.advisor.cli"),
-}
-
 
 def _modules() -> dict[str, str]:
     """Module name -> file of every module of the package (the staged runtime library excluded)."""
@@ -138,8 +130,7 @@ def test_the_plugin_edge_is_documented_and_real():
 
 
 def test_there_is_no_import_cycle():
-    edges = {m: {t for t in targets if (m, t) not in PLUGIN_EDGES and (m, t) not in KNOWN_ADVISOR_EDGES}
-             for m, targets in EDGES.items()}
+    edges = {m: {t for t in targets if (m, t) not in PLUGIN_EDGES} for m, targets in EDGES.items()}
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):
@@ -167,8 +158,6 @@ def test_there_is_no_import_cycle():
         if v not in index:
             visit(v)
     assert not cycles, f"import cycles: {cycles}"
-    stale = [e for e in KNOWN_ADVISOR_EDGES if e[1] not in EDGES.get(e[0], ())]
-    assert not stale, f"KNOWN_ADVISOR_EDGES lists imports that no longer exist; remove them: {stale}"
 
 
 def _private_names_defined(tree) -> set[str]:

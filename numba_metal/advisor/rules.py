@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numba_metal.kernel_api.functions import MATH
+from numba_metal import metal
 
 #: Fully qualified decorator -> kind.
 DECORATORS = {
@@ -31,9 +31,9 @@ PARALLEL_KINDS = {"vectorize", "guvectorize", "stencil", "metal.jit", "cuda.jit"
 #: Modules the compile check binds (under whatever names the scanned file imports them as).
 BOUND_MODULES = ("math", "numpy", "numba_metal.metal", "numba_metal.random")
 
-#: Math function names: those of numba-metal's math table (the ``math`` functions kernels call), plus
+#: Math function names: the ``math`` functions kernels can call (from numba-metal's math table), plus
 #: NumPy's spellings of math functions.
-MATH_FUNCS = {f.name for f in MATH} | {
+MATH_FUNCS = metal.math_functions() | {
     "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh", "power", "square",
     "absolute", "reciprocal",
 }

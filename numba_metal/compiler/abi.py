@@ -141,7 +141,7 @@ class KernelABI(NamedTuple):
     dynamic_threadgroup_memory: bool
     static_threadgroup_memory: int   # bytes of threadgroup memory the kernel declares
     array_names: tuple = ()  # debug reports: array id -> the array's name
-    language_version: int = 0        # the MSL version (x 100) its declarations need; 0: the device's default
+    language_version: int = 0        # the MSL version (x 100) its code needs; 0: the device's default
 
     @property
     def arg_slot(self) -> int | None:

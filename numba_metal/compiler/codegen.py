@@ -32,9 +32,6 @@ _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dis
                       types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
                       types.Opaque, types.EnumClass, types.Callable)
 
-#: The MSL version of coherent(device) memory and device-scope fences (MSL 3.2, macOS 15), times 100.
-COHERENT_MEMORY_VERSION = 320
-
 #: Threadgroup memory is allocated in multiples of 16 bytes (Metal's rule for its lengths).
 _THREADGROUP_ALIGNMENT = 16
 
@@ -55,6 +52,7 @@ class ModuleBuilder:
         self.debug = debug
         self.coherent = coherent
         self.fences_device_memory = False
+        self.language_version = msl.ANY_VERSION   # the newest MSL version its code needs
         self.snippets: set[str] = {"base", "env"}
         self.uses_mathlib = False
         self._type_names: dict = {}
@@ -375,10 +373,15 @@ class FunctionLowering:
         self.module.uses_threadgroup_counter = True
         return self.env("tgcount")
 
+    def require_language_version(self, version: int) -> None:
+        """The function's code needs MSL ``version`` (``msl.VERSION_3_2``...): the kernel asks for it."""
+        self.module.language_version = max(self.module.language_version, version)
+
     def fence_device_memory(self) -> None:
         """The function orders device memory across threadgroups (``threadfence``): the kernel's device
-        memory must be declared ``coherent(device)`` for the fence to make writes visible."""
+        memory must be declared ``coherent(device)`` (MSL 3.2) for the fence to make writes visible."""
         self.module.fences_device_memory = True
+        self.require_language_version(msl.VERSION_3_2)
 
     def constant_array(self, element: str, values: list[str]) -> str:
         return self.module.constant_array(element, values)
@@ -515,7 +518,7 @@ class FunctionLowering:
                           dynamic_threadgroup_memory=module.uses_dynamic_shared,
                           static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
                           array_names=module.array_names,
-                          language_version=COHERENT_MEMORY_VERSION if module.coherent else 0,
+                          language_version=module.language_version,
                           where=self.tf.location)
 
     def _environment(self) -> list[str]:

@@ -19,6 +19,12 @@ import struct
 # (design.md, contract 4); float64 arrays and arguments are refused before code generation.
 # ---------------------------------------------------------------------------------------------
 
+#: MSL versions as the runtime's ``language_version`` takes them. Code needing nothing newer than MSL 3.0
+#: (macOS 13, numba-metal's oldest) asks for no version; MSL 3.2 (macOS 15) brings ``atomic_thread_fence``
+#: with a ``thread_scope`` and ``coherent(device)`` memory (§4.8, §6.15.1).
+ANY_VERSION = 0
+VERSION_3_2 = 320
+
 SCALAR_TYPES = {
     "bool": "bool",
     "int8": "char",

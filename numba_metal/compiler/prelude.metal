@@ -364,10 +364,10 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
     }
 NM_ATOMIC_CAS_LOOPS(dev, device)
 NM_ATOMIC_CAS_LOOPS(tg, threadgroup)
-#if __METAL_VERSION__ >= 320
-// Device memory declared coherent(device): kernels that fence it across threadgroups (MSL 3.2).
+
+//@@ coherent_atomics requires: atomics
+// The same on device memory declared coherent(device) (MSL 3.2): kernels that fence it across threadgroups.
 NM_ATOMIC_CAS_LOOPS(cdev, coherent(device) device)
-#endif
 
 //@@ simd64 requires: base
 // SIMD shuffles of 64-bit values, as two 32-bit shuffles (MSL's SIMD functions exclude long).

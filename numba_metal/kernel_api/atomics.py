@@ -182,8 +182,9 @@ def _memory(lc, aty) -> str:
 
 
 def _helper(lc, aty, operation: str) -> str:
-    lc.need("atomics")
-    return msl.join_names("nm_atomic", operation, _memory(lc, aty))
+    memory = _memory(lc, aty)
+    lc.need("coherent_atomics" if memory == "cdev" else "atomics")
+    return msl.join_names("nm_atomic", operation, memory)
 
 
 @lowering.call(*_OP_OF)

@@ -3,10 +3,10 @@
 
 A row says everything about one function: its Python name, the Numba signatures it is typed with (its
 types and arity), the routine that computes it for each computation type, and the accuracy that
-routine guarantees. The kernel API's typing and lowering (``pymath.py``), the advisor's list of math
-functions, the differential test's vocabulary, the tests of every function and the lists in
-docs/supported-features.md and docs/math-accuracy.md are derived from these rows (tests fail when they
-disagree), so supporting a function is adding a row.
+routine guarantees. The kernel API's typing and lowering (``pymath.py``), ``metal.math_functions()``
+(the advisor's list of math functions), the differential test's vocabulary, the tests of every function
+and the lists in docs/supported-features.md and docs/math-accuracy.md are derived from these rows (tests
+fail when they disagree), so supporting a function is adding a row.
 
 The *computation type* of a call is the first floating-point argument type of its signature, else its
 result type if that is floating-point, else its first argument type: ``sin(int64) -> float64`` computes
@@ -15,7 +15,7 @@ to the routine's parameter types (the computation type unless the routine says o
 result to the signature's result type. float64 values are computed in float32 until float64 is
 emulated in software; each float64 routine then becomes a routine of that library.
 
-This module imports nothing else (the advisor reads it without Numba).
+This module imports nothing else (``metal.math_functions()`` reads it without Numba).
 """
 
 from __future__ import annotations

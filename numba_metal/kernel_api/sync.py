@@ -3,9 +3,11 @@
 ``syncthreads()``/``barrier()`` is a threadgroup barrier that also orders device and threadgroup
 memory (numba.cuda's ``__syncthreads`` guarantee). Every thread of the threadgroup must reach it.
 ``syncthreads_count/and/or(pred)`` also count the threads whose ``pred`` is true, through a small
-threadgroup counter. ``threadfence()`` is MSL 3.2's device-scope fence (macOS 15); it makes writes
-visible to other threadgroups only in memory declared ``coherent(device)``, so a kernel that calls it
-(directly or in a device function) declares its device memory so and asks for MSL 3.2.
+threadgroup counter. ``threadfence()`` and ``threadfence_block()`` are MSL 3.2's ``atomic_thread_fence``
+(macOS 15) at device and threadgroup scope, so kernels that call them ask for MSL 3.2. A device-scope
+fence makes writes visible to other threadgroups only in memory declared ``coherent(device)`` (device
+memory is coherent within a threadgroup), so a kernel that calls ``threadfence()`` (directly or in a
+device function) declares its device memory so.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ def _lower_barrier(lc, sig, args):
         require_full_mask(lc, "syncwarp")
     if lc.callee is threadfence:
         lc.fence_device_memory()
+    elif lc.callee is threadfence_block:
+        lc.require_language_version(msl.VERSION_3_2)
     function, arguments = BARRIERS[lc.callee]
     return Value(msl.call(function, *arguments), types.none)
 

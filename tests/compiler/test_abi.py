@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from numba.core import types
 
-from numba_metal import metal
+import msl_lint
+
+from numba_metal import metal, runtime
 from numba_metal.compiler import abi
 from numba_metal.compiler.driver import compile_kernel
 from numba_metal.errors import UnsupportedFeatureError
-from numba_metal.host import device as _device
 from numba_metal.runtime import PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP
 
 f32 = types.float32
@@ -162,15 +163,15 @@ def test_metal_limits_are_checked_when_the_kernel_compiles():
 
 
 def test_every_kernel_is_compiled_with_its_abi_handed_to_the_runtime(monkeypatch):
-    device = _device.current().device
     calls = []
-    compile_pipeline = device.compile
+    compile_pipeline = runtime.Device.compile
 
-    def spy(source, name, **options):
+    def spy(device, source, name, **options):
         calls.append(options)
-        return compile_pipeline(source, name, **options)
+        return compile_pipeline(device, source, name, **options)
 
-    monkeypatch.setattr(device, "compile", spy)
+    # On the class: an instance attribute would outlive the test (monkeypatch restores it as one).
+    monkeypatch.setattr(runtime.Device, "compile", spy)
 
     @metal.jit
     def k(out, x):
@@ -228,13 +229,43 @@ def test_a_kernel_that_fences_declares_its_device_memory_coherent_and_asks_for_m
     for a in spec.abi.arrays:
         assert f"coherent(device) device {a.element}* nm_p{a.arg} [[buffer({a.slot})]]" in spec.msl
     assert re.search(r"nm_arr<coherent\(device\) device float\*, 1>", spec.msl)   # device functions too
-    assert "nm_atomic_fadd_cdev" not in spec.msl or "__METAL_VERSION__ >= 320" in spec.msl
+    # The MSL lint's coherent-device and language-version rules (every compile of the suite is linted too).
+    assert [str(f) for f in msl_lint.lint(spec.msl, spec.abi.language_version, spec.abi.params)] == []
 
 
-def test_a_kernel_without_fences_keeps_plain_device_memory():
+def test_atomics_on_coherent_memory_use_the_coherent_compare_and_swap_loops():
+    @metal.jit
+    def k(a, m, c):
+        i = metal.grid(1)
+        metal.atomic.max(m, 0, a[i])      # a compare-and-swap loop of the prelude
+        metal.atomic.inc(c, 0, 1000)      # another
+        metal.atomic.add(m, 1, a[i])      # MSL's atomic_fetch_add on a coherent pointer
+        metal.threadfence()
+
+    a = np.arange(128, dtype=np.float32)
+    m, c = np.zeros(2, np.float32), np.zeros(1, np.uint32)
+    k[2, 64](a, m, c)
+    assert m.tolist() == [127.0, a.sum()] and c[0] == 128
+    (spec,) = k.specializations.values()
+    assert "nm_atomic_fmax_cdev(" in spec.msl and "nm_atomic_inc_cdev(" in spec.msl
+    assert [str(f) for f in msl_lint.lint(spec.msl, spec.abi.language_version, spec.abi.params)] == []
+
+
+def test_a_kernel_fencing_only_its_threadgroup_keeps_plain_device_memory_and_asks_for_msl_3_2():
+    """Device memory is coherent within a threadgroup (MSL §4.8); atomic_thread_fence is MSL 3.2."""
     def k(a):
         metal.threadfence_block()
         a[0] = 1.0
 
     compiled = compile_kernel(k, (f32[:],))
-    assert "coherent" not in compiled.source.split("kernel void")[1] and compiled.abi.language_version == 0
+    assert "coherent" not in compiled.source and compiled.abi.language_version == 320
+    assert [str(f) for f in msl_lint.lint(compiled.source, 320, compiled.abi.params)] == []
+
+
+def test_a_kernel_without_fences_asks_for_no_msl_version():
+    def k(a):
+        metal.syncthreads()
+        a[0] = 1.0
+
+    compiled = compile_kernel(k, (f32[:],))
+    assert "coherent" not in compiled.source and compiled.abi.language_version == 0
