@@ -1,0 +1,243 @@
+"""float64 test vectors as uint64 bit patterns: every class (zeros, subnormals, normals near the
+underflow and overflow thresholds, halfway and near-halfway rounding cases, NaN payloads, infinities),
+a TestFloat-style table of edge values, and per-operation generators that make the hard cases
+(cancellation, ties, exact quotients and roots) frequent rather than rare.
+
+Generators take a numpy Generator and a count and return uint64 arrays; they are deterministic in the
+seed, so a failure is reproduced by its seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+U64 = np.uint64
+SIGN = U64(1 << 63)
+FRAC = U64((1 << 52) - 1)
+
+
+def pack(sign, exp, frac) -> np.ndarray:
+    sign = np.asarray(sign, dtype=np.uint64)
+    exp = np.asarray(exp, dtype=np.uint64)
+    frac = np.asarray(frac, dtype=np.uint64)
+    return (sign << U64(63)) | ((exp & U64(0x7FF)) << U64(52)) | (frac & FRAC)
+
+
+def bits(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).view(np.uint64)
+
+
+def floats(b) -> np.ndarray:
+    return np.asarray(b, dtype=np.uint64).view(np.float64)
+
+
+# --------------------------------------------------------------------------------------------------
+# The edge table (TestFloat's idea: every exponent boundary times every significand boundary).
+
+_EDGE_EXPONENTS = (0, 1, 2, 0x3FD, 0x3FE, 0x3FF, 0x400, 0x401, 0x433, 0x434, 0x43E, 0x43F, 0x7FD, 0x7FE)
+_EDGE_FRACTIONS = (0, 1, 2, 3, (1 << 51) - 1, 1 << 51, (1 << 51) + 1, (1 << 52) - 2, (1 << 52) - 1,
+                   0x5555555555555, 0xAAAAAAAAAAAAA)
+_NAN_FRACTIONS = (1, 2, 0x123, (1 << 50) + 7, 1 << 51, (1 << 51) + 1, (1 << 51) | 0xABCDE, (1 << 52) - 1)
+
+
+def edge_values() -> np.ndarray:
+    """Zeros, subnormals, boundaries of every exponent range, infinities and NaNs (quiet and
+    signalling, several payloads), both signs."""
+    vals = []
+    for e in _EDGE_EXPONENTS:
+        for f in _EDGE_FRACTIONS:
+            vals.append((e << 52) | f)
+    vals += [0x7FF << 52] + [(0x7FF << 52) | f for f in _NAN_FRACTIONS]
+    pos = np.array(sorted(set(vals)), dtype=np.uint64)
+    return np.concatenate([pos, pos | SIGN])
+
+
+def edge_values_small() -> np.ndarray:
+    """A smaller edge table for triples (fma)."""
+    vals = []
+    for e in (0, 1, 0x3FE, 0x3FF, 0x400, 0x433, 0x7FE):
+        for f in (0, 1, (1 << 51), (1 << 52) - 1):
+            vals.append((e << 52) | f)
+    vals += [0x7FF << 52, (0x7FF << 52) | 1, (0x7FF << 52) | (1 << 51) | 5]
+    pos = np.array(sorted(set(vals)), dtype=np.uint64)
+    return np.concatenate([pos, pos | SIGN])
+
+
+# --------------------------------------------------------------------------------------------------
+# Values of every class.
+
+def _interesting_exponents(rng, n):
+    picks = np.array([0, 0, 1, 2, 3, 52, 53, 54, 0x3FD, 0x3FE, 0x3FF, 0x400, 0x401, 0x432, 0x433, 0x434,
+                      0x43D, 0x43E, 0x43F, 0x440, 0x7FC, 0x7FD, 0x7FE, 0x7FE, 0x7FF], dtype=np.uint64)
+    return picks[rng.integers(0, len(picks), n)]
+
+
+def _fractions(rng, n):
+    """Random fractions mixed with structured ones: zero, all ones, single bits, short significands
+    (exact products), long runs of ones or zeros below a random point (ties and carries)."""
+    r = rng.integers(0, 1 << 52, n, dtype=np.uint64)
+    kind = rng.integers(0, 8, n)
+    bit = U64(1) << rng.integers(0, 52, n).astype(np.uint64)
+    low = (bit - U64(1))
+    out = r.copy()
+    out[kind == 0] = 0
+    out[kind == 1] = FRAC
+    out[kind == 2] = bit[kind == 2]
+    out[kind == 3] = (r & ~low)[kind == 3]
+    out[kind == 4] = (r | low)[kind == 4]
+    short = rng.integers(0, 1 << 20, n, dtype=np.uint64) << U64(32)
+    out[kind == 5] = short[kind == 5]
+    return out
+
+
+def special_values(rng, n) -> np.ndarray:
+    """Zeros, infinities, NaNs with random payloads (quiet and signalling), extreme finite values."""
+    table = np.array([0, 1, FRAC, 1 << 52, (0x7FE << 52) | FRAC, 0x7FF << 52, 0x3FF << 52], dtype=np.uint64)
+    v = table[rng.integers(0, len(table), n)]
+    nan = (U64(0x7FF) << U64(52)) | (rng.integers(1, 1 << 52, n, dtype=np.uint64))
+    pick_nan = rng.random(n) < 0.3
+    v = np.where(pick_nan, nan, v)
+    return v | (rng.integers(0, 2, n).astype(np.uint64) << U64(63))
+
+
+def values(rng, n) -> np.ndarray:
+    """A mix of all classes, weighted towards the ones where arithmetic is hard."""
+    kind = rng.integers(0, 10, n)
+    sign = rng.integers(0, 2, n).astype(np.uint64)
+    out = rng.integers(0, np.iinfo(np.uint64).max, n, dtype=np.uint64, endpoint=True)   # kind 0: any pattern
+    m = (kind == 1) | (kind == 2)
+    out[m] = pack(sign, _interesting_exponents(rng, n), _fractions(rng, n))[m]
+    m = (kind >= 3) & (kind <= 5)                                                          # moderate normals
+    exp = (0x3FF + rng.integers(-80, 80, n)).astype(np.uint64)
+    out[m] = pack(sign, exp, _fractions(rng, n))[m]
+    m = kind == 6                                                                          # subnormals
+    out[m] = pack(sign, 0, _fractions(rng, n) >> rng.integers(0, 52, n).astype(np.uint64))[m]
+    m = kind == 7                                                                          # any exponent
+    out[m] = pack(sign, rng.integers(0, 0x7FF, n), _fractions(rng, n))[m]
+    m = kind == 8                                                                          # small integers, halves
+    ints = rng.integers(-(1 << 20), 1 << 20, n).astype(np.float64) / (1 << rng.integers(0, 4, n))
+    out[m] = bits(ints)[m]
+    m = kind == 9
+    out[m] = special_values(rng, n)[m]
+    return out
+
+
+def neighbours(rng, x) -> np.ndarray:
+    """x moved by a few units in the last place, or scaled by a power of two, or negated: operands
+    that cancel, tie or line up with x."""
+    n = len(x)
+    kind = rng.integers(0, 4, n)
+    step = rng.integers(-3, 4, n).astype(np.int64)
+    moved = (x.view(np.int64) + step).view(np.uint64)
+    exp = (x >> U64(52)) & U64(0x7FF)
+    shift = rng.integers(-60, 61, n)
+    new_exp = np.clip(exp.astype(np.int64) + shift, 1, 0x7FE).astype(np.uint64)
+    scaled = (x & ~(U64(0x7FF) << U64(52))) | (new_exp << U64(52))
+    out = np.where(kind == 0, moved, np.where(kind == 1, scaled, np.where(kind == 2, x ^ SIGN, moved ^ SIGN)))
+    return out
+
+
+def pairs(rng, n):
+    """Operand pairs: independent values half of the time, related values (neighbours, cancellation,
+    alignment within the significand) the other half."""
+    a = values(rng, n)
+    b = values(rng, n)
+    related = rng.random(n) < 0.5
+    b = np.where(related, neighbours(rng, a), b)
+    swap = rng.random(n) < 0.5
+    return np.where(swap, b, a), np.where(swap, a, b)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hard rounding cases by construction.
+
+def add_ties(rng, n):
+    """a + b where b is half an ulp of a (times 1, or a little more or less): ties and near-ties."""
+    a = pack(rng.integers(0, 2, n), rng.integers(54, 0x7FE, n), _fractions(rng, n))
+    exp_a = ((a >> U64(52)) & U64(0x7FF)).astype(np.int64)
+    exp_b = np.maximum(exp_a - 53 - rng.integers(0, 2, n), 0)
+    frac_b = np.where(rng.random(n) < 0.5, U64(0), rng.integers(0, 4, n, dtype=np.uint64))
+    sign_b = rng.integers(0, 2, n)
+    b = pack(sign_b, exp_b, frac_b)
+    return a, b
+
+
+def mul_ties(rng, n):
+    """Products of two 27-bit odd integers (scaled): 53- or 54-bit exact products, i.e. exact results
+    and exact ties; occasionally scaled into the subnormal or overflow range."""
+    ia = (rng.integers(1 << 25, 1 << 27, n) | 1).astype(np.float64)
+    ib = (rng.integers(1 << 25, 1 << 27, n) | 1).astype(np.float64)
+    ea = rng.integers(-540, 500, n)
+    eb = rng.integers(-540, 500, n)
+    extreme = rng.random(n) < 0.2
+    ea = np.where(extreme, rng.integers(-1074, 960, n), ea)
+    eb = np.where(extreme, rng.integers(-1074, 960, n) - ea // 2, eb)
+    with np.errstate(all="ignore"):
+        a = np.ldexp(ia, ea - 26)
+        b = np.ldexp(ib, eb - 26)
+    sign = rng.integers(0, 2, (2, n)).astype(np.uint64) << U64(63)
+    return bits(a) ^ sign[0], bits(b) ^ sign[1]
+
+
+def div_near_ties(rng, n):
+    """a / b whose exact quotient lies within a tiny distance of a rounding boundary: a is q b rounded,
+    q a 54-bit odd integer (a midpoint of two doubles) or a 53-bit one (a double)."""
+    out_a = np.empty(n, dtype=np.uint64)
+    out_b = np.empty(n, dtype=np.uint64)
+    seeds = rng.integers(0, 1 << 62, (n, 3))
+    for k in range(n):
+        s0, s1, s2 = (int(v) for v in seeds[k])
+        b = (1 << 52) | (s0 & ((1 << 52) - 1))
+        width = 54 if s2 & 1 else 53
+        q = (1 << (width - 1)) | (s1 & ((1 << (width - 1)) - 1)) | 1
+        prod = q * b
+        shift = prod.bit_length() - 53
+        a = (prod + (1 << (shift - 1))) >> shift          # round to 53 bits, half up
+        if a >> 53:
+            a >>= 1
+            shift += 1
+        ea = 0x3FF + (s2 >> 8) % 64 - 32
+        eb = 0x3FF + (s2 >> 16) % 64 - 32
+        out_a[k] = ((s2 >> 30) & 1) << 63 | ea << 52 | (a & ((1 << 52) - 1))
+        out_b[k] = ((s2 >> 31) & 1) << 63 | eb << 52 | (b & ((1 << 52) - 1))
+    return out_a, out_b
+
+
+def sqrt_near_ties(rng, n):
+    """x whose square root lies very close to a rounding boundary (a midpoint or a double), and exact
+    squares; both exponent parities, some subnormal."""
+    out = np.empty(n, dtype=np.uint64)
+    seeds = rng.integers(0, 1 << 62, (n, 2))
+    for k in range(n):
+        s0, s1 = (int(v) for v in seeds[k])
+        kind = s1 % 3
+        if kind == 0:                      # exact square of a 26-bit integer
+            r = (1 << 25) | (s0 & ((1 << 25) - 1))
+            m = r * r
+        else:                              # r a midpoint (54-bit odd) or a double (53-bit): x = r^2 rounded
+            width = 54 if kind == 1 else 53
+            r = (1 << (width - 1)) | (s0 & ((1 << (width - 1)) - 1)) | 1
+            m = r * r
+        shift = m.bit_length() - 53
+        frac = ((m + (1 << (shift - 1))) >> shift) if shift > 0 else m << -shift
+        if frac >> 53:
+            frac >>= 1
+        exp = 1 + (s1 >> 4) % 0x7FD
+        out[k] = exp << 52 | (frac & ((1 << 52) - 1))
+    sub = rng.random(n) < 0.05
+    out[sub] = (out[sub] & FRAC) >> rng.integers(0, 52, int(sub.sum())).astype(np.uint64)
+    return out
+
+
+def fma_triples(rng, n):
+    """a, b, c with c independent, or c close to -(a b) (massive cancellation), or c far below or
+    above a b (sticky bits, c dominating)."""
+    a, b = pairs(rng, n)
+    c = values(rng, n)
+    kind = rng.integers(0, 4, n)
+    with np.errstate(all="ignore"):
+        p = floats(a) * floats(b)
+    near = neighbours(rng, bits(-p))
+    tiny = bits(floats(c) * 2.0 ** -80)
+    c = np.where(kind == 1, near, np.where(kind == 2, bits(-p), np.where(kind == 3, tiny, c)))
+    return a, b, c
