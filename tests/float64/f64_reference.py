@@ -39,6 +39,17 @@ def isnan(u):
     return (np.asarray(u, dtype=np.uint64) & ABS) > EXP
 
 
+# Bit-pattern dtype of a float result -> (magnitude mask, infinity's pattern).
+_FORMATS = {np.dtype(np.uint64): (int(ABS), int(EXP)), np.dtype(np.uint32): (0x7FFFFFFF, 0x7F800000),
+            np.dtype(np.uint16): (0x7FFF, 0x7C00)}
+
+
+def isnan_pattern(u):
+    u = np.asarray(u)
+    mag, inf = _FORMATS[u.dtype]
+    return (u & u.dtype.type(mag)) > u.dtype.type(inf)
+
+
 # --------------------------------------------------------------------------------------------------
 # NaN payload rules (float64.metal's header).
 
@@ -160,11 +171,11 @@ def compare(name, got, expected, inputs, nan_model=None, float_result=True, nump
     got = np.asarray(got)
     expected = np.asarray(expected)
     assert got.shape == expected.shape, (name, got.shape, expected.shape)
-    if float_result and got.dtype == np.uint64:
-        exp_nan = isnan(expected)
-        ok = np.where(exp_nan, isnan(got), got == expected)
+    if float_result:
+        exp_nan = isnan_pattern(expected)
+        ok = np.where(exp_nan, isnan_pattern(got), got == expected)
         if nan_model is not None:
-            ok &= np.where(exp_nan, got == np.asarray(nan_model, dtype=np.uint64), True)
+            ok &= np.where(exp_nan, got == np.asarray(nan_model, dtype=got.dtype), True)
         if X86 and numpy_payloads:
             # Which of two NaN operands NumPy returns depends on the operand order its compiled loop
             # happens to use (commutative operations get swapped): only the documented model applies.

@@ -238,6 +238,67 @@ def fma_triples(rng, n):
     with np.errstate(all="ignore"):
         p = floats(a) * floats(b)
     near = neighbours(rng, bits(-p))
-    tiny = bits(floats(c) * 2.0 ** -80)
+    with np.errstate(all="ignore"):
+        tiny = bits(floats(c) * 2.0 ** -80)
     c = np.where(kind == 1, near, np.where(kind == 2, bits(-p), np.where(kind == 3, tiny, c)))
     return a, b, c
+
+
+def near_integers(rng, n):
+    """Integers, half-integers and their neighbours (a few ulps away), over the whole range where
+    rounding to an integer is not trivial (|x| < 2^53), both signs: floor/ceil/trunc/rint and
+    float -> int boundaries."""
+    k = np.floor(np.ldexp(rng.random(n), rng.integers(0, 54, n)))
+    half = rng.random(n) < 0.5
+    x = np.where(half, k + 0.5, k)
+    x = np.where(x >= 2.0 ** 53, k, x)
+    step = rng.integers(-2, 3, n).astype(np.int64)
+    out = (bits(x).view(np.int64) + np.where(x == 0, 0, step)).view(np.uint64)
+    return out | (rng.integers(0, 2, n).astype(np.uint64) << U64(63))
+
+
+def int_boundaries(rng, n):
+    """Values around every integer type's range limits: +-2^k and their neighbours (k = 7, 8, 15, 16,
+    31, 32, 63, 64) and out-of-range magnitudes, both signs."""
+    k = np.array([7, 8, 15, 16, 31, 32, 63, 64, 65, 100, 1023], dtype=np.int64)[rng.integers(0, 11, n)]
+    x = np.ldexp(1.0, k)
+    step = rng.integers(-3, 4, n).astype(np.int64)
+    out = (bits(x).view(np.int64) + step).view(np.uint64)
+    return out | (rng.integers(0, 2, n).astype(np.uint64) << U64(63))
+
+
+def narrow_ties(rng, n, frac_bits, min_exp, max_exp):
+    """float64 values at, next to and between rounding boundaries of a narrower format (frac_bits
+    fraction bits, normal exponents min_exp..max_exp unbiased), its subnormal range, and its overflow
+    threshold."""
+    drop = 52 - frac_bits
+    exp = rng.integers(min_exp - frac_bits - 3, max_exp + 2, n) + 0x3FF
+    keep = rng.integers(0, 1 << frac_bits, n, dtype=np.uint64) << U64(drop)
+    tail = np.array([0, 1, (1 << (drop - 1)) - 1, 1 << (drop - 1), (1 << (drop - 1)) + 1, (1 << drop) - 1],
+                    dtype=np.uint64)[rng.integers(0, 6, n)]
+    frac = keep | tail
+    return pack(rng.integers(0, 2, n), np.clip(exp, 1, 0x7FE), frac)
+
+
+def int_values(rng, n, dtype):
+    """Integers of a type: uniform, small, near the limits, and (64-bit) values whose rounding to
+    float64 is a tie or a near-tie."""
+    info = np.iinfo(dtype)
+    v = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    kind = rng.integers(0, 4, n)
+    small = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dtype)
+    v = np.where(kind == 1, small, v)
+    edges = np.array([info.min, info.min + 1, info.max, info.max - 1, 0, 1], dtype=dtype)
+    v = np.where(kind == 2, edges[rng.integers(0, 6, n)], v)
+    if info.bits == 64:
+        # 54..64 significant bits ending in a tie pattern 100..0 (or a neighbour) below bit 53.
+        width = rng.integers(54, 64 if info.min < 0 else 65, n)
+        top = rng.integers(1 << 52, 1 << 53, n, dtype=np.uint64)
+        drop = (width - 53).astype(np.uint64)
+        tie = (top << drop) | (U64(1) << (drop - U64(1)))
+        tie = tie + rng.integers(-1, 2, n).astype(np.int64).view(np.uint64)
+        tie = tie.astype(dtype) if info.min >= 0 else (tie & U64((1 << 63) - 1)).view(np.int64)
+        if info.min < 0:
+            tie = np.where(rng.random(n) < 0.5, -tie, tie)
+        v = np.where(kind == 3, tie.astype(dtype), v)
+    return v.astype(dtype)
