@@ -458,8 +458,8 @@ static inline nm_f64 nm_f64_div(nm_f64 a, nm_f64 b) {
 // Seed c0 - c1 m (minimax relative error 2^-5.5 on [1, 2) and on [2, 4)), three Newton steps
 // r <- r (3 - m r^2) / 2 in 32-bit fixed point (r with 32 fraction bits), then s = m r with 31
 // fraction bits, lowered by 5 units. Checked over all 3 * 2^30 values of mh
-// (tests/float64/long_run.py): s^2 <= mh 2^32 (s never exceeds sqrt(A) / 2^24), s falls short of
-// sqrt(mh + 1) 2^16 by a relative eta < 2^-28.1, and r / (1/sqrt(m)) - 1 lies in [-2^-31, 2^-30].
+// (tests/float64/long_run.py): s^2 <= mh 2^32 (s never exceeds sqrt(A) / 2^24); s falls short of
+// sqrt(mh + 1) 2^16 by a relative eta <= 2^-28; and |r sqrt(m) / 2^32 - 1| <= 2^-29.5.
 struct nm_f64_i_rsqrt {
     uint r;
     uint s;
@@ -483,11 +483,12 @@ static inline nm_f64_i_rsqrt nm_f64_i_rsqrt_seed(ulong mh) {
 
 // floor(sqrt(A)) in [2^55, 2^56) shifted to bit 62 with a sticky bit, for A = sig 2^(58 + odd),
 // sig in [2^52, 2^53), odd in {0, 1}.
-// With S = sqrt(A), S0 = s 2^24 = S (1 - eta') (0 <= eta' <= eta), the residual A - S0^2 = 2^48 res
-// is exact and nonnegative, and S1 = S0 + floor(res r / 2^40) (r/2^32 standing for 2^55 / S) differs
-// from S by S (-eta'^2/2 + e_r eta' (1 - eta'/2)) minus a truncation below 1: with S < 2^56,
-// S1 - S lies in (-1.33, 0.23], so S1 is floor(S) - 1, floor(S) or floor(S) + 1, and one step each
-// way on the exact remainder A - S1^2 (computed modulo 2^64, |A - S1^2| < 2^58) settles it.
+// With S = sqrt(A) < 2^56 and S0 = s 2^24 = S (1 - eta') (0 <= eta' <= 2^-28, as A < (mh + 1) 2^80),
+// the residual A - S0^2 = 2^48 res is exact, nonnegative and below 2^85, and r / 2^32 stands for
+// 2^55 / S with a relative error |e| <= 2^-29.5 + 2^-31 (the 2^-31 for m's bits below mh). Then
+// S1 = S0 + floor(res r / 2^40) = S (1 - eta'^2/2 + e eta' (1 - eta'/2)) minus a truncation below 1,
+// so S1 - S lies in (-1 - 0.5 - 0.47, 0.47]: S1 is floor(S) - 1, floor(S) or floor(S) + 1, and one
+// step each way on the exact remainder A - S1^2 (computed modulo 2^64, |A - S1^2| < 2^58) settles it.
 static inline ulong nm_f64_i_sqrt_estimate(ulong sig, uint odd) {
     nm_f64_i_rsqrt e = nm_f64_i_rsqrt_seed(sig >> (22u - odd));
     ulong s = ulong(e.s);
@@ -721,8 +722,9 @@ static inline nm_f64 nm_f64_np_maximum(nm_f64 a, nm_f64 b) {
     return (nm_f64_gt(a, b) || nm_f64_isnan(a)) ? a : b;
 }
 
-// np.fmin / np.fmax: a NaN operand loses (a if both are NaN); equal values give b, as NumPy's array
-// loops do on x86.
+// np.fmin / np.fmax: a NaN operand loses, signalling or not (a if both are NaN); equal values give b, as
+// the SIMD body of NumPy's loops does on x86 (its scalar tail, libm's fmin, gives a for +0/-0 and a
+// quiet NaN for a signalling NaN operand).
 static inline nm_f64 nm_f64_np_fmin(nm_f64 a, nm_f64 b) {
     return (nm_f64_lt(a, b) || nm_f64_isnan(b)) ? a : b;
 }

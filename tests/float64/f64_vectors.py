@@ -72,21 +72,26 @@ def _interesting_exponents(rng, n):
     return picks[rng.integers(0, len(picks), n)]
 
 
+def _bits_below(rng, n):
+    """2^k for random k in [0, 52)."""
+    return U64(1) << rng.integers(0, 52, n).astype(np.uint64)
+
+
 def _fractions(rng, n):
     """Random fractions mixed with structured ones: zero, all ones, single bits, short significands
     (exact products), long runs of ones or zeros below a random point (ties and carries)."""
-    r = rng.integers(0, 1 << 52, n, dtype=np.uint64)
-    kind = rng.integers(0, 8, n)
-    bit = U64(1) << rng.integers(0, 52, n).astype(np.uint64)
-    low = (bit - U64(1))
-    out = r.copy()
+    out = rng.integers(0, 1 << 52, n, dtype=np.uint64)
+    kind = rng.integers(0, 8, n, dtype=np.uint8)
     out[kind == 0] = 0
     out[kind == 1] = FRAC
-    out[kind == 2] = bit[kind == 2]
-    out[kind == 3] = (r & ~low)[kind == 3]
-    out[kind == 4] = (r | low)[kind == 4]
-    short = rng.integers(0, 1 << 20, n, dtype=np.uint64) << U64(32)
-    out[kind == 5] = short[kind == 5]
+    m = kind == 2
+    out[m] = _bits_below(rng, int(m.sum()))
+    m = kind == 3
+    out[m] &= ~(_bits_below(rng, int(m.sum())) - U64(1))
+    m = kind == 4
+    out[m] |= _bits_below(rng, int(m.sum())) - U64(1)
+    m = kind == 5
+    out[m] = rng.integers(0, 1 << 20, int(m.sum()), dtype=np.uint64) << U64(32)
     return out
 
 
@@ -94,31 +99,36 @@ def special_values(rng, n) -> np.ndarray:
     """Zeros, infinities, NaNs with random payloads (quiet and signalling), extreme finite values."""
     table = np.array([0, 1, FRAC, 1 << 52, (0x7FE << 52) | FRAC, 0x7FF << 52, 0x3FF << 52], dtype=np.uint64)
     v = table[rng.integers(0, len(table), n)]
-    nan = (U64(0x7FF) << U64(52)) | (rng.integers(1, 1 << 52, n, dtype=np.uint64))
-    pick_nan = rng.random(n) < 0.3
-    v = np.where(pick_nan, nan, v)
-    return v | (rng.integers(0, 2, n).astype(np.uint64) << U64(63))
+    m = rng.random(n) < 0.3
+    v[m] = (U64(0x7FF) << U64(52)) | rng.integers(1, 1 << 52, int(m.sum()), dtype=np.uint64)
+    return v | (rng.integers(0, 2, n, dtype=np.uint64) << U64(63))
+
+
+def _signs(rng, n):
+    return rng.integers(0, 2, n, dtype=np.uint64)
 
 
 def values(rng, n) -> np.ndarray:
     """A mix of all classes, weighted towards the ones where arithmetic is hard."""
-    kind = rng.integers(0, 10, n)
-    sign = rng.integers(0, 2, n).astype(np.uint64)
+    kind = rng.integers(0, 10, n, dtype=np.uint8)
     out = rng.integers(0, np.iinfo(np.uint64).max, n, dtype=np.uint64, endpoint=True)   # kind 0: any pattern
-    m = (kind == 1) | (kind == 2)
-    out[m] = pack(sign, _interesting_exponents(rng, n), _fractions(rng, n))[m]
-    m = (kind >= 3) & (kind <= 5)                                                          # moderate normals
-    exp = (0x3FF + rng.integers(-80, 80, n)).astype(np.uint64)
-    out[m] = pack(sign, exp, _fractions(rng, n))[m]
-    m = kind == 6                                                                          # subnormals
-    out[m] = pack(sign, 0, _fractions(rng, n) >> rng.integers(0, 52, n).astype(np.uint64))[m]
-    m = kind == 7                                                                          # any exponent
-    out[m] = pack(sign, rng.integers(0, 0x7FF, n), _fractions(rng, n))[m]
-    m = kind == 8                                                                          # small integers, halves
-    ints = rng.integers(-(1 << 20), 1 << 20, n).astype(np.float64) / (1 << rng.integers(0, 4, n))
-    out[m] = bits(ints)[m]
+    m = (kind == 1) | (kind == 2)                                                        # boundary exponents
+    k = int(m.sum())
+    out[m] = pack(_signs(rng, k), _interesting_exponents(rng, k), _fractions(rng, k))
+    m = (kind >= 3) & (kind <= 5)                                                        # moderate normals
+    k = int(m.sum())
+    out[m] = pack(_signs(rng, k), (0x3FF + rng.integers(-80, 80, k)).astype(np.uint64), _fractions(rng, k))
+    m = kind == 6                                                                        # subnormals
+    k = int(m.sum())
+    out[m] = pack(_signs(rng, k), 0, _fractions(rng, k) >> rng.integers(0, 52, k).astype(np.uint64))
+    m = kind == 7                                                                        # any exponent
+    k = int(m.sum())
+    out[m] = pack(_signs(rng, k), rng.integers(0, 0x7FF, k), _fractions(rng, k))
+    m = kind == 8                                                                        # small integers, halves
+    k = int(m.sum())
+    out[m] = bits(rng.integers(-(1 << 20), 1 << 20, k).astype(np.float64) / (1 << rng.integers(0, 4, k)))
     m = kind == 9
-    out[m] = special_values(rng, n)[m]
+    out[m] = special_values(rng, int(m.sum()))
     return out
 
 
@@ -126,14 +136,15 @@ def neighbours(rng, x) -> np.ndarray:
     """x moved by a few units in the last place, or scaled by a power of two, or negated: operands
     that cancel, tie or line up with x."""
     n = len(x)
-    kind = rng.integers(0, 4, n)
-    step = rng.integers(-3, 4, n).astype(np.int64)
-    moved = (x.view(np.int64) + step).view(np.uint64)
-    exp = (x >> U64(52)) & U64(0x7FF)
-    shift = rng.integers(-60, 61, n)
-    new_exp = np.clip(exp.astype(np.int64) + shift, 1, 0x7FE).astype(np.uint64)
-    scaled = (x & ~(U64(0x7FF) << U64(52))) | (new_exp << U64(52))
-    out = np.where(kind == 0, moved, np.where(kind == 1, scaled, np.where(kind == 2, x ^ SIGN, moved ^ SIGN)))
+    kind = rng.integers(0, 4, n, dtype=np.uint8)
+    out = (x.view(np.int64) + rng.integers(-3, 4, n)).view(np.uint64)      # kinds 0 and 3: moved
+    m = kind == 1                                                           # scaled
+    k = int(m.sum())
+    exp = ((x[m] >> U64(52)) & U64(0x7FF)).astype(np.int64) + rng.integers(-60, 61, k)
+    out[m] = (x[m] & ~(U64(0x7FF) << U64(52))) | (np.clip(exp, 1, 0x7FE).astype(np.uint64) << U64(52))
+    m = kind == 2
+    out[m] = x[m]
+    out[kind >= 2] ^= SIGN                                                  # negated
     return out
 
 

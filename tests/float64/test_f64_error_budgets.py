@@ -5,8 +5,11 @@ the exact remainder corrects (at most one unit off)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import f64_bounds as B
+import f64_suite as S
+import long_run
 
 
 def _normalized(rng, n):
@@ -53,3 +56,13 @@ def test_square_root_estimate_is_within_one(f64lib):
     odd = rng.integers(0, 2, 1 << 15).astype(np.uint64)
     root = f64lib.probe("sqrt_estimate", sig, odd)
     B.check_sqrt_estimate(sig, odd, root)
+
+
+@pytest.mark.skipif(not S.LONG, reason="every input: the long profile (NUMBA_METAL_LONG_TESTS=1)")
+def test_reciprocal_seed_bound_for_every_input(f64lib):
+    assert long_run.exhaustive_recip32(f64lib)["inputs"] == 1 << 31
+
+
+@pytest.mark.skipif(not S.LONG, reason="every input: the long profile (NUMBA_METAL_LONG_TESTS=1)")
+def test_square_root_seed_bound_for_every_input(f64lib):
+    assert long_run.exhaustive_rsqrt(f64lib)["inputs"] == 3 << 30
