@@ -353,18 +353,18 @@ static inline nm_f64 nm_f64_mul(nm_f64 a, nm_f64 b) {
 }
 
 //@@ f64_recip requires: f64_base
-// y with 2^116/b - 86 < y <= 2^116/b, for an integer b in [2^52, 2^53).
+// y with 2^116/b - 87 < y <= 2^116/b, for an integer b in [2^52, 2^53).
 //
 // Step 1 (32-bit, depends only on bh = b >> 21): y0 ~ 2^63 / D with D = bh + 1, i.e. the reciprocal
 // of d = D / 2^32 in (1/2, 1] in 32-bit fixed point with 31 fraction bits. Seed 48/17 - 32/17 d
 // (relative error <= 1/17), then three Newton steps r <- r (2 - d r), each truncating, so the error
 // goes 2^-4.1, 2^-8.2, 2^-16.3, then is set by truncation. Checked over all 2^31 values of bh
-// (tests/float64/long_run.py): 0.1 <= 2^63/D - y0 <= 3.6 after subtracting 2. As every b of the class
-// is below D * 2^21, y0 <= 2^84 / b, and the relative error e = 1 - y0 b / 2^84 <= (3.6 + 1) / 2^31
-// < 2^-28.8 (the 1 covers b >= bh * 2^21).
+// (tests/float64/long_run.py): 0.1 <= 2^63/D - y0 <= 3.625 after subtracting 2. As every b of the
+// class is below D 2^21, y0 <= 2^84 / b, and as b >= (D - 1) 2^21 the relative error
+// e = 1 - y0 b / 2^84 <= (3.625 + 1) / 2^31 < 2^-28.79.
 // Step 2 (64-bit Newton step): t = 2^84 - b y0 = 2^84 e (computed modulo 2^64; 0 <= t < 2^56), and
 // y = y0 2^32 + floor(y0 t / 2^52) = (2^116 / b)(1 - e^2) - (less than 1), so
-// 2^116/b - y < 2^64 e^2 + 1 < 86.
+// 2^116/b - y < 2^64 e^2 + 1 < 87.
 static inline uint nm_f64_i_recip32(ulong bh) {
     // Products of bh with r, plus r, give D r with D = bh + 1 without a 33-bit operand.
     uint r = uint(0x169696969UL - ((bh * 0xF0F0F0F1UL + 0xF0F0F0F1UL) >> 32));
@@ -386,7 +386,7 @@ static inline ulong nm_f64_i_recip(ulong b) {
 // a / b for integers b in [2^52, 2^53), a in [b, 2b): the quotient floor(a 2^55 / b) in [2^55, 2^56)
 // shifted to bit 62, with a sticky bit for a nonzero remainder.
 // q = floor(a y / 2^61) with y from nm_f64_i_recip is at most Q = floor(a 2^55 / b) and, as
-// a (2^116/b - y) / 2^61 < 2^54 * 86 / 2^61 < 1, at least Q - 1 (one correction step would do; a
+// a (2^116/b - y) / 2^61 < 2^54 * 87 / 2^61 < 1, at least Q - 1 (one correction step would do; a
 // second one costs little and covers a margin of 3x in the recip error). The remainder
 // a 2^55 - q b lies in [0, 3b) and is exact when computed modulo 2^64.
 static inline ulong nm_f64_i_div_estimate(ulong a, ulong b) {
