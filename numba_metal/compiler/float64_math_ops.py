@@ -1,0 +1,79 @@
+"""The public entry points of the float64 math library (float64_math.metal), one row each.
+
+Data for the compiler's math table: a row names the MSL function, its parameter and result types as spelled
+in MSL (`nm_f64` is a float64 value, see float64_ops.py), the `//@@` section of float64_math.metal that
+defines it (its `requires:` closure spans float64.metal and float64_math.metal: `msl_sections` resolves it),
+the Python function it implements (what Numba's @njit computes on float64: C99 Annex F results, values
+instead of exceptions), and the maximum error in ulps measured against mpmath by the long run
+(tests/float64/fm_long_run.py; docs/math-accuracy.md has the inputs, the machine and the command). `ulp` is
+0.0 for functions that are exact (correctly rounded or exact by construction), and None where an error in
+ulps is not the measure (integer results, predicates, float ** int as Numba's repeated multiplication).
+tests/float64/test_fm_library.py checks that the rows and the MSL agree, and that docs/math-accuracy.md
+quotes these bounds.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+
+class F64MathFunction(NamedTuple):
+    name: str
+    params: tuple[str, ...]
+    result: str
+    section: str
+    python: str
+    ulp: float | None
+
+
+F64 = "nm_f64"
+_F = F64MathFunction
+
+FUNCTIONS: tuple[F64MathFunction, ...] = (
+    _F("nm_f64_exp", (F64,), F64, "fm_exp", "math.exp", None),
+    _F("nm_f64_exp2", (F64,), F64, "fm_exp", "math.exp2", None),
+    _F("nm_f64_expm1", (F64,), F64, "fm_exp", "math.expm1", None),
+    _F("nm_f64_sinh", (F64,), F64, "fm_exp", "math.sinh", None),
+    _F("nm_f64_cosh", (F64,), F64, "fm_exp", "math.cosh", None),
+    _F("nm_f64_tanh", (F64,), F64, "fm_exp", "math.tanh", None),
+    _F("nm_f64_log", (F64,), F64, "fm_log", "math.log", None),
+    _F("nm_f64_log2", (F64,), F64, "fm_log", "math.log2", None),
+    _F("nm_f64_log10", (F64,), F64, "fm_log", "math.log10", None),
+    _F("nm_f64_log1p", (F64,), F64, "fm_log", "math.log1p", None),
+    _F("nm_f64_pow", (F64, F64), F64, "fm_pow", "math.pow", None),
+    _F("nm_f64_powi", (F64, "long"), F64, "fm_pow", "float ** int", None),
+)
+
+_LIBRARIES = ("float64.metal", "float64_math.metal")
+_HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
+
+
+def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every `//@@` section of float64.metal and float64_math.metal: name -> (requirements, text)."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for filename in _LIBRARIES:
+        text = (Path(__file__).parent / filename).read_text(encoding="utf-8")
+        heads = list(_HEADER.finditer(text))
+        for k, m in enumerate(heads):
+            end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+            out[m.group(1)] = (tuple((m.group(2) or "").split()), text[m.end() + 1:end])
+    return out
+
+
+def msl_sections(names) -> list[tuple[str, str]]:
+    """(section name, MSL text) for the sections `names` need, dependencies first, each once."""
+    sections = _sections()
+    order: list[str] = []
+
+    def visit(name: str):
+        if name in order:
+            return
+        for dep in sections[name][0]:
+            visit(dep)
+        order.append(name)
+
+    for name in sorted(names):
+        visit(name)
+    return [(name, sections[name][1]) for name in order]
