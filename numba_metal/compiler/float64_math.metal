@@ -743,35 +743,35 @@ static inline nm_fm_x2 nm_fm_log1p_small(uint neg, ulong a, int er) {
     return nm_fm_x2_from128(neg, f, 126 - er);
 }
 
-// log(m 2^(e - 63)) for m with its leading one at bit 63. Exact r needs m's low 11 bits to be zero (a
-// float64 significand); with a 64-bit m the error grows to about 2^-76 absolute, which callers that
-// pass one (log1p, the inverse hyperbolic functions) can afford.
-static inline nm_fm_x2 nm_fm_log_core(ulong m, int e) {
+// log((m 2^64 + ml) 2^(e - 127)) for m with its leading one at bit 63. r is exact for a 53-bit
+// significand (a float64's); with more bits r^2 and r^3 P see r to 2^-70, an absolute error below 2^-76,
+// which callers that pass one (log1p, the inverse hyperbolic functions) can afford.
+static inline nm_fm_x2 nm_fm_log_core(ulong m, ulong ml, int e) {
     uint j = uint((m >> 56) + ((m >> 55) & 1UL)) - 128u;        // round(z 128) - 128 in [0, 128]
     uint halved = uint(j >= 53u);
     j &= 127u;
     int k = e + int(halved);
     if (j == 0u && k == 0) {
-        ulong a = halved != 0u ? 0UL - m : m - NM_F64_SIGN;   // |z - 1| 2^64 or 2^63
-        if (a == 0UL) {
-            return nm_fm_x2_from128(0u, nm_fm_u128(0UL, 0UL), 0);
+        // |z - 1| 2^127 or 2^128, exactly
+        nm_f64_u128 d = halved != 0u ? nm_fm_neg128(nm_fm_u128(m, ml)) : nm_fm_u128(m - NM_F64_SIGN, ml);
+        if ((d.hi | d.lo) == 0UL) {
+            return nm_fm_x2_from128(0u, d, 0);
         }
-        uint s = uint(metal::clz(a));
-        return nm_fm_log1p_small(halved, a << s, (halved != 0u ? -1 : 0) - int(s));
+        uint s = nm_fm_clz128(d);
+        return nm_fm_log1p_small(halved, nm_fm_shl128(d, s).hi, -int(s) - int(halved));
     }
-    // r 2^74 = m c 2^(1 - halved) - 2^74, exactly
-    nm_f64_u128 mc = nm_f64_i_mul64(m, ulong(nm_fm_log_c[j]));
-    if (halved == 0u) {
-        mc = nm_fm_shl128(mc, 1u);
-    }
-    nm_f64_u128 big_r = nm_fm_sub128(mc, nm_fm_u128(1UL << 10, 0UL));
-    long rs = long((big_r.hi << 60) | (big_r.lo >> 4));                          // r 2^70
+    // r 2^106 = (m 2^64 + ml) c 2^(-31 - halved) - 2^106, exact for the m part
+    ulong c = ulong(nm_fm_log_c[j]);
+    nm_f64_u128 big_r = nm_fm_shl128(nm_f64_i_mul64(m, c), 33u - halved);
+    big_r = nm_fm_add128(big_r, nm_fm_shr128(nm_f64_i_mul64(ml, c), 31u + halved));
+    big_r = nm_fm_sub128(big_r, nm_fm_u128(1UL << 42, 0UL));
+    long rs = long((big_r.hi << 28) | (big_r.lo >> 36));                         // r 2^70
     ulong ar = ulong(rs < 0L ? -rs : rs);
     nm_f64_u128 sq = nm_f64_i_mul64(ar, ar);                                     // r^2 2^140
     long p = nm_fm_horner(rs, nm_fm_log_poly, 9);
     ulong t = metal::mulhi(sq.hi, metal::mulhi(ar, ulong(p)));                   // |r|^3 P 2^80
-    // Q116: r 2^116 = R << 42, r^2/2 2^116 = sq >> 25, r^3 P 2^116 = t << 36
-    nm_f64_u128 s = nm_fm_shl128(big_r, 42u);
+    // Q116: r 2^116 = big_r << 10, r^2/2 2^116 = sq >> 25, r^3 P 2^116 = t << 36
+    nm_f64_u128 s = nm_fm_shl128(big_r, 10u);
     s = nm_fm_sub128(s, nm_fm_shr128(sq, 25u));
     nm_f64_u128 t3 = nm_fm_shl128(nm_fm_u128(0UL, t), 36u);
     s = rs < 0L ? nm_fm_sub128(s, t3) : nm_fm_add128(s, t3);
@@ -808,7 +808,7 @@ static inline bool nm_fm_log_special(ulong u, thread nm_f64& r) {
 
 static inline nm_fm_x2 nm_fm_log_bits(ulong u) {
     nm_fm_x v = nm_fm_x_from_bits(u);
-    return nm_fm_log_core(v.m, v.e);
+    return nm_fm_log_core(v.m, 0UL, v.e);
 }
 
 static inline nm_f64 nm_f64_log(nm_f64 x) {
@@ -837,18 +837,20 @@ static inline nm_f64 nm_f64_log10(nm_f64 x) {
                                              NM_FM_INV_LN10_E));
 }
 
-// log(1 + x) of an extended value x > -1 (fdlibm's log1p splits the same way): near zero the series
-// with r = x exactly; elsewhere log of 1 + x formed in 64 bits (exact for -1 < x < 8 when x is a
-// float64 with |x| >= 2^-9; otherwise truncated by less than 2^-64 relatively).
+// log(1 + x) of an extended value x > -1 (fdlibm's log1p splits the same way): for |x| < 2^-8 the series
+// with r = x exactly; otherwise the logarithm of 1 + x formed exactly in 128 bits (for |x| < 2^63).
 static inline nm_fm_x2 nm_fm_log1p_x(nm_fm_x v) {
-    if (v.m == 0UL) {
-        return nm_fm_x2_from128(0u, nm_fm_u128(0UL, 0UL), 0);
-    }
-    if (v.e < -9) {
+    if (v.m == 0UL || v.e < -8) {
+        if (v.m == 0UL) {
+            return nm_fm_x2_from128(0u, nm_fm_u128(0UL, 0UL), 0);
+        }
         return nm_fm_log1p_small(v.neg, v.m, v.e);
     }
-    nm_fm_x w = nm_fm_x_add(nm_fm_x_const(NM_F64_SIGN, 0), v);
-    return nm_fm_log_core(w.m, w.e);
+    int top = metal::max(v.e, 0) + 1;                          // 1 + x < 2^top; units of 2^(top - 127)
+    nm_f64_u128 one = top <= 127 ? nm_fm_shl128(nm_fm_u128(0UL, 1UL), uint(127 - top)) : nm_fm_u128(0UL, 0UL);
+    nm_f64_u128 xv = nm_fm_shr128(nm_fm_u128(v.m, 0UL), uint(top - v.e));
+    nm_fm_x2 w = nm_fm_x2_from128(0u, v.neg != 0u ? nm_fm_sub128(one, xv) : nm_fm_add128(one, xv), 127 - top);
+    return nm_fm_log_core(w.hi, w.lo, w.e);
 }
 
 static inline nm_f64 nm_f64_log1p(nm_f64 x) {
@@ -956,4 +958,435 @@ static inline nm_f64 nm_f64_powi(nm_f64 x, long n) {
         b = nm_f64_mul(b, b);
     }
     return n < 0L ? nm_f64_div(nm_f64_from_bits(NM_F64_ONE), r) : r;
+}
+
+//@@ fm_trig requires: fm_core
+// sin, cos, tan: x = k pi/2 + r with |r| <= pi/4, then sin r = r (1 - r^2/3! + ... - r^18/19!) and
+// cos r = 1 - r^2/2! + ... + r^20/20! (truncation below 2^-68 for |r| <= pi/4), both in u = r^2/2.
+// Reduction for |x| < 2^20 (Cody & Waite's additive scheme, carried out exactly in integers): k from
+// x times the top 64 bits of 2/pi, then x - k pi/2 in 192-bit fixed point with pi/2 to 2^-170, so the
+// reduced argument has an absolute error below 2^-149. For |x| >= 2^20 (Payne & Hanek): the 192 bits
+// of 2/pi that matter for x's exponent (bits below contribute less than 2^-137 to x 2/pi, bits above
+// only multiples of 4) times x's 53-bit significand, three 64x64->128 products; k mod 4 and the
+// fraction come from the product's top 130 bits. The smallest |r| over all float64 x is about 2^-61
+// (Muller, Elementary Functions, 3rd ed., table 11.1), so both reductions keep r to a relative error
+// below 2^-63 (r = fraction x pi/2 costs one more 2^-63).
+//@generated nm_fm_two_over_pi
+constant ulong nm_fm_two_over_pi[20] = {
+    0x0000000000000000UL, 0xA2F9836E4E441529UL, 0xFC2757D1F534DDC0UL, 0xDB6295993C439041UL,
+    0xFE5163ABDEBBC561UL, 0xB7246E3A424DD2E0UL, 0x06492EEA09D1921CUL, 0xFE1DEB1CB129A73EUL,
+    0xE88235F52EBB4484UL, 0xE99C7026B45F7E41UL, 0x3991D639835339F4UL, 0x9C845F8BBDF9283BUL,
+    0x1FF897FFDE05980FUL, 0xEF2F118B5A0A6D1FUL, 0x6D367ECF27CB09B7UL, 0x4F463F669E5FEA2DUL,
+    0x7527BAC7EBE5F17BUL, 0x3D0739F78A5292EAUL, 0x6BFB5FB11F8D5D08UL, 0x56033046FC7B6BABUL,
+};
+//@end
+//@generated nm_fm_pio2_cw
+constant ulong nm_fm_pio2_cw[3] = {
+    0x000006487ED5110BUL, 0x4611A62633145C06UL, 0xE0E6894812704453UL,
+};
+//@end
+//@generated nm_fm_sin_poly
+constant ulong nm_fm_sin_poly[10] = {
+    0x4000000000000000UL, 0xEAAAAAAAAAAAAAABUL, 0x0222222222222222UL, 0xFFE5FE5FE5FE5FE6UL,
+    0x0000B8EF1D2AB63AUL, 0xFFFFFCA337530157UL, 0x0000000B092309D4UL, 0xFFFFFFFFE5180C19UL,
+    0x000000000032A58FUL, 0xFFFFFFFFFFFFB42EUL,
+};
+//@end
+//@generated nm_fm_cos_poly
+constant ulong nm_fm_cos_poly[11] = {
+    0x4000000000000000UL, 0xC000000000000000UL, 0x0AAAAAAAAAAAAAABUL, 0xFF49F49F49F49F4AUL,
+    0x0006806806806807UL, 0xFFFFDB0360910EC1UL, 0x0000008F76C77FC7UL, 0xFFFFFFFE6C68B574UL,
+    0x00000000035CFE7DUL, 0xFFFFFFFFFFFA5F62UL, 0x0000000000000795UL,
+};
+//@end
+
+struct nm_fm_reduced {
+    nm_fm_x r;
+    uint q;                                                    // k mod 4
+};
+
+// Cody-Waite: |x| = M 2^(E - 52) with -1 <= E < 20.
+static inline nm_fm_reduced nm_fm_reduce_cw(ulong a) {
+    int e = int(a >> 52) - 1023;
+    ulong m = (a & NM_F64_FRAC) | NM_F64_HIDDEN;
+    // k = round(|x| 2/pi) from mulhi(M, 2/pi 2^64) 2^(E - 52)
+    ulong k = ((metal::mulhi(m, nm_fm_two_over_pi[1]) >> uint(51 - e)) + 1UL) >> 1;
+    // |x| 2^170 = M << (E + 118) (E + 118 in [117, 137]) as words x2:x1 (x0 = 0)
+    uint p = uint(e + 118);
+    ulong x2 = p >= 128u ? m << (p - 128u) : m >> (128u - p);
+    ulong x1 = p >= 128u ? 0UL : m << (p - 64u);
+    // k pi/2 2^170 (k < 2^21, the top word of pi/2 2^170 is below 2^43)
+    nm_f64_u128 k0 = nm_f64_i_mul64(k, nm_fm_pio2_cw[2]);
+    nm_f64_u128 k1 = nm_f64_i_mul64(k, nm_fm_pio2_cw[1]);
+    ulong p1 = k0.hi + k1.lo;
+    ulong p2 = k1.hi + k * nm_fm_pio2_cw[0] + ulong(p1 < k0.hi);
+    // d = x - k pi/2, 192 bits
+    ulong d0 = 0UL - k0.lo;
+    ulong b0 = ulong(k0.lo != 0UL);
+    ulong d1 = x1 - p1 - b0;
+    ulong b1 = ulong(x1 < p1 || (x1 == p1 && b0 != 0UL));
+    ulong d2 = x2 - p2 - b1;
+    uint neg = uint(d2 >> 63);
+    if (neg != 0u) {
+        d0 = ~d0 + 1UL;
+        ulong c = ulong(d0 == 0UL);
+        d1 = ~d1 + c;
+        c = ulong(c != 0UL && d1 == 0UL);
+        d2 = ~d2 + c;
+    }
+    nm_fm_reduced out;
+    out.q = uint(k) & 3u;
+    if (d2 != 0UL) {
+        out.r = nm_fm_x_from128(neg, nm_fm_u128(d2, d1), 106);
+    } else {
+        out.r = nm_fm_x_from128(neg, nm_fm_u128(d1, d0), 170);
+    }
+    return out;
+}
+
+// Payne-Hanek: |x| = M 2^(E - 52) with E >= 20 (x finite).
+static inline nm_fm_reduced nm_fm_reduce_ph(ulong a) {
+    int e = int(a >> 52) - 1023;
+    ulong m = (a & NM_F64_FRAC) | NM_F64_HIDDEN;
+    // The window starts at bit E - 53 of 2/pi (bit 1 is the first after the point); the table starts
+    // with a zero word, so that bit is at position E + 10 counted from the table's first bit.
+    uint p = uint(e + 10);
+    uint w = p >> 6;
+    uint b = p & 63u;
+    ulong g0 = nm_fm_two_over_pi[w];
+    ulong g1 = nm_fm_two_over_pi[w + 1u];
+    ulong g2 = nm_fm_two_over_pi[w + 2u];
+    ulong g3 = nm_fm_two_over_pi[w + 3u];
+    ulong w0 = b != 0u ? (g0 << b) | (g1 >> (64u - b)) : g0;
+    ulong w1 = b != 0u ? (g1 << b) | (g2 >> (64u - b)) : g1;
+    ulong w2 = b != 0u ? (g2 << b) | (g3 >> (64u - b)) : g2;
+    // x 2/pi = M (w0:w1:w2) 2^-190 modulo 4
+    nm_f64_u128 lo = nm_f64_i_mul64(m, w2);
+    nm_f64_u128 mid = nm_f64_i_mul64(m, w1);
+    ulong p1 = lo.hi + mid.lo;
+    ulong p2 = mid.hi + m * w0 + ulong(p1 < lo.hi);
+    // the fraction's top 128 bits, as a signed value when rounding k up
+    nm_f64_u128 f = nm_fm_u128((p2 << 2) | (p1 >> 62), (p1 << 2) | (lo.lo >> 62));
+    uint neg = uint(f.hi >> 63);
+    nm_fm_reduced out;
+    out.q = uint((p2 >> 62) + ulong(neg)) & 3u;
+    out.r = nm_fm_x_mul(nm_fm_x_from128(neg, neg != 0u ? nm_fm_neg128(f) : f, 128),
+                        nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E));
+    return out;
+}
+
+// |x| = k pi/2 + r for a finite |x|.
+static inline nm_fm_reduced nm_fm_reduce(ulong a) {
+    if (a < 0x3FE921FB54442D18UL) {                           // |x| < pi/4
+        nm_fm_reduced out;
+        out.r = nm_fm_x_from_bits(a);
+        out.q = 0u;
+        return out;
+    }
+    return a < 0x4130000000000000UL ? nm_fm_reduce_cw(a) : nm_fm_reduce_ph(a);
+}
+
+// r^2/2 2^64 for |r| < 1.
+static inline long nm_fm_half_square(nm_fm_x r) {
+    int sh = -2 * r.e - 1;
+    return sh < 64 ? long(metal::mulhi(r.m, r.m) >> uint(sh)) : 0L;
+}
+
+static inline nm_fm_x nm_fm_sin_kernel(nm_fm_x r) {
+    return nm_fm_x_mul(r, nm_fm_x_from_q62(nm_fm_horner(nm_fm_half_square(r), nm_fm_sin_poly, 10)));
+}
+
+static inline nm_fm_x nm_fm_cos_kernel(nm_fm_x r) {
+    return nm_fm_x_from_q62(nm_fm_horner(nm_fm_half_square(r), nm_fm_cos_poly, 11));
+}
+
+static inline nm_f64 nm_f64_sin(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a >= NM_F64_EXP) {
+        return a > NM_F64_EXP ? nm_fm_quiet(u) : nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (a < 0x3E50000000000000UL) {                           // |x| < 2^-26: x (zeros, subnormals)
+        return x;
+    }
+    nm_fm_reduced red = nm_fm_reduce(a);
+    nm_fm_x v = (red.q & 1u) != 0u ? nm_fm_cos_kernel(red.r) : nm_fm_sin_kernel(red.r);
+    v.neg ^= (red.q >> 1) ^ uint(u >> 63);
+    return nm_fm_x_round(v);
+}
+
+static inline nm_f64 nm_f64_cos(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a >= NM_F64_EXP) {
+        return a > NM_F64_EXP ? nm_fm_quiet(u) : nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (a < 0x3E40000000000000UL) {                           // |x| < 2^-27: 1
+        return nm_f64_from_bits(NM_F64_ONE);
+    }
+    nm_fm_reduced red = nm_fm_reduce(a);
+    nm_fm_x v = (red.q & 1u) != 0u ? nm_fm_sin_kernel(red.r) : nm_fm_cos_kernel(red.r);
+    v.neg ^= ((red.q + 1u) >> 1) & 1u;
+    return nm_fm_x_round(v);
+}
+
+static inline nm_f64 nm_f64_tan(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a >= NM_F64_EXP) {
+        return a > NM_F64_EXP ? nm_fm_quiet(u) : nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (a < 0x3E40000000000000UL) {                           // |x| < 2^-27: x
+        return x;
+    }
+    nm_fm_reduced red = nm_fm_reduce(a);
+    nm_fm_x s = nm_fm_sin_kernel(red.r);
+    nm_fm_x c = nm_fm_cos_kernel(red.r);
+    nm_fm_x v = (red.q & 1u) != 0u ? nm_fm_x_neg(nm_fm_x_div(c, s)) : nm_fm_x_div(s, c);
+    v.neg ^= uint(u >> 63);
+    return nm_fm_x_round(v);
+}
+
+//@@ fm_atan requires: fm_core
+// atan(q) for 0 <= q <= 1: q < 1/16: q (1 - q^2/3 + ... - q^14/15) (truncation below 2^-68); otherwise
+// atan(c) + atan(t) with c = j/64 the nearest multiple of 1/64, t = (q - c)/(1 + q c), |t| <= 1/128 (the
+// same series; atan(c) from a table to 2^-64). atan, atan2, asin = atan2(x, sqrt(1 - x^2)) and
+// acos = atan2(sqrt(1 - x^2), x) reduce to it with the octant identities (fdlibm's atan2 special cases);
+// 1 - x^2 is exact in 128 bits, so asin and acos stay accurate next to +-1.
+//@generated nm_fm_atan_tab
+constant ulong nm_fm_atan_tab[65] = {
+    0x0000000000000000UL, 0x03FFEAAB776E5357UL, 0x07FF556EEA5D892AUL, 0x0BFDC0C2186D14FDUL,
+    0x0FFAADDB967EF4E3UL, 0x13F59F0E7C559D6BUL, 0x17EE182602F10E8CUL, 0x1BE39EBE6F07C37EUL,
+    0x1FD5BA9AAC2F6DC6UL, 0x23C3F5F6086E4DC9UL, 0x27ADDDD18CC4D8B1UL, 0x2B93023C7D84D3BFUL,
+    0x2F72F6979CB6044DUL, 0x334D51D2D90C4C3AUL, 0x3721AEA524C14409UL, 0x3AEFABBE40AE6CE3UL,
+    0x3EB6EBF25901BAC5UL, 0x4277165F618D8963UL, 0x462FD68C2FC5E098UL, 0x49E0DC815FBD16F9UL,
+    0x4D89DCDC1FAF2F35UL, 0x512A90DB0ABC26A3UL, 0x54C2B6654735276DUL, 0x5852100C273F8659UL,
+    0x5BD86507937BC23AUL, 0x5F55812D8ECFDD6AUL, 0x62C934E5286C95B7UL, 0x6633551535AC619EUL,
+    0x6993BB0F308FF2DBUL, 0x6CEA44769971B1AEUL, 0x7036D3253B27BE34UL, 0x73794D0CB04D425DUL,
+    0x76B19C1586ED3DA3UL, 0x79DFADFC5D68D10EUL, 0x7D03742D50505F2EUL, 0x801CE39E0D205C9AUL,
+    0x832BF4A6D9867E2AUL, 0x8630A2DADA1ED066UL, 0x892AECDFDE9547B5UL, 0x8C1AD445F3E09B8CUL,
+    0x8F005D5EF7F59F9BUL, 0x91DB8F1664F350E2UL, 0x94AC72C9847186F6UL, 0x97731420365E538CUL,
+    0x9A2F80E671BDDA20UL, 0x9CE1C8E6A0B8CDBAUL, 0x9F89FDC4F4B7A1EDUL, 0xA22832DBCADAAE09UL,
+    0xA4BC7D1934F70924UL, 0xA746F2DDB7602294UL, 0xA9C7ABDC4830F5C9UL, 0xAC3EC0FB997DD6A2UL,
+    0xAEAC4C38B4D8C080UL, 0xB110688AEBDC6F6AUL, 0xB36B31C91F043691UL, 0xB5BCC49059ECC4B0UL,
+    0xB8053E2BC2319E74UL, 0xBA44BC7DD470782FUL, 0xBC7B5DEAE98AF281UL, 0xBEA94144FD049AACUL,
+    0xC0CE85B8AC526641UL, 0xC2EB4ABB661628B6UL, 0xC4FFAFFABF8FBD55UL, 0xC70BD54CE602EE14UL,
+    0xC90FDAA22168C235UL,
+};
+//@end
+//@generated nm_fm_atan_poly
+constant ulong nm_fm_atan_poly[8] = {
+    0x4000000000000000UL, 0xFFD5555555555555UL, 0x0000333333333333UL, 0xFFFFFFB6DB6DB6DBUL,
+    0x0000000071C71C72UL, 0xFFFFFFFFFF45D174UL, 0x0000000000013B14UL, 0xFFFFFFFFFFFFFDDEUL,
+};
+//@end
+
+// q A(q^2) for |q| < 1/16.
+static inline nm_fm_x nm_fm_atan_series(nm_fm_x q) {
+    int sh = -2 * q.e - 9;                                     // q^2 2^71 = mulhi(m, m) 2^(2e + 9)
+    long w = sh < 64 ? long(metal::mulhi(q.m, q.m) >> uint(sh)) : 0L;
+    return nm_fm_x_mul(q, nm_fm_x_from_q62(nm_fm_horner(w, nm_fm_atan_poly, 8)));
+}
+
+static inline nm_fm_x nm_fm_atan_core(nm_fm_x q) {
+    if (q.m == 0UL || q.e < -4) {
+        return nm_fm_atan_series(q);
+    }
+    ulong qq = q.e >= 0 ? NM_F64_SIGN : q.m >> uint(-q.e);    // q 2^63
+    ulong j = (qq + (1UL << 56)) >> 57;                        // round(64 q), 4..64
+    long num = long(qq - (j << 57));                           // (q - c) 2^63
+    ulong den = (1UL << 62) + metal::mulhi(qq, j << 57);       // (1 + q c) 2^62
+    nm_fm_x t = nm_fm_x_div(nm_fm_x_make(uint(num < 0L), 0, ulong(num < 0L ? -num : num)),
+                            nm_fm_x_make(0u, 1, den));
+    ulong sum = nm_fm_atan_tab[j] + ulong(nm_fm_x_to_fixed(nm_fm_atan_series(t), 64));
+    return nm_fm_x_make(0u, -1, sum);
+}
+
+// atan2(y, x) for y, x >= 0, not both zero: in [0, pi/2].
+static inline nm_fm_x nm_fm_atan2_pos(nm_fm_x y, nm_fm_x x) {
+    if (y.e < x.e || (y.e == x.e && y.m <= x.m)) {
+        return nm_fm_atan_core(nm_fm_x_div(y, x));
+    }
+    return nm_fm_x_sub(nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E), nm_fm_atan_core(nm_fm_x_div(x, y)));
+}
+
+static inline nm_f64 nm_f64_atan(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a < 0x3E40000000000000UL) {                           // |x| < 2^-27: x
+        return x;
+    }
+    nm_fm_x v = a == NM_F64_EXP ? nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E)
+                                : nm_fm_atan2_pos(nm_fm_x_from_bits(a), nm_fm_x_const(NM_F64_SIGN, 0));
+    v.neg = uint(u >> 63);
+    return nm_fm_x_round(v);
+}
+
+static inline nm_f64 nm_f64_atan2(nm_f64 y, nm_f64 x) {
+    ulong uy = y.bits;
+    ulong ux = x.bits;
+    ulong ay = uy & NM_F64_ABS;
+    ulong ax = ux & NM_F64_ABS;
+    if (ay > NM_F64_EXP || ax > NM_F64_EXP) {
+        return nm_f64_from_bits(nm_f64_i_nan2(uy, ux));
+    }
+    bool xneg = (ux >> 63) != 0UL;
+    nm_fm_x v;
+    if (ay == 0UL) {
+        // +-0 for x > 0 or +0, +-pi for x < 0 or -0
+        v = xneg ? nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E) : nm_fm_x_make(0u, 0, 0UL);
+    } else if (ax == 0UL) {
+        v = nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E);
+    } else if (ay == NM_F64_EXP || ax == NM_F64_EXP) {
+        if (ay != NM_F64_EXP) {
+            v = xneg ? nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E) : nm_fm_x_make(0u, 0, 0UL);
+        } else if (ax != NM_F64_EXP) {
+            v = nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E);
+        } else {
+            v = nm_fm_x_const(NM_FM_PIO4_M, NM_FM_PIO4_E);
+            if (xneg) {
+                v = nm_fm_x_sub(nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E), v);
+            }
+        }
+    } else {
+        v = nm_fm_atan2_pos(nm_fm_x_from_bits(ay), nm_fm_x_from_bits(ax));
+        if (xneg) {
+            v = nm_fm_x_sub(nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E), v);
+        }
+    }
+    v.neg = uint(uy >> 63);
+    return nm_fm_x_round(v);
+}
+
+// sqrt(1 - x^2) for |x| < 1 (1 - x^2 exact in Q127 down to |x| = 2^-11.5, truncated below).
+static inline nm_fm_x nm_fm_sqrt_one_minus_square(ulong a) {
+    int e = int(a >> 52) - 1023;
+    ulong m = (a & NM_F64_FRAC) | (e > -1023 ? NM_F64_HIDDEN : 0UL);
+    nm_f64_u128 sq = nm_f64_i_mul64(m, m);                     // x^2 = sq 2^(2e - 104)
+    int s = 2 * e + 23;
+    sq = s >= 0 ? nm_fm_shl128(sq, uint(s)) : nm_fm_shr128(sq, uint(-s));
+    return nm_fm_x_sqrt(nm_fm_x_from128(0u, nm_fm_sub128(nm_fm_u128(NM_F64_SIGN, 0UL), sq), 127));
+}
+
+static inline nm_f64 nm_f64_asin(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a > NM_F64_ONE) {
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (a < 0x3E50000000000000UL) {                           // |x| < 2^-26: x
+        return x;
+    }
+    nm_fm_x v = a == NM_F64_ONE ? nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E)
+                                : nm_fm_atan2_pos(nm_fm_x_from_bits(a), nm_fm_sqrt_one_minus_square(a));
+    v.neg = uint(u >> 63);
+    return nm_fm_x_round(v);
+}
+
+static inline nm_f64 nm_f64_acos(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a > NM_F64_ONE) {
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    nm_fm_x v;
+    if (a == NM_F64_ONE) {
+        v = nm_fm_x_make(0u, 0, 0UL);
+    } else if (a == 0UL) {
+        v = nm_fm_x_const(NM_FM_PIO2_M, NM_FM_PIO2_E);
+    } else {
+        v = nm_fm_atan2_pos(nm_fm_sqrt_one_minus_square(a), nm_fm_x_from_bits(a));
+    }
+    if ((u >> 63) != 0UL) {
+        v = nm_fm_x_sub(nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E), v);
+    }
+    return nm_fm_x_round(v);
+}
+
+//@@ fm_ahyp requires: fm_log
+// asinh, acosh, atanh as logarithms (fdlibm's case split): asinh x = log1p(x + x^2/(1 + sqrt(1 + x^2)))
+// for |x| < 1, log(x + sqrt(x^2 + 1)) up to 2^28, log(2x) beyond; acosh x = log1p(t + sqrt(2t + t^2))
+// with t = x - 1 exact for x <= 2, log(x + sqrt(x^2 - 1)) up to 2^28, log(2x) beyond; atanh x =
+// log1p(2x/(1 - x))/2. The arguments are formed in the 64-bit extended format (relative error below
+// 2^-61) and the logarithms are relatively accurate, so no cancellation is left.
+static inline nm_f64 nm_f64_asinh(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a >= NM_F64_EXP) {
+        return a > NM_F64_EXP ? nm_fm_quiet(u) : x;
+    }
+    if (a < 0x3E30000000000000UL) {                           // |x| < 2^-28: x
+        return x;
+    }
+    nm_fm_x v = nm_fm_x_from_bits(a);
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    nm_fm_x2 l;
+    if (a >= 0x41B0000000000000UL) {                          // 2^28
+        l = nm_fm_log_core(v.m, 0UL, v.e + 1);
+    } else {
+        nm_fm_x root = nm_fm_x_sqrt(nm_fm_x_add(nm_fm_x_mul(v, v), one));
+        if (a >= NM_F64_ONE) {
+            nm_fm_x w = nm_fm_x_add(v, root);
+            l = nm_fm_log_core(w.m, 0UL, w.e);
+        } else {
+            l = nm_fm_log1p_x(nm_fm_x_add(v, nm_fm_x_div(nm_fm_x_mul(v, v), nm_fm_x_add(one, root))));
+        }
+    }
+    l.neg = uint(u >> 63);
+    return nm_fm_x2_round(l);
+}
+
+static inline nm_f64 nm_f64_acosh(nm_f64 x) {
+    ulong u = x.bits;
+    if (u > NM_F64_EXP) {                                      // NaN, or negative
+        return (u & NM_F64_ABS) > NM_F64_EXP ? nm_fm_quiet(u) : nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (u < NM_F64_ONE) {
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (u == NM_F64_EXP) {
+        return x;
+    }
+    nm_fm_x v = nm_fm_x_from_bits(u);
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    if (u >= 0x41B0000000000000UL) {                          // 2^28
+        return nm_fm_x2_round(nm_fm_log_core(v.m, 0UL, v.e + 1));
+    }
+    if (u > 0x4000000000000000UL) {                           // x > 2
+        nm_fm_x w = nm_fm_x_add(v, nm_fm_x_sqrt(nm_fm_x_sub(nm_fm_x_mul(v, v), one)));
+        return nm_fm_x2_round(nm_fm_log_core(w.m, 0UL, w.e));
+    }
+    nm_fm_x t = nm_fm_x_sub(v, one);
+    nm_fm_x two_plus_t = nm_fm_x_add(t, nm_fm_x_const(NM_F64_SIGN, 1));
+    return nm_fm_x2_round(nm_fm_log1p_x(nm_fm_x_add(t, nm_fm_x_sqrt(nm_fm_x_mul(t, two_plus_t)))));
+}
+
+static inline nm_f64 nm_f64_atanh(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a >= NM_F64_ONE) {
+        return nm_f64_from_bits(a == NM_F64_ONE ? ((u & NM_F64_SIGN) | NM_F64_EXP) : NM_F64_DEFAULT_NAN);
+    }
+    if (a < 0x3E30000000000000UL) {                           // |x| < 2^-28: x
+        return x;
+    }
+    nm_fm_x v = nm_fm_x_from_bits(a);
+    nm_fm_x w = nm_fm_x_div(v, nm_fm_x_sub(nm_fm_x_const(NM_F64_SIGN, 0), v));
+    w.e += 1;
+    nm_fm_x2 l = nm_fm_log1p_x(w);
+    l.e -= 1;
+    l.neg = uint(u >> 63);
+    return nm_fm_x2_round(l);
 }

@@ -44,6 +44,16 @@ FUNCTIONS: tuple[F64MathFunction, ...] = (
     _F("nm_f64_log1p", (F64,), F64, "fm_log", "math.log1p", None),
     _F("nm_f64_pow", (F64, F64), F64, "fm_pow", "math.pow", None),
     _F("nm_f64_powi", (F64, "long"), F64, "fm_pow", "float ** int", None),
+    _F("nm_f64_sin", (F64,), F64, "fm_trig", "math.sin", None),
+    _F("nm_f64_cos", (F64,), F64, "fm_trig", "math.cos", None),
+    _F("nm_f64_tan", (F64,), F64, "fm_trig", "math.tan", None),
+    _F("nm_f64_asin", (F64,), F64, "fm_atan", "math.asin", None),
+    _F("nm_f64_acos", (F64,), F64, "fm_atan", "math.acos", None),
+    _F("nm_f64_atan", (F64,), F64, "fm_atan", "math.atan", None),
+    _F("nm_f64_atan2", (F64, F64), F64, "fm_atan", "math.atan2", None),
+    _F("nm_f64_asinh", (F64,), F64, "fm_ahyp", "math.asinh", None),
+    _F("nm_f64_acosh", (F64,), F64, "fm_ahyp", "math.acosh", None),
+    _F("nm_f64_atanh", (F64,), F64, "fm_ahyp", "math.atanh", None),
 )
 
 _LIBRARIES = ("float64.metal", "float64_math.metal")

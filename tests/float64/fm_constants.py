@@ -141,7 +141,8 @@ def x2_const(value):
 
 def two_over_pi_words(count=19):
     """A zero word, then the first 64 * count bits of 2/pi after the binary point."""
-    v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** (64 * count)))
+    with mp.workprec(64 * count + 128):
+        v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** (64 * count)))
     return [0] + [(v >> (64 * (count - 1 - k))) & M64 for k in range(count)]
 
 
