@@ -44,6 +44,9 @@
 #define NM_FM_INV_LN10_HI 0xDE5BD8A937287195UL
 #define NM_FM_INV_LN10_LO 0x355BAAAFAD33DC32UL
 #define NM_FM_INV_LN10_E (-2)
+#define NM_FM_HALF_LOG_2PI_Q116_HI 0x000EB3F8E4325F5AUL
+#define NM_FM_HALF_LOG_2PI_Q116_LO 0x53494BC900144192UL
+#define NM_FM_THIRD_Q64 0x5555555555555555UL
 #define NM_FM_PIO2_M 0xC90FDAA22168C235UL
 #define NM_FM_PIO2_E (0)
 #define NM_FM_PI_M 0xC90FDAA22168C235UL
@@ -52,6 +55,10 @@
 #define NM_FM_PIO4_E (-1)
 #define NM_FM_LN2_M 0xB17217F7D1CF79ACUL
 #define NM_FM_LN2_E (-1)
+#define NM_FM_HALF_LOG_2PI_M 0xEB3F8E4325F5A535UL
+#define NM_FM_HALF_LOG_2PI_E (-1)
+#define NM_FM_LOG_PI_M 0x928682473D0DE85FUL
+#define NM_FM_LOG_PI_E (0)
 //@end
 
 // An extended value (-1)^neg m 2^(e - 63): m has its leading one at bit 63, or is 0 for zero.
@@ -1389,4 +1396,523 @@ static inline nm_f64 nm_f64_atanh(nm_f64 x) {
     l.e -= 1;
     l.neg = uint(u >> 63);
     return nm_fm_x2_round(l);
+}
+
+//@@ fm_cbrt requires: fm_core
+// cbrt: |x| = z 2^(3k) with z in [1, 8); y ~ z^(-1/3) from a 24-entry table (relative error below 2^-5.6),
+// four Newton steps y += y (1 - z y^3)/3 (quadratic: 2^-10, 2^-19, 2^-37, then the 2^-62 of the
+// arithmetic; 1 - z y^3 is formed from a 128-bit product), then cbrt z = z y^2.
+//@generated nm_fm_cbrt_seed
+constant ulong nm_fm_cbrt_seed[24] = {
+    0x7D7076A03AFF6C63UL, 0x78DFAFEBF19293B5UL, 0x74E8665D0773A20CUL, 0x716A79B529D3A2E8UL,
+    0x6E4E9B3B02CEC510UL, 0x6B836532F262E4B6UL, 0x68FB8B41597D22BAUL, 0x66ACAE237E1E6A06UL,
+    0x638FADD8021BC343UL, 0x5FF00553433BACF1UL, 0x5CCA2FCC1EB1D578UL, 0x5A04ADAC794491D9UL,
+    0x578CFF2995A90BD6UL, 0x5555555555555555UL, 0x5353222550121E05UL, 0x517E2A1E30445299UL,
+    0x4F05959403482841UL, 0x4C254D2A6B5F3715UL, 0x49A5B5E2544789C8UL, 0x477292C8DE93DB9EUL,
+    0x457D3511189C91C9UL, 0x43BAA70DF925F6B2UL, 0x422288230FF8A104UL, 0x40AE4F9AC247BF07UL,
+};
+//@end
+
+static inline nm_f64 nm_f64_cbrt(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a >= NM_F64_EXP || a == 0UL) {
+        return a > NM_F64_EXP ? nm_fm_quiet(u) : x;
+    }
+    nm_fm_x v = nm_fm_x_from_bits(a);
+    int rho = v.e % 3;
+    if (rho < 0) {
+        rho += 3;
+    }
+    int k = (v.e - rho) / 3;
+    ulong z = v.m >> uint(3 - rho);                            // z 2^60
+    ulong y = nm_fm_cbrt_seed[uint(rho) * 8u + uint(v.m >> 60) - 8u];   // z^(-1/3) 2^63
+    for (int i = 0; i < 4; ++i) {
+        ulong y3 = metal::mulhi(metal::mulhi(y, y), y);           // y^3 2^61
+        nm_f64_u128 d = nm_fm_sub128(nm_fm_u128(1UL << 57, 0UL), nm_f64_i_mul64(z, y3));   // (1 - z y^3) 2^121
+        long eps = long((d.hi << 10) | (d.lo >> 54));             // (1 - z y^3) 2^67, |1 - z y^3| < 2^-4
+        ulong c = metal::mulhi(metal::mulhi(y, ulong(eps < 0L ? -eps : eps)), NM_FM_THIRD_Q64) >> 3;
+        y = eps < 0L ? y - c : y + c;
+    }
+    nm_f64_u128 c = nm_f64_i_mul64(z, nm_f64_i_mul64(y, y).hi);  // z y^2 2^122
+    return nm_fm_x_round(nm_fm_x_from128(uint(u >> 63), c, 122 - k));
+}
+
+//@@ fm_hypot requires: fm_core
+// hypot, correctly rounded: the exact x^2 + y^2 of the two 53-bit significands (to 128 bits and a
+// sticky bit), its exact integer square root and remainder (nm_fm_isqrt128), one rounding. No overflow
+// or underflow happens before that rounding. hypot(+-inf, y) = +inf even for a NaN y (C99 F.9.4.3).
+static inline nm_f64 nm_f64_hypot(nm_f64 x, nm_f64 y) {
+    ulong ax = x.bits & NM_F64_ABS;
+    ulong ay = y.bits & NM_F64_ABS;
+    if (ax == NM_F64_EXP || ay == NM_F64_EXP) {
+        return nm_f64_from_bits(NM_F64_EXP);
+    }
+    if (ax > NM_F64_EXP || ay > NM_F64_EXP) {
+        return nm_f64_from_bits(nm_f64_i_nan2(x.bits, y.bits));
+    }
+    ulong big = metal::max(ax, ay);
+    ulong small = metal::min(ax, ay);
+    if (small == 0UL) {
+        return nm_f64_from_bits(big);
+    }
+    nm_fm_x a = nm_fm_x_from_bits(big);
+    nm_fm_x b = nm_fm_x_from_bits(small);
+    int d = a.e - b.e;
+    if (d > 60) {
+        return nm_f64_from_bits(big);                          // big (1 + less than 2^-121)
+    }
+    ulong ma = a.m >> 11;
+    ulong mb = b.m >> 11;
+    nm_f64_u128 sa = nm_f64_i_mul64(ma, ma);                   // in [2^104, 2^106)
+    nm_f64_u128 sb = nm_f64_i_mul64(mb, mb);
+    // S = (sa + sb 2^-2d) 2^shift in [2^126, 2^128), shift even
+    uint shift = 20u;
+    nm_f64_u128 s;
+    bool sticky = false;
+    for (int pass = 0; pass < 2; ++pass) {
+        int sbs = int(shift) - 2 * d;
+        nm_f64_u128 part = sbs >= 0 ? nm_fm_shl128(sb, uint(sbs)) : nm_fm_shr128(sb, uint(-sbs));
+        if (sbs < 0) {
+            nm_f64_u128 lost = nm_fm_sub128(sb, nm_fm_shl128(part, uint(-sbs)));
+            sticky = (lost.hi | lost.lo) != 0UL;
+        }
+        s = nm_fm_add128(nm_fm_shl128(sa, shift), part);
+        if ((s.hi >> 62) != 0UL) {
+            break;
+        }
+        shift = 22u;
+    }
+    nm_fm_isqrt r = nm_fm_isqrt128(s);
+    // hypot = root 2^(a.e - 52 - shift/2), root in [2^63, 2^64)
+    ulong sig = (r.root >> 1) | ulong((r.root & 1UL) != 0UL || r.inexact || sticky);
+    return nm_f64_from_bits(nm_f64_i_round_pack(0UL, a.e + 1033 - int(shift >> 1), sig));
+}
+
+//@@ fm_erf requires: fm_exp
+// erf(x) for |x| < 1: x (2/sqrt(pi)) sum (-1)^n x^2n/(n! (2n+1)), n <= 20 (truncation below 2^-70).
+// erfc(x) for x >= 1: e^(-x^2) G(1/x) / x with G(t) = x erfc(x) e^(x^2) smooth on t in [0, 1], fitted on
+// six t-intervals by degree-15 polynomials (errors below 2^-67); x^2 is exact in Q116, so e^(-x^2)
+// keeps its 2^-62 even where x^2 is large (the error amplification that fdlibm avoids by splitting x).
+// The other cases by erf = 1 - erfc, erfc = 1 - erf (never cancelling more than 2.7 bits) and
+// erfc(-x) = 2 - erfc(x). erf(x) = +-1 for |x| >= 6; erfc(x) = 0 for x >= 27.3.
+//@generated nm_fm_erf_poly
+constant ulong nm_fm_erf_poly[21] = {
+    0x48375D410A6DB447UL, 0xCFDB1729F90C327CUL, 0x1CE2F21A042BE1B6UL, 0xF23E98E76BBA5791UL,
+    0x05596F3439A94FB9UL, 0xFE3FD24BFFBF47A7UL, 0x007E68C9BE6E26DEUL, 0xFFE0B2DA3C1F3D15UL,
+    0x0006E79B27719469UL, 0xFFFEA08BD13BC18EUL, 0x00003F98AE40C498UL, 0xFFFFF571473F1D16UL,
+    0x0000019E6AD5E55AUL, 0xFFFFFFC4F75869E7UL, 0x00000007DA0EB92AUL, 0xFFFFFFFF05487C73UL,
+    0x000000001D70B353UL, 0xFFFFFFFFFCBBFF0AUL, 0x000000000057DE46UL, 0xFFFFFFFFFFF7399CUL,
+    0x000000000000D5AEUL,
+};
+//@end
+//@generated nm_fm_erfc_poly
+constant ulong nm_fm_erfc_poly[96] = {
+    0x1CA26F5533DCBCE9UL, 0xFD658D9091E95208UL, 0x001F20950DED035FUL, 0x00052FD1AD3D4B18UL,
+    0xFFFE046F3E5F2DE0UL, 0x000066D597BBCFDDUL, 0xFFFFF0E4161BE817UL, 0x00000165A7A1D967UL,
+    0x0000000E7B80713DUL, 0xFFFFFFEEDBC2FDF9UL, 0x000000053ECDBFE3UL, 0xFFFFFFFED5534FF5UL,
+    0x00000000355E7B82UL, 0xFFFFFFFFF8B2000FUL, 0x00000000006DF2BAUL, 0x0000000000234D68UL,
+    0x1F545FC65DE775DDUL, 0xFD412F673D60A250UL, 0xFFFEACA4F9DAD56FUL, 0x00127549B0900AA6UL,
+    0xFFFB016AEACCB7C1UL, 0x0000CB29B494C76DUL, 0xFFFFF5ABF7E1B731UL, 0xFFFFF9BDCFEF6E06UL,
+    0x000002DDB6A86C57UL, 0xFFFFFF3C8878E7F2UL, 0x00000023C2D14E4EUL, 0xFFFFFFFD0F660E5EUL,
+    0xFFFFFFFF00FB6611UL, 0x00000000A01A1D84UL, 0xFFFFFFFFC7A60497UL, 0x000000000D964307UL,
+    0x21592E70D56A120FUL, 0xFEB60236E581822BUL, 0xFFF03C4D7F933385UL, 0x0004B8BB484FC2D5UL,
+    0xFFFF86879780E1B4UL, 0x000002293CE95BE9UL, 0x0000019EE726CCFFUL, 0xFFFFFFA5AA30AD86UL,
+    0x0000000A5648A4E9UL, 0xFFFFFFFFAF97C6A7UL, 0xFFFFFFFFD62C2A9BUL, 0x000000000BD65417UL,
+    0xFFFFFFFFFE23DA2BUL, 0x000000000029B68DUL, 0x0000000000025E3FUL, 0xFFFFFFFFFFFE4228UL,
+    0x228E362E2DBEC249UL, 0xFEE597F885003C55UL, 0xFFDF4487BB550F89UL, 0x000685353C30BFD0UL,
+    0xFFFFA3284DF81F0FUL, 0xFFFFEEE144C201E9UL, 0x00000513DFACC9E7UL, 0xFFFFFF7103258193UL,
+    0xFFFFFFFA20A47D35UL, 0x00000005A1AB4E66UL, 0xFFFFFFFED7E132CDUL, 0x0000000018EF73D7UL,
+    0x00000000042D2341UL, 0xFFFFFFFFFDE98443UL, 0x00000000006AEC6BUL, 0xFFFFFFFFFFF73121UL,
+    0x2381176552417A3DUL, 0xFF3B9A5BB4A02F7EUL, 0xFFCA894B50850F45UL, 0x0006D7FCE19D049DUL,
+    0x000053149B16CACAUL, 0xFFFFC9F3462AC772UL, 0x00000581B7F6CED3UL, 0x000000F4D39DBFC9UL,
+    0xFFFFFF9AF730FFE0UL, 0x00000009E929DA02UL, 0x00000002A1534D37UL, 0xFFFFFFFEDEEA9ED3UL,
+    0x0000000023293AD0UL, 0x0000000007ABE311UL, 0xFFFFFFFFFBC88F5FUL, 0x0000000000AC1A90UL,
+    0x2409BB9B2CE6E637UL, 0xFFB89E2AE601E717UL, 0xFFBA431BB08E9CEEUL, 0x000339D794CB6D74UL,
+    0x000175AC301CE7BBUL, 0xFFFFD338E83B928BUL, 0xFFFFF4C6271588DFUL, 0x000002D9CEA72FB1UL,
+    0x00000057C396D951UL, 0xFFFFFFCC4DCE4D79UL, 0xFFFFFFFFA9E02B38UL, 0x00000003D4E6370BUL,
+    0xFFFFFFFF8BB51FD7UL, 0xFFFFFFFFBA9456E5UL, 0x000000001281BB94UL, 0x0000000003B671CAUL,
+};
+//@end
+//@generated nm_fm_erfc_centre
+constant ulong nm_fm_erfc_centre[6] = {
+    0x7000000000000000UL, 0x5000000000000000UL, 0x3800000000000000UL, 0x2800000000000000UL,
+    0x1800000000000000UL, 0x0800000000000000UL,
+};
+//@end
+
+// erf(x) for 0 < |x| < 1, signed.
+static inline nm_fm_x nm_fm_erf_small(ulong u) {
+    nm_fm_x v = nm_fm_x_from_bits(u);
+    int sh = -2 * v.e - 1;                                     // x^2/2 2^64
+    long w = sh < 64 ? long(metal::mulhi(v.m, v.m) >> uint(sh)) : 0L;
+    return nm_fm_x_mul(v, nm_fm_x_from_q62(nm_fm_horner(w, nm_fm_erf_poly, 21)));
+}
+
+// erfc(x) for 1 <= x < 27.3.
+static inline nm_fm_x nm_fm_erfc_large(ulong a) {
+    nm_fm_x t = nm_fm_x_div(nm_fm_x_const(NM_F64_SIGN, 0), nm_fm_x_from_bits(a));
+    ulong tq = t.e >= 0 ? NM_F64_SIGN : t.m >> uint(-t.e);     // t 2^63
+    uint j = tq >= 0x6000000000000000UL ? 0u : tq >= 0x4000000000000000UL ? 1u : tq >= 0x3000000000000000UL ? 2u
+           : tq >= 0x2000000000000000UL ? 3u : tq >= 0x1000000000000000UL ? 4u : 5u;
+    long dt = long(tq - nm_fm_erfc_centre[j]);                // (t - centre) 2^63
+    long uu = dt << (j < 2u ? 3u : 4u);                        // (t - centre)/width 2^64
+    long g = nm_fm_horner(uu, nm_fm_erfc_poly + 16u * j, 16);
+    nm_fm_x x = nm_fm_x_from_bits(a);
+    nm_f64_u128 sq = nm_fm_shl128(nm_f64_i_mul64(x.m >> 11, x.m >> 11), uint(2 * x.e + 12));   // x^2 2^116
+    return nm_fm_x_mul(nm_fm_x_mul(nm_fm_exp_q116(nm_fm_neg128(sq)), nm_fm_x_from_q62(g)), t);
+}
+
+static inline nm_f64 nm_f64_erf(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a >= 0x4018000000000000UL) {                          // |x| >= 6: +-1
+        return nm_f64_from_bits((u & NM_F64_SIGN) | NM_F64_ONE);
+    }
+    if (a < 0x3C90000000000000UL) {                           // |x| < 2^-54: 2x/sqrt(pi), x = 0 included
+        return nm_fm_x_round(nm_fm_x_mul(nm_fm_x_from_bits(u), nm_fm_x_from_q62(long(nm_fm_erf_poly[0]))));
+    }
+    if (a < NM_F64_ONE) {
+        return nm_fm_x_round(nm_fm_erf_small(u));
+    }
+    nm_fm_x v = nm_fm_x_sub(nm_fm_x_const(NM_F64_SIGN, 0), nm_fm_erfc_large(a));
+    v.neg = uint(u >> 63);
+    return nm_fm_x_round(v);
+}
+
+static inline nm_f64 nm_f64_erfc(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    if ((u >> 63) != 0UL) {
+        if (a >= 0x4018000000000000UL) {                      // x <= -6: 2
+            return nm_f64_from_bits(0x4000000000000000UL);
+        }
+        if (a >= NM_F64_ONE) {
+            return nm_fm_x_round(nm_fm_x_sub(nm_fm_x_const(NM_F64_SIGN, 1), nm_fm_erfc_large(a)));
+        }
+    } else if (a >= 0x403B4CCCCCCCCCCDUL) {                   // x >= 27.3: 0
+        return nm_f64_from_bits(0UL);
+    } else if (a >= NM_F64_ONE) {
+        return nm_fm_x_round(nm_fm_erfc_large(a));
+    }
+    if (a < 0x3C90000000000000UL) {                           // |x| < 2^-54: 1
+        return nm_f64_from_bits(NM_F64_ONE);
+    }
+    return nm_fm_x_round(nm_fm_x_sub(one, nm_fm_erf_small(u)));
+}
+
+//@@ fm_gamma requires: fm_exp fm_log fm_trig
+// gamma and lgamma. Around the zeros of lgamma: lgamma(2 + t) = t H(t) for |t| <= 1/2, H fitted by a
+// degree-22 polynomial (Chebyshev interpolation, error below 2^-72); lgamma(1 + t) = lgamma(2 + t) -
+// log1p(t), so both zeros keep their relative accuracy. Between 2.5 and 12 the recurrence
+// Gamma(x) = (x - 1)...(x - n) Gamma(x - n) with exact factors; from 12 on Stirling's series
+// (x - 1/2) log x - x + log(2 pi)/2 + sum B_2k/(2k(2k-1) x^(2k-1)), ten terms (below 2^-67 at 12). gamma
+// evaluates it in Q116 fixed point from the 128-bit logarithm, so e^lgamma keeps 2^-62 up to the
+// overflow at 171.62. Negative x by reflection, Gamma(x) = -pi/(x sin(pi x) Gamma(-x)) with sin(pi x)
+// from the exactly reduced x - round(x); lgamma there is log(pi/|x sin(pi x)|) - lgamma(-x), accurate to
+// 2^-60 absolutely, so only relatively inaccurate next to its negative zeros (as in every libm that
+// does not special-case each zero). C99 results for poles: gamma(+-0) = +-inf, gamma(negative integer) =
+// gamma(-inf) = NaN; lgamma of 0, of negative integers and of +-inf is +inf.
+//@generated nm_fm_lgamma_poly
+constant ulong nm_fm_lgamma_poly[23] = {
+    0x1B0EE6072093CE17UL, 0x14A34CC4A60FA646UL, 0xFBB07FF96AA27E60UL, 0x0151322AC7D8482FUL,
+    0xFF86FEC0F79C283DUL, 0x002F5BADD5B6DB60UL, 0xFFEC753A3D407087UL, 0x000859B57C313BCEUL,
+    0xFFFC580567129F0DUL, 0x0001A127B1006559UL, 0xFFFF4390D20CF273UL, 0x0000560372C81B9BUL,
+    0xFFFFD8686DAC6C8DUL, 0x000012598404A22EUL, 0xFFFFF77263EFEE5EUL, 0x0000040150D7A634UL,
+    0xFFFFFE1DBFD62C1BUL, 0x000000E4D96094FEUL, 0xFFFFFF939D587760UL, 0x000000301D30651CUL,
+    0xFFFFFFE91AA02458UL, 0x000000104DF7C55FUL, 0xFFFFFFF83164A7DDUL,
+};
+//@end
+//@generated nm_fm_stirling_poly
+constant ulong nm_fm_stirling_poly[10] = {
+    0x0555555555555555UL, 0xFFFF49F49F49F49FUL, 0x000000D00D00D00DUL, 0xFFFFFFFD8FD8FD90UL,
+    0x000000000DCA8F16UL, 0xFFFFFFFFFF82553DUL, 0x0000000000069069UL, 0xFFFFFFFFFFFF86F6UL,
+    0x0000000000000B7FUL, 0xFFFFFFFFFFFFFE9CUL,
+};
+//@end
+
+static inline nm_fm_x nm_fm_x2_to_x(nm_fm_x2 a) {
+    nm_fm_x r;
+    r.m = a.hi;
+    r.e = a.e;
+    r.neg = a.neg;
+    return r;
+}
+
+// |a| 2^116 as a signed 128-bit integer (|a| < 2^11).
+static inline nm_f64_u128 nm_fm_x_to_q116(nm_fm_x a) {
+    nm_f64_u128 v = a.m == 0UL ? nm_fm_u128(0UL, 0UL) : nm_fm_scale128(a.m, a.e + 53);
+    return a.neg != 0u ? nm_fm_neg128(v) : v;
+}
+
+// lgamma(2 + t) for |t| <= 1/2.
+static inline nm_fm_x nm_fm_lgamma2(nm_fm_x t) {
+    return nm_fm_x_mul(t, nm_fm_x_from_q62(nm_fm_horner(nm_fm_x_to_fixed(t, 64), nm_fm_lgamma_poly, 23)));
+}
+
+// round(x) for 0 <= x < 2^31 (halves up).
+static inline int nm_fm_nearest(ulong a) {
+    int e = int(a >> 52) - 1023;
+    if (e < -1) {
+        return 0;
+    }
+    ulong m = (a & NM_F64_FRAC) | NM_F64_HIDDEN;
+    return int((m + (1UL << uint(51 - e))) >> uint(52 - e));
+}
+
+static inline nm_fm_x nm_fm_x_from_int(int k) {
+    return nm_fm_x_make(uint(k < 0), 63, ulong(k < 0 ? -k : k));
+}
+
+// The Stirling sum B(1/x) = sum B_2k/(2k(2k-1) x^(2k-1)) for x >= 12.
+static inline nm_fm_x nm_fm_stirling_tail(nm_fm_x x) {
+    nm_fm_x w = nm_fm_x_div(nm_fm_x_const(NM_F64_SIGN, 0), x);
+    int sh = -2 * w.e - 8;                                     // w^2 2^70 = mulhi(m, m) 2^(2e + 8)
+    long u = sh < 64 ? long(metal::mulhi(w.m, w.m) >> uint(sh)) : 0L;
+    return nm_fm_x_mul(w, nm_fm_x_from_q62(nm_fm_horner(u, nm_fm_stirling_poly, 10)));
+}
+
+// lgamma(x) for x >= 12 in Q116 (x < 200).
+static inline nm_f64_u128 nm_fm_stirling_q116(ulong a) {
+    nm_fm_x x = nm_fm_x_from_bits(a);
+    nm_fm_x2 l = nm_fm_log_core(x.m, 0UL, x.e);
+    nm_fm_x hm = nm_fm_x_sub(x, nm_fm_x_const(NM_F64_SIGN, -1));
+    nm_f64_u128 p = nm_f64_i_mul64(hm.m, l.hi);
+    p = nm_fm_add128(p, nm_fm_u128(0UL, metal::mulhi(hm.m, l.lo)));
+    nm_f64_u128 s = nm_fm_shr128(p, uint(10 - hm.e - l.e));    // (x - 1/2) log x
+    s = nm_fm_sub128(s, nm_fm_fixed128(a, 116));
+    s = nm_fm_add128(s, nm_fm_u128(NM_FM_HALF_LOG_2PI_Q116_HI, NM_FM_HALF_LOG_2PI_Q116_LO));
+    return nm_fm_add128(s, nm_fm_x_to_q116(nm_fm_stirling_tail(x)));
+}
+
+// lgamma(x) for x >= 12 in the extended format (any finite x).
+static inline nm_fm_x nm_fm_stirling_x(nm_fm_x x) {
+    nm_fm_x lx = nm_fm_x2_to_x(nm_fm_log_core(x.m, 0UL, x.e));
+    nm_fm_x hm = nm_fm_x_sub(x, nm_fm_x_const(NM_F64_SIGN, -1));
+    nm_fm_x s = nm_fm_x_sub(nm_fm_x_mul(hm, lx), x);
+    s = nm_fm_x_add(s, nm_fm_x_const(NM_FM_HALF_LOG_2PI_M, NM_FM_HALF_LOG_2PI_E));
+    return nm_fm_x_add(s, nm_fm_stirling_tail(x));
+}
+
+// Gamma(x) for 0 < x < 200, unrounded.
+static inline nm_fm_x nm_fm_gamma_pos(ulong a) {
+    if (a >= 0x4028000000000000UL) {                          // x >= 12
+        return nm_fm_exp_q116(nm_fm_stirling_q116(a));
+    }
+    nm_fm_x x = nm_fm_x_from_bits(a);
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    if (a < 0x3FE0000000000000UL) {                           // x < 1/2: Gamma(x + 2)/(x (x + 1))
+        nm_fm_x g = nm_fm_exp_q116(nm_fm_x_to_q116(nm_fm_lgamma2(x)));
+        return nm_fm_x_div(g, nm_fm_x_mul(x, nm_fm_x_add(x, one)));
+    }
+    if (a < 0x3FF8000000000000UL) {                           // x < 3/2: Gamma(x + 1)/x
+        nm_fm_x g = nm_fm_exp_q116(nm_fm_x_to_q116(nm_fm_lgamma2(nm_fm_x_sub(x, one))));
+        return nm_fm_x_div(g, x);
+    }
+    // x = k + t: Gamma(x) = (x - 1)...(x - (k - 2)) Gamma(t + 2)
+    int k = nm_fm_nearest(a);
+    nm_fm_x g = nm_fm_exp_q116(nm_fm_x_to_q116(nm_fm_lgamma2(nm_fm_x_sub(x, nm_fm_x_from_int(k)))));
+    for (int i = 1; i <= k - 2; ++i) {
+        g = nm_fm_x_mul(g, nm_fm_x_sub(x, nm_fm_x_from_int(i)));
+    }
+    return g;
+}
+
+// |sin(pi x)| for a non-integer |x| < 2^52, and the parity of floor(|x|).
+struct nm_fm_sinpi {
+    nm_fm_x s;
+    uint odd;
+};
+
+static inline nm_fm_sinpi nm_fm_abs_sinpi(ulong a) {
+    int e = int(a >> 52) - 1023;
+    ulong m = (a & NM_F64_FRAC) | NM_F64_HIDDEN;
+    nm_fm_sinpi out;
+    // floor(|x|) and the fraction |x| - floor(|x|) in [0, 1), exactly
+    ulong fl = e >= 0 ? m >> uint(52 - e) : 0UL;
+    out.odd = uint(fl & 1UL);
+    nm_fm_x f = e >= 0 ? nm_fm_x_make(0u, 11, (m << uint(e + 12)) >> 12) : nm_fm_x_from_bits(a);
+    // sin(pi f) = sin(pi (1 - f)); fold to g = min(f, 1 - f) in [0, 1/2], then to r <= 1/4
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    nm_fm_x half = nm_fm_x_const(NM_F64_SIGN, -1);
+    nm_fm_x g = f;
+    if (f.e >= -1) {                                           // f >= 1/2
+        g = nm_fm_x_sub(one, f);
+    }
+    nm_fm_x pi = nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E);
+    if (g.e >= -2 && !(g.e == -2 && g.m == NM_F64_SIGN)) {     // g > 1/4: cos(pi (1/2 - g))
+        out.s = nm_fm_cos_kernel(nm_fm_x_mul(pi, nm_fm_x_sub(half, g)));
+    } else {
+        out.s = nm_fm_sin_kernel(nm_fm_x_mul(pi, g));
+    }
+    return out;
+}
+
+static inline bool nm_fm_is_integer(ulong a) {
+    int e = int(a >> 52) - 1023;
+    if (e >= 52) {
+        return true;
+    }
+    if (e < 0) {
+        return a == 0UL;
+    }
+    return (a & ((1UL << uint(52 - e)) - 1UL) & NM_F64_FRAC) == 0UL;
+}
+
+static inline nm_f64 nm_f64_gamma(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a == 0UL) {
+        return nm_f64_from_bits((u & NM_F64_SIGN) | NM_F64_EXP);
+    }
+    if ((u >> 63) == 0UL) {
+        if (a >= 0x4065800000000000UL) {                      // x >= 172 (inf included): overflow
+            return nm_f64_from_bits(NM_F64_EXP);
+        }
+        return nm_fm_x_round(nm_fm_gamma_pos(a));
+    }
+    if (a == NM_F64_EXP || nm_fm_is_integer(a)) {
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    nm_fm_sinpi sp = nm_fm_abs_sinpi(a);
+    // Gamma(x) = pi / (|x| |sin(pi x)| Gamma(|x|)) with the sign (-1)^(floor(|x|) + 1)
+    ulong sign = sp.odd != 0u ? 0UL : NM_F64_SIGN;
+    if (a >= 0x4067000000000000UL) {                          // x <= -184: below the subnormals
+        return nm_f64_from_bits(sign);
+    }
+    nm_fm_x d = nm_fm_x_mul(nm_fm_x_mul(nm_fm_x_from_bits(a), sp.s), nm_fm_gamma_pos(a));
+    nm_fm_x r = nm_fm_x_div(nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E), d);
+    r.neg = uint(sign >> 63);
+    return nm_fm_x_round(r);
+}
+
+// lgamma(x) for x > 0, unrounded.
+static inline nm_fm_x nm_fm_lgamma_pos(ulong a) {
+    nm_fm_x x = nm_fm_x_from_bits(a);
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    if (a >= 0x4028000000000000UL) {                          // x >= 12
+        return nm_fm_stirling_x(x);
+    }
+    if (a < 0x3FE0000000000000UL) {                           // x < 1/2: lgamma(x + 2) - log x - log1p(x)
+        nm_fm_x l = nm_fm_x_add(nm_fm_x2_to_x(nm_fm_log_core(x.m, 0UL, x.e)), nm_fm_x2_to_x(nm_fm_log1p_x(x)));
+        return nm_fm_x_sub(nm_fm_lgamma2(x), l);
+    }
+    if (a < 0x3FF8000000000000UL) {                           // x < 3/2: lgamma(t + 2) - log1p(t), t = x - 1
+        nm_fm_x t = nm_fm_x_sub(x, one);
+        return nm_fm_x_sub(nm_fm_lgamma2(t), nm_fm_x2_to_x(nm_fm_log1p_x(t)));
+    }
+    int k = nm_fm_nearest(a);
+    nm_fm_x t = nm_fm_x_sub(x, nm_fm_x_from_int(k));
+    nm_fm_x l = nm_fm_lgamma2(t);
+    if (k <= 2) {
+        return l;
+    }
+    nm_fm_x p = nm_fm_x_sub(x, one);
+    for (int i = 2; i <= k - 2; ++i) {
+        p = nm_fm_x_mul(p, nm_fm_x_sub(x, nm_fm_x_from_int(i)));
+    }
+    return nm_fm_x_add(l, nm_fm_x2_to_x(nm_fm_log_core(p.m, 0UL, p.e)));
+}
+
+static inline nm_f64 nm_f64_lgamma(nm_f64 x) {
+    ulong u = x.bits;
+    ulong a = u & NM_F64_ABS;
+    if (a > NM_F64_EXP) {
+        return nm_fm_quiet(u);
+    }
+    if (a == NM_F64_EXP || a == 0UL || ((u >> 63) != 0UL && nm_fm_is_integer(a))) {
+        return nm_f64_from_bits(NM_F64_EXP);
+    }
+    if ((u >> 63) == 0UL) {
+        return nm_fm_x_round(nm_fm_lgamma_pos(a));
+    }
+    // log(pi / (|x| |sin(pi x)|)) - lgamma(|x|)
+    nm_fm_sinpi sp = nm_fm_abs_sinpi(a);
+    nm_fm_x d = nm_fm_x_mul(nm_fm_x_from_bits(a), sp.s);
+    nm_fm_x l = nm_fm_x_sub(nm_fm_x_const(NM_FM_LOG_PI_M, NM_FM_LOG_PI_E), nm_fm_x2_to_x(nm_fm_log_core(d.m, 0UL, d.e)));
+    return nm_fm_x_round(nm_fm_x_sub(l, nm_fm_lgamma_pos(a)));
+}
+
+//@@ fm_misc requires: f64_fmod f64_add f64_mul f64_compare f64_round
+// math.remainder (IEEE 754 remainder, exact): fmod by 2|y|, then at most two exact subtractions of |y|
+// choose the nearest multiple, ties to even (fdlibm's __ieee754_remainder).
+static inline nm_f64 nm_f64_remainder(nm_f64 x, nm_f64 y) {
+    ulong ux = x.bits;
+    ulong uy = y.bits;
+    if (nm_f64_i_isnan(ux) || nm_f64_i_isnan(uy)) {
+        return nm_f64_from_bits(nm_f64_i_nan2(ux, uy));
+    }
+    ulong ax = ux & NM_F64_ABS;
+    ulong ay = uy & NM_F64_ABS;
+    if (ax == NM_F64_EXP || ay == 0UL) {
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN);
+    }
+    if (ay == NM_F64_EXP) {
+        return x;
+    }
+    nm_f64 a = nm_f64_from_bits(ax);
+    nm_f64 b = nm_f64_from_bits(ay);
+    if (ay < 0x7FE0000000000000UL) {                          // 2|y| is finite
+        a = nm_f64_fmod(a, nm_f64_add(b, b));
+    }
+    if (ay < 0x0020000000000000UL) {                          // |y| < 2^-1021: compare 2a with b
+        if (nm_f64_gt(nm_f64_add(a, a), b)) {
+            a = nm_f64_sub(a, b);
+            if (nm_f64_ge(nm_f64_add(a, a), b)) {
+                a = nm_f64_sub(a, b);
+            }
+        }
+    } else {
+        nm_f64 half = nm_f64_mul(b, nm_f64_from_bits(0x3FE0000000000000UL));
+        if (nm_f64_gt(a, half)) {
+            a = nm_f64_sub(a, b);
+            if (nm_f64_ge(a, half)) {
+                a = nm_f64_sub(a, b);
+            }
+        }
+    }
+    return nm_f64_from_bits(a.bits ^ (ux & NM_F64_SIGN));
+}
+
+// math.modf: (fractional part, integral part), both with the sign of x; modf(+-inf) = (+-0, +-inf).
+static inline nm_f64_pair nm_f64_modf(nm_f64 x) {
+    nm_f64_pair out;
+    out.second = nm_f64_trunc(x);
+    ulong frac = nm_f64_isinf(x) ? 0UL : nm_f64_sub(x, out.second).bits;
+    out.first = nm_f64_from_bits(nm_f64_i_isnan(frac) ? frac : ((frac & NM_F64_ABS) | (x.bits & NM_F64_SIGN)));
+    return out;
+}
+
+// math.degrees and math.radians as Numba computes them: one multiplication by the float64 constant.
+static inline nm_f64 nm_f64_degrees(nm_f64 x) {
+    return nm_f64_mul(x, nm_f64_from_bits(0x404CA5DC1A63C1F8UL));   // 180/pi
+}
+
+static inline nm_f64 nm_f64_radians(nm_f64 x) {
+    return nm_f64_mul(x, nm_f64_from_bits(0x3F91DF46A2529D39UL));   // pi/180
+}
+
+// np.isclose(x, y, rtol, atol, equal_nan) for scalars, as Numba computes it:
+// |x - y| <= atol + rtol |y|, infinities close only to themselves, NaN to NaN only with equal_nan.
+static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, bool equal_nan) {
+    if (nm_f64_isnan(x) && nm_f64_isnan(y)) {
+        return equal_nan;
+    }
+    if (nm_f64_isinf(x) && nm_f64_isinf(y)) {
+        return (x.bits >> 63) == (y.bits >> 63);
+    }
+    if (nm_f64_isinf(x) || nm_f64_isinf(y)) {
+        return false;
+    }
+    return nm_f64_le(nm_f64_abs(nm_f64_sub(x, y)), nm_f64_add(atol, nm_f64_mul(rtol, nm_f64_abs(y))));
 }

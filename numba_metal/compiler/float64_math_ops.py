@@ -54,6 +54,17 @@ FUNCTIONS: tuple[F64MathFunction, ...] = (
     _F("nm_f64_asinh", (F64,), F64, "fm_ahyp", "math.asinh", None),
     _F("nm_f64_acosh", (F64,), F64, "fm_ahyp", "math.acosh", None),
     _F("nm_f64_atanh", (F64,), F64, "fm_ahyp", "math.atanh", None),
+    _F("nm_f64_cbrt", (F64,), F64, "fm_cbrt", "math.cbrt", None),
+    _F("nm_f64_hypot", (F64, F64), F64, "fm_hypot", "math.hypot", 0.0),
+    _F("nm_f64_erf", (F64,), F64, "fm_erf", "math.erf", None),
+    _F("nm_f64_erfc", (F64,), F64, "fm_erf", "math.erfc", None),
+    _F("nm_f64_gamma", (F64,), F64, "fm_gamma", "math.gamma", None),
+    _F("nm_f64_lgamma", (F64,), F64, "fm_gamma", "math.lgamma", None),
+    _F("nm_f64_remainder", (F64, F64), F64, "fm_misc", "math.remainder", 0.0),
+    _F("nm_f64_modf", (F64,), "nm_f64_pair", "fm_misc", "math.modf", 0.0),
+    _F("nm_f64_degrees", (F64,), F64, "fm_misc", "math.degrees", None),
+    _F("nm_f64_radians", (F64,), F64, "fm_misc", "math.radians", None),
+    _F("nm_f64_isclose", (F64, F64, F64, F64, "bool"), "bool", "fm_misc", "np.isclose", None),
 )
 
 _LIBRARIES = ("float64.metal", "float64_math.metal")

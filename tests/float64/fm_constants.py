@@ -187,6 +187,83 @@ def atan_poly():
 
 
 # ---------------------------------------------------------------------------------------------------
+# cbrt
+
+def cbrt_seed():
+    """z^(-1/3) in Q63 at the midpoints of z = 2^rho (1 + i/8 .. (i+1)/8), rho in 0..2, i in 0..7."""
+    return [q((mp.mpf(2) ** rho * (1 + (i + mp.mpf(0.5)) / 8)) ** (-mp.mpf(1) / 3), 63)
+            for rho in range(3) for i in range(8)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# erf, erfc
+
+def erf_poly():
+    # erf(x)/x = 2/sqrt(pi) sum (-1)^n x^2n / (n! (2n+1)) in u = x^2/2 (|x| < 1); the alternating series'
+    # truncation after n = 20 is below its first omitted term, 2/sqrt(pi)/(21! 43) < 2^-70
+    return taylor(lambda n: 2 / mp.sqrt(mp.pi) * mp.mpf(-2) ** n / (mp.factorial(n) * (2 * n + 1)), 21, 0)
+
+
+# x erfc(x) e^(x^2) as a function of t = 1/x on t-intervals of power-of-two width (t from 1 down to 0):
+# (lower end, width) per interval, each fitted by Chebyshev interpolation (mpmath.chebyfit) of degree 15
+# in u = (t - centre)/width in [-1/2, 1/2]; the fit errors are below 2^-67.
+ERFC_INTERVALS = ((0.75, 0.25), (0.5, 0.25), (0.375, 0.125), (0.25, 0.125), (0.125, 0.125), (0.0, 0.125))
+ERFC_DEGREE = 16
+
+
+def _erfc_g(t):
+    if t == 0:
+        return 1 / mp.sqrt(mp.pi)
+    x = 1 / t
+    return x * mp.erfc(x) * mp.exp(x * x)
+
+
+def erfc_fits():
+    out = []
+    with mp.workprec(200):
+        for lo, width in ERFC_INTERVALS:
+            centre = mp.mpf(lo) + mp.mpf(width) / 2
+            poly, err = mp.chebyfit(lambda u: _erfc_g(centre + u * width), [-0.5, 0.5], ERFC_DEGREE, error=True)
+            out.append((centre, list(reversed(poly)), err))
+    return out
+
+
+def erfc_poly():
+    words = []
+    for _, coeffs, _ in erfc_fits():
+        words += [word(q(c, 62)) for c in coeffs]
+    return words
+
+
+def erfc_centres():
+    return [q(centre, 63) for centre, _, _ in erfc_fits()]
+
+
+# ---------------------------------------------------------------------------------------------------
+# gamma, lgamma
+
+LGAMMA_DEGREE = 23
+
+
+def lgamma_fit():
+    """H(t) = lgamma(2 + t)/t on [-1/2, 1/2] (H(0) = 1 - Euler's gamma), Chebyshev interpolation."""
+    with mp.workprec(200):
+        h = lambda t: mp.loggamma(2 + t) / t if t != 0 else 1 - mp.euler
+        poly, err = mp.chebyfit(h, [-0.5, 0.5], LGAMMA_DEGREE, error=True)
+    return list(reversed(poly)), err
+
+
+def lgamma_poly():
+    return [word(q(c, 62)) for c in lgamma_fit()[0]]
+
+
+def stirling_poly():
+    # lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2) ~ sum B_2k/(2k(2k-1)) w^(2k-1), w = 1/x, written as
+    # w S(w^2) with S in u = w^2 2^6 (x >= 12, so u < 0.45); ten terms leave less than 2^-67 at x = 12
+    return taylor(lambda k: mp.bernoulli(2 * k + 2) / ((2 * k + 2) * (2 * k + 1)), 10, 6)
+
+
+# ---------------------------------------------------------------------------------------------------
 # The blocks of float64_math.metal: name -> (C element type, values, values per line)
 
 def blocks():
@@ -205,6 +282,12 @@ def blocks():
         "nm_fm_cos_poly": ("ulong", cos_poly(), 4),
         "nm_fm_atan_tab": ("ulong", atan_tab(), 4),
         "nm_fm_atan_poly": ("ulong", atan_poly(), 4),
+        "nm_fm_cbrt_seed": ("ulong", cbrt_seed(), 4),
+        "nm_fm_erf_poly": ("ulong", erf_poly(), 4),
+        "nm_fm_erfc_poly": ("ulong", erfc_poly(), 4),
+        "nm_fm_erfc_centre": ("ulong", erfc_centres(), 4),
+        "nm_fm_lgamma_poly": ("ulong", lgamma_poly(), 4),
+        "nm_fm_stirling_poly": ("ulong", stirling_poly(), 4),
     }
 
 
@@ -217,7 +300,11 @@ def scalars():
     for name, value in (("INV_LN2", 1 / mp.log(2)), ("INV_LN10", 1 / mp.log(10))):
         hi, lo, e = x2_const(value)
         s[f"NM_FM_{name}_HI"], s[f"NM_FM_{name}_LO"], s[f"NM_FM_{name}_E"] = hi, lo, e
-    for name, value in (("PIO2", mp.pi / 2), ("PI", mp.pi), ("PIO4", mp.pi / 4), ("LN2", mp.log(2))):
+    hi, lo = split128(q(mp.log(2 * mp.pi) / 2, 116))
+    s["NM_FM_HALF_LOG_2PI_Q116_HI"], s["NM_FM_HALF_LOG_2PI_Q116_LO"] = hi, lo
+    s["NM_FM_THIRD_Q64"] = q(mp.mpf(1) / 3, 64)
+    for name, value in (("PIO2", mp.pi / 2), ("PI", mp.pi), ("PIO4", mp.pi / 4), ("LN2", mp.log(2)),
+                        ("HALF_LOG_2PI", mp.log(2 * mp.pi) / 2), ("LOG_PI", mp.log(mp.pi))):
         m, e = x_const(value)
         s[f"NM_FM_{name}_M"], s[f"NM_FM_{name}_E"] = m, e
     return s

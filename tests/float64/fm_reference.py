@@ -56,7 +56,7 @@ REFERENCES = {
     "math.erfc": mp.erfc,
     "math.gamma": _gamma,
     "math.lgamma": _lgamma,
-    "math.cbrt": mp.cbrt,
+    "math.cbrt": lambda x: mp.sign(x) * mp.cbrt(abs(x)),
     "math.hypot": lambda x, y: mp.sqrt(x * x + y * y),
 }
 
