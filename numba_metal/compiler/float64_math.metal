@@ -1552,7 +1552,7 @@ static inline nm_fm_x nm_fm_erf_small(ulong u) {
 // erfc(x) for 1 <= x < 27.3.
 static inline nm_fm_x nm_fm_erfc_large(ulong a) {
     nm_fm_x t = nm_fm_x_div(nm_fm_x_const(NM_F64_SIGN, 0), nm_fm_x_from_bits(a));
-    ulong tq = t.e >= 0 ? NM_F64_SIGN : t.m >> uint(-t.e);     // t 2^63
+    ulong tq = t.e >= 0 ? NM_F64_SIGN - 1UL : t.m >> uint(-t.e);    // t 2^63 (t = 1 as 1 - 2^-63: u < 1/2)
     uint j = tq >= 0x6000000000000000UL ? 0u : tq >= 0x4000000000000000UL ? 1u : tq >= 0x3000000000000000UL ? 2u
            : tq >= 0x2000000000000000UL ? 3u : tq >= 0x1000000000000000UL ? 4u : 5u;
     long dt = long(tq - nm_fm_erfc_centre[j]);                // (t - centre) 2^63
@@ -1602,7 +1602,7 @@ static inline nm_f64 nm_f64_erfc(nm_f64 x) {
     } else if (a >= NM_F64_ONE) {
         return nm_fm_x_round(nm_fm_erfc_large(a));
     }
-    if (a < 0x3C90000000000000UL) {                           // |x| < 2^-54: 1
+    if (a < 0x3C80000000000000UL) {                           // |x| < 2^-55: 1 - 2x/sqrt(pi) rounds to 1
         return nm_f64_from_bits(NM_F64_ONE);
     }
     return nm_fm_x_round(nm_fm_x_sub(one, nm_fm_erf_small(u)));
