@@ -388,6 +388,15 @@ static inline nm_f64 nm_fm_x2_round(nm_fm_x2 a) {
     return nm_f64_from_bits(nm_f64_i_round_pack(sign, exp, (a.hi >> 1) | sticky));
 }
 
+// a truncated to 64 bits.
+static inline nm_fm_x nm_fm_x2_to_x(nm_fm_x2 a) {
+    nm_fm_x r;
+    r.m = a.hi;
+    r.e = a.e;
+    r.neg = a.neg;
+    return r;
+}
+
 // a times a positive 128-bit constant (hi, lo, e), truncated.
 static inline nm_fm_x2 nm_fm_x2_mul_const(nm_fm_x2 a, ulong chi, ulong clo, int ce) {
     nm_f64_u128 p = nm_f64_i_mul64(a.hi, chi);
@@ -488,6 +497,11 @@ static inline nm_f64_u128 nm_fm_q116(ulong u) {
     return (u >> 63) != 0UL ? nm_fm_neg128(v) : v;
 }
 
+// e^x, unrounded, for a finite float64 x with |x| < 2^11.
+static inline nm_fm_x nm_fm_exp_x(ulong u) {
+    return nm_fm_exp_q116(nm_fm_q116(u));
+}
+
 static inline nm_f64 nm_f64_exp(nm_f64 x) {
     ulong u = x.bits;
     ulong a = u & NM_F64_ABS;
@@ -497,7 +511,7 @@ static inline nm_f64 nm_f64_exp(nm_f64 x) {
         }
         return nm_f64_from_bits((u >> 63) != 0UL ? 0UL : NM_F64_EXP);
     }
-    return nm_fm_x_round(nm_fm_exp_q116(nm_fm_q116(u)));
+    return nm_fm_x_round(nm_fm_exp_x(u));
 }
 
 // 2^x: t = 128 x is exact, so only the table and polynomial err.
@@ -582,16 +596,38 @@ constant ulong nm_fm_sinh_poly[11] = {
 };
 //@end
 
+// cosh |x| and sinh x, unrounded, for a finite x with |x| < 2^11.
+static inline nm_fm_x nm_fm_cosh_x(ulong u) {
+    nm_f64_u128 t = nm_fm_times_inv_ln2(nm_fm_fixed128(u & NM_F64_ABS, 116), 44u);
+    nm_fm_x s = nm_fm_x_add(nm_fm_exp_t(t), nm_fm_exp_t(nm_fm_neg128(t)));
+    s.e -= 1;
+    return s;
+}
+
+static inline nm_fm_x nm_fm_sinh_x(ulong u) {
+    ulong a = u & NM_F64_ABS;
+    nm_fm_x s;
+    if (a < NM_F64_ONE) {
+        s = nm_fm_x_from_bits(a);
+        int sh = -2 * s.e - 1;                                 // x^2/2 2^64 = mulhi(m, m) 2^(2e + 1)
+        long w = s.m != 0UL && sh < 64 ? long(metal::mulhi(s.m, s.m) >> uint(sh)) : 0L;
+        s = nm_fm_x_mul(s, nm_fm_x_from_q62(nm_fm_horner(w, nm_fm_sinh_poly, 11)));
+    } else {
+        nm_f64_u128 t = nm_fm_times_inv_ln2(nm_fm_fixed128(a, 116), 44u);
+        s = nm_fm_x_sub(nm_fm_exp_t(t), nm_fm_exp_t(nm_fm_neg128(t)));
+        s.e -= 1;
+    }
+    s.neg = uint(u >> 63);
+    return s;
+}
+
 static inline nm_f64 nm_f64_cosh(nm_f64 x) {
     ulong u = x.bits;
     ulong a = u & NM_F64_ABS;
     if (a >= 0x4086380000000000UL) {                          // |x| >= 711, inf, NaN
         return a > NM_F64_EXP ? nm_fm_quiet(u) : nm_f64_from_bits(NM_F64_EXP);
     }
-    nm_f64_u128 t = nm_fm_times_inv_ln2(nm_fm_fixed128(a, 116), 44u);
-    nm_fm_x s = nm_fm_x_add(nm_fm_exp_t(t), nm_fm_exp_t(nm_fm_neg128(t)));
-    s.e -= 1;
-    return nm_fm_x_round(s);
+    return nm_fm_x_round(nm_fm_cosh_x(u));
 }
 
 static inline nm_f64 nm_f64_sinh(nm_f64 x) {
@@ -603,21 +639,21 @@ static inline nm_f64 nm_f64_sinh(nm_f64 x) {
     if (a == 0UL) {
         return x;
     }
-    if (a < NM_F64_ONE) {
-        nm_fm_x v = nm_fm_x_from_bits(u);
-        int sh = -2 * v.e - 1;                                 // x^2/2 2^64 = mulhi(m, m) 2^(2e + 1)
-        long w = sh < 64 ? long(metal::mulhi(v.m, v.m) >> uint(sh)) : 0L;
-        return nm_fm_x_round(nm_fm_x_mul(v, nm_fm_x_from_q62(nm_fm_horner(w, nm_fm_sinh_poly, 11))));
-    }
-    nm_f64_u128 t = nm_fm_times_inv_ln2(nm_fm_fixed128(a, 116), 44u);
-    nm_fm_x s = nm_fm_x_sub(nm_fm_exp_t(t), nm_fm_exp_t(nm_fm_neg128(t)));
-    s.e -= 1;
-    s.neg = uint(u >> 63);
-    return nm_fm_x_round(s);
+    return nm_fm_x_round(nm_fm_sinh_x(u));
 }
 
 // tanh(x) = E / (E + 2) with E = expm1(2|x|) (fdlibm's formula; E keeps relative accuracy for small x);
 // |x| >= 22 rounds to +-1.
+// tanh x, unrounded, for a finite nonzero x with |x| < 22.
+static inline nm_fm_x nm_fm_tanh_x(ulong u) {
+    ulong a = u & NM_F64_ABS;
+    ulong twice = (a >> 52) == 0UL ? a << 1 : a + NM_F64_HIDDEN;
+    nm_fm_x e = nm_fm_expm1_core(twice);
+    nm_fm_x r = nm_fm_x_div(e, nm_fm_x_add(e, nm_fm_x_const(NM_F64_SIGN, 1)));
+    r.neg = uint(u >> 63);
+    return r;
+}
+
 static inline nm_f64 nm_f64_tanh(nm_f64 x) {
     ulong u = x.bits;
     ulong a = u & NM_F64_ABS;
@@ -630,11 +666,7 @@ static inline nm_f64 nm_f64_tanh(nm_f64 x) {
     if (a == 0UL) {
         return x;
     }
-    ulong twice = (a >> 52) == 0UL ? a << 1 : a + NM_F64_HIDDEN;
-    nm_fm_x e = nm_fm_expm1_core(twice);
-    nm_fm_x r = nm_fm_x_div(e, nm_fm_x_add(e, nm_fm_x_const(NM_F64_SIGN, 1)));
-    r.neg = uint(u >> 63);
-    return nm_fm_x_round(r);
+    return nm_fm_x_round(nm_fm_tanh_x(u));
 }
 
 //@@ fm_log requires: fm_core
@@ -1107,6 +1139,24 @@ static inline nm_fm_x nm_fm_cos_kernel(nm_fm_x r) {
     return nm_fm_x_from_q62(nm_fm_horner(nm_fm_half_square(r), nm_fm_cos_poly, 11));
 }
 
+// sin x and cos x, unrounded, for a finite x.
+struct nm_fm_sincos {
+    nm_fm_x s;
+    nm_fm_x c;
+};
+
+static inline nm_fm_sincos nm_fm_sincos_x(ulong u) {
+    nm_fm_reduced red = nm_fm_reduce(u & NM_F64_ABS);
+    nm_fm_x sr = nm_fm_sin_kernel(red.r);
+    nm_fm_x cr = nm_fm_cos_kernel(red.r);
+    nm_fm_sincos out;
+    out.s = (red.q & 1u) != 0u ? cr : sr;
+    out.c = (red.q & 1u) != 0u ? sr : cr;
+    out.s.neg ^= (red.q >> 1) ^ uint(u >> 63);
+    out.c.neg ^= ((red.q + 1u) >> 1) & 1u;
+    return out;
+}
+
 static inline nm_f64 nm_f64_sin(nm_f64 x) {
     ulong u = x.bits;
     ulong a = u & NM_F64_ABS;
@@ -1146,12 +1196,8 @@ static inline nm_f64 nm_f64_tan(nm_f64 x) {
     if (a < 0x3E40000000000000UL) {                           // |x| < 2^-27: x
         return x;
     }
-    nm_fm_reduced red = nm_fm_reduce(a);
-    nm_fm_x s = nm_fm_sin_kernel(red.r);
-    nm_fm_x c = nm_fm_cos_kernel(red.r);
-    nm_fm_x v = (red.q & 1u) != 0u ? nm_fm_x_neg(nm_fm_x_div(c, s)) : nm_fm_x_div(s, c);
-    v.neg ^= uint(u >> 63);
-    return nm_fm_x_round(v);
+    nm_fm_sincos sc = nm_fm_sincos_x(u);
+    return nm_fm_x_round(nm_fm_x_div(sc.s, sc.c));
 }
 
 //@@ fm_atan requires: fm_core
@@ -1637,14 +1683,6 @@ constant ulong nm_fm_stirling_poly[10] = {
     0x0000000000000B7FUL, 0xFFFFFFFFFFFFFE9CUL,
 };
 //@end
-
-static inline nm_fm_x nm_fm_x2_to_x(nm_fm_x2 a) {
-    nm_fm_x r;
-    r.m = a.hi;
-    r.e = a.e;
-    r.neg = a.neg;
-    return r;
-}
 
 // |a| 2^116 as a signed 128-bit integer (|a| < 2^11).
 static inline nm_f64_u128 nm_fm_x_to_q116(nm_fm_x a) {

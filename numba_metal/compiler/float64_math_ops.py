@@ -67,13 +67,15 @@ FUNCTIONS: tuple[F64MathFunction, ...] = (
     _F("nm_f64_isclose", (F64, F64, F64, F64, "bool"), "bool", "fm_misc", "np.isclose", None),
 )
 
-_LIBRARIES = ("float64.metal", "float64_math.metal")
+_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal")
 _HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
 
 
 def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
-    """Every `//@@` section of float64.metal and float64_math.metal: name -> (requirements, text)."""
-    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    """Every `//@@` section of float64.metal, float64_math.metal and complex.metal: name -> (requirements,
+    text); `mathlib` is the whole of mathlib.metal (the float32 math library, which has no sections)."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {
+        "mathlib": ((), (Path(__file__).parent / "mathlib.metal").read_text(encoding="utf-8"))}
     for filename in _LIBRARIES:
         text = (Path(__file__).parent / filename).read_text(encoding="utf-8")
         heads = list(_HEADER.finditer(text))
@@ -84,7 +86,8 @@ def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
 
 
 def msl_sections(names) -> list[tuple[str, str]]:
-    """(section name, MSL text) for the sections `names` need, dependencies first, each once."""
+    """(section name, MSL text) for the sections `names` need, dependencies first, each once; sections of
+    float64.metal, float64_math.metal and complex.metal (and `mathlib`) may require one another."""
     sections = _sections()
     order: list[str] = []
 
