@@ -13,7 +13,7 @@ import math
 
 import mpmath as mp
 
-mp.mp.prec = 160
+mp.mp.prec = 96
 
 _INF = math.inf
 
@@ -62,18 +62,19 @@ REFERENCES = {
 
 
 def ulp_of(v) -> float:
-    """The float64 ulp at the exact value v (mpmath number or float), as a float (may be a power of two
-    below the float64 range only down to 2^-1074)."""
-    a = abs(mp.mpf(v))
-    if a == 0:
+    """The float64 ulp at the exact value v (an mpmath number or a float): 2^(max(e, -1022) - 52) for
+    2^e <= |v| < 2^(e+1)."""
+    f = abs(float(v))
+    if f == 0:
         return 2.0 ** -1074
-    e = int(mp.floor(mp.log(a, 2)))
-    # mpmath's log may be off by one at exact powers of two
-    if mp.mpf(2) ** e > a:
+    m, e = math.frexp(f)
+    e -= 1
+    if m == 0.5 and abs(mp.mpf(v)) < f:     # v rounded up to the power of two f
         e -= 1
-    elif mp.mpf(2) ** (e + 1) <= a:
-        e += 1
     return 2.0 ** (max(e, -1022) - 52)
+
+
+_TOP = mp.mpf(2) ** 1024 * (1 - mp.mpf(2) ** -54)      # values at or above round to infinity
 
 
 def ulp_error(got: float, exact) -> float:
@@ -83,16 +84,17 @@ def ulp_error(got: float, exact) -> float:
         return 0.0 if mp.isnan(exact) else math.inf
     if mp.isnan(exact):
         return math.inf
-    if mp.isinf(exact):
-        return 0.0 if math.isinf(got) and (got > 0) == (exact > 0) else math.inf
-    top = mp.mpf(2) ** 1024 * (1 - mp.mpf(2) ** -54)      # values at or above round to infinity
-    if abs(exact) >= top:
+    if mp.isinf(exact) or abs(exact) >= _TOP:
         return 0.0 if math.isinf(got) and (got > 0) == (exact > 0) else math.inf
     if math.isinf(got):
         return math.inf
-    return float(abs(mp.mpf(got) - exact) / ulp_of(exact))
+    return abs(float(mp.mpf(got) - exact)) / ulp_of(exact)
 
 
 def reference(python: str, *args):
+    """The exact value (NaN where the real function is undefined: mpmath would give a complex number)."""
     fn = REFERENCES[python]
-    return fn(*[mp.mpf(a) for a in args])
+    v = fn(*[mp.mpf(a) for a in args])
+    if isinstance(v, mp.mpc):
+        return v.real if v.imag == 0 else mp.nan
+    return v

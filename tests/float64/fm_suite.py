@@ -259,6 +259,13 @@ class Result(NamedTuple):
     abs_at: tuple
 
 
+def merge(a: Result, b: Result) -> Result:
+    """Two measurements of one region as one."""
+    worst = a if a.max_ulp >= b.max_ulp else b
+    worst_abs = a if a.max_abs >= b.max_abs else b
+    return Result(a.label, a.count + b.count, worst.max_ulp, worst.at, worst_abs.max_abs, worst_abs.abs_at)
+
+
 def measure(lib, case: MathCase, label: str, args, filtered: bool = False) -> Result:
     """Errors of entry point case.name on the operand arrays args."""
     row = ROWS[case.name]
