@@ -145,13 +145,13 @@ static inline nm_f64 nm_c128_abs(nm_c128 z) {
 // 9 pi/2, 10 -pi/2, 11 pi/4, 12 -pi/4, 13 3pi/4, 14 -3pi/4, 15 never used (finite operands).
 #define NM_CX(re, im) ((re) | ((im) << 4))
 constant uchar nm_cx_acos_sv[49] = {
-    NM_CX(13, 5), NM_CX(7, 5), NM_CX(7, 5), NM_CX(7, 4), NM_CX(7, 4), NM_CX(13, 4), NM_CX(6, 5),
-    NM_CX(9, 5), 0xFF, 0xFF, 0xFF, 0xFF, NM_CX(9, 4), NM_CX(6, 6),
-    NM_CX(9, 5), 0xFF, NM_CX(9, 1), NM_CX(9, 0), 0xFF, NM_CX(9, 4), NM_CX(9, 6),
-    NM_CX(9, 5), 0xFF, NM_CX(9, 1), NM_CX(9, 0), 0xFF, NM_CX(9, 4), NM_CX(9, 6),
-    NM_CX(9, 5), 0xFF, 0xFF, 0xFF, 0xFF, NM_CX(9, 4), NM_CX(6, 6),
-    NM_CX(11, 5), NM_CX(0, 5), NM_CX(0, 5), NM_CX(0, 4), NM_CX(0, 4), NM_CX(12, 4), NM_CX(6, 5),
-    NM_CX(6, 5), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 4), NM_CX(6, 6),
+    NM_CX(13, 4), NM_CX(7, 4), NM_CX(7, 4), NM_CX(7, 5), NM_CX(7, 5), NM_CX(13, 5), NM_CX(6, 4),
+    NM_CX(9, 4), 0xFF, 0xFF, 0xFF, 0xFF, NM_CX(9, 5), NM_CX(6, 6),
+    NM_CX(9, 4), 0xFF, NM_CX(9, 0), NM_CX(9, 1), 0xFF, NM_CX(9, 5), NM_CX(9, 6),
+    NM_CX(9, 4), 0xFF, NM_CX(9, 0), NM_CX(9, 1), 0xFF, NM_CX(9, 5), NM_CX(9, 6),
+    NM_CX(9, 4), 0xFF, 0xFF, 0xFF, 0xFF, NM_CX(9, 5), NM_CX(6, 6),
+    NM_CX(11, 4), NM_CX(0, 4), NM_CX(0, 4), NM_CX(0, 5), NM_CX(0, 5), NM_CX(11, 5), NM_CX(6, 4),
+    NM_CX(6, 4), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 6), NM_CX(6, 5), NM_CX(6, 6),
 };
 constant uchar nm_cx_acosh_sv[49] = {
     NM_CX(4, 14), NM_CX(4, 8), NM_CX(4, 8), NM_CX(4, 7), NM_CX(4, 7), NM_CX(4, 13), NM_CX(4, 6),

@@ -879,10 +879,10 @@ static inline nm_f64 nm_f64_log10(nm_f64 x) {
 // log(1 + x) of an extended value x > -1 (fdlibm's log1p splits the same way): for |x| < 2^-8 the series
 // with r = x exactly; otherwise the logarithm of 1 + x formed exactly in 128 bits (for |x| < 2^63).
 static inline nm_fm_x2 nm_fm_log1p_x(nm_fm_x v) {
-    if (v.m == 0UL || v.e < -8) {
-        if (v.m == 0UL) {
-            return nm_fm_x2_from128(0u, nm_fm_u128(0UL, 0UL), 0);
-        }
+    if (v.m == 0UL) {
+        return nm_fm_x2_from128(v.neg, nm_fm_u128(0UL, 0UL), 0);             // log1p(+-0) = +-0
+    }
+    if (v.e < -8) {
         return nm_fm_log1p_small(v.neg, v.m, v.e);
     }
     int top = metal::max(v.e, 0) + 1;                          // 1 + x < 2^top; units of 2^(top - 127)

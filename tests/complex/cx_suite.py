@@ -141,8 +141,8 @@ def error(fn: str, single: bool, z: complex, got: complex) -> float | None:
         if single and abs(x) < FLT_MIN and abs(g) <= FLT_MIN:
             parts.append(0.0)                  # a part flushed to zero (or not) below FLT_MIN
         else:
-            parts.append(float(abs(mp.mpf(g) - x)))
-    return max(parts) / u
+            parts.append(abs(mp.mpf(g) - x) / u)
+    return float(max(parts))
 
 
 def _estimates(case: CmathCase, z, got):

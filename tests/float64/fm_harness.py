@@ -73,6 +73,8 @@ def _words(a, t):
         return [np.ascontiguousarray(a.real).view(np.uint64), np.ascontiguousarray(a.imag).view(np.uint64)]
     if t == "float2":
         return [np.ascontiguousarray(a, dtype=np.complex64).view(np.uint64)]
+    if t == "float":
+        return [np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)]
     d = _IN_TYPES[t][2]
     w = a.astype(d, copy=False).astype(np.int64 if np.dtype(d).kind == "i" else np.uint64)
     return [np.ascontiguousarray(w).view(np.uint64)]
@@ -113,6 +115,8 @@ class MathLibrary:
                 b.read(0, w.ctypes.data, w.nbytes)
             if d in (np.float64, np.complex64) or (row.result in ("nm_f64", "nm_f64_pair") and d == np.uint64):
                 results.append(w.view(d if d != np.uint64 else np.float64))
+            elif row.result == "float":
+                results.append(w.astype(np.uint32).view(np.float32))
             elif np.dtype(d) == np.bool_:
                 results.append(w.astype(np.bool_))
             else:
