@@ -561,9 +561,51 @@ static inline nm_c128 nm_c128_tan(nm_c128 z) {
     return nm_cx_times_minus_i(nm_c128_tanh(nm_cx_times_i(z)));
 }
 
-// a b - c d of float64 values, rounded once.
-static inline nm_f64 nm_cx_dot(nm_f64 a, nm_f64 b, nm_f64 c, nm_f64 d) {
-    return nm_cx_round(nm_fm_x_sub(nm_fm_x_mul(nm_cx_x(a), nm_cx_x(b)), nm_fm_x_mul(nm_cx_x(c), nm_cx_x(d))));
+// An unrounded complex value, for intermediate results of the inverse functions.
+struct nm_cx_ext {
+    nm_fm_x re;
+    nm_fm_x im;
+};
+
+// sqrt of an unrounded complex value (CPython's method, as nm_c128_sqrt; finite parts).
+static inline nm_cx_ext nm_cx_sqrt_x(nm_fm_x re, nm_fm_x im) {
+    nm_cx_ext r;
+    nm_fm_x ax = re;
+    nm_fm_x ay = im;
+    ax.neg = 0u;
+    ay.neg = 0u;
+    if (ax.m == 0UL && ay.m == 0UL) {
+        r.re = ax;
+        r.im = im;
+        return r;
+    }
+    nm_fm_x modulus = nm_fm_x_sqrt(nm_fm_x_add(nm_fm_x_mul(ax, ax), nm_fm_x_mul(ay, ay)));
+    nm_fm_x s = nm_fm_x_add(ax, modulus);
+    s.e -= 1;
+    s = nm_fm_x_sqrt(s);
+    nm_fm_x d = nm_fm_x_div(ay, s);
+    d.e -= 1;
+    if (re.neg == 0u || re.m == 0UL) {
+        r.re = s;
+        r.im = d;
+    } else {
+        r.re = d;
+        r.im = s;
+    }
+    r.im.neg = im.neg;
+    return r;
+}
+
+// 1 + sign a (exactly, in the extended format), for a float64 a.
+static inline nm_fm_x nm_cx_one_plus(nm_f64 a, uint flip) {
+    nm_fm_x v = nm_cx_x(a);
+    v.neg ^= flip;
+    return nm_fm_x_add(nm_fm_x_const(NM_F64_SIGN, 0), v);
+}
+
+// a b - c d of extended values.
+static inline nm_fm_x nm_cx_dot_x(nm_fm_x a, nm_fm_x b, nm_fm_x c, nm_fm_x d) {
+    return nm_fm_x_sub(nm_fm_x_mul(a, b), nm_fm_x_mul(c, d));
 }
 
 // Whether a part exceeds CPython's CM_LARGE_DOUBLE (DBL_MAX / 4).
@@ -585,12 +627,12 @@ static inline nm_c128 nm_c128_acos(nm_c128 z) {
         nm_f64 re = nm_f64_atan2(nm_f64_abs(z.im), z.re);
         return nm_c128_make(re, nm_f64_neg(nm_f64_copysign(nm_cx_log_twice_abs(z), z.im)));
     }
-    nm_f64 one = nm_f64_from_bits(NM_F64_ONE);
-    nm_c128 s1 = nm_c128_sqrt(nm_c128_make(nm_f64_sub(one, z.re), nm_f64_neg(z.im)));
-    nm_c128 s2 = nm_c128_sqrt(nm_c128_make(nm_f64_add(one, z.re), z.im));
-    nm_f64 re = nm_f64_atan2(s1.re, s2.re);
-    re = nm_f64_add(re, re);
-    return nm_c128_make(re, nm_f64_asinh(nm_cx_dot(s2.re, s1.im, s2.im, s1.re)));
+    nm_cx_ext s1 = nm_cx_sqrt_x(nm_cx_one_plus(z.re, 1u), nm_fm_x_neg(nm_cx_x(z.im)));
+    nm_cx_ext s2 = nm_cx_sqrt_x(nm_cx_one_plus(z.re, 0u), nm_cx_x(z.im));
+    nm_fm_x re = nm_cx_atan2_x(s1.re, s2.re);
+    re.e += 1;
+    nm_fm_x w = nm_cx_dot_x(s2.re, s1.im, s2.im, s1.re);
+    return nm_c128_make(nm_cx_round(re), w.m == 0UL ? nm_cx_round(w) : nm_fm_x2_round(nm_fm_asinh_x(w)));
 }
 
 static inline nm_c128 nm_c128_acosh(nm_c128 z) {
@@ -600,11 +642,13 @@ static inline nm_c128 nm_c128_acosh(nm_c128 z) {
     if (nm_cx_large(z)) {
         return nm_c128_make(nm_cx_log_twice_abs(z), nm_f64_atan2(z.im, z.re));
     }
-    nm_f64 one = nm_f64_from_bits(NM_F64_ONE);
-    nm_c128 s1 = nm_c128_sqrt(nm_c128_make(nm_f64_sub(z.re, one), z.im));
-    nm_c128 s2 = nm_c128_sqrt(nm_c128_make(nm_f64_add(z.re, one), z.im));
-    nm_f64 im = nm_f64_atan2(s1.im, s2.re);
-    return nm_c128_make(nm_f64_asinh(nm_cx_dot(s1.re, s2.re, nm_f64_neg(s1.im), s2.im)), nm_f64_add(im, im));
+    nm_fm_x zre = nm_cx_x(z.re);
+    nm_cx_ext s1 = nm_cx_sqrt_x(nm_fm_x_sub(zre, nm_fm_x_const(NM_F64_SIGN, 0)), nm_cx_x(z.im));
+    nm_cx_ext s2 = nm_cx_sqrt_x(nm_fm_x_add(zre, nm_fm_x_const(NM_F64_SIGN, 0)), nm_cx_x(z.im));
+    nm_fm_x im = nm_cx_atan2_x(s1.im, s2.re);
+    im.e += 1;
+    nm_fm_x w = nm_cx_dot_x(s1.re, s2.re, nm_fm_x_neg(s1.im), s2.im);
+    return nm_c128_make(w.m == 0UL ? nm_cx_round(w) : nm_fm_x2_round(nm_fm_asinh_x(w)), nm_cx_round(im));
 }
 
 static inline nm_c128 nm_c128_asinh(nm_c128 z) {
@@ -614,11 +658,11 @@ static inline nm_c128 nm_c128_asinh(nm_c128 z) {
     if (nm_cx_large(z)) {
         return nm_c128_make(nm_f64_copysign(nm_cx_log_twice_abs(z), z.re), nm_f64_atan2(z.im, nm_f64_abs(z.re)));
     }
-    nm_f64 one = nm_f64_from_bits(NM_F64_ONE);
-    nm_c128 s1 = nm_c128_sqrt(nm_c128_make(nm_f64_add(one, z.im), nm_f64_neg(z.re)));
-    nm_c128 s2 = nm_c128_sqrt(nm_c128_make(nm_f64_sub(one, z.im), z.re));
-    return nm_c128_make(nm_f64_asinh(nm_cx_dot(s1.re, s2.im, s2.re, s1.im)),
-                        nm_f64_atan2(z.im, nm_cx_dot(s1.re, s2.re, s1.im, s2.im)));
+    nm_cx_ext s1 = nm_cx_sqrt_x(nm_cx_one_plus(z.im, 0u), nm_fm_x_neg(nm_cx_x(z.re)));
+    nm_cx_ext s2 = nm_cx_sqrt_x(nm_cx_one_plus(z.im, 1u), nm_cx_x(z.re));
+    nm_fm_x w = nm_cx_dot_x(s1.re, s2.im, s2.re, s1.im);
+    nm_fm_x im = nm_cx_atan2_x(nm_cx_x(z.im), nm_cx_dot_x(s1.re, s2.re, s1.im, s2.im));
+    return nm_c128_make(w.m == 0UL ? nm_cx_round(w) : nm_fm_x2_round(nm_fm_asinh_x(w)), nm_cx_round(im));
 }
 
 static inline nm_c128 nm_c128_asin(nm_c128 z) {

@@ -1371,6 +1371,29 @@ static inline nm_f64 nm_f64_acos(nm_f64 x) {
 // with t = x - 1 exact for x <= 2, log(x + sqrt(x^2 - 1)) up to 2^28, log(2x) beyond; atanh x =
 // log1p(2x/(1 - x))/2. The arguments are formed in the 64-bit extended format (relative error below
 // 2^-61) and the logarithms are relatively accurate, so no cancellation is left.
+// asinh of a finite extended value v != 0, unrounded.
+static inline nm_fm_x2 nm_fm_asinh_x(nm_fm_x v) {
+    uint neg = v.neg;
+    v.neg = 0u;
+    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
+    nm_fm_x2 l;
+    if (v.e < -28) {                                           // |v| < 2^-28: v (the rest is below 2^-57 v)
+        l = nm_fm_x2_from128(0u, nm_fm_u128(v.m, 0UL), 127 - v.e);
+    } else if (v.e >= 28) {                                    // log(2|v|)
+        l = nm_fm_log_core(v.m, 0UL, v.e + 1);
+    } else {
+        nm_fm_x root = nm_fm_x_sqrt(nm_fm_x_add(nm_fm_x_mul(v, v), one));
+        if (v.e >= 0) {
+            nm_fm_x w = nm_fm_x_add(v, root);
+            l = nm_fm_log_core(w.m, 0UL, w.e);
+        } else {
+            l = nm_fm_log1p_x(nm_fm_x_add(v, nm_fm_x_div(nm_fm_x_mul(v, v), nm_fm_x_add(one, root))));
+        }
+    }
+    l.neg = neg;
+    return l;
+}
+
 static inline nm_f64 nm_f64_asinh(nm_f64 x) {
     ulong u = x.bits;
     ulong a = u & NM_F64_ABS;
@@ -1380,22 +1403,7 @@ static inline nm_f64 nm_f64_asinh(nm_f64 x) {
     if (a < 0x3E30000000000000UL) {                           // |x| < 2^-28: x
         return x;
     }
-    nm_fm_x v = nm_fm_x_from_bits(a);
-    nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
-    nm_fm_x2 l;
-    if (a >= 0x41B0000000000000UL) {                          // 2^28
-        l = nm_fm_log_core(v.m, 0UL, v.e + 1);
-    } else {
-        nm_fm_x root = nm_fm_x_sqrt(nm_fm_x_add(nm_fm_x_mul(v, v), one));
-        if (a >= NM_F64_ONE) {
-            nm_fm_x w = nm_fm_x_add(v, root);
-            l = nm_fm_log_core(w.m, 0UL, w.e);
-        } else {
-            l = nm_fm_log1p_x(nm_fm_x_add(v, nm_fm_x_div(nm_fm_x_mul(v, v), nm_fm_x_add(one, root))));
-        }
-    }
-    l.neg = uint(u >> 63);
-    return nm_fm_x2_round(l);
+    return nm_fm_x2_round(nm_fm_asinh_x(nm_fm_x_from_bits(u)));
 }
 
 static inline nm_f64 nm_f64_acosh(nm_f64 x) {
@@ -1779,14 +1787,14 @@ static inline nm_fm_sinpi nm_fm_abs_sinpi(ulong a) {
     nm_fm_x f = e >= 0 ? nm_fm_x_make(0u, 11, (m << uint(e + 12)) >> 12) : nm_fm_x_from_bits(a);
     // sin(pi f) = sin(pi (1 - f)); fold to g = min(f, 1 - f) in [0, 1/2], then to r <= 1/4
     nm_fm_x one = nm_fm_x_const(NM_F64_SIGN, 0);
-    nm_fm_x half = nm_fm_x_const(NM_F64_SIGN, -1);
+    nm_fm_x one_half = nm_fm_x_const(NM_F64_SIGN, -1);
     nm_fm_x g = f;
     if (f.e >= -1) {                                           // f >= 1/2
         g = nm_fm_x_sub(one, f);
     }
     nm_fm_x pi = nm_fm_x_const(NM_FM_PI_M, NM_FM_PI_E);
     if (g.e >= -2 && !(g.e == -2 && g.m == NM_F64_SIGN)) {     // g > 1/4: cos(pi (1/2 - g))
-        out.s = nm_fm_cos_kernel(nm_fm_x_mul(pi, nm_fm_x_sub(half, g)));
+        out.s = nm_fm_cos_kernel(nm_fm_x_mul(pi, nm_fm_x_sub(one_half, g)));
     } else {
         out.s = nm_fm_sin_kernel(nm_fm_x_mul(pi, g));
     }
@@ -1911,10 +1919,10 @@ static inline nm_f64 nm_f64_remainder(nm_f64 x, nm_f64 y) {
             }
         }
     } else {
-        nm_f64 half = nm_f64_mul(b, nm_f64_from_bits(0x3FE0000000000000UL));
-        if (nm_f64_gt(a, half)) {
+        nm_f64 halfway = nm_f64_mul(b, nm_f64_from_bits(0x3FE0000000000000UL));
+        if (nm_f64_gt(a, halfway)) {
             a = nm_f64_sub(a, b);
-            if (nm_f64_ge(a, half)) {
+            if (nm_f64_ge(a, halfway)) {
                 a = nm_f64_sub(a, b);
             }
         }

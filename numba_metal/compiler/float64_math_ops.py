@@ -14,6 +14,7 @@ quotes these bounds.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -32,34 +33,34 @@ F64 = "nm_f64"
 _F = F64MathFunction
 
 FUNCTIONS: tuple[F64MathFunction, ...] = (
-    _F("nm_f64_exp", (F64,), F64, "fm_exp", "math.exp", None),
-    _F("nm_f64_exp2", (F64,), F64, "fm_exp", "math.exp2", None),
-    _F("nm_f64_expm1", (F64,), F64, "fm_exp", "math.expm1", None),
-    _F("nm_f64_sinh", (F64,), F64, "fm_exp", "math.sinh", None),
-    _F("nm_f64_cosh", (F64,), F64, "fm_exp", "math.cosh", None),
-    _F("nm_f64_tanh", (F64,), F64, "fm_exp", "math.tanh", None),
-    _F("nm_f64_log", (F64,), F64, "fm_log", "math.log", None),
-    _F("nm_f64_log2", (F64,), F64, "fm_log", "math.log2", None),
-    _F("nm_f64_log10", (F64,), F64, "fm_log", "math.log10", None),
-    _F("nm_f64_log1p", (F64,), F64, "fm_log", "math.log1p", None),
-    _F("nm_f64_pow", (F64, F64), F64, "fm_pow", "math.pow", None),
+    _F("nm_f64_exp", (F64,), F64, "fm_exp", "math.exp", 1.0),
+    _F("nm_f64_exp2", (F64,), F64, "fm_exp", "math.exp2", 1.0),
+    _F("nm_f64_expm1", (F64,), F64, "fm_exp", "math.expm1", 1.0),
+    _F("nm_f64_sinh", (F64,), F64, "fm_exp", "math.sinh", 1.0),
+    _F("nm_f64_cosh", (F64,), F64, "fm_exp", "math.cosh", 1.0),
+    _F("nm_f64_tanh", (F64,), F64, "fm_exp", "math.tanh", 1.0),
+    _F("nm_f64_log", (F64,), F64, "fm_log", "math.log", 1.0),
+    _F("nm_f64_log2", (F64,), F64, "fm_log", "math.log2", 1.0),
+    _F("nm_f64_log10", (F64,), F64, "fm_log", "math.log10", 1.0),
+    _F("nm_f64_log1p", (F64,), F64, "fm_log", "math.log1p", 1.0),
+    _F("nm_f64_pow", (F64, F64), F64, "fm_pow", "math.pow", 1.0),
     _F("nm_f64_powi", (F64, "long"), F64, "fm_pow", "float ** int", None),
-    _F("nm_f64_sin", (F64,), F64, "fm_trig", "math.sin", None),
-    _F("nm_f64_cos", (F64,), F64, "fm_trig", "math.cos", None),
-    _F("nm_f64_tan", (F64,), F64, "fm_trig", "math.tan", None),
-    _F("nm_f64_asin", (F64,), F64, "fm_atan", "math.asin", None),
-    _F("nm_f64_acos", (F64,), F64, "fm_atan", "math.acos", None),
-    _F("nm_f64_atan", (F64,), F64, "fm_atan", "math.atan", None),
-    _F("nm_f64_atan2", (F64, F64), F64, "fm_atan", "math.atan2", None),
-    _F("nm_f64_asinh", (F64,), F64, "fm_ahyp", "math.asinh", None),
-    _F("nm_f64_acosh", (F64,), F64, "fm_ahyp", "math.acosh", None),
-    _F("nm_f64_atanh", (F64,), F64, "fm_ahyp", "math.atanh", None),
-    _F("nm_f64_cbrt", (F64,), F64, "fm_cbrt", "math.cbrt", None),
-    _F("nm_f64_hypot", (F64, F64), F64, "fm_hypot", "math.hypot", 0.0),
-    _F("nm_f64_erf", (F64,), F64, "fm_erf", "math.erf", None),
-    _F("nm_f64_erfc", (F64,), F64, "fm_erf", "math.erfc", None),
-    _F("nm_f64_gamma", (F64,), F64, "fm_gamma", "math.gamma", None),
-    _F("nm_f64_lgamma", (F64,), F64, "fm_gamma", "math.lgamma", None),
+    _F("nm_f64_sin", (F64,), F64, "fm_trig", "math.sin", 1.0),
+    _F("nm_f64_cos", (F64,), F64, "fm_trig", "math.cos", 1.0),
+    _F("nm_f64_tan", (F64,), F64, "fm_trig", "math.tan", 1.0),
+    _F("nm_f64_asin", (F64,), F64, "fm_atan", "math.asin", 1.0),
+    _F("nm_f64_acos", (F64,), F64, "fm_atan", "math.acos", 1.0),
+    _F("nm_f64_atan", (F64,), F64, "fm_atan", "math.atan", 1.0),
+    _F("nm_f64_atan2", (F64, F64), F64, "fm_atan", "math.atan2", 1.0),
+    _F("nm_f64_asinh", (F64,), F64, "fm_ahyp", "math.asinh", 1.0),
+    _F("nm_f64_acosh", (F64,), F64, "fm_ahyp", "math.acosh", 1.0),
+    _F("nm_f64_atanh", (F64,), F64, "fm_ahyp", "math.atanh", 1.0),
+    _F("nm_f64_cbrt", (F64,), F64, "fm_cbrt", "math.cbrt", 1.0),
+    _F("nm_f64_hypot", (F64, F64), F64, "fm_hypot", "math.hypot", 0.5),
+    _F("nm_f64_erf", (F64,), F64, "fm_erf", "math.erf", 1.0),
+    _F("nm_f64_erfc", (F64,), F64, "fm_erf", "math.erfc", 1.0),
+    _F("nm_f64_gamma", (F64,), F64, "fm_gamma", "math.gamma", 1.0),
+    _F("nm_f64_lgamma", (F64,), F64, "fm_gamma", "math.lgamma", 1.0),
     _F("nm_f64_remainder", (F64, F64), F64, "fm_misc", "math.remainder", 0.0),
     _F("nm_f64_modf", (F64,), "nm_f64_pair", "fm_misc", "math.modf", 0.0),
     _F("nm_f64_degrees", (F64,), F64, "fm_misc", "math.degrees", None),
@@ -71,6 +72,7 @@ _LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal")
 _HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
 
 
+@functools.lru_cache(maxsize=1)
 def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
     """Every `//@@` section of float64.metal, float64_math.metal and complex.metal: name -> (requirements,
     text); `mathlib` is the whole of mathlib.metal (the float32 math library, which has no sections)."""

@@ -5,9 +5,10 @@ use these.
 The error of a complex result is the larger error of its two parts in ulps of the larger part of the exact
 result (ulps of float64 for complex128, of float32 for complex64): a part far smaller than the other is judged
 against the whole number, the usual normwise measure of complex libraries. `measure` judges every input with
-mpmath; `measure_filtered` first measures against NumPy's long double complex functions (complex128; their
-error is below 2^-62, 0.002 ulp) or NumPy's complex128 functions (complex64; below 2^-50, far below a float32
-ulp) and re-measures with mpmath every input whose estimate reaches FILTER_ULP. complex64 inputs are normal
+mpmath; with filtered=True (the long run) inputs are first measured against NumPy's long double complex
+functions (complex128; their error is below 2^-62, 0.002 ulp) or NumPy's complex128 functions (complex64; below
+2^-50, far below a float32 ulp), and mpmath re-measures those within fm_suite.SLACK of the largest estimate, as
+fm_suite.measure does. complex64 inputs are normal
 float32 numbers and results whose larger part is below FLT_MIN are not judged: Apple GPUs (and the CPU device)
 flush float32 subnormals.
 """
@@ -20,10 +21,10 @@ from typing import Callable, NamedTuple
 import mpmath as mp
 import numpy as np
 
+from fm_suite import _candidates
 from numba_metal.compiler.complex_ops import FUNCTIONS
 
 ROWS = {row.name: row for row in FUNCTIONS}
-FILTER_ULP = 0.4
 FLT_MIN = 2.0 ** -126
 
 _NP = {"exp": "exp", "log": "log", "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
@@ -188,7 +189,7 @@ def measure(lib, case: CmathCase, label: str, z, filtered: bool = False) -> Resu
         z = np.where(np.abs(z.real) < FLT_MIN, 0, z.real) + 1j * np.where(np.abs(z.imag) < FLT_MIN, 0, z.imag)
         z = z.astype(np.complex64)
     got = lib.call(case.name, z)
-    candidates = np.nonzero(_estimates(case, z, got) >= FILTER_ULP)[0] if filtered else range(len(z))
+    candidates = _candidates(_estimates(case, z, got)) if filtered else range(len(z))
     worst, at = 0.0, ()
     for k in candidates:
         zk = complex(z[k])
