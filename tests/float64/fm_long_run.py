@@ -113,8 +113,9 @@ def main():
         suite, _ = suites[res["name"]]
         worst = max(res["regions"], key=lambda r: r["max_ulp"])
         at = ", ".join(f"{v:.17g}" for v in worst["at"])
+        label = worst["label"].replace("|", "\\|")
         line = (f"| `{res['name']}` | {suite.ROWS[res['name']].python} | {math.ceil(worst['max_ulp'] * 1000) / 1000:.3f} | "
-                f"{res['inputs']:,} | {worst['label']}: {at} |")
+                f"{res['inputs']:,} | {label}: {at} |")
         absolute = max(res["regions"], key=lambda r: r["max_abs"])
         if absolute["max_abs"]:
             line += f" absolute {absolute['max_abs']:.3g} x 2^-52 at {absolute['abs_at'][0]:.17g} |"

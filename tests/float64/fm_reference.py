@@ -25,9 +25,11 @@ def _gamma(x):
 
 
 def _lgamma(x):
+    """log |Gamma(x)|, with 128 more bits: next to the zeros at 1 and 2 the logarithm cancels that much."""
     if x <= 0 and x == mp.floor(x):
         return mp.inf
-    return mp.log(abs(mp.gamma(x))) if x < 170 else mp.loggamma(x).real
+    with mp.workprec(mp.mp.prec + 128):
+        return +(mp.log(abs(mp.gamma(x))) if x < 170 else mp.loggamma(x).real)
 
 
 REFERENCES = {
