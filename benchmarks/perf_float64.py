@@ -220,7 +220,7 @@ def time_math(dev, queue, pipeline, op: int, lo: float, hi: float, f32: bool, th
 
 
 def math_benchmarks(dev, queue, quick: bool) -> dict:
-    threads, steps, repeats = (1 << 9, 16, 2) if quick else (1 << 11, 64, 3)
+    threads, steps, repeats = (1 << 9, 16, 2) if quick else (1 << 13, 128, 5)
     src = math_source()
     pipelines = {prec: dev.compile(src, f"math_{prec}") for prec in ("f64", "f32")}
     rows = {}
