@@ -14,22 +14,12 @@ an Apple GPU's metal:: functions have MSL's precise-mode bounds instead.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class ComplexFunction(NamedTuple):
-    name: str
-    params: tuple[str, ...]
-    result: str
-    section: str
-    python: str
-    ulp: float | None
-
+from numba_metal.compiler.float64_math_ops import MathFunction
 
 C128 = "nm_c128"
 C64 = "float2"
 F64 = "nm_f64"
-_F = ComplexFunction
+_F = MathFunction
 
 _CMATH = ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
           "asinh", "acosh", "atanh")
@@ -46,7 +36,7 @@ _C64_ULP = {
     "sqrt": 1.525, "tan": 5.780, "tanh": 5.082
 }
 
-FUNCTIONS: tuple[ComplexFunction, ...] = (
+FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_c128_make", (F64, F64), C128, "c128_base", "complex(re, im)", 0.0),
     _F("nm_c128_from_f64", (F64,), C128, "c128_base", "complex(x)", 0.0),
     _F("nm_c128_real", (C128,), F64, "c128_base", "z.real", 0.0),

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 
-class F64MathFunction(NamedTuple):
+class MathFunction(NamedTuple):
+    """One entry point of an MSL math library (this module's and complex_ops.py's rows)."""
     name: str
     params: tuple[str, ...]
     result: str
@@ -30,9 +31,9 @@ class F64MathFunction(NamedTuple):
 
 
 F64 = "nm_f64"
-_F = F64MathFunction
+_F = MathFunction
 
-FUNCTIONS: tuple[F64MathFunction, ...] = (
+FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_f64_exp", (F64,), F64, "fm_exp", "math.exp", 0.502),
     _F("nm_f64_exp2", (F64,), F64, "fm_exp", "math.exp2", 0.502),
     _F("nm_f64_expm1", (F64,), F64, "fm_exp", "math.expm1", 0.511),

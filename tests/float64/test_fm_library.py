@@ -14,6 +14,7 @@ import pytest
 
 import fm_constants
 from numba_metal.compiler import complex_ops, float64_math_ops
+from test_f64_library import _strip_comments
 from numba_metal.compiler.float64_math_ops import msl_sections
 
 COMPILER = Path(float64_math_ops.__file__).parent
@@ -28,11 +29,6 @@ _IDENT = re.compile(r"\b(nm_\w+|NM_\w+)\b")
 
 def _text(name: str) -> str:
     return (COMPILER / name).read_text(encoding="utf-8")
-
-
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
 
 
 def _definitions(text: str):
