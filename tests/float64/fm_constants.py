@@ -19,7 +19,7 @@ from pathlib import Path
 
 import mpmath as mp
 
-mp.mp.prec = 400
+PREC = 400      # every constant is computed at this precision (other test modules set mpmath's default lower)
 
 METAL = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "float64_math.metal"
 COMPLEX_METAL = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "complex.metal"
@@ -311,6 +311,11 @@ def scalars():
 
 
 def render_block(name: str) -> str:
+    with mp.workprec(PREC):
+        return _render_block(name)
+
+
+def _render_block(name: str) -> str:
     if name == "nm_fm_scalars":
         lines = []
         for key, value in scalars().items():
@@ -344,4 +349,5 @@ if __name__ == "__main__":
         for path in (METAL, COMPLEX_METAL):
             if path.exists():
                 path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
-    print("log |r| bound: 2^%.3f" % float(mp.log(log_r_bound(), 2)))
+    with mp.workprec(PREC):
+        print("log |r| bound: 2^%.3f" % float(mp.log(log_r_bound(), 2)))
