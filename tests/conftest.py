@@ -2,3 +2,11 @@ import os
 
 # Tests run on the CPU reference device unless told otherwise.
 os.environ.setdefault("NUMBA_METAL_DEVICE", "cpu")
+
+
+def pytest_configure(config):
+    # Every MSL source the session compiles is linted against MSL's rules (tests/msl_lint.py).
+    # `-p no:msl-lint` turns it off.
+    if not config.pluginmanager.is_blocked("msl-lint"):
+        import msl_lint_plugin
+        config.pluginmanager.register(msl_lint_plugin.MSLLintPlugin(), "msl-lint")

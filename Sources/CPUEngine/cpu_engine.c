@@ -154,28 +154,11 @@ static void install_signal_handlers(void) {
     for (int i = 0; i < 4; i++) sigaction(g_signals[i], &sa, &g_previous[i]);
 }
 
-static worker *worker_get(void) {
-    worker *w = tl_worker;
-    if (w) return w;
-    pthread_once(&g_config_once, config_init);
-    pthread_once(&g_signals_once, install_signal_handlers);
-    w = (worker *)calloc(1, sizeof(worker));
-    w->fibers = (fiber *)calloc(1024, sizeof(fiber));
-    w->tg_scratch = (unsigned char *)aligned_alloc(64, NM_TG_SCRATCH);
-    size_t alt = 64 * 1024;
-    stack_t ss;
-    ss.ss_sp = malloc(alt);
-    ss.ss_size = alt;
-    ss.ss_flags = 0;
-    sigaltstack(&ss, NULL);
-    nm_enable_ftz_daz();
-    tl_worker = w;
-    return w;
-}
-
-/* Frees the calling thread's worker (fiber stacks, scratch, alternate signal stack) before it exits. */
-static void worker_free(void) {
-    worker *w = tl_worker;
+/* Frees a worker (fiber stacks, scratch, alternate signal stack): at the exit of any thread that ran
+   kernels, through the key's destructor, so that threads the runtime does not own (a simulated GPU's)
+   leave nothing behind. */
+static void worker_release(void *p) {
+    worker *w = (worker *)p;
     if (!w) return;
     tl_worker = NULL;
     for (uint32_t i = 0; i < 1024; i++)
@@ -187,6 +170,31 @@ static void worker_free(void) {
     free(w->fibers);
     free(w->tg_scratch);
     free(w);
+}
+
+static pthread_key_t g_worker_key;
+static pthread_once_t g_worker_key_once = PTHREAD_ONCE_INIT;
+static void worker_key_init(void) { pthread_key_create(&g_worker_key, worker_release); }
+
+static worker *worker_get(void) {
+    worker *w = tl_worker;
+    if (w) return w;
+    pthread_once(&g_config_once, config_init);
+    pthread_once(&g_signals_once, install_signal_handlers);
+    pthread_once(&g_worker_key_once, worker_key_init);
+    w = (worker *)calloc(1, sizeof(worker));
+    w->fibers = (fiber *)calloc(1024, sizeof(fiber));
+    w->tg_scratch = (unsigned char *)aligned_alloc(64, NM_TG_SCRATCH);
+    size_t alt = 64 * 1024;
+    stack_t ss;
+    ss.ss_sp = malloc(alt);
+    ss.ss_size = alt;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+    nm_enable_ftz_daz();
+    tl_worker = w;
+    pthread_setspecific(g_worker_key, w);
+    return w;
 }
 
 /* MARK: - runtime hooks called from kernel code */
@@ -525,6 +533,23 @@ static void format_failure(nm_work *w, const char *detail, char **out) {
     *out = msg;
 }
 
+int nm_cpu_run_dispatch(const nm_cpu_kernel *kernel, const nm_launch *launch, const uint32_t *threadgroup_lengths,
+                        uint32_t threadgroup_count, char *err, size_t errlen) {
+    job j;
+    memset(&j, 0, offsetof(job, err));
+    j.err[0] = 0;
+    j.k = kernel;
+    j.L = launch;
+    j.tg_lengths = threadgroup_lengths;
+    j.tg_count = threadgroup_count;
+    j.nthreads = launch->threads[0] * launch->threads[1] * launch->threads[2];
+    j.total = (uint64_t)launch->groups[0] * launch->groups[1] * launch->groups[2];
+    run_job(&j);
+    if (!j.failed) return 0;
+    snprintf(err, errlen, "%s", j.err);
+    return 1;
+}
+
 static char *execute(nm_cq *q, nm_work *w) {
     (void)q;
     char *failure = NULL;
@@ -532,17 +557,8 @@ static char *execute(nm_cq *q, nm_work *w) {
     case NM_WORK_DISPATCH: {
         nm_launch L = w->launch;
         if (w->arg_slot < 31) L.buffers[w->arg_slot] = w->arg_length > NM_WORK_INLINE_ARGS ? w->arg_heap : w->arg_inline;
-        job j;
-        memset(&j, 0, offsetof(job, err));
-        j.err[0] = 0;
-        j.k = w->kernel;
-        j.L = &L;
-        j.tg_lengths = w->tg_lengths;
-        j.tg_count = w->tg_count;
-        j.nthreads = L.threads[0] * L.threads[1] * L.threads[2];
-        j.total = (uint64_t)L.groups[0] * L.groups[1] * L.groups[2];
-        run_job(&j);
-        if (j.failed) format_failure(w, j.err, &failure);
+        char err[1024];
+        if (nm_cpu_run_dispatch(w->kernel, &L, w->tg_lengths, w->tg_count, err, sizeof err)) format_failure(w, err, &failure);
         break;
     }
     case NM_WORK_COPY:
@@ -629,8 +645,7 @@ static void *cq_main(void *arg) {
             cq_publish(q, id);
         }
     }
-    worker_free();
-    return NULL;
+    return NULL; /* the worker is freed by its key's destructor */
 }
 
 nm_cq *nm_cq_new(void (*release_ref)(void *)) {

@@ -1,6 +1,8 @@
 // ABI.swift -- the C ABI (Sources/CPUEngine/include/numba_metal_runtime.h) as @_cdecl functions.
 // Handles are retained Swift objects passed as opaque pointers; every call returns an nm_status and
 // leaves a message for nm_last_error() (implemented in C) when it fails. Nothing here traps on bad input.
+// Every entry point runs inside an autorelease pool: Python's threads have none, and Metal returns
+// autoreleased objects (command buffers, encoders, errors) that would otherwise live until the thread exits.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,29 +12,38 @@ import CPUEngine
 
 // MARK: - Plumbing
 
-/// Runs body, turning a thrown RuntimeError into its status plus the thread's message.
+/// Runs body in an autorelease pool, turning a thrown RuntimeError into its status plus the thread's message.
 @inline(__always)
 private func guarded(_ body: () throws -> Void) -> nm_status {
-    do {
-        try body()
-        return NM_OK
-    } catch let e as RuntimeError {
-        nm_set_last_error(e.message)
-        return e.status
-    } catch {
-        nm_set_last_error("internal error: \(error)")
-        return NM_ERR_INTERNAL
+    withAutoreleasePool {
+        do {
+            try body()
+            return NM_OK
+        } catch let e as RuntimeError {
+            nm_set_last_error(e.message)
+            return e.status
+        } catch {
+            nm_set_last_error("internal error: \(error)")
+            return NM_ERR_INTERNAL
+        }
     }
 }
 
-/// The object behind a handle (not retained), or an NM_ERR_INVALID_ARGUMENT naming the call.
+/// The object behind a handle (not retained), or an NM_ERR_INVALID_ARGUMENT naming the call. T is a class
+/// or a class-bound protocol's existential.
 @inline(__always)
-private func object<T: AnyObject>(_ handle: OpaquePointer?, _ type: T.Type, _ call: StaticString) throws -> T {
-    guard let h = handle else { throw RuntimeError.invalid("\(call): the \(T.self) handle is NULL") }
+private func object<T>(_ handle: OpaquePointer?, _ type: T.Type, _ call: StaticString) throws -> T {
+    guard let h = handle else { throw RuntimeError.invalid("\(call): the \(kind(T.self)) handle is NULL") }
     guard let o = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).takeUnretainedValue() as? T else {
-        throw RuntimeError.invalid("\(call): the handle is not a \(T.self) (a handle of another kind was passed)")
+        throw RuntimeError.invalid("\(call): the handle is not a \(kind(T.self)) (a handle of another kind was passed)")
     }
     return o
+}
+
+/// A handle kind's name for messages ("Device", not "any Device").
+private func kind<T>(_ type: T.Type) -> String {
+    let name = "\(type)"
+    return name.hasPrefix("any ") ? String(name.dropFirst(4)) : name
 }
 
 /// A new owned handle for object.
@@ -42,7 +53,7 @@ private func handle(_ o: AnyObject) -> OpaquePointer { OpaquePointer(Unmanaged.p
 /// Releases an owned handle (NULL is ignored).
 @inline(__always)
 private func releaseHandle(_ h: OpaquePointer?) {
-    if let h { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).release() }
+    if let h { withAutoreleasePool { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).release() } }
 }
 
 /// Checks an out-pointer.
@@ -56,17 +67,17 @@ private func out<T>(_ p: UnsafeMutablePointer<T>?, _ call: StaticString) throws 
 
 /// The ABI version this library implements (NM_ABI_VERSION).
 @_cdecl("nm_abi_version")
-public func nmAbiVersion() -> UInt32 { UInt32(NM_ABI_VERSION) }
+public func nmAbiVersion() -> UInt32 { withAutoreleasePool { UInt32(NM_ABI_VERSION) } }
 
 /// Host monotonic clock in nanoseconds; the base of work timestamps.
 @_cdecl("nm_now_ns")
-public func nmNowNs() -> UInt64 { nm_clock_ns() }
+public func nmNowNs() -> UInt64 { withAutoreleasePool { nm_clock_ns() } }
 
 // MARK: - Devices
 
-/// Metal devices first, then the CPU reference device.
+/// Usable Metal devices first, then the CPU reference device; the simulated device is at this index, uncounted.
 @_cdecl("nm_device_count")
-public func nmDeviceCount() -> Int32 { DeviceRegistry.count }
+public func nmDeviceCount() -> Int32 { withAutoreleasePool { DeviceRegistry.count } }
 
 /// The description of a device without opening it.
 @_cdecl("nm_device_get_info")
@@ -91,7 +102,7 @@ public func nmDeviceRelease(_ device: OpaquePointer?) { releaseHandle(device) }
 @_cdecl("nm_device_get_stats")
 public func nmDeviceGetStats(_ device: OpaquePointer?, _ stats: UnsafeMutablePointer<nm_device_stats>?) -> nm_status {
     guarded {
-        let d = try object(device, Device.self, "nm_device_get_stats")
+        let d = try object(device, (any Device).self, "nm_device_get_stats")
         try out(stats, "nm_device_get_stats").pointee = d.statistics()
     }
 }
@@ -102,7 +113,7 @@ public func nmDeviceGetStats(_ device: OpaquePointer?, _ stats: UnsafeMutablePoi
 @_cdecl("nm_buffer_new")
 public func nmBufferNew(_ device: OpaquePointer?, _ length: UInt64, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
     guarded {
-        let d = try object(device, Device.self, "nm_buffer_new")
+        let d = try object(device, (any Device).self, "nm_buffer_new")
         let r = try out(result, "nm_buffer_new")
         if length > d.info.recommended_working_set * 2 && length > (1 << 32) {
             throw RuntimeError.outOfMemory("nm_buffer_new: \(length) bytes is far beyond the device's recommended working set "
@@ -117,7 +128,7 @@ public func nmBufferNew(_ device: OpaquePointer?, _ length: UInt64, _ result: Un
 public func nmBufferWrap(_ device: OpaquePointer?, _ host: UnsafeMutableRawPointer?, _ length: UInt64,
                          _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
     guarded {
-        let d = try object(device, Device.self, "nm_buffer_wrap")
+        let d = try object(device, (any Device).self, "nm_buffer_wrap")
         let r = try out(result, "nm_buffer_wrap")
         guard let host else { throw RuntimeError.invalid("nm_buffer_wrap: the host pointer is NULL") }
         r.pointee = handle(try d.wrapBuffer(host: host, length: length))
@@ -131,15 +142,13 @@ public func nmBufferRelease(_ buffer: OpaquePointer?) { releaseHandle(buffer) }
 /// Host pointer of a buffer (NULL for a NULL handle).
 @_cdecl("nm_buffer_contents")
 public func nmBufferContents(_ buffer: OpaquePointer?) -> UnsafeMutableRawPointer? {
-    guard let b = try? object(buffer, Buffer.self, "nm_buffer_contents") else { return nil }
-    return b.contents
+    withAutoreleasePool { (try? object(buffer, Buffer.self, "nm_buffer_contents"))?.contents }
 }
 
 /// Length of a buffer in bytes (0 for a NULL handle).
 @_cdecl("nm_buffer_length")
 public func nmBufferLength(_ buffer: OpaquePointer?) -> UInt64 {
-    guard let b = try? object(buffer, Buffer.self, "nm_buffer_length") else { return 0 }
-    return b.length
+    withAutoreleasePool { (try? object(buffer, Buffer.self, "nm_buffer_length"))?.length ?? 0 }
 }
 
 /// Immediate host copy into a buffer.
@@ -170,10 +179,11 @@ public func nmPipelineNew(_ device: OpaquePointer?, _ source: UnsafePointer<CCha
                           _ options: UnsafePointer<nm_compile_options>?, _ abi: UnsafePointer<nm_kernel_abi>?,
                           _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
     guarded {
-        let d = try object(device, Device.self, "nm_pipeline_new")
+        let d = try object(device, (any Device).self, "nm_pipeline_new")
         let r = try out(result, "nm_pipeline_new")
         guard let source, let name else { throw RuntimeError.invalid("nm_pipeline_new: the source or kernel name is NULL") }
-        let opts = options?.pointee ?? nm_compile_options(fast_math: 0, language_version: 0)
+        let opts = options?.pointee ?? nm_compile_options(fast_math: UInt32(NM_MATH_SAFE), language_version: 0)
+        _ = try requestedMathMode(opts)
         let declared = try abi.map { try KernelABI($0) }
         r.pointee = handle(try d.makePipeline(source: String(cString: source), name: String(cString: name), options: opts,
                                               abi: declared))
@@ -188,7 +198,7 @@ public func nmPipelineRelease(_ pipeline: OpaquePointer?) { releaseHandle(pipeli
 @_cdecl("nm_pipeline_get_info")
 public func nmPipelineGetInfo(_ pipeline: OpaquePointer?, _ info: UnsafeMutablePointer<nm_pipeline_info>?) -> nm_status {
     guarded {
-        let p = try object(pipeline, Pipeline.self, "nm_pipeline_get_info")
+        let p = try object(pipeline, (any Pipeline).self, "nm_pipeline_get_info")
         try out(info, "nm_pipeline_get_info").pointee = p.info
     }
 }
@@ -199,7 +209,7 @@ public func nmPipelineGetInfo(_ pipeline: OpaquePointer?, _ info: UnsafeMutableP
 @_cdecl("nm_queue_new")
 public func nmQueueNew(_ device: OpaquePointer?, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
     guarded {
-        let d = try object(device, Device.self, "nm_queue_new")
+        let d = try object(device, (any Device).self, "nm_queue_new")
         let r = try out(result, "nm_queue_new")
         r.pointee = handle(try d.makeQueue())
     }
@@ -208,19 +218,20 @@ public func nmQueueNew(_ device: OpaquePointer?, _ result: UnsafeMutablePointer<
 /// Waits for the queue's outstanding work, then releases the handle.
 @_cdecl("nm_queue_release")
 public func nmQueueRelease(_ queue: OpaquePointer?) {
-    guard let q = try? object(queue, Queue.self, "nm_queue_release") else { return }
-    q.close()
-    releaseHandle(queue)
+    withAutoreleasePool {
+        guard let q = try? object(queue, (any Queue).self, "nm_queue_release") else { return }
+        q.close()
+        releaseHandle(queue)
+    }
 }
 
 /// Validates and enqueues a dispatch.
 @_cdecl("nm_queue_dispatch")
 public func nmQueueDispatch(_ queue: OpaquePointer?, _ desc: UnsafePointer<nm_dispatch_desc>?, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_dispatch")
+        let q = try object(queue, (any Queue).self, "nm_queue_dispatch")
         guard let desc else { throw RuntimeError.invalid("nm_queue_dispatch: the descriptor is NULL") }
-        let id = try q.dispatch(desc)
-        workID?.pointee = id
+        workID?.pointee = try q.dispatch(desc)
     }
 }
 
@@ -229,9 +240,14 @@ public func nmQueueDispatch(_ queue: OpaquePointer?, _ desc: UnsafePointer<nm_di
 public func nmQueueCopy(_ queue: OpaquePointer?, _ src: OpaquePointer?, _ srcOffset: UInt64, _ dst: OpaquePointer?,
                         _ dstOffset: UInt64, _ n: UInt64, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_copy")
+        let q = try object(queue, (any Queue).self, "nm_queue_copy")
         let s = try object(src, Buffer.self, "nm_queue_copy")
         let d = try object(dst, Buffer.self, "nm_queue_copy")
+        guard s.device === q.device, d.device === q.device else {
+            throw RuntimeError.invalid("nm_queue_copy: a buffer belongs to another device")
+        }
+        try s.checkRange(offset: srcOffset, count: n, what: "nm_queue_copy source")
+        try d.checkRange(offset: dstOffset, count: n, what: "nm_queue_copy destination")
         let id = try q.copy(from: s, srcOffset: srcOffset, to: d, dstOffset: dstOffset, count: n)
         workID?.pointee = id
     }
@@ -242,8 +258,10 @@ public func nmQueueCopy(_ queue: OpaquePointer?, _ src: OpaquePointer?, _ srcOff
 public func nmQueueFill(_ queue: OpaquePointer?, _ buffer: OpaquePointer?, _ offset: UInt64, _ n: UInt64, _ value: UInt8,
                         _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_fill")
+        let q = try object(queue, (any Queue).self, "nm_queue_fill")
         let b = try object(buffer, Buffer.self, "nm_queue_fill")
+        guard b.device === q.device else { throw RuntimeError.invalid("nm_queue_fill: the buffer belongs to another device") }
+        try b.checkRange(offset: offset, count: n, what: "nm_queue_fill")
         let id = try q.fill(b, offset: offset, count: n, value: value)
         workID?.pointee = id
     }
@@ -253,7 +271,7 @@ public func nmQueueFill(_ queue: OpaquePointer?, _ buffer: OpaquePointer?, _ off
 @_cdecl("nm_queue_marker")
 public func nmQueueMarker(_ queue: OpaquePointer?, _ workID: UnsafeMutablePointer<UInt64>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_marker")
+        let q = try object(queue, (any Queue).self, "nm_queue_marker")
         let id = try q.marker()
         workID?.pointee = id
     }
@@ -263,8 +281,13 @@ public func nmQueueMarker(_ queue: OpaquePointer?, _ workID: UnsafeMutablePointe
 @_cdecl("nm_queue_wait_for")
 public func nmQueueWaitFor(_ queue: OpaquePointer?, _ other: OpaquePointer?, _ otherWorkID: UInt64) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_wait_for")
-        let o = try object(other, Queue.self, "nm_queue_wait_for")
+        let q = try object(queue, (any Queue).self, "nm_queue_wait_for")
+        let o = try object(other, (any Queue).self, "nm_queue_wait_for")
+        guard o.device === q.device else { throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device") }
+        if otherWorkID == 0 || otherWorkID > o.lastIssued {
+            throw RuntimeError.invalid("nm_queue_wait_for: work id \(otherWorkID) was never issued on the other queue")
+        }
+        if o === q { return }  // a queue's own work is already in order
         try q.waitFor(o, workID: otherWorkID)
     }
 }
@@ -272,20 +295,20 @@ public func nmQueueWaitFor(_ queue: OpaquePointer?, _ other: OpaquePointer?, _ o
 /// Submits encoded work without waiting.
 @_cdecl("nm_queue_flush")
 public func nmQueueFlush(_ queue: OpaquePointer?) -> nm_status {
-    guarded { try object(queue, Queue.self, "nm_queue_flush").flush() }
+    guarded { try object(queue, (any Queue).self, "nm_queue_flush").flush() }
 }
 
 /// Flushes and waits for all submitted work.
 @_cdecl("nm_queue_wait")
 public func nmQueueWait(_ queue: OpaquePointer?) -> nm_status {
-    guarded { try object(queue, Queue.self, "nm_queue_wait").wait() }
+    guarded { try object(queue, (any Queue).self, "nm_queue_wait").wait() }
 }
 
 /// Whether work id has completed.
 @_cdecl("nm_queue_query")
 public func nmQueueQuery(_ queue: OpaquePointer?, _ workID: UInt64, _ done: UnsafeMutablePointer<Int32>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_query")
+        let q = try object(queue, (any Queue).self, "nm_queue_query")
         try out(done, "nm_queue_query").pointee = try q.query(workID) ? 1 : 0
     }
 }
@@ -295,8 +318,33 @@ public func nmQueueQuery(_ queue: OpaquePointer?, _ workID: UInt64, _ done: Unsa
 public func nmQueueTimestamps(_ queue: OpaquePointer?, _ workID: UInt64, _ start: UnsafeMutablePointer<UInt64>?,
                               _ end: UnsafeMutablePointer<UInt64>?) -> nm_status {
     guarded {
-        let q = try object(queue, Queue.self, "nm_queue_timestamps")
+        let q = try object(queue, (any Queue).self, "nm_queue_timestamps")
         let s = try out(start, "nm_queue_timestamps"), e = try out(end, "nm_queue_timestamps")
         (s.pointee, e.pointee) = try q.timestamps(workID)
     }
+}
+
+// MARK: - The simulated Metal device
+
+/// Injects a fault into, or holds, the simulated Metal device's GPU.
+@_cdecl("nm_sim_control")
+public func nmSimControl(_ device: OpaquePointer?, _ action: UInt32, _ value: UInt64) -> nm_status {
+    guarded { try simulated(try object(device, (any Device).self, "nm_sim_control"), "nm_sim_control").control(action, value) }
+}
+
+/// The simulated Metal API's counters.
+@_cdecl("nm_sim_get_stats")
+public func nmSimGetStats(_ device: OpaquePointer?, _ stats: UnsafeMutablePointer<nm_sim_stats>?) -> nm_status {
+    guarded {
+        let d = try simulated(try object(device, (any Device).self, "nm_sim_get_stats"), "nm_sim_get_stats")
+        try out(stats, "nm_sim_get_stats").pointee = d.simulationStatistics()
+    }
+}
+
+/// The device as the simulated Metal device, or NM_ERR_UNAVAILABLE.
+private func simulated(_ device: any Device, _ call: StaticString) throws -> MetalDevice {
+    guard let m = device as? MetalDevice, m.info.kind == NM_DEVICE_METAL_SIM else {
+        throw RuntimeError.unavailable("\(call): the device is not the simulated Metal device")
+    }
+    return m
 }

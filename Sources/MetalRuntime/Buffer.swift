@@ -1,27 +1,30 @@
 // Buffer.swift -- shared-storage buffers: the host pointer stays valid for the buffer's life.
 import CPUEngine
 
-/// A device buffer in shared (unified) memory.
-class Buffer {
+/// A device buffer in shared (unified) memory; the same object for every device kind.
+final class Buffer {
     /// The device that made it.
-    let device: Device
+    let device: any Device
     /// Host address of byte 0.
     let contents: UnsafeMutableRawPointer
     /// Length in bytes as requested.
     let length: UInt64
+    /// What keeps the memory alive: the MTLBuffer, the CPU device's mapping, or nil for caller memory.
+    let storage: AnyObject?
 
     /// Records a live buffer in the device statistics.
-    init(device: Device, contents: UnsafeMutableRawPointer, length: UInt64) {
+    init(device: any Device, contents: UnsafeMutableRawPointer, length: UInt64, storage: AnyObject?) {
         self.device = device
         self.contents = contents
         self.length = length
-        device.stats.add(Device.Stat.liveBuffers.rawValue, 1)
-        device.stats.add(Device.Stat.liveBufferBytes.rawValue, Int64(length))
+        self.storage = storage
+        device.stats.add(DeviceStat.liveBuffers.rawValue, 1)
+        device.stats.add(DeviceStat.liveBufferBytes.rawValue, Int64(length))
     }
 
     deinit {
-        device.stats.add(Device.Stat.liveBuffers.rawValue, -1)
-        device.stats.add(Device.Stat.liveBufferBytes.rawValue, -Int64(length))
+        device.stats.add(DeviceStat.liveBuffers.rawValue, -1)
+        device.stats.add(DeviceStat.liveBufferBytes.rawValue, -Int64(length))
     }
 
     /// Checks that [offset, offset+n) lies inside the buffer.

@@ -1,47 +1,38 @@
-// Device.swift -- what every device offers behind the C ABI, and the list of devices
-// (Metal devices first, then the CPU reference device).
+// Device.swift -- what every device offers behind the C ABI, and the list of devices (the Metal GPUs
+// numba-metal can use, then the CPU reference device; the simulated Metal device only when asked for).
 import CPUEngine
 
 // MARK: - Device
 
-/// A device: Metal GPU or the CPU reference device. Subclasses override every operation.
-class Device {
-    /// Index of statistics counters.
-    enum Stat: Int, CaseIterable {
-        case liveBuffers = 0, liveBufferBytes, pipelinesCompiled, pipelinesFromCache, dispatches
-    }
-
+/// A device backend: a Metal GPU, the CPU reference device, or the Metal backend on the simulated Metal API.
+protocol Device: AnyObject {
     /// The description reported by nm_device_get_info.
-    let info: nm_device_info
-    /// Live statistics (nm_device_get_stats).
-    let stats = Counters(count: Stat.allCases.count)
-
-    /// Creates a device with its fixed description.
-    init(info: nm_device_info) { self.info = info }
-
+    var info: nm_device_info { get }
+    /// Live statistics (nm_device_get_stats), indexed by DeviceStat.
+    var stats: Counters { get }
     /// A zero-filled shared buffer of length bytes (length 0 is valid).
-    func makeBuffer(length: UInt64) throws -> Buffer { throw RuntimeError.internal("makeBuffer not implemented") }
-
+    func makeBuffer(length: UInt64) throws -> Buffer
     /// A buffer over page-aligned host memory, without a copy.
-    func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
-        throw RuntimeError.internal("wrapBuffer not implemented")
-    }
-
+    func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer
     /// Compiles kernel `name` from MSL source; `abi`, when given, is the parameter layout the MSL must declare.
-    func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
-        throw RuntimeError.internal("makePipeline not implemented")
-    }
-
+    func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline
     /// A new in-order queue.
-    func makeQueue() throws -> Queue { throw RuntimeError.internal("makeQueue not implemented") }
+    func makeQueue() throws -> any Queue
+}
 
+/// Index of statistics counters.
+enum DeviceStat: Int, CaseIterable {
+    case liveBuffers = 0, liveBufferBytes, pipelinesCompiled, pipelinesFromCache, dispatches
+}
+
+extension Device {
     /// The statistics snapshot.
     func statistics() -> nm_device_stats {
-        nm_device_stats(live_buffers: stats.get(Stat.liveBuffers.rawValue),
-                        live_buffer_bytes: stats.get(Stat.liveBufferBytes.rawValue),
-                        pipelines_compiled: stats.get(Stat.pipelinesCompiled.rawValue),
-                        pipelines_from_cache: stats.get(Stat.pipelinesFromCache.rawValue),
-                        dispatches: stats.get(Stat.dispatches.rawValue))
+        nm_device_stats(live_buffers: stats.get(DeviceStat.liveBuffers.rawValue),
+                        live_buffer_bytes: stats.get(DeviceStat.liveBufferBytes.rawValue),
+                        pipelines_compiled: stats.get(DeviceStat.pipelinesCompiled.rawValue),
+                        pipelines_from_cache: stats.get(DeviceStat.pipelinesFromCache.rawValue),
+                        dispatches: stats.get(DeviceStat.dispatches.rawValue))
     }
 
     /// Checks that a host pointer may be wrapped: page-aligned, as Metal's makeBuffer(bytesNoCopy:) requires.
@@ -60,14 +51,14 @@ class Device {
 
 /// The devices this process can use, in ABI index order. Built once.
 enum DeviceRegistry {
-    /// Lazily creates devices; the same index always returns the same object.
+    /// Guards the tables below.
     private static let lock = Mutex()
     /// Devices opened so far (guarded by lock).
-    nonisolated(unsafe) private static var opened: [Int32: Device] = [:]
-    /// Number of Metal devices, -1 until asked (guarded by lock).
+    nonisolated(unsafe) private static var opened: [Int32: any Device] = [:]
+    /// Number of usable Metal devices, -1 until asked (guarded by lock).
     nonisolated(unsafe) private static var metalCount: Int32 = -1
 
-    /// How many Metal devices exist (0 without Metal).
+    /// How many Metal devices numba-metal can use (0 without Metal).
     static func metalDeviceCount() -> Int32 {
         lock.locked {
             if metalCount < 0 { metalCount = Int32(MetalDevice.deviceCount()) }
@@ -75,30 +66,39 @@ enum DeviceRegistry {
         }
     }
 
-    /// Metal devices first, then the CPU reference device.
+    /// Metal devices first, then the CPU reference device (the simulated device is not counted).
     static var count: Int32 { metalDeviceCount() + 1 }
 
     /// The description of device index without opening it.
     static func info(index: Int32) throws -> nm_device_info {
         let metal = metalDeviceCount()
-        guard index >= 0 && index < metal + 1 else {
-            throw RuntimeError.unavailable("no device with index \(index); there are \(metal + 1) (indices 0..\(metal))")
+        switch index {
+        case 0..<metal: return try MetalDevice.info(index: Int(index))
+        case metal: return CPUDevice.describe()
+        case metal + 1: return try MetalDevice.describeSimulated()
+        default: throw noSuchDevice(index, metal)
         }
-        if index < metal { return try MetalDevice.info(index: Int(index)) }
-        return CPUDevice.describe()
     }
 
     /// The device object for index (created on first use, then shared).
-    static func open(index: Int32) throws -> Device {
+    static func open(index: Int32) throws -> any Device {
         let metal = metalDeviceCount()
-        guard index >= 0 && index < metal + 1 else {
-            throw RuntimeError.unavailable("no device with index \(index); there are \(metal + 1) (indices 0..\(metal))")
-        }
+        guard index >= 0 && index <= metal + 1 else { throw noSuchDevice(index, metal) }
         return try lock.locked {
             if let d = opened[index] { return d }
-            let d: Device = index < metal ? try MetalDevice(index: Int(index)) : CPUDevice()
+            let d: any Device
+            switch index {
+            case metal: d = CPUDevice()
+            case metal + 1: d = try MetalDevice(simulated: ())
+            default: d = try MetalDevice(index: Int(index))
+            }
             opened[index] = d
             return d
         }
+    }
+
+    private static func noSuchDevice(_ index: Int32, _ metal: Int32) -> RuntimeError {
+        RuntimeError.unavailable("no device with index \(index); there are \(metal + 1) (indices 0..\(metal)), and index \(metal + 1) "
+            + "is the simulated Metal device")
     }
 }

@@ -1,9 +1,15 @@
-// Support.swift -- small building blocks shared by both devices: the error type that becomes an
-// nm_status plus message at the ABI, a mutex, environment and file helpers (Glibc/Darwin only).
+// Support.swift -- small building blocks shared by the devices: the error type that becomes an
+// nm_status plus message at the ABI, autorelease pools, a mutex, environment and file helpers
+// (Glibc/Darwin only).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#endif
+#if canImport(ObjectiveC)
+import ObjectiveC
+#else
+import MetalSimulator
 #endif
 import CPUEngine
 
@@ -32,6 +38,15 @@ struct RuntimeError: Error {
     static func `internal`(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_INTERNAL, message: message) }
 }
 
+// MARK: - Autorelease pools
+
+/// Runs body inside an autorelease pool: Objective-C's on macOS; on Linux the simulated Metal API's, the
+/// only code there that autoreleases.
+@inline(__always)
+func withAutoreleasePool<T>(_ body: () throws -> T) rethrows -> T {
+    try autoreleasepool(invoking: body)
+}
+
 // MARK: - Locking
 
 /// A non-recursive pthread mutex with scoped use.
@@ -56,52 +71,6 @@ final class Mutex {
         pthread_mutex_lock(raw)
         defer { pthread_mutex_unlock(raw) }
         return try body()
-    }
-}
-
-/// A mutex with a condition variable, for waiting on state that completion handlers change.
-final class Monitor {
-    /// The pthread mutex.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The condition variable.
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
-
-    /// Creates an unlocked monitor.
-    init() {
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    /// Runs body with the mutex held.
-    @inline(__always)
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-
-    /// With the mutex held, waits until done() is true.
-    func wait(until done: () -> Bool) {
-        pthread_mutex_lock(mutex)
-        while !done() { pthread_cond_wait(cond, mutex) }
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// Changes state with the mutex held and wakes every waiter.
-    func update(_ body: () -> Void) {
-        pthread_mutex_lock(mutex)
-        body()
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(mutex)
     }
 }
 

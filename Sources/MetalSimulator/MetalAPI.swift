@@ -1,15 +1,22 @@
-// MetalSimulator/MetalAPI.swift -- Apple's Metal declarations as the numba-metal Metal backend uses them, with Apple's exact
-// Swift names, argument labels and types, so that the backend type-checks on Linux and a misspelling
-// fails here instead of on the first Mac build. Nothing in it does any work: MTLCopyAllDevices() returns
-// no devices, so the backend is never instantiated. Keep it to what the backend uses; add a declaration
-// only after checking its spelling against developer.apple.com/documentation/metal.
-
+// MetalAPI.swift -- Apple's Metal declarations as the numba-metal Metal backend uses them: Apple's Swift
+// names, argument labels, types and `@available` annotations (developer.apple.com/documentation/metal), so
+// that the backend type-checks here as on a Mac, and numba_metal/_build.py's availability check can read
+// the macOS version each symbol appeared in. The behaviour behind the protocols is in the other files of
+// this module. Keep it to what the backend uses; add a declaration only after checking it against Apple's
+// documentation.
+//
+// Known differences from Apple's SDK: Apple's protocols refine NSObjectProtocol (and some Sendable), these
+// refine AnyObject; MTLCommandBufferError is a plain Error, not a bridged NSError; iOS and other platforms'
+// annotations are omitted.
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
 // MARK: - Basic types
 
 /// Seconds on the host clock (CoreFoundation's CFTimeInterval).
 public typealias CFTimeInterval = Double
 
 /// The dimensions of a grid, threadgroup or region.
+@available(macOS 10.11, *)
 public struct MTLSize {
     /// The width (x).
     public var width: Int
@@ -27,6 +34,7 @@ public struct MTLSize {
 }
 
 /// Options for creating resources (storage mode, cache mode, hazard tracking).
+@available(macOS 10.11, *)
 public struct MTLResourceOptions: OptionSet, Sendable {
     /// The raw bits.
     public let rawValue: UInt
@@ -38,17 +46,34 @@ public struct MTLResourceOptions: OptionSet, Sendable {
     public static let storageModePrivate = MTLResourceOptions(rawValue: 2 << 4)
 }
 
-/// Floating-point optimisation modes of the Metal compiler (macOS 15+).
+/// Families of GPU features (supportsFamily(_:)).
+@available(macOS 10.15, *)
+public enum MTLGPUFamily: Int, Sendable {
+    /// Apple family 7: A14 and M1 GPUs.
+    case apple7 = 1007
+    /// Apple family 8: A15, A16 and M2 GPUs.
+    case apple8 = 1008
+    /// Apple family 9: A17, M3 and M4 GPUs.
+    case apple9 = 1009
+    /// Mac family 2 (the Intel and AMD GPUs of Intel Macs among them).
+    case mac2 = 2002
+    /// Metal 3 features.
+    case metal3 = 5001
+}
+
+/// Floating-point optimisation modes of the Metal compiler.
+@available(macOS 15.0, *)
 public enum MTLMathMode: Int, Sendable {
     /// No unsafe floating-point optimisations.
     case safe = 0
     /// Aggressive optimisations that keep Inf/NaN (Apple silicon default).
     case relaxed = 1
-    /// Aggressive optimisations.
+    /// Aggressive optimisations (Intel/AMD default).
     case fast = 2
 }
 
-/// Which FP32 math function implementations Metal uses (macOS 15+).
+/// Which FP32 math function implementations Metal uses.
+@available(macOS 15.0, *)
 public enum MTLMathFloatingPointFunctions: Int, Sendable {
     /// The fast versions (default).
     case fast = 0
@@ -56,33 +81,42 @@ public enum MTLMathFloatingPointFunctions: Int, Sendable {
     case precise = 1
 }
 
-/// Metal Shading Language versions.
+/// Metal Shading Language versions (raw value: major << 16 | minor).
+@available(macOS 10.11, *)
 public enum MTLLanguageVersion: UInt, Sendable {
-    /// MSL 1.0 (iOS only).
-    case version1_0 = 65536
     /// MSL 1.1.
     case version1_1 = 65537
     /// MSL 1.2.
+    @available(macOS 10.12, *)
     case version1_2 = 65538
     /// MSL 2.0.
+    @available(macOS 10.13, *)
     case version2_0 = 131072
     /// MSL 2.1.
+    @available(macOS 10.14, *)
     case version2_1 = 131073
     /// MSL 2.2.
+    @available(macOS 10.15, *)
     case version2_2 = 131074
     /// MSL 2.3.
+    @available(macOS 11.0, *)
     case version2_3 = 131075
     /// MSL 2.4.
+    @available(macOS 12.0, *)
     case version2_4 = 131076
     /// MSL 3.0.
+    @available(macOS 13.0, *)
     case version3_0 = 196608
-    /// MSL 3.1 (macOS 14+).
+    /// MSL 3.1.
+    @available(macOS 14.0, *)
     case version3_1 = 196609
-    /// MSL 3.2 (macOS 15+).
+    /// MSL 3.2.
+    @available(macOS 15.0, *)
     case version3_2 = 196610
 }
 
 /// The states a command buffer passes through.
+@available(macOS 10.11, *)
 public enum MTLCommandBufferStatus: UInt, Sendable {
     /// Not yet enqueued.
     case notEnqueued = 0
@@ -98,20 +132,91 @@ public enum MTLCommandBufferStatus: UInt, Sendable {
     case error = 5
 }
 
+/// Why the GPU did not finish a command buffer.
+@available(macOS 10.11, *)
+public struct MTLCommandBufferError: Error, CustomStringConvertible {
+    /// The error codes.
+    public enum Code: UInt, Sendable {
+        /// No error.
+        case none = 0
+        /// An internal error.
+        case `internal` = 1
+        /// The system interrupted and ended the command buffer: it ran too long, or timed out waiting for an event.
+        case timeout = 2
+        /// A page fault the GPU cannot service (out-of-bounds access).
+        case pageFault = 3
+        /// The process lost access to the GPU after too many errors.
+        case accessRevoked = 4
+        /// The process may not use the GPU.
+        case notPermitted = 7
+        /// Not enough memory.
+        case outOfMemory = 8
+        /// A resource was invalid (released early).
+        case invalidResource = 9
+        /// Memoryless render target limits.
+        case memoryless = 10
+        /// The GPU was removed.
+        @available(macOS 10.13, *)
+        case deviceRemoved = 11
+        /// A stack overflow in a function called through a function pointer.
+        @available(macOS 12.0, *)
+        case stackOverflow = 12
+    }
+    /// This error's code.
+    public let code: Code
+    /// What happened, in words.
+    public let description: String
+    /// The object behind the error (Apple's NSError; here a counted, autoreleased simulator object).
+    let storage: AnyObject?
+
+    /// An error with a code and description (simulator).
+    init(code: Code, description: String, storage: AnyObject?) {
+        self.code = code
+        self.description = description
+        self.storage = storage
+    }
+
+    /// The command buffer timed out.
+    public static var timeout: Code { .timeout }
+    /// The command buffer caused a page fault.
+    public static var pageFault: Code { .pageFault }
+    /// An internal error.
+    public static var `internal`: Code { .internal }
+}
+
 /// Compiler options for makeLibrary(source:options:).
+@available(macOS 10.11, *)
 open class MTLCompileOptions {
     /// Default options.
     public init() {}
-    /// Floating-point optimisation mode (macOS 15+).
-    @available(macOS 15.0, iOS 18.0, *)
-    open var mathMode: MTLMathMode = .relaxed
-    /// FP32 math function implementations (macOS 15+).
-    @available(macOS 15.0, iOS 18.0, *)
-    open var mathFloatingPointFunctions: MTLMathFloatingPointFunctions = .fast
-    /// Deprecated switch between fast and safe/precise math.
-    open var fastMathEnabled: Bool = true
-    /// The MSL version to compile as (default: the newest).
+    /// Floating-point optimisation mode (default on Apple silicon: relaxed).
+    @available(macOS 15.0, *)
+    open var mathMode: MTLMathMode {
+        get { MTLMathMode(rawValue: mathModeRaw)! }
+        set { mathModeRaw = newValue.rawValue }
+    }
+    /// FP32 math function implementations (default: fast).
+    @available(macOS 15.0, *)
+    open var mathFloatingPointFunctions: MTLMathFloatingPointFunctions {
+        get { MTLMathFloatingPointFunctions(rawValue: functionsRaw)! }
+        set { functionsRaw = newValue.rawValue }
+    }
+    /// Switch between fast and safe/precise math: true sets .fast and .fast, false .safe and .precise.
+    @available(macOS, introduced: 10.11, deprecated: 15.0, message: "Use mathMode instead")
+    open var fastMathEnabled: Bool {
+        get { mathModeRaw != 0 }
+        set {
+            mathModeRaw = newValue ? 2 : 0
+            functionsRaw = newValue ? 0 : 1
+        }
+    }
+    /// The MSL version to compile as (default: the newest the SDK knows).
     open var languageVersion: MTLLanguageVersion = .version3_2
+
+    /// MTLMathMode's raw value, readable at any availability (the simulator reads it).
+    var mathModeRaw = 1
+    /// MTLMathFloatingPointFunctions' raw value.
+    var functionsRaw = 0
 }
 
 /// The block a command buffer calls when it completes.
@@ -120,17 +225,24 @@ public typealias MTLCommandBufferHandler = @Sendable (any MTLCommandBuffer) -> V
 // MARK: - Protocols
 
 /// A GPU.
+@available(macOS 10.11, *)
 public protocol MTLDevice: AnyObject {
     /// The device's name.
     var name: String { get }
     /// Maximum threads per threadgroup for a trivial kernel.
     var maxThreadsPerThreadgroup: MTLSize { get }
     /// Maximum threadgroup memory in bytes.
+    @available(macOS 10.13, *)
     var maxThreadgroupMemoryLength: Int { get }
     /// Whether CPU and GPU share memory.
+    @available(macOS 10.15, *)
     var hasUnifiedMemory: Bool { get }
     /// The working-set size Metal recommends.
+    @available(macOS 10.12, *)
     var recommendedMaxWorkingSetSize: UInt64 { get }
+    /// Whether the GPU supports a family's features.
+    @available(macOS 10.15, *)
+    func supportsFamily(_ gpuFamily: MTLGPUFamily) -> Bool
     /// A new zero-filled buffer.
     func makeBuffer(length: Int, options: MTLResourceOptions) -> (any MTLBuffer)?
     /// A buffer over existing page-aligned memory, without a copy.
@@ -140,13 +252,17 @@ public protocol MTLDevice: AnyObject {
     func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary
     /// A compute pipeline state for a kernel function.
     func makeComputePipelineState(function: any MTLFunction) throws -> any MTLComputePipelineState
-    /// A new command queue.
+    /// A new command queue allowing 64 uncompleted command buffers.
     func makeCommandQueue() -> (any MTLCommandQueue)?
+    /// A new command queue allowing maxCommandBufferCount uncompleted command buffers.
+    func makeCommandQueue(maxCommandBufferCount: Int) -> (any MTLCommandQueue)?
     /// A new shared event.
+    @available(macOS 10.14, *)
     func makeSharedEvent() -> (any MTLSharedEvent)?
 }
 
 /// A GPU memory allocation.
+@available(macOS 10.11, *)
 public protocol MTLBuffer: AnyObject {
     /// The length in bytes.
     var length: Int { get }
@@ -155,6 +271,7 @@ public protocol MTLBuffer: AnyObject {
 }
 
 /// Compiled MSL.
+@available(macOS 10.11, *)
 public protocol MTLLibrary: AnyObject {
     /// The functions in the library.
     var functionNames: [String] { get }
@@ -163,28 +280,33 @@ public protocol MTLLibrary: AnyObject {
 }
 
 /// One function of a library.
+@available(macOS 10.11, *)
 public protocol MTLFunction: AnyObject {
     /// Its name.
     var name: String { get }
 }
 
 /// A compiled compute pipeline.
+@available(macOS 10.11, *)
 public protocol MTLComputePipelineState: AnyObject {
     /// Maximum threads per threadgroup for this pipeline.
     var maxTotalThreadsPerThreadgroup: Int { get }
     /// The SIMD-group width.
     var threadExecutionWidth: Int { get }
     /// Bytes of threadgroup memory declared in the kernel.
+    @available(macOS 10.13, *)
     var staticThreadgroupMemoryLength: Int { get }
 }
 
 /// A queue of command buffers.
+@available(macOS 10.11, *)
 public protocol MTLCommandQueue: AnyObject {
-    /// A new command buffer.
+    /// A new command buffer that retains the resources it uses; blocks while the queue has no free one.
     func makeCommandBuffer() -> (any MTLCommandBuffer)?
 }
 
 /// A container of encoded GPU commands.
+@available(macOS 10.11, *)
 public protocol MTLCommandBuffer: AnyObject {
     /// A label for debugging and errors.
     var label: String? { get set }
@@ -193,16 +315,20 @@ public protocol MTLCommandBuffer: AnyObject {
     /// The error when status is .error.
     var error: (any Error)? { get }
     /// Host time (seconds) when the GPU started the buffer.
+    @available(macOS 10.15, *)
     var gpuStartTime: CFTimeInterval { get }
     /// Host time (seconds) when the GPU finished the buffer.
+    @available(macOS 10.15, *)
     var gpuEndTime: CFTimeInterval { get }
     /// A compute encoder (serial dispatch).
     func makeComputeCommandEncoder() -> (any MTLComputeCommandEncoder)?
     /// A blit encoder.
     func makeBlitCommandEncoder() -> (any MTLBlitCommandEncoder)?
     /// Signals event with value after earlier passes.
+    @available(macOS 10.14, *)
     func encodeSignalEvent(_ event: any MTLEvent, value: UInt64)
     /// Waits for event to reach value before later passes.
+    @available(macOS 10.14, *)
     func encodeWaitForEvent(_ event: any MTLEvent, value: UInt64)
     /// Registers a completion block (before commit).
     func addCompletedHandler(_ block: @escaping MTLCommandBufferHandler)
@@ -213,6 +339,7 @@ public protocol MTLCommandBuffer: AnyObject {
 }
 
 /// Common to all encoders.
+@available(macOS 10.11, *)
 public protocol MTLCommandEncoder: AnyObject {
     /// A label for debugging.
     var label: String? { get set }
@@ -221,6 +348,7 @@ public protocol MTLCommandEncoder: AnyObject {
 }
 
 /// Encodes compute dispatches.
+@available(macOS 10.11, *)
 public protocol MTLComputeCommandEncoder: MTLCommandEncoder {
     /// Sets the pipeline for later dispatches.
     func setComputePipelineState(_ state: any MTLComputePipelineState)
@@ -235,6 +363,7 @@ public protocol MTLComputeCommandEncoder: MTLCommandEncoder {
 }
 
 /// Encodes memory copies and fills.
+@available(macOS 10.11, *)
 public protocol MTLBlitCommandEncoder: MTLCommandEncoder {
     /// Copies size bytes between buffers (macOS: offsets and size multiples of 4).
     func copy(from sourceBuffer: any MTLBuffer, sourceOffset: Int, to destinationBuffer: any MTLBuffer,
@@ -244,21 +373,27 @@ public protocol MTLBlitCommandEncoder: MTLCommandEncoder {
 }
 
 /// A GPU-side synchronisation counter.
+@available(macOS 10.14, *)
 public protocol MTLEvent: AnyObject {
     /// A label for debugging.
     var label: String? { get set }
 }
 
 /// An event the CPU and other devices can observe.
+@available(macOS 10.14, *)
 public protocol MTLSharedEvent: MTLEvent {
-    /// The current value.
+    /// The current value; setting it changes it only to a larger value, and releases waiters.
     var signaledValue: UInt64 { get set }
 }
 
 // MARK: - Functions
 
-/// Every Metal device of the system; none where Metal does not exist.
+/// Every Metal device of the system; none here, where Metal does not exist (the simulated device is made
+/// explicitly with MetalSimulation.makeDevice).
+@available(macOS 10.11, *)
 public func MTLCopyAllDevices() -> [any MTLDevice] { [] }
 
-/// The default Metal device; none where Metal does not exist.
+/// The default Metal device; none here.
+@available(macOS 10.11, *)
 public func MTLCreateSystemDefaultDevice() -> (any MTLDevice)? { nil }
+#endif

@@ -24,6 +24,7 @@ import numpy as np
 
 from .console import View, device_line
 from .measure import describe_device
+from .sourcefile import read_json
 from .schema import (CAL_ALLOC_US, CAL_BANDWIDTH_GBPS, CAL_COMPILE_PIPELINE_MS, CAL_COMPILE_PYTHON_MS,
                      CAL_COMPUTE_GFLOPS, CAL_COMPUTE_KERNEL_INTENSITY, CAL_COMPUTE_SCALING, CAL_D2H_GBPS,
                      CAL_H2D_GBPS, CAL_LAUNCH_OVERHEAD_US, CAL_LAUNCH_ROUNDTRIP_US, CAL_RIDGE, CALIBRATION_KEYS,
@@ -56,10 +57,9 @@ def load(device: dict | None = None) -> dict | None:
     """The stored calibration document of the device in use, or None."""
     path = calibration_path(device)
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = read_json(path)
         validate(doc)
-    except (OSError, ValueError, SchemaError):
+    except (OSError, ValueError, SchemaError):  # SourceError is a ValueError
         return None
     doc["path"] = path
     return doc

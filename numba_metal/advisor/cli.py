@@ -3,8 +3,8 @@
 Every command builds one JSON document (:mod:`.schema`) and renders it; ``--format json`` prints the
 document, ``--output DIR`` also writes ``DIR/<kind>.json`` and ``DIR/<kind>.txt``.
 
-Exit codes: 0 success; 1 ``compare`` found results that do not match, or the profiled program
-failed; 2 bad usage, a missing file or a script that does not follow the protocol.
+Exit codes come from :data:`.outcomes.EXIT_CODES`: a command that stops without its report raises an
+:class:`.outcomes.AdvisorError` naming its row.
 """
 
 from __future__ import annotations
@@ -13,22 +13,25 @@ import argparse
 import json
 import os
 import sys
+import traceback
+
+from numba_metal.errors import UnsupportedPlatformError
 
 from .console import DEFAULT_WIDTH, make_view, render_to_text
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as ``error: ...`` with exit code 2."""
+from .outcomes import AdvisorError, UsageError, exit_code, exit_codes_text
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 (a confidence interval needs two), got {value}")
     return value
 
 
@@ -68,9 +71,10 @@ def _render_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="numba-metal advisor",
+        prog="numba-metal advisor", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Which of my functions would actually benefit from numba-metal? Static scan, "
-                    "measured comparison, profiles and device calibration. See docs/advisor.md.")
+                    "measured comparison, profiles and device calibration. See docs/advisor.md.",
+        epilog=exit_codes_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -89,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=_nonneg_float, default=1e-4, help="relative tolerance (default 1e-4)")
     p.add_argument("--warmup", type=_positive_int, default=2, metavar="N", help="untimed warm-up calls (2)")
     p.add_argument("--repeats", type=_positive_int, default=7, metavar="N", help="timed warm calls (7)")
-    p.add_argument("--steady-batches", type=_positive_int, default=5, metavar="N",
-                   help="steady-state batches (5)")
-    p.add_argument("--steady-calls", type=_positive_int, default=20, metavar="N",
-                   help="back-to-back calls per steady-state batch (20)")
+    p.add_argument("--steady-batches", type=_at_least_two, default=10, metavar="N",
+                   help="steady-state rounds, each a batch of calls per side (10)")
+    p.add_argument("--steady-calls", type=_positive_int, default=10, metavar="N",
+                   help="back-to-back calls per steady-state batch (10)")
     p.add_argument("--cold-runs", type=_positive_int, default=1, metavar="N",
                    help="fresh processes measuring the first call (1)")
+    p.add_argument("--timeout", type=_nonneg_float, default=600.0, metavar="SECONDS",
+                   help="stop the workload after this long in all (default 600; 0: no limit)")
     _common(p)
 
     p = sub.add_parser("profile", help="run a program with runtime events and a sampling profiler")
@@ -149,12 +155,22 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, script_args = argv[:i], argv[i + 1:]
     args = build_parser().parse_args(argv)
-    from numba_metal.errors import UnsupportedPlatformError
+    prefix = f"numba-metal advisor {args.command}: error:"
     try:
         return _run(args, script_args)
-    except (UsageError, UnsupportedPlatformError) as e:
-        print(f"numba-metal advisor {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    except AdvisorError as e:
+        print(f"{prefix} {e}", file=sys.stderr)
+        if e.detail:
+            print(e.detail.rstrip("\n"), file=sys.stderr)
+        return e.exit_code
+    except UnsupportedPlatformError as e:
+        print(f"{prefix} {e}", file=sys.stderr)
+        return exit_code("usage")
+    except Exception:  # noqa: BLE001 - any other exception is the advisor's own bug
+        traceback.print_exc()
+        print(f"{prefix} internal error: this is a bug in numba-metal advisor; please report it with the "
+              "traceback above", file=sys.stderr)
+        return exit_code("internal-error")
 
 
 def _run(args, script_args: list[str]) -> int:
@@ -164,22 +180,19 @@ def _run(args, script_args: list[str]) -> int:
     if cmd == "schema":
         from .schema import json_schema
         sys.stdout.write(json.dumps(json_schema(args.kind), indent=2) + "\n")
-        return EXIT_OK
+        return exit_code("ok")
     if cmd == "scan":
         from . import scan
-        try:
-            doc = scan.scan(args.path, check=not args.no_compile_check, excludes=args.exclude)
-        except FileNotFoundError as e:
-            raise UsageError(str(e)) from None
+        doc = scan.scan(args.path, check=not args.no_compile_check, excludes=args.exclude)
         _emit(doc, lambda d, v: scan.render(d, v, top=args.top), args, "scan")
-        return EXIT_OK
+        return exit_code("ok")
     if cmd == "compare":
         from . import compare
         doc = compare.run(args.script, atol=args.atol, rtol=args.rtol, warmup=args.warmup, repeats=args.repeats,
                           steady_batches=args.steady_batches, steady_calls=args.steady_calls,
-                          cold_runs=args.cold_runs)
+                          cold_runs=args.cold_runs, timeout=args.timeout)
         _emit(doc, compare.render, args, "compare")
-        return EXIT_FAILURE if doc["correctness"]["status"] == "fail" else EXIT_OK
+        return exit_code("results-differ" if doc["correctness"]["status"] == "fail" else "ok")
     if cmd == "profile":
         from . import profile, report
         if bool(args.script) == bool(args.pytest):
@@ -190,12 +203,12 @@ def _run(args, script_args: list[str]) -> int:
                           interval_ms=args.interval_ms, repeats=args.repeats, baseline=not args.no_baseline)
         _emit(doc, report.renderer(args.min_percent, args.max_depth, args.gap_ms), args, "profile")
         failed = any(r["exit_code"] != 0 for r in doc["runs"])
-        return EXIT_FAILURE if failed else EXIT_OK
+        return exit_code("workload-failed" if failed else "ok")
     if cmd == "report":
         from . import report
         doc = report.load(args.profile)
         _emit(doc, report.renderer(args.min_percent, args.max_depth, args.gap_ms), args, "profile")
-        return EXIT_OK
+        return exit_code("ok")
     if cmd == "calibrate":
         from . import calibrate
         if args.show:
@@ -206,5 +219,5 @@ def _run(args, script_args: list[str]) -> int:
         else:
             doc = calibrate.run(quick=args.quick)
         _emit(doc, calibrate.render, args, "calibration")
-        return EXIT_OK
+        return exit_code("ok")
     raise UsageError(f"unknown command {cmd!r}")

@@ -1,19 +1,22 @@
 """``advisor compare``: measure a declared workload, CPU against numba-metal, correctness first.
 
-Order of work (docs/advisor.md, "compare"):
+The workload never runs in this process: :mod:`.runner` runs it in fresh processes, and this module
+turns how each ended into the report or into the error of its row in the exit-code table, killing
+them after ``--timeout``. Order of work (docs/advisor.md, "compare"):
 
-1. **cold**: ``--cold-runs`` fresh Python processes each load the script, run ``setup``, then time
-   the first ``cpu()`` call and the first ``metal()`` call (including every compile either side does).
-2. **correctness**: in this process, one call of each side; the results are compared with
+1. **correctness**: one call of each side; the results are compared with
    ``numpy.isclose(metal, cpu, atol, rtol)``. On a mismatch nothing is timed and the exit code is 1.
-3. the remaining ``--warmup - 1`` calls of each side, untimed; then one instrumented ``metal()`` call
+2. the remaining ``--warmup - 1`` calls of each side, untimed; then one instrumented ``metal()`` call
    (runtime events on, untimed) counts launches, transfers and any compile; a compile there means
    the workload compiles on every call, which the report says.
-4. **warm**: ``--repeats`` calls of each side, alternating, each timed alone.
-5. **steady-state**: ``--steady-batches`` batches of ``--steady-calls`` back-to-back calls per side;
+3. **warm**: ``--repeats`` calls of each side, alternating, each timed alone.
+4. **steady-state**: ``--steady-batches`` batches of ``--steady-calls`` back-to-back calls per side;
    the per-call time of a batch is its time divided by its calls.
+5. **cold**: ``--cold-runs`` more fresh processes each load the script, run ``setup``, then time the
+   first ``cpu()`` call and the first ``metal()`` call (including every compile either side does).
 
-The recommendation reads the steady-state medians only.
+The recommendation reads the steady-state rounds only: the confidence intervals of both sides' mean
+time per call (:mod:`.measure`) must not overlap, and the ratio of the means must clear a 5% margin.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,12 +34,13 @@ import numpy as np
 
 from . import roofline
 from .console import View, device_line, fmt_ratio, fmt_seconds
-from .measure import describe_device, stats
+from .measure import CONFIDENCE, rounds_to_separate, stats
+from .outcomes import UsageError, WorkloadExited, WorkloadFailed, WorkloadTimeout
 from .schema import new_document
-from .workload import ProtocolError, load
+from .workload import ProtocolError, check_script
 
-#: numba-metal must be at least this much faster (steady-state medians) to be recommended;
-#: a difference within this margin either way is INCONCLUSIVE.
+#: numba-metal must be at least this much faster (steady-state means, with confidence intervals that
+#: do not overlap) to be recommended; a difference within this margin either way is INCONCLUSIVE.
 FASTER_MARGIN = 1.05
 
 
@@ -123,109 +128,101 @@ def _compare_leaf(name, c, m, atol, rtol) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Measurement
+# Running the workload (in processes of its own: runner.py)
 # ---------------------------------------------------------------------------------------------
 
-def _sync():
-    from numba_metal import metal
-    metal.synchronize()
+#: Output of a workload process longer than this is shown by its end only.
+OUTPUT_TAIL_BYTES = 64 * 1024
 
 
-def _call_metal(w):
-    r = w.metal()
-    _sync()
-    return r
+def _relay_output(path: str) -> None:
+    """Pass the workload process's output on to stderr (stdout carries only the report)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        if size > OUTPUT_TAIL_BYTES:
+            fh.seek(size - OUTPUT_TAIL_BYTES)
+            sys.stderr.write(f"[{size - OUTPUT_TAIL_BYTES} bytes of the workload's output not shown]\n")
+        text = fh.read().decode("utf-8", "replace")
+    if text:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-class _EventCounter:
-    """Counts runtime events of one untimed call (numba_metal.profiling)."""
-
-    def __init__(self):
-        self.events = []
-
-    def __call__(self, event):
-        self.events.append(event)
-
-    def summary(self) -> dict:
-        ev = self.events
-        launches = [e for e in ev if e.kind == "launch"]
-        spans = []
-        have_device = bool(launches)
-        for e in launches:
-            try:
-                spans.append(e.queue.timestamps(e.work_id))
-            except Exception:  # noqa: BLE001 - timestamps are optional evidence
-                have_device = False
-        device_ns = union_ns(spans)
-        return {
-            "launches": len(launches),
-            "compiles": sum(1 for e in ev if e.kind == "compile"),
-            "copies": sum(1 for e in ev if e.kind == "copy"),
-            "copy_bytes": sum(int(e.nbytes) for e in ev if e.kind == "copy"),
-            "allocs": sum(1 for e in ev if e.kind == "alloc"),
-            "waits": sum(1 for e in ev if e.kind == "wait"),
-            "device_s": device_ns / 1e9 if have_device else None,
-        }
-
-
-def union_ns(spans) -> int:
-    """Total length of the union of (start, end) intervals (launches sharing a command buffer share
-    its timestamps, so summing them would count that time more than once)."""
-    total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(spans):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
-
-
-def _cold_runs(script: str, n: int) -> list[dict]:
-    out = []
-    for _ in range(n):
-        with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
-            result_path = os.path.join(tmp, "cold.json")
-            proc = subprocess.run([sys.executable, "-m", "numba_metal.advisor.compare", "--cold-child", script,
-                                   result_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if proc.returncode != 0 or not os.path.exists(result_path):
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-                raise ProtocolError("the cold-start process failed:\n" + "\n".join(tail))
-            with open(result_path, encoding="utf-8") as fh:
-                out.append(json.load(fh))
-    return out
-
-
-def _cold_child(script: str, result_path: str) -> None:
-    """In a fresh process: the first cpu() and metal() calls, with compile events."""
-    from numba_metal import profiling
-    w = load(script)
-    compiles = []
-
-    def listener(event):
-        if event.kind == "compile":
-            compiles.append({"name": str(event.name), "stage": str(event.stage),
-                             "ms": (event.end_ns - event.start_ns) / 1e6, "from_cache": bool(event.from_cache)})
-
-    if w.setup:
-        w.setup()
-    cpu_s = _timed(w.cpu)
-    profiling.add_listener(listener)
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the workload process and every process it started (its own session)."""
     try:
-        metal_s = _timed(lambda: _call_metal(w))
-    finally:
-        profiling.remove_listener(listener)
-    with open(result_path, "w", encoding="utf-8") as fh:
-        json.dump({"cpu_s": cpu_s, "metal_s": metal_s, "compiles": compiles}, fh)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+def run_workload(mode: str, script: str, settings: dict, deadline: float | None, timeout: float) -> dict:
+    """Run runner.py's ``mode`` on ``script`` in a fresh process; its result, or the AdvisorError that
+    says how it ended (see the exit-code table)."""
+    with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
+        result_path, phase_path, log_path = (os.path.join(tmp, n) for n in ("result.json", "phase.txt", "log"))
+        cmd = [sys.executable, "-m", "numba_metal.advisor.runner", mode, script, result_path, phase_path,
+               json.dumps(settings)]
+        timed_out = False
+        with open(log_path, "wb") as log:
+            # A session of its own, so that a timeout stops whatever the workload started too.
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop(proc)
+            except BaseException:
+                _stop(proc)
+                raise
+        _relay_output(log_path)
+        phase = _read_text(phase_path)
+        if not phase and not timed_out and proc.returncode != 0:
+            raise RuntimeError(f"the advisor's workload process ended with status {proc.returncode} before "
+                               "starting the workload (its output is above)")
+        phase = phase or "starting Python"
+        if timed_out:
+            raise WorkloadTimeout(f"stopped after {timeout:g} s (--timeout) during {phase}: the workload did not "
+                                  "finish in time, and its processes were killed. Give it more time with --timeout "
+                                  "SECONDS (0: no limit), or measure a smaller problem.")
+        if not os.path.exists(result_path):
+            if proc.returncode < 0:
+                raise WorkloadFailed(f"the workload's process was killed by {_signal_name(-proc.returncode)} "
+                                     f"during {phase}")
+            raise WorkloadExited(f"the workload's process ended with status {proc.returncode} during {phase} "
+                                 "without returning (os._exit()?); compare needs cpu() and metal() to return")
+        with open(result_path, encoding="utf-8") as fh:
+            result = json.load(fh)
+    outcome = result.pop("outcome")
+    if outcome == "ok":
+        return result
+    if outcome == "protocol":
+        raise ProtocolError(result["message"])
+    if outcome == "no-device":
+        raise UsageError(result["message"])
+    if outcome == "exited":
+        raise WorkloadExited(f"the workload called sys.exit({result['code']!r}) during {result['phase']}; compare "
+                             "needs cpu() and metal() to return, and the script's own main code to be under "
+                             "`if __name__ == \"__main__\":` (compare runs it as __advisor__)")
+    raise WorkloadFailed(f"the workload raised {result['message']} during {result['phase']}",
+                         detail=result["traceback"])
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def break_even_calls(cold_cpu: float, cold_metal: float, cpu_s: float, metal_s: float) -> int | None:
@@ -238,84 +235,97 @@ def break_even_calls(cold_cpu: float, cold_metal: float, cpu_s: float, metal_s: 
     return 1 + math.ceil(extra / (cpu_s - metal_s))
 
 
-def recommend(correct: bool, speedup: float | None) -> dict:
+def speedup_interval(cpu: dict, metal: dict) -> list | None:
+    """[low, high] of the CPU / numba-metal time ratios that both sides' confidence intervals allow:
+    [cpu_low / metal_high, cpu_high / metal_low], high None when numba-metal's interval reaches 0.
+    It contains 1 exactly when the two intervals overlap."""
+    if cpu["ci_low_s"] is None or metal["ci_low_s"] is None:
+        return None
+    low = max(0.0, cpu["ci_low_s"]) / metal["ci_high_s"]
+    high = cpu["ci_high_s"] / metal["ci_low_s"] if metal["ci_low_s"] > 0 else None
+    return [low, high]
+
+
+def intervals_overlap(cpu: dict, metal: dict) -> bool:
+    return not (cpu["ci_low_s"] > metal["ci_high_s"] or metal["ci_low_s"] > cpu["ci_high_s"])
+
+
+def recommend(correct: bool, cpu: dict | None = None, metal: dict | None = None) -> dict:
+    """The verdict from the steady-state statistics of each side (:func:`.measure.stats`, at least two
+    rounds each); see docs/advisor.md, "Verdicts"."""
     if not correct:
-        return {"verdict": "DO_NOT_USE_METAL", "rule": "results-differ",
+        return {"verdict": "DO_NOT_USE_METAL", "rule": "results-differ", "rounds_needed": None,
                 "why": "numba-metal's results do not match the CPU's within the tolerances; speed is irrelevant "
                        "until they do"}
-    if speedup is None:
-        return {"verdict": "INCONCLUSIVE", "rule": "not-measured", "why": "no timing was made"}
+    speedup = cpu["mean_s"] / metal["mean_s"]
+    level = f"{CONFIDENCE:.0%}"
+    margin = f"{100 * (FASTER_MARGIN - 1):.0f}%"
+    if intervals_overlap(cpu, metal):
+        within = 1 / FASTER_MARGIN < speedup < FASTER_MARGIN
+        rounds = None if within else rounds_to_separate(cpu["samples_s"], metal["samples_s"])
+        why = (f"the {level} confidence intervals of the steady-state time per call overlap (CPU "
+               f"{_interval_text(cpu)}, numba-metal {_interval_text(metal)}): the measured {speedup:.2f}x may be "
+               "noise. ")
+        if within:
+            why += f"The times differ by less than the {margin} margin, so more rounds would not change the verdict."
+        elif rounds is None:
+            why += "More than 10,000 rounds would be needed to tell them apart at this level of noise."
+        else:
+            why += (f"About {rounds} rounds (--steady-batches {rounds}) would tell them apart if the times stay as "
+                    "measured.")
+        return {"verdict": "INCONCLUSIVE", "rule": "intervals-overlap", "rounds_needed": rounds, "why": why}
+    interval = speedup_interval(cpu, metal)
+    shown = f"{level} interval {_ratio_range(interval)}"
     if speedup >= FASTER_MARGIN:
-        return {"verdict": "USE_METAL", "rule": "faster-and-correct",
-                "why": f"results match and numba-metal is {speedup:.2f}x faster in steady state "
-                       f"(threshold {FASTER_MARGIN:.2f}x)"}
+        return {"verdict": "USE_METAL", "rule": "faster-and-correct", "rounds_needed": None,
+                "why": f"results match and numba-metal is {speedup:.3g}x faster in steady state ({shown}; "
+                       f"threshold {FASTER_MARGIN:.2f}x)"}
     if speedup <= 1 / FASTER_MARGIN:
-        return {"verdict": "KEEP_CPU", "rule": "slower",
-                "why": f"results match but numba-metal is slower: {1 / speedup:.2f}x the CPU's steady-state time"}
-    return {"verdict": "INCONCLUSIVE", "rule": "within-margin",
-            "why": f"steady-state times are within {100 * (FASTER_MARGIN - 1):.0f}% of each other "
-                   f"({speedup:.2f}x)"}
+        return {"verdict": "KEEP_CPU", "rule": "slower", "rounds_needed": None,
+                "why": f"results match but numba-metal is slower: {1 / speedup:.3g}x the CPU's steady-state time "
+                       f"(speedup {speedup:.3g}x, {shown})"}
+    return {"verdict": "INCONCLUSIVE", "rule": "within-margin", "rounds_needed": None,
+            "why": f"the steady-state times differ ({shown}) but by less than the {margin} margin ({speedup:.2f}x)"}
+
+
+def _interval_text(side: dict) -> str:
+    return f"{fmt_seconds(side['mean_s'])} +/- {fmt_seconds(side['ci_high_s'] - side['mean_s'])}"
+
+
+def _ratio_range(interval: list) -> str:
+    low, high = interval
+    return f"{low:.3g}x to {'unbounded' if high is None else f'{high:.3g}x'}"
 
 
 def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, repeats: int = 7,
-        steady_batches: int = 5, steady_calls: int = 20, cold_runs: int = 1) -> dict:
-    from numba_metal import profiling
-
+        steady_batches: int = 10, steady_calls: int = 10, cold_runs: int = 1, timeout: float = 600.0) -> dict:
     from .calibrate import load as load_calibration
-    from .cli import UsageError
-    try:
-        if not os.path.isfile(script):
-            raise ProtocolError(f"{script}: no such file")
-        w = load(script)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
-    device = describe_device()
+    check_script(script)
+    script = os.path.abspath(script)
+    deadline = time.monotonic() + timeout if timeout > 0 else None
     settings = {"atol": atol, "rtol": rtol, "warmup": warmup, "repeats": repeats, "steady_batches": steady_batches,
-                "steady_calls": steady_calls, "cold_runs": cold_runs}
-    doc = new_document("compare", workload=w.name, script=os.path.basename(script), device=device,
-                       settings=settings, correctness=None, cold=[], cold_stats=None, warm=None, steady=None,
-                       per_call=None, compiles_after_warmup=0, speedup=None, break_even_calls=None,
-                       roofline=None, recommendation=None, notes=[])
+                "steady_calls": steady_calls, "cold_runs": cold_runs, "timeout_s": timeout}
+    measured = run_workload("measure", script, settings, deadline, timeout)
+    device, workload = measured["device"], measured["workload"]
+    doc = new_document("compare", workload=workload["name"], script=os.path.basename(script), device=device,
+                       settings=settings, correctness=measured["correctness"], cold=[], cold_stats=None, warm=None,
+                       steady=None, per_call=None, compiles_after_warmup=0, speedup=None, speedup_interval=None,
+                       break_even_calls=None, roofline=None, recommendation=None, notes=[])
     notes = doc["notes"]
     if not device["is_gpu"]:
         notes.append("Measured on numba-metal's CPU reference device, not a GPU: the numba-metal figures are "
                      "this CPU running the generated MSL. Run compare on an Apple-silicon Mac for GPU figures.")
-    if w.setup:
-        w.setup()
-    try:
-        cpu_value = w.cpu()
-        if w.cpu_result:
-            cpu_value = w.cpu_result()
-        metal_value = _call_metal(w)
-        if w.metal_result:
-            metal_value = w.metal_result()
-        doc["correctness"] = compare_results(cpu_value, metal_value, atol, rtol)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
     if doc["correctness"]["status"] == "fail":
         doc["recommendation"] = recommend(False, None)
         notes.append("Nothing was timed: correctness is checked first.")
         return doc
-    try:
-        cold = _cold_runs(script, cold_runs)
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+    cold = [run_workload("cold", script, settings, deadline, timeout) for _ in range(cold_runs)]
     doc["cold"] = cold
     doc["cold_stats"] = {"cpu": stats([c["cpu_s"] for c in cold]), "metal": stats([c["metal_s"] for c in cold])}
     if any(x["from_cache"] for c in cold for x in c["compiles"]):
         notes.append("Part of the first-call compile came from numba-metal's disk cache (as it will in your "
                      "program's later runs); a first run on a new machine compiles more.")
-
-    for _ in range(warmup - 1):
-        w.cpu()
-        _call_metal(w)
-    counter = _EventCounter()
-    profiling.add_listener(counter)
-    try:
-        _call_metal(w)
-    finally:
-        profiling.remove_listener(counter)
-    per_call = counter.summary()
+    per_call = measured["per_call"]
     doc["per_call"] = per_call
     doc["compiles_after_warmup"] = per_call["compiles"]
     if per_call["compiles"]:
@@ -324,35 +334,18 @@ def run(script: str, atol: float = 1e-5, rtol: float = 1e-4, warmup: int = 2, re
                      "timing below includes compile time. Create kernels once, outside the timed function.")
     if per_call["launches"] == 0:
         notes.append("metal() launched no numba-metal kernel on the instrumented call.")
+    doc["warm"] = {side: stats(measured["warm"][side]) for side in ("cpu", "metal")}
+    doc["steady"] = {side: stats(measured["steady"][side]) for side in ("cpu", "metal")}
 
-    warm_cpu, warm_metal = [], []
-    for _ in range(repeats):
-        warm_cpu.append(_timed(w.cpu))
-        warm_metal.append(_timed(lambda: _call_metal(w)))
-    doc["warm"] = {"cpu": stats(warm_cpu), "metal": stats(warm_metal)}
-
-    steady_cpu, steady_metal = [], []
-    for _ in range(steady_batches):
-        t0 = time.perf_counter()
-        for _ in range(steady_calls):
-            w.cpu()
-        steady_cpu.append((time.perf_counter() - t0) / steady_calls)
-        t0 = time.perf_counter()
-        for _ in range(steady_calls):
-            w.metal()
-        _sync()
-        steady_metal.append((time.perf_counter() - t0) / steady_calls)
-    doc["steady"] = {"cpu": stats(steady_cpu), "metal": stats(steady_metal)}
-
-    cpu_med, metal_med = doc["steady"]["cpu"]["median_s"], doc["steady"]["metal"]["median_s"]
-    speedup = cpu_med / metal_med if metal_med > 0 else None
-    doc["speedup"] = speedup
+    cpu, metal = doc["steady"]["cpu"], doc["steady"]["metal"]
+    doc["speedup"] = cpu["mean_s"] / metal["mean_s"]
+    doc["speedup_interval"] = speedup_interval(cpu, metal)
     doc["break_even_calls"] = break_even_calls(doc["cold_stats"]["cpu"]["median_s"],
-                                               doc["cold_stats"]["metal"]["median_s"], cpu_med, metal_med)
-    calibration = load_calibration()
-    doc["roofline"] = roofline.classify(calibration, metal_med, per_call["launches"], per_call["device_s"],
-                                        w.flops, w.bytes)
-    doc["recommendation"] = recommend(True, speedup)
+                                               doc["cold_stats"]["metal"]["median_s"], cpu["mean_s"], metal["mean_s"])
+    calibration = load_calibration(device)
+    doc["roofline"] = roofline.classify(calibration, metal["mean_s"], per_call["launches"], per_call["device_s"],
+                                        workload["flops"], workload["bytes"])
+    doc["recommendation"] = recommend(True, cpu, metal)
     return doc
 
 
@@ -389,16 +382,17 @@ def render(doc: dict, view: View) -> None:
         for regime, st in regimes:
             for side in ("cpu", "metal"):
                 s = st[side]
+                ci = "-" if s["ci_high_s"] is None else f"+/-{100 * (s['ci_high_s'] - s['mean_s']) / s['mean_s']:.0f}%"
                 rows.append([regime, "numba-metal" if side == "metal" else "CPU", fmt_seconds(s["median_s"]),
-                             fmt_seconds(s["min_s"]), fmt_seconds(s["max_s"]), f"{100 * s['spread']:.0f}%",
-                             str(s["n"])])
-        view.table([("regime", "left"), ("side", "left"), ("median", "right"), ("min", "right"),
-                    ("max", "right"), ("spread", "right"), ("n", "right")], rows)
+                             f"{100 * s['spread']:.0f}%", fmt_seconds(s["mean_s"]), ci, str(s["n"])])
+        view.table([("regime", "left"), ("side", "left"), ("median", "right"), ("spread", "right"),
+                    ("mean", "right"), (f"{CONFIDENCE:.0%} CI", "right"), ("n", "right")], rows)
         st = doc["settings"]
         view.wrapped(f"cold = first call in a fresh process, compile included ({st['cold_runs']} process(es)); "
                      f"warm = {st['repeats']} single calls after {st['warmup']} warm-up call(s); steady = "
-                     f"{st['steady_batches']} batches of {st['steady_calls']} back-to-back calls. "
-                     "spread = (max - min) / median.", style="dim")
+                     f"{st['steady_batches']} rounds of {st['steady_calls']} back-to-back calls per side, the side "
+                     "going first alternating. spread = (max - min) / median (min and max are in --format json); CI = "
+                     "half width of the Student-t confidence interval of the mean, as a share of it.", style="dim")
         compiles = [f"{x['name']} {x['stage']} {x['ms']:.1f} ms{' (from disk cache)' if x['from_cache'] else ''}"
                     for x in (doc["cold"][0]["compiles"] if doc["cold"] else [])]
         if compiles:
@@ -408,7 +402,9 @@ def render(doc: dict, view: View) -> None:
         view.kv([("per metal() call", f"{pc['launches']} launch(es), {pc['copies']} copy(ies) "
                                       f"({pc['copy_bytes']} bytes), {pc['allocs']} allocation(s), "
                                       f"{pc['waits']} wait(s), device busy {dev_s}"),
-                 ("speedup", f"{fmt_ratio(doc['speedup'])} (CPU / numba-metal, steady-state medians)"),
+                 ("speedup", f"{fmt_ratio(doc['speedup'])} (CPU / numba-metal, steady-state means; "
+                             + (f"{CONFIDENCE:.0%} interval {_ratio_range(doc['speedup_interval'])})"
+                                if doc["speedup_interval"] else "no interval)")),
                  ("break-even", "never (numba-metal is not faster in steady state)"
                   if doc["break_even_calls"] is None else
                   f"after {doc['break_even_calls']} call(s) numba-metal's total time, first call included, "
@@ -421,10 +417,3 @@ def render(doc: dict, view: View) -> None:
     view.wrapped(f"{rec['why']} (rule: {rec['rule']})")
     for n in doc["notes"]:
         view.wrapped("note: " + n, hang=6)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--cold-child":
-        _cold_child(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit("usage: python -m numba_metal.advisor.compare --cold-child SCRIPT RESULT.json")

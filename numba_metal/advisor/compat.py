@@ -1,11 +1,14 @@
 """``scan``'s compile check: does this function compile to MSL today?
 
-Only functions whose decorator gives a signature as a string literal are checked. The function's
-own definition (decorators and annotations removed) is compiled from the file's AST and executed
-alone in a fresh namespace holding only ``math``, NumPy, ``numba_metal.metal`` and
-``numba_metal.random`` (under the names the file imports them as); nothing else of the file runs.
-Then ``metal.compile_msl(fn, signature)`` runs the real compiler with no device. A function that
-uses any other global (a helper, a constant, a class) is reported as "unable to analyze".
+Only functions whose decorator gives a signature as a string literal are checked. The signature is
+read by :mod:`.signatures`, never evaluated. The function's own definition, stripped of everything
+Python evaluates when it runs a ``def`` (decorators, annotations, type parameters; default values
+must be constants), is compiled from the file's AST and executed alone in a fresh namespace holding
+only ``math``, NumPy, ``numba_metal.metal`` and ``numba_metal.random`` (under the names the file
+imports them as): executing it creates the function object and runs nothing of the file. Then
+``metal.compile_msl(fn, signature)`` runs the real compiler with no device; the compiler analyses
+the body and never runs it. A function that uses any other global (a helper, a constant, a class)
+is reported as "unable to analyze".
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import copy
 import importlib
 import re
 
-from . import rules
+from . import rules, signatures
 
 METHOD = ("functions whose decorator gives a signature string are compiled with metal.compile_msl "
           "(no device): only the function's own definition is executed, in an isolated namespace "
@@ -27,6 +30,11 @@ _KERNEL_KINDS = {"metal.jit", "cuda.jit"}
 _CHECKED_KINDS = {"metal.jit", "metal.device", "njit", "vectorize", "guvectorize", "cfunc", "cuda.jit",
                   "cuda.device"}
 _FLOAT64 = re.compile(r"\b(float64|f8|double)\b")
+
+#: Larger functions are not compiled: Numba's typing time grows faster than linearly with a function's
+#: size (a 3,000-statement kernel takes about 10 s here, a 10,000-statement one over a minute), and a
+#: scan must finish. Kernels are far smaller (a 500-line kernel has about 5,000 nodes).
+MAX_CHECKED_NODES = 20_000
 
 
 def result(status: str, detail: str, signature: str | None = None, device: bool = False,
@@ -40,15 +48,16 @@ def not_checked(why: str) -> dict:
 
 
 def _bound_names(aliases: dict[str, str]) -> dict[str, object]:
-    """The file's names for the allowed modules (and names imported from them)."""
+    """The file's names for the allowed modules (and public names imported from them)."""
     out = {}
     for local, full in aliases.items():
         for mod in rules.BOUND_MODULES:
+            attr = full[len(mod) + 1:] if full.startswith(mod + ".") else None
             if full == mod:
                 out[local] = importlib.import_module(mod)
-            elif full.startswith(mod + ".") and "." not in full[len(mod) + 1:]:
+            elif attr and "." not in attr and not attr.startswith("_"):
                 try:
-                    out[local] = getattr(importlib.import_module(mod), full[len(mod) + 1:])
+                    out[local] = getattr(importlib.import_module(mod), attr)
                 except AttributeError:
                     pass
     return out
@@ -70,15 +79,31 @@ def free_names(fn: ast.FunctionDef) -> set[str]:
     return loaded - stored - params - set(dir(builtins))
 
 
-def _isolated_function(path: str, fn: ast.FunctionDef, namespace: dict):
+def definition_only(fn: ast.FunctionDef) -> ast.Module:
+    """A module holding ``fn``'s ``def`` with nothing that Python evaluates while executing it, other
+    than constant default values: no decorators, annotations or type parameters."""
     node = copy.deepcopy(fn)
     node.decorator_list = []
     node.returns = None
-    for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs:
-        a.annotation = None
-    module = ast.Module(body=[node], type_ignores=[])
-    code = compile(module, path, "exec")
-    exec(code, namespace)  # defines the function only: decorators, defaults and annotations are gone
+    if hasattr(node, "type_params"):  # Python 3.12+
+        node.type_params = []
+    a = node.args
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+        arg.annotation = None
+    if _expression_defaults(node):
+        raise ValueError("default values that are not constants")
+    return ast.Module(body=[node], type_ignores=[])
+
+
+def _expression_defaults(fn: ast.FunctionDef) -> bool:
+    a = fn.args
+    return any(not isinstance(d, ast.Constant) for d in a.defaults + [d for d in a.kw_defaults if d is not None])
+
+
+def _isolated_function(path: str, fn: ast.FunctionDef, namespace: dict):
+    # dont_inherit: this module's own __future__ flags must not change how the definition executes.
+    code = compile(definition_only(fn), path, "exec", dont_inherit=True)
+    exec(code, namespace)  # creates the function object; see definition_only
     return namespace[fn.name]
 
 
@@ -101,9 +126,19 @@ def check(path: str, fn: ast.FunctionDef, dec, class_name: str | None, aliases: 
         return result("unable", "a method: scan compiles only plain functions")
     if isinstance(fn, ast.AsyncFunctionDef):
         return result("unable", "an async function")
-    defaults = fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]
-    if any(not isinstance(d, ast.Constant) for d in defaults):
+    nodes = sum(1 for _ in ast.walk(fn))
+    if nodes > MAX_CHECKED_NODES:
+        return not_checked(f"too large for the compile check: {nodes} syntax-tree nodes, more than "
+                           f"{MAX_CHECKED_NODES}")
+    if _expression_defaults(fn):
         return result("unable", "default argument values are expressions; scan does not evaluate them")
+    parsed = []
+    for sig in dec.signatures:
+        try:
+            parsed.append(signatures.parse(sig))
+        except signatures.SignatureError as e:
+            return result("unable", f"scan never evaluates a signature string; it reads {signatures.GRAMMAR}, "
+                                    f"and {sig[:80]!r} is not one of these: {e}", signature=sig)
     bound = _bound_names(aliases)
     missing = sorted(free_names(fn) - set(bound))
     if missing:
@@ -113,17 +148,17 @@ def check(path: str, fn: ast.FunctionDef, dec, class_name: str | None, aliases: 
     from numba_metal import metal
     from numba_metal.errors import NumbaMetalError
     checked = []
-    for sig in dec.signatures:
+    for sig, parsed_sig in zip(dec.signatures, parsed):
         namespace = {"__builtins__": builtins, "__name__": "numba_metal_advisor_scan", **bound}
         try:
             pyfunc = _isolated_function(path, fn, namespace)
         except Exception as e:  # noqa: BLE001 - anything the definition itself raises
             return result("unable", f"defining the function alone failed: {type(e).__name__}: {e}",
                           signature=sig, device=device)
-        status, err, line = _compile(metal, NumbaMetalError, pyfunc, sig, device)
+        status, err, line = _compile(metal, NumbaMetalError, pyfunc, parsed_sig, device)
         if status == "fails" and _FLOAT64.search(sig) and "float64" in (err or ""):
             sig32 = _float32_signature(sig)
-            status32, _, _ = _compile(metal, NumbaMetalError, pyfunc, sig32, device)
+            status32, _, _ = _compile(metal, NumbaMetalError, pyfunc, signatures.parse(sig32), device)
             if status32 == "compiles":
                 return result("compiles-as-float32",
                               f"refused as written (Apple GPUs have no float64); compiles with the "

@@ -4,6 +4,10 @@
 ``text`` is plain ASCII with no escape codes, the same on every run (what ``--output`` saves and
 the golden tests compare). ``json`` never reaches this module. Colour is decoration only: every
 fact is also in the words.
+
+Text from outside the advisor (file names, compiler messages quoting source lines) can hold control
+characters; :class:`View` prints every string through :func:`printable`, so that a scanned file
+cannot move the cursor, clear the screen or retitle the terminal.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from rich.table import Table
 from rich.text import Text
 
 DEFAULT_WIDTH = 80
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}
+_CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xa0)})
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters other than newline and tab written as ``\\xNN`` escapes."""
+    return text.translate(_CONTROL)
 
 
 def color_disabled(no_color_flag: bool) -> bool:
@@ -39,21 +51,23 @@ class View:
     # -- building blocks ----------------------------------------------------------------
 
     def title(self, text: str) -> None:
+        text = printable(text)
         self.console.print(Text(text, style="bold"))
         self.console.print(Text(("=" if self.ascii else "\u2550") * min(len(text), self.width)))
 
     def section(self, text: str) -> None:
+        text = printable(text)
         self.console.print()
         self.console.print(Text(text, style="bold cyan"))
         self.console.print(Text(("-" if self.ascii else "\u2500") * min(len(text), self.width)))
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        self.console.print(Text(text, style=style or ""), overflow="fold")
+        self.console.print(Text(printable(text), style=style or ""), overflow="fold")
 
     def wrapped(self, text: str, indent: int = 0, style: str | None = None, hang: int = 0) -> None:
         """A paragraph wrapped at the view width, indented by ``indent`` (continuation lines by
         ``indent + hang``)."""
-        t = Text(text, style=style or "")
+        t = Text(printable(text), style=style or "")
         lines = t.wrap(self.console, max(20, self.width - indent - hang))
         for i, ln in enumerate(lines):
             pad = indent if i == 0 else indent + hang
@@ -65,8 +79,8 @@ class View:
             return
         keyw = max(len(k) for k, _ in rows) + 2
         for k, v in rows:
-            t = Text(f"{k}:".ljust(keyw), style="bold")
-            body = Text(str(v), style=style or "")
+            t = Text(printable(f"{k}:".ljust(keyw)), style="bold")
+            body = Text(printable(str(v)), style=style or "")
             wrapped = body.wrap(self.console, max(20, self.width - keyw))
             for i, ln in enumerate(wrapped):
                 self.console.print((t if i == 0 else Text(" " * keyw)) + ln, overflow="fold")
@@ -78,7 +92,7 @@ class View:
         for header, justify in columns:
             t.add_column(header, justify=justify, overflow="fold")
         for row in rows:
-            t.add_row(*[c if isinstance(c, Text) else Text(str(c)) for c in row])
+            t.add_row(*[c if isinstance(c, Text) else Text(printable(str(c))) for c in row])
         self.console.print(t)
 
     def bar(self, fraction: float, width: int, style: str = "green") -> Text:

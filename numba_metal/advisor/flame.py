@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .console import View, fmt_seconds
+from .console import View, fmt_seconds, printable
 
 
 class Node:
@@ -52,7 +52,7 @@ def build(run: dict) -> Node:
 
 
 def _name_cell(name: str, depth: int, width: int) -> str:
-    text = "  " * depth + name
+    text = "  " * depth + printable(name)
     if len(text) > width:
         text = text[: width - 3] + "..."
     return text.ljust(width)

@@ -25,8 +25,9 @@ import threading
 import traceback
 from collections import Counter
 
+from .outcomes import UsageError, WorkloadFailed
 from .schema import new_document
-from .workload import ProtocolError, has_workload, load, run_script
+from .workload import check_script, has_workload, load, run_script
 
 BASELINE_ENV = "NUMBA_METAL_ADVISOR_BASELINE"
 
@@ -218,7 +219,8 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
             sys.stderr.write(proc.stdout)
             sys.stderr.flush()
         if not os.path.exists(out):
-            raise ProtocolError(f"the profiled process ended (exit code {proc.returncode}) without a profile")
+            raise WorkloadFailed(f"the profiled process ended (exit status {proc.returncode}) without a profile: the "
+                                 "program crashed or left through os._exit()")
         with open(out, encoding="utf-8") as fh:
             return json.load(fh)
 
@@ -226,35 +228,29 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
 def run(script: str | None, pytest_path: str | None, script_args: list[str], interval_ms: float = 2.0,
         repeats: int = 3, baseline: bool = True) -> dict:
     from .calibrate import load as load_calibration
-    from .cli import UsageError
     from .roofline import classify
     target = script or pytest_path
     if not os.path.exists(target):
         raise UsageError(f"{target}: no such file or directory")
-    target = os.path.abspath(target)
     if pytest_path:
         mode = "pytest"
-    elif has_workload(target):
-        mode = "workload"
     else:
-        mode = "script"
+        mode = "workload" if has_workload(check_script(target)) else "script"
+    target = os.path.abspath(target)
     notes = []
-    try:
-        if mode == "workload":
-            if script_args:
-                raise UsageError("a script defining advisor_workload() takes no arguments after --")
-            result = _spawn(mode, target, "both", interval_ms, repeats, [], False)
-            runs = result["runs"]
+    if mode == "workload":
+        if script_args:
+            raise UsageError("a script defining advisor_workload() takes no arguments after --")
+        result = _spawn(mode, target, "both", interval_ms, repeats, [], False)
+        runs = result["runs"]
+    else:
+        result = _spawn(mode, target, "metal", interval_ms, repeats, script_args, False)
+        runs = result["runs"]
+        if baseline:
+            base = _spawn(mode, target, "baseline", interval_ms, repeats, script_args, True)
+            runs = base["runs"] + runs
         else:
-            result = _spawn(mode, target, "metal", interval_ms, repeats, script_args, False)
-            runs = result["runs"]
-            if baseline:
-                base = _spawn(mode, target, "baseline", interval_ms, repeats, script_args, True)
-                runs = base["runs"] + runs
-            else:
-                notes.append("No baseline run (--no-baseline).")
-    except ProtocolError as e:
-        raise UsageError(str(e)) from None
+            notes.append("No baseline run (--no-baseline).")
     device = result["device"]
     if not device["is_gpu"]:
         notes.append("Profiled on numba-metal's CPU reference device, not a GPU: 'device' times are this CPU "

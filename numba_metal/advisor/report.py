@@ -6,20 +6,18 @@ fixed order with fixed number formats, so rendering one document twice gives ide
 
 from __future__ import annotations
 
-import json
-
 from . import flame, timeline
 from .console import View, device_line, fmt_bytes, fmt_ns
+from .outcomes import UsageError
 from .schema import SchemaError, validate
+from .sourcefile import SourceError, read_json
 
 
 def load(path: str) -> dict:
-    from .cli import UsageError
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
+        doc = read_json(path)
+    except SourceError as e:
+        raise UsageError(f"{path}: {e}") from None
     except ValueError as e:
         raise UsageError(f"{path} is not JSON: {e}") from None
     try:

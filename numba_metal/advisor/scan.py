@@ -11,11 +11,14 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass, field
 
 from . import compat, rules
-from .console import View
+from .console import View, printable
+from .outcomes import UsageError
 from .schema import new_document
+from .sourcefile import SourceError, decode_python, file_kind, read_regular_file
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "site-packages",
              "node_modules", "build", "dist", ".eggs"}
@@ -402,25 +405,26 @@ class BodyAnalyzer(ast.NodeVisitor):
 # ---------------------------------------------------------------------------------------------
 
 def _functions(tree: ast.Module):
-    """(qualname, FunctionDef, class_name or None) for every function, nested ones included."""
+    """(qualname, FunctionDef, class_name or None) for every function, nested ones included, in source
+    order. Iterative: an ``elif`` chain nests as deep as it is long."""
     out = []
-
-    def walk(body, prefix, cls):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                q = f"{prefix}{node.name}"
-                out.append((q, node, cls))
-                walk(node.body, f"{q}.<locals>.", None)
-            elif isinstance(node, ast.ClassDef):
-                walk(node.body, f"{prefix}{node.name}.", node.name)
-            elif isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
-                for attr in ("body", "orelse", "finalbody", "handlers"):
-                    sub = getattr(node, attr, None)
-                    if sub:
-                        walk([s for s in sub if isinstance(s, ast.AST)], prefix, cls)
-            elif isinstance(node, ast.ExceptHandler):
-                walk(node.body, prefix, cls)
-    walk(tree.body, "", None)
+    stack = [(iter(tree.body), "", None)]
+    while stack:
+        nodes, prefix, cls = stack[-1]
+        node = next(nodes, None)
+        if node is None:
+            stack.pop()
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            q = f"{prefix}{node.name}"
+            out.append((q, node, cls))
+            stack.append((iter(node.body), f"{q}.<locals>.", None))
+        elif isinstance(node, ast.ClassDef):
+            stack.append((iter(node.body), f"{prefix}{node.name}.", node.name))
+        else:  # compound statements, their except handlers and match cases
+            inner = [s for attr in ("body", "orelse", "finalbody", "handlers", "cases")
+                     for s in getattr(node, attr, None) or () if isinstance(s, ast.AST)]
+            if inner:
+                stack.append((iter(inner), prefix, cls))
     return out
 
 
@@ -496,70 +500,118 @@ def score(parallel: str, tags: list[str], compile_status: str, blockers: list) -
     return total, {"parallelism": p, "work": w, "compatibility": c, "blockers": -b}
 
 
+def file_error(display: str, line: int | None, reason: str, message: str) -> dict:
+    return {"file": display, "line": line, "reason": reason, "message": message}
+
+
 def analyze_file(path: str, display: str, check: bool) -> tuple[list[dict], int, list[dict]]:
-    """Candidates of one file, the number of functions examined, and errors."""
+    """Candidates of one file, the number of functions examined, and errors. A function that cannot be
+    analysed is an error of its own; the file's other functions are still analysed."""
     try:
-        with open(path, "rb") as fh:
-            source = fh.read()
-        tree = ast.parse(source, filename=path)
+        tree = ast.parse(decode_python(read_regular_file(path)), filename=path)
+    except SourceError as e:
+        return [], 0, [file_error(display, None, e.reason, str(e))]
     except SyntaxError as e:
-        return [], 0, [{"file": display, "line": e.lineno, "message": f"syntax error: {e.msg}"}]
-    except (OSError, ValueError) as e:
-        return [], 0, [{"file": display, "line": None, "message": f"cannot read: {e}"}]
+        return [], 0, [file_error(display, e.lineno, "syntax-error", f"syntax error: {e.msg}")]
+    except ValueError as e:  # null bytes (a SyntaxError from Python 3.12)
+        return [], 0, [file_error(display, None, "syntax-error", f"not Python source: {e}")]
+    except (RecursionError, MemoryError):
+        return [], 0, [file_error(display, None, "too-complex", TOO_COMPLEX + "; nothing of it was analysed")]
     aliases = import_aliases(tree)
-    candidates = []
+    candidates, errors = [], []
     functions = _functions(tree)
     for qualname, fn, cls in functions:
-        dec = None
-        for d in fn.decorator_list:
-            dec = read_decorator(d, aliases)
-            if dec is not None:
-                break
-        a = BodyAnalyzer(fn, aliases).run()
-        if dec is None and not a.array_loop and not (a.loops and (a.random_lines or a.math_lines)):
+        try:
+            c = analyze_function(path, display, qualname, fn, cls, aliases, check)
+        except (RecursionError, MemoryError):
+            errors.append(file_error(display, fn.lineno, "too-complex", f"{qualname}: {TOO_COMPLEX}; the file's "
+                                     "other functions were analysed"))
             continue
-        tags, reasons, parallel = tags_and_reasons(dec, a)
-        if check:
-            cc = compat.check(path, fn, dec, cls, aliases)
-        else:
-            cc = compat.not_checked("--no-compile-check was given")
-        total, parts = score(parallel, tags, cc["status"], a.blockers)
-        candidates.append({
-            "rank": 0, "score": total, "score_parts": parts, "file": display, "line": fn.lineno,
-            "qualname": qualname, "decorator": dec.kind if dec else None, "tags": tags, "reasons": reasons,
-            "blockers": [vars(f) for f in sorted(a.blockers, key=lambda f: (f.line, f.rule))],
-            "changes": [vars(f) for f in sorted(a.changes, key=lambda f: (f.line, f.rule))],
-            "compile_check": cc,
-        })
-    return candidates, len(functions), []
+        if c is not None:
+            candidates.append(c)
+    return candidates, len(functions), errors
 
 
-def iter_python_files(root: str, excludes: list[str]):
-    """Python files under root (or root itself), sorted, without skipped or excluded paths."""
+TOO_COMPLEX = "nested too deeply for Python to analyse (its recursion limit)"
+
+
+def analyze_function(path, display, qualname, fn, cls, aliases, check) -> dict | None:
+    """The candidate entry of one function, or None when it is not a candidate."""
+    dec = None
+    for d in fn.decorator_list:
+        dec = read_decorator(d, aliases)
+        if dec is not None:
+            break
+    a = BodyAnalyzer(fn, aliases).run()
+    if dec is None and not a.array_loop and not (a.loops and (a.random_lines or a.math_lines)):
+        return None
+    tags, reasons, parallel = tags_and_reasons(dec, a)
+    if check:
+        cc = compat.check(path, fn, dec, cls, aliases)
+    else:
+        cc = compat.not_checked("--no-compile-check was given")
+    total, parts = score(parallel, tags, cc["status"], a.blockers)
+    return {
+        "rank": 0, "score": total, "score_parts": parts, "file": display, "line": fn.lineno,
+        "qualname": qualname, "decorator": dec.kind if dec else None, "tags": tags, "reasons": reasons,
+        "blockers": [vars(f) for f in sorted(a.blockers, key=lambda f: (f.line, f.rule))],
+        "changes": [vars(f) for f in sorted(a.changes, key=lambda f: (f.line, f.rule))],
+        "compile_check": cc,
+    }
+
+
+def iter_python_files(root: str, excludes: list[str], errors: list[dict]):
+    """(path, display name) of the Python files under the directory ``root``, in sorted order, without
+    skipped or excluded paths. Symbolic links to directories are not followed; a directory that cannot
+    be listed is added to ``errors``."""
     def excluded(rel: str) -> bool:
         return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(os.path.basename(rel), pat) for pat in excludes)
 
-    if os.path.isfile(root):
-        yield root, os.path.basename(root)
-        return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
-                             and not excluded(os.path.relpath(os.path.join(dirpath, d), root)))
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
-                if not excluded(rel):
-                    yield full, rel
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            errors.append(file_error(display_name(os.path.relpath(directory, root)), None, "unreadable",
+                                     f"cannot list this directory: {e.strerror or e}"))
+            continue
+        subdirs = []
+        for entry in entries:
+            rel = os.path.relpath(entry.path, root).replace(os.sep, "/")
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name not in SKIP_DIRS and not entry.name.startswith(".") and not excluded(rel):
+                    subdirs.append(entry.path)
+            elif entry.name.endswith(".py") and not excluded(rel):
+                yield entry.path, display_name(rel)
+        stack.extend(reversed(subdirs))
+
+
+def display_name(path: str) -> str:
+    """``path`` as text that prints anywhere: undecodable bytes and control characters escaped."""
+    return printable(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def scan(root: str, check: bool = True, excludes: list[str] | None = None) -> dict:
     """The scan document for ``root`` (a file or directory)."""
-    if not os.path.exists(root):
-        raise FileNotFoundError(f"{root}: no such file or directory")
+    try:
+        mode = os.stat(root).st_mode
+    except OSError as e:
+        raise UsageError(f"{root}: {e.strerror or e}") from None
     candidates, errors = [], []
     files = functions = 0
-    for full, rel in iter_python_files(root, excludes or []):
+    if stat.S_ISDIR(mode):
+        paths = iter_python_files(root, excludes or [], errors)
+    elif stat.S_ISREG(mode):
+        paths = [(root, display_name(os.path.basename(root)))]
+    else:
+        raise UsageError(f"{root}: {file_kind(mode)}, not a file or directory to scan")
+    for full, rel in paths:
         files += 1
         c, n, e = analyze_file(full, rel, check)
         candidates.extend(c)

@@ -67,6 +67,17 @@ ROOFLINE_KEYS = (CAL_LAUNCH_OVERHEAD_US, CAL_LAUNCH_ROUNDTRIP_US, CAL_BANDWIDTH_
                  CAL_RIDGE)
 
 
+#: Why scan could not analyse a file (or one function of it): the ``reason`` of a scan error.
+SCAN_ERROR_REASONS = {
+    "syntax-error": "not valid Python",
+    "encoding": "its bytes are not text in the encoding it declares, or it declares a codec scan does not use",
+    "not-regular": "a FIFO, device, socket or directory named *.py (or a link to one): skipped unread",
+    "too-large": "larger than the file size limit: skipped unread",
+    "unreadable": "the file or a directory could not be read (permissions, a broken link...)",
+    "too-complex": "nested too deeply for Python's own parser or for the analysis (recursion limit)",
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON Schemas (draft 2020-12 subset: type, properties, required, items, enum, additionalProperties)
 # ---------------------------------------------------------------------------------------------
@@ -98,8 +109,8 @@ def _header(kind: str) -> dict:
 DEVICE = _obj({"name": _STR, "kind": {"type": "string", "enum": ["metal", "cpu"]},
                "is_gpu": _BOOL, "note": _STR})
 
-STATS = _obj({"n": _INT, "median_s": _NUM, "min_s": _NUM, "max_s": _NUM, "spread": _NUM,
-              "samples_s": _arr(_NUM)})
+STATS = _obj({"n": _INT, "median_s": _NUM, "min_s": _NUM, "max_s": _NUM, "spread": _NUM, "mean_s": _NUM,
+              "ci_low_s": _NULLABLE_NUM, "ci_high_s": _NULLABLE_NUM, "samples_s": _arr(_NUM)})
 
 _LOCATED = _obj({"line": _INT, "rule": _STR, "message": _STR})
 
@@ -129,7 +140,9 @@ SCAN = _obj({**_header("scan"),
              "root": _STR, "files_scanned": _INT, "functions_examined": _INT,
              "compile_check": _obj({"enabled": _BOOL, "method": _STR}),
              "candidates": _arr(SCAN_CANDIDATE),
-             "errors": _arr(_obj({"file": _STR, "line": {"type": ["integer", "null"]}, "message": _STR})),
+             "errors": _arr(_obj({"file": _STR, "line": {"type": ["integer", "null"]},
+                                  "reason": {"type": "string", "enum": list(SCAN_ERROR_REASONS)},
+                                  "message": _STR})),
              "unknowns": _arr(_STR),
              "score_formula": _STR})
 
@@ -151,7 +164,8 @@ _PER_CALL = _obj({"launches": _INT, "compiles": _INT, "copies": _INT, "copy_byte
 COMPARE = _obj({**_header("compare"),
                 "workload": _STR, "script": _STR, "device": DEVICE,
                 "settings": _obj({"atol": _NUM, "rtol": _NUM, "warmup": _INT, "repeats": _INT,
-                                  "steady_batches": _INT, "steady_calls": _INT, "cold_runs": _INT}),
+                                  "steady_batches": _INT, "steady_calls": _INT, "cold_runs": _INT,
+                                  "timeout_s": _NUM}),
                 "correctness": _obj({"status": {"type": "string", "enum": ["pass", "fail"]},
                                      "compared": _arr(_obj({"name": _STR, "shape": _arr(_INT),
                                                             "cpu_dtype": _STR, "metal_dtype": _STR,
@@ -161,18 +175,22 @@ COMPARE = _obj({**_header("compare"),
                                                             "ok": _BOOL, "note": _STR})),
                                      "message": _STR}),
                 "cold": _arr(_SIDE_COLD),
-                "cold_stats": _SIDES,
+                "cold_stats": {**_SIDES, "type": ["object", "null"]},
                 "warm": {**_SIDES, "type": ["object", "null"]},
                 "steady": {**_SIDES, "type": ["object", "null"]},
                 "per_call": {**_PER_CALL, "type": ["object", "null"]},
                 "compiles_after_warmup": _INT,
                 "speedup": _NULLABLE_NUM,
+                "speedup_interval": {"type": ["array", "null"], "items": _NULLABLE_NUM},
                 "break_even_calls": {"type": ["integer", "null"]},
                 "roofline": {**ROOFLINE, "type": ["object", "null"]},
                 "recommendation": _obj({"verdict": {"type": "string", "enum": ["USE_METAL", "KEEP_CPU",
                                                                                "INCONCLUSIVE",
                                                                                "DO_NOT_USE_METAL"]},
-                                        "rule": _STR, "why": _STR}),
+                                        "rule": {"type": "string", "enum": ["results-differ", "faster-and-correct",
+                                                                            "slower", "within-margin",
+                                                                            "intervals-overlap"]},
+                                        "why": _STR, "rounds_needed": {"type": ["integer", "null"]}}),
                 "notes": _arr(_STR)})
 
 _EVENT = _obj({"kind": {"type": "string", "enum": ["compile", "launch", "copy", "alloc", "wait"]},

@@ -20,18 +20,22 @@ does not run.
 
 from __future__ import annotations
 
+import ast
 import os
 import runpy
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from .outcomes import ScriptSyntaxError, UsageError
+from .sourcefile import SourceError, read_regular_file
+
 ENTRY = "advisor_workload"
 RUN_NAME = "__advisor__"
 
 
-class ProtocolError(Exception):
-    """The script does not follow the protocol (exit code 2)."""
+class ProtocolError(UsageError):
+    """The script does not follow the protocol."""
 
 
 @dataclass
@@ -64,14 +68,25 @@ def run_script(path: str, argv: list[str] | None = None, run_name: str = RUN_NAM
             pass
 
 
-def has_workload(path: str) -> bool:
-    """Whether the script defines ``advisor_workload`` (decided from its source, without running it)."""
-    import ast
+def check_script(path: str) -> ast.Module:
+    """The syntax tree of the script ``path``, read without running it: UsageError if it is not a
+    readable regular file, ScriptSyntaxError if it is not valid Python."""
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), filename=path)
-    except (OSError, SyntaxError):
-        return False
+        source = read_regular_file(path)
+    except SourceError as e:
+        raise UsageError(f"{path}: {e}") from None
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as e:
+        where = f"{path}:{e.lineno}:{e.offset}" if e.lineno else path
+        raise ScriptSyntaxError(f"{where}: syntax error: {e.msg}; nothing was run") from None
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise ScriptSyntaxError(f"{path}: not Python source that can be parsed ({type(e).__name__}: {e}); "
+                                "nothing was run") from None
+
+
+def has_workload(tree: ast.Module) -> bool:
+    """Whether the script defines ``advisor_workload``."""
     return any(isinstance(n, ast.FunctionDef) and n.name == ENTRY for n in tree.body)
 
 

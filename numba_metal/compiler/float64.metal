@@ -31,8 +31,8 @@
 // so packing adds sig >> 10 (whose bit 52 is the hidden one) to exp << 52.
 //
 // Division and square root: Newton-Raphson on 32-bit fixed point from a linear seed, one more
-// Newton step in 64-bit, a quotient (or root) that is provably at most a unit or two off, and an
-// exact integer remainder that corrects it and gives the sticky bit. The error budgets are stated
+// Newton step in 64-bit, a quotient (or root) that is provably at most one unit off, and an exact
+// integer remainder that corrects it and gives the sticky bit. The error budgets are stated
 // at each function and checked exhaustively over every 32-bit seed input by
 // tests/float64/long_run.py. References: J.-M. Muller et al., Handbook of Floating-Point Arithmetic,
 // 2nd ed. (2018), ch. 4-5 and 7-8; P. Markstein, IA-64 and Elementary Functions (2000), ch. 8;
@@ -43,8 +43,8 @@
 // x86): an operation with NaN operands returns the first NaN operand, quieted (quiet bit 51 set, the
 // rest of the payload and the sign kept); an invalid operation (inf - inf, 0 * inf, 0 / 0,
 // inf / inf, sqrt(-1), fmod(inf, y), fmod(x, 0)) returns the default NaN 0xFFF8000000000000.
-// Sign and selection operations (neg, abs, copysign, min/max) never change a payload. float16 NaNs
-// follow NumPy's conversion: payload truncated or shifted, quiet bit not forced.
+// Sign and selection operations (neg, abs, copysign, min/max) and frexp/ldexp never change a payload.
+// float16 NaNs follow NumPy's conversion: payload truncated or shifted, quiet bit not forced.
 //
 // Float to integer (nm_f64_to_i8 ... nm_f64_to_u64): truncation toward zero; NaN and out-of-range
 // values give what Numba's njit gives on Apple silicon (AArch64 fcvtzs/fcvtzu): NaN -> 0, 32- and

@@ -3,6 +3,8 @@
 The device is a Metal GPU by default. Without one, using a device raises
 :class:`~numba_metal.errors.UnsupportedPlatformError` that says how to choose the CPU reference
 device: ``NUMBA_METAL_DEVICE=cpu`` in the environment, or ``metal.select_device('cpu')``.
+``'metal-sim'`` chooses the simulated Metal device (the Metal backend on a model of Apple's Metal API,
+for testing that backend where there is no Mac); it is only ever used when asked for by name.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import weakref
 
 from numba_metal.errors import UnsupportedPlatformError
 
+_KINDS = ("metal", "cpu", "metal-sim")
 _lock = threading.RLock()
 _selected: "DeviceContext | None" = None
 _requested: str | None = None
@@ -51,7 +54,7 @@ def _want_from_env() -> str | None:
 def _open(kind: str) -> DeviceContext:
     from numba_metal import runtime
 
-    devices = runtime.list_devices()
+    devices = runtime.list_devices(include_simulated=kind == "metal-sim")
     for info in devices:
         if info.kind == kind:
             return DeviceContext(runtime.open_device(info.index))
@@ -77,15 +80,16 @@ def current() -> DeviceContext:
     with _lock:
         if _selected is None:
             want = _requested or _want_from_env() or "metal"
-            if want not in ("metal", "cpu"):
+            if want not in _KINDS:
                 raise UnsupportedPlatformError(
-                    f"NUMBA_METAL_DEVICE={want!r} is not a device kind; use 'metal' or 'cpu'")
+                    f"NUMBA_METAL_DEVICE={want!r} is not a device kind; use 'metal', 'cpu' or 'metal-sim'")
             _selected = _open(want)
         return _selected
 
 
 def select_device(kind: str) -> DeviceContext:
-    """Choose the device: ``'metal'`` (an Apple GPU) or ``'cpu'`` (the CPU reference device).
+    """Choose the device: ``'metal'`` (an Apple GPU), ``'cpu'`` (the CPU reference device) or
+    ``'metal-sim'`` (the simulated Metal device).
 
     Arrays and streams belong to the device they were made on.
     """
@@ -93,8 +97,8 @@ def select_device(kind: str) -> DeviceContext:
     if isinstance(kind, int):
         kind = {0: "metal", 1: "cpu"}.get(kind, str(kind))
     kind = str(kind).lower()
-    if kind not in ("metal", "cpu"):
-        raise UnsupportedPlatformError(f"unknown device kind {kind!r}; use 'metal' or 'cpu'")
+    if kind not in _KINDS:
+        raise UnsupportedPlatformError(f"unknown device kind {kind!r}; use 'metal', 'cpu' or 'metal-sim'")
     with _lock:
         if _selected is not None and _selected.kind == kind:
             return _selected

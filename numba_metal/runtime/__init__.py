@@ -6,10 +6,17 @@ from :mod:`numba_metal.errors`: a compile failure is a KernelCompilationError ca
 compiler log; a dispatch refused before queueing (a limit or a bad argument) is a KernelLaunchError;
 a missing device or feature is an UnsupportedPlatformError; everything else (failed work, allocation,
 internal errors) is a MetalRuntimeError.
+
+``NUMBA_METAL_MSL_DUMP_DIR``: when set, every source passed to :meth:`Device.compile` is also written
+there as ``<sha256 of the source>.metal`` (how the test suite collects the MSL it generates, for Apple's
+compiler and the MSL lint).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import sys
 from typing import NamedTuple
 
 from numba_metal.errors import (
@@ -23,6 +30,7 @@ from numba_metal.runtime._loader import library_path, load
 __all__ = [
     "DeviceInfo", "Device", "Buffer", "Pipeline", "Queue", "DispatchPlan", "KernelParam",
     "list_devices", "open_device", "now_ns", "library_path",
+    "MATH_SAFE", "MATH_RELAXED", "MATH_FAST",
 ]
 
 # Status codes (numba_metal_runtime.h); duplicated here so that errors can be raised without cffi lookups.
@@ -34,6 +42,19 @@ NM_ERR_COMPILE = 4
 NM_ERR_LIMIT = 5
 NM_ERR_EXECUTION = 6
 NM_ERR_INTERNAL = 7
+
+# Device kinds (nm_device_info.kind) by their names in numba-metal (NUMBA_METAL_DEVICE).
+_KINDS = {1: "metal", 2: "cpu", 3: "metal-sim"}
+
+# Math modes (nm_compile_options.fast_math). True means MATH_RELAXED: what @jit(fastmath=True) asks for.
+MATH_SAFE = 0       # safe math, precise functions: IEEE-like
+MATH_RELAXED = 1    # fast-math optimisations that keep Inf and NaN
+MATH_FAST = 2       # also assumes no Inf or NaN
+
+# Actions of the simulated Metal device (nm_sim_control).
+SIM_FAIL_NEXT_COMMAND_BUFFER = 1
+SIM_WATCHDOG_NEXT_COMMAND_BUFFER = 2
+SIM_HOLD_GPU = 3
 
 # Kinds of kernel parameters (nm_kernel_param.kind).
 PARAM_BUFFER = 1
@@ -74,7 +95,7 @@ class DeviceInfo(NamedTuple):
 
     index: int
     name: str
-    kind: str  # 'metal' or 'cpu'
+    kind: str  # 'metal', 'cpu' or 'metal-sim' (the Metal backend on the simulated Metal API)
     max_threads_per_threadgroup: int
     max_threadgroup_memory: int
     simd_width: int
@@ -94,7 +115,7 @@ def _info(index: int) -> DeviceInfo:
     return DeviceInfo(
         index=index,
         name=ffi.string(out.name).decode("utf-8", "replace"),
-        kind="metal" if out.kind == 1 else "cpu",
+        kind=_KINDS[int(out.kind)],
         max_threads_per_threadgroup=int(out.max_threads_per_threadgroup),
         max_threadgroup_memory=int(out.max_threadgroup_memory),
         simd_width=int(out.simd_width),
@@ -106,10 +127,18 @@ def _info(index: int) -> DeviceInfo:
     )
 
 
-def list_devices() -> list[DeviceInfo]:
-    """Every device: Metal GPUs first, then the CPU reference device."""
+def list_devices(include_simulated: bool = False) -> list[DeviceInfo]:
+    """Every device: the Metal GPUs numba-metal can use, then the CPU reference device.
+
+    ``include_simulated``: also the simulated Metal device (kind ``'metal-sim'``), where the library has
+    one (builds without Metal). It is never listed otherwise, so it is never taken for a GPU.
+    """
     _, lib = load()
-    return [_info(i) for i in range(int(lib.nm_device_count()))]
+    count = int(lib.nm_device_count())
+    devices = [_info(i) for i in range(count)]
+    if include_simulated and sys.platform != "darwin":  # builds with Metal have no simulated device
+        devices.append(_info(count))  # UnsupportedPlatformError says why when it cannot be used
+    return devices
 
 
 _devices: dict[int, "Device"] = {}
@@ -164,15 +193,19 @@ class Device:
             _raise(rc)
         return Buffer(self, out[0], nbytes, owner)
 
-    def compile(self, source: str, kernel_name: str, fast_math: bool = False, language_version: int = 0,
+    def compile(self, source: str, kernel_name: str, fast_math: int = MATH_SAFE, language_version: int = 0,
                 params: "list[KernelParam] | None" = None) -> "Pipeline":
         """Compiles kernel_name from MSL source; raises KernelCompilationError with the compiler log.
 
+        ``fast_math``: the math mode, MATH_SAFE, MATH_RELAXED or MATH_FAST (True is MATH_RELAXED).
         ``params``: the kernel's parameters as its compiler laid them out; the MSL must declare exactly
         these. None: the runtime reads them from the MSL (hand-written kernels).
         """
         ffi, lib = load()
-        opts = ffi.new("nm_compile_options *", {"fast_math": 1 if fast_math else 0, "language_version": language_version})
+        dump = os.environ.get("NUMBA_METAL_MSL_DUMP_DIR")
+        if dump:
+            _dump_msl(dump, source)
+        opts = ffi.new("nm_compile_options *", {"fast_math": int(fast_math), "language_version": language_version})
         abi = ffi.NULL
         if params is not None:
             keep = []  # the C strings must outlive the call
@@ -212,6 +245,39 @@ class Device:
             _raise(rc)
         return {k: int(getattr(out, k)) for k in
                 ("live_buffers", "live_buffer_bytes", "pipelines_compiled", "pipelines_from_cache", "dispatches")}
+
+    def sim_control(self, action: int, value: int = 0) -> None:
+        """The simulated Metal device only: inject a fault (SIM_FAIL_NEXT_COMMAND_BUFFER,
+        SIM_WATCHDOG_NEXT_COMMAND_BUFFER) or hold its GPU (SIM_HOLD_GPU with value 1, release with 0)."""
+        rc = load()[1].nm_sim_control(self.handle, action, value)
+        if rc:
+            _raise(rc)
+
+    def sim_stats(self) -> dict:
+        """The simulated Metal device only: live_objects, autoreleased_without_pool,
+        uncompleted_command_buffers, peak_uncompleted_command_buffers, failed_command_buffers, and the
+        last_math_mode, last_math_functions, last_language_version its Metal compiler received."""
+        ffi, lib = load()
+        out = ffi.new("nm_sim_stats *")
+        rc = lib.nm_sim_get_stats(self.handle, out)
+        if rc:
+            _raise(rc)
+        return {k: int(getattr(out, k)) for k in ("live_objects", "autoreleased_without_pool", "uncompleted_command_buffers",
+                                                   "peak_uncompleted_command_buffers", "failed_command_buffers",
+                                                   "last_math_mode", "last_math_functions", "last_language_version")}
+
+
+def _dump_msl(directory: str, source: str) -> None:
+    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file)."""
+    name = hashlib.sha256(source.encode("utf-8")).hexdigest() + ".metal"
+    path = os.path.join(directory, name)
+    if os.path.exists(path):
+        return
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(source)
+    os.replace(tmp, path)
 
 
 class Buffer:

@@ -32,7 +32,7 @@ def documented_flags() -> set[str]:
 
 
 def test_every_documented_flag_exists_and_every_flag_is_documented():
-    assert documented_flags() == parser_flags()
+    assert documented_flags() - {"--help"} == parser_flags()
 
 
 def test_python_dash_m_entry_point():
@@ -93,3 +93,32 @@ def test_width_out_of_range(run_cli):
 def test_arguments_after_dashes_only_for_profile(run_cli):
     code, _, err = run_cli("scan", sample("scan_project"), "--", "x")
     assert code == 2 and "only for `profile" in err
+
+
+def documented_exit_codes() -> list[tuple[int, str, str]]:
+    """The rows of the table under docs/advisor.md's "Exit codes" heading."""
+    with open(os.path.join(REPO, "docs", "advisor.md"), encoding="utf-8") as fh:
+        section = fh.read().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\d+)` \| `([a-z-]+)` \| (.+) \|$", section, re.M)
+    return [(int(code), name, meaning) for code, name, meaning in rows]
+
+
+def test_the_exit_code_table_is_the_one_the_docs_and_the_help_show():
+    from numba_metal.advisor.outcomes import EXIT_CODES
+    assert documented_exit_codes() == [(row.code, row.name, row.meaning) for row in EXIT_CODES]
+    help_text = " ".join(build_parser().format_help().split())
+    for row in EXIT_CODES:
+        assert f"{row.code} {row.name} {row.meaning}" in help_text, row
+    assert len({row.code for row in EXIT_CODES}) == len(EXIT_CODES)
+
+
+def test_an_internal_error_has_its_own_exit_code_and_a_traceback(run_cli, monkeypatch):
+    from numba_metal.advisor import scan
+    from numba_metal.advisor.outcomes import exit_code
+
+    def broken(*args, **kwargs):
+        raise KeyError("advisor bug")
+    monkeypatch.setattr(scan, "scan", broken)
+    code, _, err = run_cli("scan", sample("scan_project"))
+    assert code == exit_code("internal-error") == 70
+    assert "Traceback" in err and "KeyError: 'advisor bug'" in err and "bug in numba-metal advisor" in err

@@ -38,7 +38,8 @@ def test_scan_never_imports_the_scanned_files(tmp_path, monkeypatch):
 
 
 def test_scan_reports_unparseable_files(doc):
-    assert doc["errors"] == [{"file": "pkg/broken.py", "line": 1, "message": "syntax error: '(' was never closed"}]
+    assert doc["errors"] == [{"file": "pkg/broken.py", "line": 1, "reason": "syntax-error",
+                              "message": "syntax error: '(' was never closed"}]
 
 
 def test_pattern_tags(doc):
@@ -140,4 +141,4 @@ def test_scan_exclude_and_top(run_cli, run_json):
 
 def test_scan_missing_path_is_a_usage_error(run_cli):
     code, _, err = run_cli("scan", os.path.join(PROJECT, "nope"))
-    assert code == 2 and "no such file" in err
+    assert code == 2 and "No such file or directory" in err

@@ -155,3 +155,28 @@ def test_shared_memory_over_32k_is_refused_at_compile_time():
 
     with pytest.raises(UnsupportedFeatureError, match="32768"):
         metal.compile_msl(k, (f32,))
+
+
+def test_each_float_operation_is_its_own_statement_so_safe_mode_contraction_cannot_apply():
+    # MSL's safe math mode sets FP contract "on" (MSL §1.6.3): a * b + c may be fused within one
+    # expression. Every float operation numba-metal emits is a statement of its own, so each result is
+    # rounded as written whether or not the Metal compiler contracts (Apple's was measured not to in safe
+    # mode; the CPU device compiles with -ffp-contract=off), which is what bit-exact float tests rely on.
+    def k(a, b, c, out):
+        i = metal.grid(1)
+        out[i] = a[i] * b[i] + c[i] - a[i] * (b[i] - c[i]) / 3.0 + a[i] ** 2 * c[i] + math.sqrt(a[i] * a[i] + 1.5e-3)
+
+    body = metal.compile_msl(k, (f32, f32, f32, f32)).split("kernel void", 1)[1]
+    floats = set(re.findall(r"\bfloat (v_\w+)\{\}", body))
+    checked = 0
+    for lhs, rhs in re.findall(r"^\s*(v_\w+) = (.*);$", body, re.M):
+        if lhs not in floats:
+            continue
+        flat = re.sub(r"\b\d+\.?\d*(?:[eE][-+]?\d+)?f\b", "0", rhs)   # float literals
+        while re.search(r"\[[^\[\]]*\]", flat):
+            flat = re.sub(r"\[[^\[\]]*\]", "", flat)                      # integer index arithmetic
+        has_mul = re.search(r"[\w)]\s*\*", flat)
+        has_add = re.search(r"[\w)]\s*[-+]", flat)
+        assert not (has_mul and has_add), f"{lhs} = {rhs}"
+        checked += 1
+    assert checked >= 8

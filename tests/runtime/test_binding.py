@@ -11,6 +11,8 @@ import pytest
 from numba_metal import runtime as rt
 from numba_metal.errors import KernelCompilationError, MetalRuntimeError
 
+DEVICES = ("cpu",)  # the binding itself, and the CPU device's own settings
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_importing_does_not_load_the_library():
@@ -94,3 +96,23 @@ def test_prebuilt_ffi_is_used_only_when_it_matches_the_header(tmp_path, monkeypa
     assert _loader._prebuilt_ffi(cdef + "\nint nm_new_function(void);") is None   # stale: parse instead
     monkeypatch.setattr(_loader, "_LIB_DIR", tmp_path)
     assert _loader._prebuilt_ffi(cdef) is None              # absent: parse instead
+
+
+def test_compiled_sources_are_dumped_by_their_hash(device, tmp_path, monkeypatch):
+    import hashlib
+    monkeypatch.setenv("NUMBA_METAL_MSL_DUMP_DIR", str(tmp_path / "msl"))
+    src = "#include <metal_stdlib>\nkernel void dumped(device int* x [[buffer(0)]]) { x[0] = 5; }\n"
+    device.compile(src, "dumped")
+    with pytest.raises(KernelCompilationError):
+        device.compile(src.replace("5;", "y;"), "dumped")  # refused sources are collected too
+    files = sorted((tmp_path / "msl").iterdir())
+    assert sorted(f.name for f in files) == sorted(hashlib.sha256(s.encode()).hexdigest() + ".metal"
+                                                   for s in (src, src.replace("5;", "y;")))
+    assert (tmp_path / "msl" / (hashlib.sha256(src.encode()).hexdigest() + ".metal")).read_text() == src
+
+
+def test_math_modes_are_the_header_constants():
+    from numba_metal.runtime._loader import load
+    _, lib = load()
+    assert (rt.MATH_SAFE, rt.MATH_RELAXED, rt.MATH_FAST) == (lib.NM_MATH_SAFE, lib.NM_MATH_RELAXED, lib.NM_MATH_FAST)
+    assert True == rt.MATH_RELAXED  # @jit(fastmath=True) passes True: relaxed, which keeps Inf and NaN

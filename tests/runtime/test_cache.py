@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+DEVICES = ("cpu",)  # the CPU device's compiled-object cache
+
 CHILD = textwrap.dedent("""
     import json, sys
     from numba_metal import runtime as rt

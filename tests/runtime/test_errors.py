@@ -10,12 +10,17 @@ from numba_metal import runtime as rt
 from numba_metal.errors import KernelCompilationError, KernelLaunchError, MetalRuntimeError
 from runtime_helpers import from_buffer, launch, pack, to_buffer
 
+# Compile logs and the faults the CPU engine catches are the CPU engine's words: the CPU device and the
+# simulated Metal device (which runs kernels on that engine) say them; Apple's compiler and GPU do not.
+CPU_ENGINE = pytest.mark.devices("cpu", "metal-sim")
+
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 OK_KERNEL = HEADER + """
 kernel void ok(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = int(i) + 1; }
 """
 
 
+@CPU_ENGINE
 def test_double_is_refused_naming_the_line(device):
     src = HEADER + "kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n" \
                    "    double d = x[i];\n    x[i] = d;\n}\n"
@@ -25,6 +30,7 @@ def test_double_is_refused_naming_the_line(device):
     assert "double_is_not_supported_in_Metal" in str(e.value)
 
 
+@CPU_ENGINE
 def test_address_space_mixup_is_refused_naming_the_line(device):
     src = HEADER + """
 void helper(thread float* p) { *p = 1.0f; }
@@ -37,6 +43,7 @@ kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]])
     assert "kernel.metal:6:" in str(e.value) and "error" in str(e.value)
 
 
+@CPU_ENGINE
 def test_signature_rules_of_metal(device):
     cases = {
         "kernel void k(device float* x [[buffer(0)]], int n) {}": "has no attribute",
@@ -54,6 +61,7 @@ def test_signature_rules_of_metal(device):
         device.compile(OK_KERNEL, "missing")
 
 
+@CPU_ENGINE
 def test_atomics_accept_only_relaxed_order(device):
     src = HEADER + """
 kernel void k(device atomic_int* x [[buffer(0)]]) { atomic_fetch_add_explicit(x, 1, memory_order_seq_cst); }
@@ -88,6 +96,7 @@ def test_launch_limits_are_refused_before_queueing(device, queue):
     assert from_buffer(buf, np.int32, 2048)[-1] == 2048
 
 
+@CPU_ENGINE
 def test_faulting_kernel_fails_the_dispatch_and_the_queue_goes_on(device, queue):
     bad = HEADER + """
 kernel void wild(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
@@ -99,12 +108,12 @@ kernel void wild(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]
     ok = device.compile(OK_KERNEL, "ok")
     buf = device.new_buffer(4 * 64)
     launch(queue, pipe, [buf], (4, 1, 1), (16, 1, 1), label="my_wild_kernel")
-    launch(queue, ok, [buf], (1, 1, 1), (64, 1, 1))
-    with pytest.raises(MetalRuntimeError, match="kernel 'my_wild_kernel' faulted with SIGSEGV"):
+    launch(queue, ok, [buf], (1, 1, 1), (64, 1, 1))  # whether this runs is the device's business (Metal: not)
+    with pytest.raises(MetalRuntimeError, match="kernel 'my_wild_kernel'.*faulted with SIGSEGV"):
         queue.wait()
-    assert from_buffer(buf, np.int32, 64)[63] == 64  # later work ran
     launch(queue, ok, [buf], (1, 1, 1), (64, 1, 1))
     queue.wait()  # the failure was reported once
+    assert from_buffer(buf, np.int32, 64)[63] == 64  # and the queue goes on
 
 
 def test_integer_division_by_zero_fails_the_dispatch(device, queue):
@@ -114,13 +123,14 @@ kernel void div(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]])
     buf = device.new_buffer(16)
     launch(queue, device.compile(src, "div"), [buf], (1, 1, 1), (4, 1, 1))
     import platform
-    if platform.machine() in ("x86_64", "AMD64"):
-        with pytest.raises(MetalRuntimeError, match="kernel 'div' faulted with SIGFPE"):
+    if device.info.kind != "metal" and platform.machine() in ("x86_64", "AMD64"):
+        with pytest.raises(MetalRuntimeError, match="kernel 'div'.*faulted with SIGFPE"):
             queue.wait()
-    else:  # arm64 division by zero gives 0 without a trap
+    else:  # MSL: an unspecified value; arm64 and Apple GPUs give one without a trap
         queue.wait()
 
 
+@CPU_ENGINE
 def test_divergent_barrier_fails_instead_of_hanging(device, queue):
     src = HEADER + """
 kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
@@ -137,17 +147,21 @@ kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_thre
     queue.wait()
 
 
+@CPU_ENGINE
 def test_stack_overflow_in_a_fiber_is_caught(device, queue):
+    # A 512 KB local array on a fiber's stack, touched a page at a time from its top down, reaches the
+    # guard page (MSL has no recursion, so a big frame is how a kernel overflows).
     src = HEADER + """
-int deep(int n) { volatile int pad[256]; pad[0] = n; return n == 0 ? pad[0] : deep(n - 1) + pad[0]; }
 kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
     threadgroup_barrier(mem_flags::mem_none);
-    x[tid] = deep(x[tid] + 1000000);
+    volatile int pad[131072];
+    for (int k = 131071; k >= 0; k -= 1024) pad[k] = k;
+    x[tid] = pad[tid];
 }
 """
     buf = device.new_buffer(4 * 32)
     launch(queue, device.compile(src, "rec"), [buf], (1, 1, 1), (32, 1, 1))
-    with pytest.raises(MetalRuntimeError, match="kernel 'rec' faulted with SIGSEGV"):
+    with pytest.raises(MetalRuntimeError, match="kernel 'rec'.*faulted with SIGSEGV"):
         queue.wait()
 
 
@@ -191,6 +205,7 @@ def test_a_missing_parameter_is_refused(device):
         device.compile(ABI_KERNEL, "scaled", params=abi_params()[:2])
 
 
+@pytest.mark.devices("cpu")  # a compile-time check of the CPU device's glue
 def test_an_argument_struct_of_another_size_than_the_host_packs_is_refused(device):
     wrong = rt.KernelParam(rt.PARAM_ARGUMENT_BLOCK, 1, 12, "constant args_t&", "args")
     with pytest.raises(KernelCompilationError, match="not the 12 bytes the host packs"):

@@ -79,6 +79,17 @@ typedef struct nm_cpu_kernel {
 /* Resolves the entry points in a dlopen'ed kernel object. 0 on success, else message in err. */
 int nm_cpu_kernel_bind(void *dl_handle, nm_cpu_kernel *k, char *err, size_t errlen);
 
+/* Runs one dispatch to completion on the calling thread and the worker pool. threadgroup_lengths[i] is the
+   byte length of [[threadgroup(i)]] for i < threadgroup_count. Returns 0, or 1 with what failed (a fault,
+   a divergent barrier) in err, without the kernel's name. */
+int nm_cpu_run_dispatch(const nm_cpu_kernel *kernel, const nm_launch *launch, const uint32_t *threadgroup_lengths,
+                        uint32_t threadgroup_count, char *err, size_t errlen);
+
+/* Binds address to [[buffer(slot)]] (slot < 31, checked by the caller's validation). */
+static inline void nm_launch_bind_buffer(nm_launch *launch, uint32_t slot, void *address) {
+    if (slot < 31) launch->buffers[slot] = address;
+}
+
 /* ---- CPU executor ---- */
 #define NM_WORK_DISPATCH 1
 #define NM_WORK_COPY 2
@@ -113,6 +124,30 @@ typedef struct nm_work {
     uint64_t other_id;
     _Alignas(16) unsigned char arg_inline[NM_WORK_INLINE_ARGS];
 } nm_work;
+
+/* Typed access to a work item's arrays (Swift sees C arrays as tuples). */
+/* Keeps object (a retained runtime object) until the work completes; at most 33 per item. */
+static inline int nm_work_keep(nm_work *w, void *object) {
+    if (w->ref_count >= sizeof w->refs / sizeof w->refs[0]) return -1;
+    w->refs[w->ref_count++] = object;
+    return 0;
+}
+/* Sets the byte length of [[threadgroup(slot)]] (slot < 31) and raises tg_count to cover it. */
+static inline void nm_work_set_threadgroup_length(nm_work *w, uint32_t slot, uint32_t length) {
+    if (slot >= 31) return;
+    w->tg_lengths[slot] = length;
+    if (w->tg_count < slot + 1) w->tg_count = slot + 1;
+}
+/* Copies a NUL-terminated label, truncated to the field. */
+static inline void nm_work_set_label(nm_work *w, const char *label) {
+    size_t i = 0;
+    for (; label[i] && i + 1 < sizeof w->label; i++) w->label[i] = label[i];
+    w->label[i] = 0;
+}
+/* Where a dispatch's argument block of length bytes is copied to: inline, or NULL when it needs arg_heap. */
+static inline void *nm_work_inline_arguments(nm_work *w, uint32_t length) {
+    return length <= NM_WORK_INLINE_ARGS ? (void *)w->arg_inline : NULL;
+}
 
 /* release_ref is called (on the executor thread) for every refs[] entry once its work completed. */
 nm_cq *nm_cq_new(void (*release_ref)(void *));

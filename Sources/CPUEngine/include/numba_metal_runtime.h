@@ -16,7 +16,10 @@
  *  - All calls are safe to make from several threads at once.
  *  - Two device kinds sit behind this ABI: Apple's Metal (macOS) and the CPU
  *    reference device, which compiles the same MSL with clang and a strict
- *    Metal shim. Both answer the same calls the same way.
+ *    Metal shim. Both answer the same calls the same way. Where Metal does not
+ *    exist, a third kind, the simulated Metal device, runs the Metal backend's
+ *    own code against a model of Apple's Metal API (documented behaviour, CPU
+ *    execution); it is opened only by asking for it (nm_device_count()).
  */
 #ifndef NUMBA_METAL_RUNTIME_H
 #define NUMBA_METAL_RUNTIME_H
@@ -30,7 +33,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 2
+#define NM_ABI_VERSION 3
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -47,6 +50,7 @@ typedef int32_t nm_status;
 
 #define NM_DEVICE_METAL 1
 #define NM_DEVICE_CPU 2
+#define NM_DEVICE_METAL_SIM 3               /* the Metal backend on the simulated Metal API (never a GPU) */
 
 typedef struct nm_device nm_device;
 typedef struct nm_buffer nm_buffer;
@@ -74,8 +78,13 @@ typedef struct {
     uint64_t dispatches;
 } nm_device_stats;
 
+/* Math modes (nm_compile_options.fast_math), as Metal's MTLMathMode + MTLMathFloatingPointFunctions. */
+#define NM_MATH_SAFE 0      /* .safe + .precise: IEEE-like, no reassociation or contraction */
+#define NM_MATH_RELAXED 1   /* .relaxed + .fast: fast-math optimisations that keep Inf and NaN */
+#define NM_MATH_FAST 2      /* .fast + .fast: also assumes no Inf or NaN (their handling is undefined) */
+
 typedef struct {
-    uint32_t fast_math;          /* 0: safe math + precise functions; 1: fast math */
+    uint32_t fast_math;          /* the math mode: NM_MATH_SAFE, NM_MATH_RELAXED or NM_MATH_FAST */
     uint32_t language_version;   /* MSL version times 100 (e.g. 300 for 3.0); 0 = device default */
 } nm_compile_options;
 
@@ -129,7 +138,11 @@ const char *nm_last_error(void);            /* this thread's message for its las
 uint64_t nm_now_ns(void);                   /* host monotonic clock, the base of work timestamps */
 
 /* ---- devices ---- */
-int32_t nm_device_count(void);              /* Metal devices first, then the CPU reference device */
+int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (Apple family 7 and later,
+                                               SIMD width 32), then the CPU reference device. Index
+                                               nm_device_count() is the simulated Metal device: never
+                                               counted, it exists only for whoever asks for it by that index
+                                               (NM_ERR_UNAVAILABLE where Metal exists) */
 nm_status nm_device_get_info(int32_t index, nm_device_info *out);
 nm_status nm_device_open(int32_t index, nm_device **out);
 void nm_device_release(nm_device *device);
@@ -177,6 +190,27 @@ nm_status nm_queue_query(nm_queue *queue, uint64_t work_id, int32_t *done);
                                             /* work_id 0: all work issued so far (flush first) */
 nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start_ns, uint64_t *end_ns);
                                             /* device start/end of completed work, in nm_now_ns's base */
+
+/* ---- the simulated Metal device (NM_DEVICE_METAL_SIM; other devices answer NM_ERR_UNAVAILABLE) ---- */
+#define NM_SIM_FAIL_NEXT_COMMAND_BUFFER 1     /* the next command buffer committed fails as after a GPU page
+                                                 fault: none of its commands run, nor its encoded signals */
+#define NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER 2 /* the GPU watchdog kills the next command buffer committed */
+#define NM_SIM_HOLD_GPU 3                     /* value 1: the GPU starts no more command buffers; 0: resumes */
+
+typedef struct {
+    uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */
+    uint64_t autoreleased_without_pool;    /* objects autoreleased where no autorelease pool was in place:
+                                              leaked until their thread exits */
+    uint64_t uncompleted_command_buffers;  /* created and not yet completed, over all queues */
+    uint64_t peak_uncompleted_command_buffers; /* the most any one queue had at once */
+    uint64_t failed_command_buffers;
+    uint32_t last_math_mode;               /* the MTLCompileOptions of the last makeLibrary: MTLMathMode */
+    uint32_t last_math_functions;          /* MTLMathFloatingPointFunctions */
+    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100 */
+} nm_sim_stats;
+
+nm_status nm_sim_control(nm_device *device, uint32_t action, uint64_t value);
+nm_status nm_sim_get_stats(nm_device *device, nm_sim_stats *out);
 
 /* END CDEF */
 

@@ -10,13 +10,15 @@ import CPUEngine
 
 // MARK: - Device
 
-/// The CPU reference device (always the last device index).
+/// The CPU reference device (the last device index before the simulated one).
 final class CPUDevice: Device {
+    let info: nm_device_info
+    let stats = Counters(count: DeviceStat.allCases.count)
     /// The kernel compiler and object cache.
     let compiler = KernelCompiler()
 
     /// Creates the device.
-    init() { super.init(info: CPUDevice.describe()) }
+    init() { info = CPUDevice.describe() }
 
     /// The fixed description: Metal's limits, the host's page size and ~75% of RAM as working set.
     static func describe() -> nm_device_info {
@@ -37,23 +39,26 @@ final class CPUDevice: Device {
     }
 
     /// Zero-filled page-aligned host memory.
-    override func makeBuffer(length: UInt64) throws -> Buffer { try CPUBuffer(device: self, length: length) }
+    func makeBuffer(length: UInt64) throws -> Buffer {
+        let mapping = try HostMapping(length: length)
+        return Buffer(device: self, contents: mapping.base, length: length, storage: mapping)
+    }
 
     /// Caller memory, page-aligned as on Metal.
-    override func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
+    func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
-        return CPUBuffer(device: self, wrapping: host, length: length)
+        return Buffer(device: self, contents: host, length: length, storage: nil)
     }
 
     /// Compiles with clang (or finds the object in a cache).
-    override func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
+    func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
         let compiled = try compiler.compile(source: source, kernelName: name, options: options, abi: abi)
-        stats.add(compiled.compiled ? Stat.pipelinesCompiled.rawValue : Stat.pipelinesFromCache.rawValue, 1)
+        stats.add(compiled.compiled ? DeviceStat.pipelinesCompiled.rawValue : DeviceStat.pipelinesFromCache.rawValue, 1)
         return CPUPipeline(device: self, kernel: compiled.kernel, fromCache: !compiled.compiled, compileNs: compiled.nanoseconds)
     }
 
     /// A queue with its own executor thread.
-    override func makeQueue() throws -> Queue { try CPUQueue(cpuDevice: self) }
+    func makeQueue() throws -> any Queue { try CPUQueue(device: self) }
 }
 
 /// The host CPU's model name (Linux /proc/cpuinfo; sysctl on macOS), "unknown CPU" otherwise.
@@ -76,52 +81,51 @@ func cpuModelName() -> String {
 
 // MARK: - Buffers
 
-/// Host memory owned (zero-filled, page-aligned) or wrapped (caller-owned).
-final class CPUBuffer: Buffer {
-    /// Whether the memory is ours to unmap.
-    private let owned: Bool
-    /// Bytes mapped (whole pages) when owned.
+/// Zero-filled page-aligned host memory of the CPU device, unmapped when the last buffer using it goes.
+final class HostMapping {
+    /// The first byte.
+    let base: UnsafeMutableRawPointer
+    /// Bytes mapped (whole pages; one page for length 0).
     private let mappedLength: Int
 
-    /// A zero-filled buffer; length 0 gets one valid page.
-    init(device: Device, length: UInt64) throws {
+    /// Maps length bytes (at least one page).
+    init(length: UInt64) throws {
         let bytes = Int(max(length, 1))
         let mapped = (bytes + Int(hostPageSize) - 1) / Int(hostPageSize) * Int(hostPageSize)
         let p = mmap(nil, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0)
         guard let p, p != UnsafeMutableRawPointer(bitPattern: -1) else {  // MAP_FAILED
             throw RuntimeError.outOfMemory("could not allocate a buffer of \(length) bytes (mmap failed with errno \(errno))")
         }
-        owned = true
+        base = p
         mappedLength = mapped
-        super.init(device: device, contents: p, length: length)
     }
 
-    /// Wraps caller memory without a copy.
-    init(device: Device, wrapping host: UnsafeMutableRawPointer, length: UInt64) {
-        owned = false
-        mappedLength = 0
-        super.init(device: device, contents: host, length: length)
-    }
-
-    deinit { if owned { munmap(contents, mappedLength) } }
+    deinit { munmap(base, mappedLength) }
 }
 
 // MARK: - Pipelines
 
 /// A loaded kernel object and what its signature declares.
 final class CPUPipeline: Pipeline {
+    let device: any Device
+    let kernelName: String
+    let info: nm_pipeline_info
+    let bindings: KernelBindings
     /// The loaded kernel (entry points, fiber flag).
     let kernel: LoadedKernel
 
     /// Creates the pipeline over a loaded kernel.
-    init(device: Device, kernel: LoadedKernel, fromCache: Bool, compileNs: UInt64) {
+    init(device: any Device, kernel: LoadedKernel, fromCache: Bool, compileNs: UInt64) {
+        self.device = device
         self.kernel = kernel
+        kernelName = kernel.name
+        bindings = KernelBindings(kernel.analysis.parameters)
         var info = nm_pipeline_info()
         info.max_total_threads_per_threadgroup = min(1024, kernel.analysis.maxTotalThreadsPerThreadgroup ?? 1024)
         info.thread_execution_width = 32
         info.static_threadgroup_memory = kernel.entry.pointee.static_threadgroup_bytes
         info.from_cache = fromCache ? 1 : 0
         info.compile_ns = compileNs
-        super.init(device: device, kernelName: kernel.name, info: info)
+        self.info = info
     }
 }

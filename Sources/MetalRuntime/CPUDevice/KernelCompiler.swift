@@ -57,37 +57,63 @@ final class KernelCompiler {
     private var headers: [String: String] = [:]
 
     /// Flags for every kernel: Metal's rules as far as clang can impose them (see docs/limitations.md).
+    /// The C++ standard follows the MSL version (`languageStandard`).
     static let baseFlags: [String] = [
-        "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-nostdinc", "-fno-exceptions", "-fno-rtti",
+        "-x", "c++", "-O2", "-fPIC", "-shared", "-nostdinc", "-fno-exceptions", "-fno-rtti",
         "-fsigned-char", "-fwrapv", "-fno-strict-float-cast-overflow", "-fno-math-errno", "-fvisibility=hidden",
         "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-cl-single-precision-constant",
         "-Wno-unknown-attributes", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-ignored-attributes",
     ]
-    /// Safe math and precise functions (MTLMathMode.safe, .precise): no contraction, no fast math.
-    static let safeMathFlags: [String] = ["-ffp-contract=off", "-fno-fast-math"]
-    /// Fast math (without -ffast-math itself, which could link crtfastmath and change the host's FP mode).
-    static let fastMathFlags: [String] = ["-fno-honor-nans", "-fno-honor-infinities", "-fno-signed-zeros",
-                                          "-freciprocal-math", "-ffp-contract=fast", "-fapprox-func"]
+
+    /// The MSL versions (times 100) the CPU device compiles; 0 in nm_compile_options means `defaultLanguageVersion`.
+    static let languageVersions: [UInt32] = [200, 210, 220, 230, 240, 300, 310, 320, 400, 410]
+    /// The version a request without one gets: the newest the Metal backend requests by number (MSL 3.2,
+    /// macOS 15), as Metal compiles with the newest version its OS has when none is set.
+    static let defaultLanguageVersion: UInt32 = 320
+
+    /// MSL before 4 is C++14-based, MSL 4 C++17-based (MSL specification §1.5).
+    static func languageStandard(_ version: UInt32) -> String { version >= 400 ? "-std=c++17" : "-std=c++14" }
+
+    /// The math modes of `nm_compile_options.fast_math`, as Apple's MTLMathMode and MTLMathFloatingPointFunctions
+    /// define them (MSL specification §1.6.3):
+    /// 0 safe: no value-changing transformation, precise functions. Contraction is off: the spec allows it within
+    ///   an expression ("FP contract on") but Apple's runtime compiler was measured not to fuse in safe mode, and
+    ///   the tests accept both.
+    /// 1 relaxed: reassociation, contraction across statements, no signed zeros, reciprocals, fast functions;
+    ///   NaN and infinity handled.
+    /// 2 fast: relaxed, and NaN and infinity assumed absent.
+    /// (-ffast-math itself is not used: it could link crtfastmath and change the host's floating-point mode.)
+    static let mathModeFlags: [[String]] = [
+        ["-ffp-contract=off", "-fno-fast-math"],
+        ["-fno-signed-zeros", "-freciprocal-math", "-fno-trapping-math", "-fassociative-math", "-ffp-contract=fast",
+         "-fapprox-func"],
+        ["-fno-signed-zeros", "-freciprocal-math", "-fno-trapping-math", "-fassociative-math", "-ffp-contract=fast",
+         "-fapprox-func", "-fno-honor-nans", "-fno-honor-infinities"],
+    ]
 
     /// Compiles (or finds) kernel `kernelName` of `source`.
     func compile(source: String, kernelName: String, options: nm_compile_options, abi: KernelABI?) throws -> CompileResult {
         let t0 = nm_clock_ns()
-        let version = options.language_version == 0 ? 300 : options.language_version
-        if version < 200 || version > 410 {
-            throw RuntimeError.invalid("language_version \(options.language_version) is not an MSL version this runtime knows "
-                + "(200..410, as the MSL version times 100, or 0 for the default)")
+        let version = options.language_version == 0 ? KernelCompiler.defaultLanguageVersion : options.language_version
+        guard KernelCompiler.languageVersions.contains(version) else {
+            throw RuntimeError.invalid("language_version \(options.language_version) is not an MSL version the CPU device knows: "
+                + "use one of " + KernelCompiler.languageVersions.map(String.init).joined(separator: ", ")
+                + " (the MSL version times 100), or 0 for the default (\(KernelCompiler.defaultLanguageVersion))")
+        }
+        guard Int(options.fast_math) < KernelCompiler.mathModeFlags.count else {
+            throw RuntimeError.invalid("fast_math \(options.fast_math) is not a math mode: use 0 (safe), 1 (relaxed) or 2 (fast)")
         }
         let memoKey = hex(sha256(Array("\(kernelName)\u{0}\(options.fast_math)\u{0}\(version)\u{0}\(abi?.key ?? "")\u{0}".utf8)
             + Array(source.utf8)))
         if let k = lock.locked({ loaded[memoKey] }) {
             return CompileResult(kernel: k, compiled: false, nanoseconds: nm_clock_ns() - t0)
         }
-        let analysis = try analyzeKernel(source: source, kernelName: kernelName)
+        let analysis = try analyzeKernel(source: source, kernelName: kernelName, languageVersion: version)
         try abi?.check(against: analysis.parameters, kernelName: kernelName)
         let (clang, identity) = try lock.locked { try toolchainLocked() }
         let (shimDir, shimDigest) = try lock.locked { try shimLocked() }
-        let flags = KernelCompiler.baseFlags + (options.fast_math != 0 ? KernelCompiler.fastMathFlags : KernelCompiler.safeMathFlags)
-            + ["-D__METAL_VERSION__=\(version)", "-D__NM_FAST_MATH=\(options.fast_math != 0 ? 1 : 0)"]
+        let flags = KernelCompiler.baseFlags + [KernelCompiler.languageStandard(version)]
+            + KernelCompiler.mathModeFlags[Int(options.fast_math)] + ["-D__METAL_VERSION__=\(version)"]
         let lines = source.utf8.reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
         let unit = "#line 1 \"kernel.metal\"\n" + analysis.rewrittenSource
             + generateGlue(kernelName: kernelName, analysis: analysis, sourceLineCount: lines,

@@ -1,7 +1,7 @@
 // MetalDevice.swift -- the Metal backend: devices, shared-storage buffers and compute pipelines, written
-// to Apple's Swift Metal API. On Linux it compiles against Sources/MetalSimulator, which mirrors every Apple
-// declaration used here, and MTLCopyAllDevices() returns no device. Nothing here has run on a Mac yet:
-// docs/limitations.md lists each assumption.
+// to Apple's Swift Metal API. On Linux it compiles against Sources/MetalSimulator, which declares the same
+// API with Metal's documented behaviour: there MTLCopyAllDevices() lists no GPU, and the simulated Metal
+// device (SimulatedGPU.swift) runs this very code. docs/limitations.md lists what has never run on a Mac.
 #if canImport(Metal)
 import Metal
 import Foundation
@@ -26,8 +26,10 @@ func describeMetalError(_ error: any Error) -> String {
 
 // MARK: - Device
 
-/// One Metal GPU.
+/// One Metal GPU (or the simulated one).
 final class MetalDevice: Device {
+    let info: nm_device_info
+    let stats = Counters(count: DeviceStat.allCases.count)
     /// The Metal device object.
     let mtl: any MTLDevice
     /// Guards `pipelines`.
@@ -35,24 +37,34 @@ final class MetalDevice: Device {
     /// Pipelines compiled in this process, by options, kernel name and source.
     private var pipelines: [String: MetalPipeline] = [:]
 
-    /// How many Metal devices exist.
-    static func deviceCount() -> Int { MTLCopyAllDevices().count }
+    /// The SIMD-group width numba-metal's generated code assumes (simd_* and shuffles, warp emulation).
+    static let requiredSIMDWidth = 32
 
-    /// The description of Metal device index.
+    /// Whether numba-metal can use a GPU: Apple family 7 or later (float atomics, SIMD-group reductions,
+    /// 32-wide SIMD groups). The AMD and Intel GPUs of Intel Macs are not offered.
+    static func isSupported(_ d: any MTLDevice) -> Bool { d.supportsFamily(.apple7) }
+
+    /// The Metal devices numba-metal can use.
+    static func usableDevices() -> [any MTLDevice] { MTLCopyAllDevices().filter(isSupported) }
+
+    /// How many usable Metal devices exist.
+    static func deviceCount() -> Int { usableDevices().count }
+
+    /// The description of usable Metal device index.
     static func info(index: Int) throws -> nm_device_info {
-        let all = MTLCopyAllDevices()
+        let all = usableDevices()
         guard index >= 0 && index < all.count else { throw RuntimeError.unavailable("no Metal device \(index)") }
-        return describe(all[index])
+        return describe(all[index], kind: NM_DEVICE_METAL)
     }
 
     /// Metal's answers, with the ABI's fixed limits (31 buffer slots, 4096 argument bytes).
-    static func describe(_ d: any MTLDevice) -> nm_device_info {
+    static func describe(_ d: any MTLDevice, kind: Int32) -> nm_device_info {
         var info = nm_device_info()
         copy(d.name, intoTuple: &info.name)
-        info.kind = NM_DEVICE_METAL
+        info.kind = kind
         info.max_threads_per_threadgroup = UInt32(d.maxThreadsPerThreadgroup.width)
         info.max_threadgroup_memory = UInt64(d.maxThreadgroupMemoryLength)
-        info.simd_width = 32  // every pipeline's threadExecutionWidth is the real value (measured 32 on Apple GPUs)
+        info.simd_width = UInt32(requiredSIMDWidth)  // every pipeline's threadExecutionWidth is checked against it
         info.unified_memory = d.hasUnifiedMemory ? 1 : 0
         info.recommended_working_set = d.recommendedMaxWorkingSetSize
         info.page_size = hostPageSize
@@ -61,50 +73,63 @@ final class MetalDevice: Device {
         return info
     }
 
-    /// Opens Metal device index.
+    /// Opens usable Metal device index.
     init(index: Int) throws {
-        let all = MTLCopyAllDevices()
+        let all = MetalDevice.usableDevices()
         guard index >= 0 && index < all.count else { throw RuntimeError.unavailable("no Metal device \(index)") }
         mtl = all[index]
-        super.init(info: MetalDevice.describe(mtl))
+        info = MetalDevice.describe(mtl, kind: NM_DEVICE_METAL)
+    }
+
+    /// Wraps a Metal device already checked by the caller (the simulated one).
+    init(mtl: any MTLDevice, kind: Int32) {
+        self.mtl = mtl
+        info = MetalDevice.describe(mtl, kind: kind)
     }
 
     /// A shared-storage MTLBuffer.
-    override func makeBuffer(length: UInt64) throws -> Buffer {
+    func makeBuffer(length: UInt64) throws -> Buffer {
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
         guard let b = mtl.makeBuffer(length: Int(max(length, 16)), options: .storageModeShared) else {
             throw RuntimeError.outOfMemory("Metal could not allocate a buffer of \(length) bytes (device working set "
                 + "\(info.recommended_working_set) bytes)")
         }
-        return MetalBuffer(device: self, mtl: b, length: length)
+        return Buffer(device: self, contents: b.contents(), length: length, storage: b)
     }
 
     /// An MTLBuffer over caller memory (bytesNoCopy).
-    override func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
+    func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
         // bytesNoCopy needs a page-aligned length too; the rest of the last page is mapped (same page).
         let mapped = (max(length, 1) + info.page_size - 1) / info.page_size * info.page_size
         guard let b = mtl.makeBuffer(bytesNoCopy: host, length: Int(mapped), options: .storageModeShared, deallocator: nil) else {
             throw RuntimeError.outOfMemory("Metal could not wrap \(length) bytes of host memory at \(host)")
         }
-        return MetalBuffer(device: self, mtl: b, length: length)
+        return Buffer(device: self, contents: host, length: length, storage: b)
     }
 
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
-    override func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> Pipeline {
+    func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
         let t0 = nm_clock_ns()
-        let key = "\(options.fast_math)/\(options.language_version)/\(name)/" + source
+        let key = "\(options.fast_math)/\(options.language_version)/\(name)/\(abi?.key ?? "")/" + source
         if let p = lock.locked({ pipelines[key] }) {
-            stats.add(Stat.pipelinesFromCache.rawValue, 1)
+            stats.add(DeviceStat.pipelinesFromCache.rawValue, 1)
             return MetalPipeline(reusing: p, compileNs: nm_clock_ns() - t0)
         }
-        let compileOptions = MTLCompileOptions()
-        if #available(macOS 15.0, iOS 18.0, *) {
-            compileOptions.mathMode = options.fast_math != 0 ? .fast : .safe
-            compileOptions.mathFloatingPointFunctions = options.fast_math != 0 ? .fast : .precise
+        // The slots the kernel declares: its compiler's ABI, which the MSL must match (as on the CPU device);
+        // for hand-written kernels, what the MSL reader finds (a source it does not follow is still Metal's
+        // to accept, unchecked here).
+        let readAs = options.language_version == 0 ? KernelCompiler.defaultLanguageVersion : options.language_version
+        let parameters: [KernelParameter]
+        if let abi {
+            try abi.check(against: try analyzeKernel(source: source, kernelName: name, languageVersion: readAs).parameters,
+                          kernelName: name)
+            parameters = abi.parameters
         } else {
-            compileOptions.fastMathEnabled = options.fast_math != 0
+            parameters = (try? analyzeKernel(source: source, kernelName: name, languageVersion: readAs))?.parameters ?? []
         }
+        let compileOptions = MTLCompileOptions()
+        MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
         if options.language_version != 0 {
             compileOptions.languageVersion = try MetalDevice.languageVersion(options.language_version)
         }
@@ -124,18 +149,48 @@ final class MetalDevice: Device {
         } catch {
             throw RuntimeError.compile("kernel '\(name)': " + describeMetalError(error))
         }
-        stats.add(Stat.pipelinesCompiled.rawValue, 1)
-        let p = MetalPipeline(device: self, name: name, state: state, fromCache: false, compileNs: nm_clock_ns() - t0)
+        if state.threadExecutionWidth != MetalDevice.requiredSIMDWidth {
+            throw RuntimeError.unavailable("kernel '\(name)': this GPU (\(mtl.name)) runs SIMD groups of \(state.threadExecutionWidth) "
+                + "threads, but numba-metal's generated code assumes \(MetalDevice.requiredSIMDWidth) (Apple GPUs of family 7 and "
+                + "later); run on an Apple-silicon Mac, or choose the CPU reference device (NUMBA_METAL_DEVICE=cpu)")
+        }
+        stats.add(DeviceStat.pipelinesCompiled.rawValue, 1)
+        let p = MetalPipeline(device: self, name: name, state: state, bindings: KernelBindings(parameters), fromCache: false,
+                              compileNs: nm_clock_ns() - t0)
         lock.locked { pipelines[key] = p }
         return p
     }
 
     /// A queue over a new MTLCommandQueue and MTLSharedEvent.
-    override func makeQueue() throws -> Queue {
-        guard let q = mtl.makeCommandQueue(), let event = mtl.makeSharedEvent() else {
+    func makeQueue() throws -> any Queue {
+        guard let q = mtl.makeCommandQueue(maxCommandBufferCount: MetalQueue.maxCommandBuffers), let event = mtl.makeSharedEvent() else {
             throw RuntimeError.outOfMemory("Metal could not create a command queue")
         }
         return MetalQueue(device: self, queue: q, event: event)
+    }
+
+    /// Sets NM_MATH_* on compile options. mathMode and mathFloatingPointFunctions exist from the macOS 15 SDK
+    /// (Xcode 16, whose Swift is 6.0: the compiler version stands in for the SDK's, which Swift cannot test)
+    /// and from macOS 15 at run time. Elsewhere fastMathEnabled is all there is: relaxed falls back to safe,
+    /// the mode that keeps its promise of Inf and NaN.
+    static func setMathMode(_ mode: Int32, on options: MTLCompileOptions) {
+        #if compiler(>=6.0)
+        if #available(macOS 15.0, *) {
+            switch mode {
+            case NM_MATH_FAST:
+                options.mathMode = .fast
+                options.mathFloatingPointFunctions = .fast
+            case NM_MATH_RELAXED:
+                options.mathMode = .relaxed
+                options.mathFloatingPointFunctions = .fast
+            default:
+                options.mathMode = .safe
+                options.mathFloatingPointFunctions = .precise
+            }
+            return
+        }
+        #endif
+        options.fastMathEnabled = mode == NM_MATH_FAST
     }
 
     /// MSL version times 100 to MTLLanguageVersion.
@@ -148,9 +203,11 @@ final class MetalDevice: Device {
         case 240: return .version2_4
         case 300: return .version3_0
         case 310:
-            if #available(macOS 14.0, iOS 17.0, *) { return .version3_1 }
+            if #available(macOS 14.0, *) { return .version3_1 }
         case 320:
-            if #available(macOS 15.0, iOS 18.0, *) { return .version3_2 }
+            #if compiler(>=6.0)  // the macOS 15 SDK (see setMathMode)
+            if #available(macOS 15.0, *) { return .version3_2 }
+            #endif
         default: break
         }
         throw RuntimeError.invalid("language_version \(v) is not an MSL version this Metal backend can request on this OS "
@@ -158,41 +215,35 @@ final class MetalDevice: Device {
     }
 }
 
-// MARK: - Buffers
-
-/// A shared-storage MTLBuffer.
-final class MetalBuffer: Buffer {
-    /// The Metal buffer.
-    let mtl: any MTLBuffer
-
-    /// Wraps a Metal buffer whose contents() is the host pointer.
-    init(device: Device, mtl: any MTLBuffer, length: UInt64) {
-        self.mtl = mtl
-        super.init(device: device, contents: mtl.contents(), length: length)
-    }
-}
-
 // MARK: - Pipelines
 
 /// A compute pipeline state.
 final class MetalPipeline: Pipeline {
+    let device: any Device
+    let kernelName: String
+    let info: nm_pipeline_info
+    let bindings: KernelBindings
     /// The pipeline state.
     let state: any MTLComputePipelineState
 
     /// A freshly compiled pipeline.
-    init(device: Device, name: String, state: any MTLComputePipelineState, fromCache: Bool, compileNs: UInt64) {
+    init(device: any Device, name: String, state: any MTLComputePipelineState, bindings: KernelBindings, fromCache: Bool,
+         compileNs: UInt64) {
+        self.device = device
+        kernelName = name
         self.state = state
+        self.bindings = bindings
         var info = nm_pipeline_info()
         info.max_total_threads_per_threadgroup = UInt32(state.maxTotalThreadsPerThreadgroup)
         info.thread_execution_width = UInt32(state.threadExecutionWidth)
         info.static_threadgroup_memory = UInt64(state.staticThreadgroupMemoryLength)
         info.from_cache = fromCache ? 1 : 0
         info.compile_ns = compileNs
-        super.init(device: device, kernelName: name, info: info)
+        self.info = info
     }
 
     /// The same pipeline state answered from this process's table.
     convenience init(reusing p: MetalPipeline, compileNs: UInt64) {
-        self.init(device: p.device, name: p.kernelName, state: p.state, fromCache: true, compileNs: compileNs)
+        self.init(device: p.device, name: p.kernelName, state: p.state, bindings: p.bindings, fromCache: true, compileNs: compileNs)
     }
 }

@@ -1,7 +1,17 @@
 // MetalQueue.swift -- one MTLCommandQueue per nm_queue. Dispatches are encoded into an open command buffer
-// and compute encoder, committed at flush/wait or every `commitEvery` dispatches; a completed handler
-// records status, error and GPU times per command buffer. Cross-queue waits use an MTLSharedEvent that each
-// queue signals with the last work id of every command buffer it commits.
+// and compute encoder, committed at flush/wait or every `dispatchesPerCommandBuffer` dispatches; a completed
+// handler records status, error and GPU times per command buffer. Cross-queue waits use an MTLSharedEvent
+// that each queue signals with the last work id of every command buffer it commits.
+//
+// Two locks, so that nothing a completed handler needs is ever held across a call into Metal that can
+// block: `encoding` serialises the client side (encoding, makeCommandBuffer(), commit()) and completed
+// handlers never take it; `state` holds what handlers update and is never held across a Metal call that
+// can block. makeCommandBuffer() blocks while all of the queue's 64 command buffers are uncompleted, so the
+// queue itself bounds committed command buffers to 63 (the 64th is the one being encoded).
+//
+// A command buffer that fails (a fault, the GPU watchdog) never runs its encoded signal: its handler sets
+// the event from the host instead, so that queues waiting for it are released, and each queue that waited
+// for failed work reports that failure at its next wait.
 #if canImport(Metal)
 import Metal
 import Foundation
@@ -14,292 +24,361 @@ import Glibc
 import Darwin
 #endif
 import CPUEngine
+import Locks
 
 /// An in-order Metal queue.
 final class MetalQueue: Queue, @unchecked Sendable {
+    /// Uncompleted command buffers the MTLCommandQueue allows (makeCommandQueue(maxCommandBufferCount:)).
+    static let maxCommandBuffers = 64
     /// Dispatches per command buffer before it is committed without waiting for a flush.
-    static let commitEvery = 64
+    static let dispatchesPerCommandBuffer = 64
     /// Completed work whose timestamps are kept.
     static let historyLength = 65_536
+    /// Failed command buffers remembered for the queues that waited on them.
+    static let failuresKept = 1024
 
+    let device: any Device
     /// The Metal command queue.
     private let queue: any MTLCommandQueue
     /// Signalled with the last work id of each committed command buffer.
     let event: any MTLSharedEvent
-    /// Guards everything below and signals completion.
-    private let state = Monitor()
 
-    // Guarded by `state`.
-    /// The open (uncommitted) command buffer.
-    private var commandBuffer: (any MTLCommandBuffer)? = nil
-    /// The open compute encoder of commandBuffer.
-    private var compute: (any MTLComputeCommandEncoder)? = nil
-    /// The open blit encoder of commandBuffer.
-    private var blit: (any MTLBlitCommandEncoder)? = nil
-    /// Dispatches in commandBuffer.
-    private var encodedDispatches = 0
-    /// Objects commandBuffer's work uses, kept until it completes.
-    private var retained: [AnyObject] = []
-    /// Kernel labels in commandBuffer (first 8), for error messages.
-    private var labels: [String] = []
-    /// First work id in commandBuffer.
-    private var firstID: UInt64 = 0
+    /// The command buffer being encoded and what it needs until it completes.
+    private struct OpenCommandBuffer {
+        let commandBuffer: any MTLCommandBuffer
+        var compute: (any MTLComputeCommandEncoder)? = nil
+        var blit: (any MTLBlitCommandEncoder)? = nil
+        /// First work id in it.
+        let firstID: UInt64
+        /// Dispatches in it.
+        var dispatches = 0
+        /// Objects its work uses, kept until it completes.
+        var kept: [AnyObject] = []
+        /// Kernel labels (first 8), for error messages.
+        var labels: [String] = []
+        /// Work of other queues it waits for.
+        var waits: [(queue: MetalQueue, id: UInt64)] = []
+    }
+
+    /// Serialises encoding and committing; completed handlers never take it.
+    private let encoding = Mutex()
+    /// Guarded by `encoding`.
+    private var open: OpenCommandBuffer? = nil
+
+    /// What completed handlers update; never held across a Metal call that can block.
+    private let state = Monitor()
+    // Guarded by `state`:
     /// Last work id handed out.
-    private var lastIssued: UInt64 = 0
-    /// Last work id in a committed command buffer.
-    private var committedThrough: UInt64 = 0
-    /// Last work id known complete.
+    private var issued: UInt64 = 0
+    /// Committed command buffers not yet completed.
+    private var inFlight = 0
+    /// Every id up to this one has completed.
     private var completedThrough: UInt64 = 0
+    /// Completed id ranges above completedThrough (command buffers need not complete in commit order).
+    private var completedAhead: [(first: UInt64, last: UInt64)] = []
     /// First failure since the last wait.
-    private var failure: String? = nil
+    private var firstFailure: String? = nil
+    /// Work of other queues that completed command buffers waited for and whose outcome those queues had not
+    /// recorded yet (a later command buffer's signal can release a waiter first); checked by the next wait.
+    private var waitedFor: [(queue: MetalQueue, id: UInt64)] = []
+    /// Recent failed ranges and their messages, for the queues that waited on them.
+    private var failedRanges: [(first: UInt64, last: UInt64, message: String)] = []
     /// Start/end times of recent work ids (ring).
     private var history = [(id: UInt64, start: UInt64, end: UInt64)](repeating: (0, 0, 0), count: MetalQueue.historyLength)
 
     /// Creates the queue over a Metal command queue.
-    init(device: Device, queue: any MTLCommandQueue, event: any MTLSharedEvent) {
+    init(device: any Device, queue: any MTLCommandQueue, event: any MTLSharedEvent) {
+        self.device = device
         self.queue = queue
         self.event = event
-        super.init(device: device)
     }
 
-    // MARK: encoding (state held)
+    // MARK: encoding (`encoding` held)
 
-    /// The open command buffer, created on demand.
-    private func openCommandBuffer() throws -> any MTLCommandBuffer {
-        if let cb = commandBuffer { return cb }
+    /// The open command buffer, created on demand once fewer than 63 committed ones are uncompleted.
+    private func openCommandBuffer() throws -> OpenCommandBuffer {
+        if let o = open { return o }
+        state.wait { inFlight < MetalQueue.maxCommandBuffers - 1 }
         guard let cb = queue.makeCommandBuffer() else { throw RuntimeError.outOfMemory("Metal could not create a command buffer") }
-        commandBuffer = cb
-        firstID = lastIssued + 1
-        return cb
+        let o = OpenCommandBuffer(commandBuffer: cb, firstID: state.locked { issued } + 1)
+        open = o
+        return o
     }
 
     /// Ends whichever encoder is open.
     private func endEncoders() {
-        compute?.endEncoding()
-        compute = nil
-        blit?.endEncoding()
-        blit = nil
+        open?.compute?.endEncoding()
+        open?.compute = nil
+        open?.blit?.endEncoding()
+        open?.blit = nil
     }
 
     /// The open compute encoder, created on demand.
     private func computeEncoder() throws -> any MTLComputeCommandEncoder {
-        if let e = compute { return e }
+        if let e = try openCommandBuffer().compute { return e }
         endEncoders()
-        guard let e = try openCommandBuffer().makeComputeCommandEncoder() else {
+        guard let e = open!.commandBuffer.makeComputeCommandEncoder() else {
             throw RuntimeError.outOfMemory("Metal could not create a compute command encoder")
         }
-        compute = e
+        open!.compute = e
         return e
     }
 
     /// The open blit encoder, created on demand.
     private func blitEncoder() throws -> any MTLBlitCommandEncoder {
-        if let e = blit { return e }
+        if let e = try openCommandBuffer().blit { return e }
         endEncoders()
-        guard let e = try openCommandBuffer().makeBlitCommandEncoder() else {
+        guard let e = open!.commandBuffer.makeBlitCommandEncoder() else {
             throw RuntimeError.outOfMemory("Metal could not create a blit command encoder")
         }
-        blit = e
+        open!.blit = e
         return e
     }
 
     /// The next work id.
     private func issue() -> UInt64 {
-        lastIssued += 1
-        return lastIssued
+        state.locked {
+            issued += 1
+            return issued
+        }
     }
 
-    /// Commits the open command buffer (state held).
+    /// Commits the open command buffer, if any.
     private func commitLocked() {
-        guard let cb = commandBuffer else { return }
+        guard open != nil else { return }
         endEncoders()
-        let first = firstID, last = lastIssued
-        let kept = retained, names = labels
-        cb.label = names.first
+        let o = open!
+        open = nil
+        let first = o.firstID, last = state.locked { issued }
+        let cb = o.commandBuffer
+        cb.label = o.labels.first
         cb.encodeSignalEvent(event, value: last)
+        let kept = o.kept, names = o.labels, waits = o.waits
         cb.addCompletedHandler { [self] done in
-            let start = UInt64(max(0, done.gpuStartTime) * 1e9), end = UInt64(max(0, done.gpuEndTime) * 1e9)
-            var message: String? = nil
-            if done.status == .error {
-                let detail = done.error.map(describeMetalError) ?? "unknown GPU error"
-                let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
-                message = "kernel '\(names.first ?? "?")' failed on the GPU\(others): \(detail)"
-            }
-            state.update {
-                for id in first...max(first, last) where id <= last {
-                    history[Int(id % UInt64(MetalQueue.historyLength))] = (id, start, end)
-                }
-                completedThrough = max(completedThrough, last)
-                if failure == nil, let m = message { failure = m }
-            }
+            withAutoreleasePool { completed(done, first: first, last: last, names: names, waits: waits) }
             _ = kept
         }
+        state.locked { inFlight += 1 }
         cb.commit()
-        committedThrough = last
-        commandBuffer = nil
-        retained = []
-        labels = []
-        encodedDispatches = 0
     }
 
-    /// Flushes, then waits until everything issued so far has completed (state not held).
+    // MARK: completion (Metal's completion thread)
+
+    /// Records a finished command buffer: times, failure (its own, or that of other queues' work it waited
+    /// for: its results are then suspect too), and completion, which wakes waiters. A handler never waits for
+    /// another queue: work whose outcome is not known yet is left to the next wait.
+    private func completed(_ done: any MTLCommandBuffer, first: UInt64, last: UInt64, names: [String],
+                           waits: [(queue: MetalQueue, id: UInt64)]) {
+        let start = UInt64(max(0, done.gpuStartTime) * 1e9), end = UInt64(max(0, done.gpuEndTime) * 1e9)
+        var message: String? = nil
+        if done.status == .error {
+            let detail = done.error.map(describeMetalError) ?? "unknown GPU error"
+            let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
+            message = "kernel '\(names.first ?? "?")' failed on the GPU\(others): \(detail)"
+        }
+        var unresolved: [(queue: MetalQueue, id: UInt64)] = []
+        var upstream: String? = nil
+        for w in waits {
+            switch w.queue.outcome(of: w.id) {
+            case nil: unresolved.append(w)
+            case .some(nil): break
+            case .some(let failure?): upstream = upstream ?? MetalQueue.waitedForFailure(w.id, failure)
+            }
+        }
+        state.update {
+            for id in first...max(first, last) where id <= last {
+                history[Int(id % UInt64(MetalQueue.historyLength))] = (id, start, end)
+            }
+            markCompleted(first, last)
+            inFlight -= 1
+            if let m = message {
+                failedRanges.append((first, last, m))
+                if failedRanges.count > MetalQueue.failuresKept { failedRanges.removeFirst() }
+                if firstFailure == nil { firstFailure = m }
+            }
+            if firstFailure == nil { firstFailure = upstream }
+            waitedFor += unresolved
+        }
+        // Its encoded signal never ran: release the queues waiting for this work (values only grow).
+        if done.status == .error { event.signaledValue = last }
+    }
+
+    /// Marks [first, last] complete and advances completedThrough over what is now contiguous (state held).
+    private func markCompleted(_ first: UInt64, _ last: UInt64) {
+        completedAhead.append((first, last))
+        var advanced = true
+        while advanced {
+            advanced = false
+            if let i = completedAhead.firstIndex(where: { $0.first <= completedThrough + 1 }) {
+                completedThrough = max(completedThrough, completedAhead[i].last)
+                completedAhead.remove(at: i)
+                advanced = true
+            }
+        }
+    }
+
+    /// nil while work id has not completed; then its command buffer's failure, or .some(nil) if it succeeded.
+    private func outcome(of id: UInt64) -> String?? {
+        state.locked {
+            completedThrough >= id ? .some(failedRanges.last(where: { $0.first <= id && id <= $0.last })?.message) : nil
+        }
+    }
+
+    /// The failure a queue reports for having waited for failed work id of another queue.
+    private static func waitedForFailure(_ id: UInt64, _ failure: String) -> String {
+        "work on this stream waited for work \(id) of another stream, which failed, so its results may be wrong: \(failure)"
+    }
+
+    // MARK: host-side work
+
+    /// Flushes, then waits until everything issued so far has completed (`encoding` held when holdingEncoding).
     private func drain() {
-        let target = state.locked { () -> UInt64 in
+        let target = encoding.locked { () -> UInt64 in
             commitLocked()
-            return lastIssued
+            return state.locked { issued }
         }
         state.wait { completedThrough >= target }
     }
 
-    /// Completes an id that ran on the host (after draining), keeping ids in order.
+    /// Runs body on the host after all earlier work, as one completed work id.
     private func completeOnHost(_ body: () -> Void) -> UInt64 {
-        drain()
-        let start = nm_clock_ns()
-        body()
-        let end = nm_clock_ns()
-        var id: UInt64 = 0
-        state.update {
-            id = issue()
-            history[Int(id % UInt64(MetalQueue.historyLength))] = (id, start, end)
-            committedThrough = id
-            completedThrough = id
+        encoding.locked {
+            commitLocked()
+            let target = state.locked { issued }
+            state.wait { completedThrough >= target }
+            let start = nm_clock_ns()
+            body()
+            let end = nm_clock_ns()
+            let id = state.update { () -> UInt64 in
+                issued += 1
+                history[Int(issued % UInt64(MetalQueue.historyLength))] = (issued, start, end)
+                completedThrough = issued
+                return issued
+            }
             // Queues waiting for this id (encodeWaitForEvent) must see it complete too.
             event.signaledValue = id
+            return id
         }
-        return id
     }
 
     // MARK: operations
 
     /// Validates, then encodes into the open compute encoder.
-    override func dispatch(_ descPtr: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
-        let d = descPtr.pointee
-        guard let ph = d.pipeline else { throw RuntimeError.invalid("nm_queue_dispatch: the pipeline is NULL") }
-        guard let pipelineObject = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(ph)).takeUnretainedValue() as? Pipeline else {
-            throw RuntimeError.invalid("nm_queue_dispatch: the pipeline handle is not a pipeline")
-        }
-        guard let pipeline = pipelineObject as? MetalPipeline, pipeline.device === device else {
-            throw RuntimeError.invalid("kernel '\(dispatchLabel(d, pipelineObject))': the pipeline was compiled for another device")
-        }
-        try validateDispatch(d, pipeline: pipeline, device: device, label: dispatchLabel(d, pipeline))
-        let id: UInt64 = try state.locked {
+    func dispatch(_ desc: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
+        let d = try validateDispatch(desc, on: self, pipelines: MetalPipeline.self)
+        let pipeline = d.pipeline
+        return try encoding.locked {
             let enc = try computeEncoder()
             enc.setComputePipelineState(pipeline.state)
-            for i in 0..<Int(d.buffer_count) {
-                let b = Unmanaged<Buffer>.fromOpaque(UnsafeRawPointer(d.buffers![i]!)).takeUnretainedValue() as! MetalBuffer
-                enc.setBuffer(b.mtl, offset: Int(d.buffer_offsets![i]), index: Int(d.buffer_slots![i]))
-                retained.append(b)
+            for i in 0..<d.bufferCount {
+                let b = d.buffer(i)
+                enc.setBuffer(b.storage as? any MTLBuffer, offset: Int(d.offset(i)), index: Int(d.slot(i)))
+                open!.kept.append(b)
             }
-            if d.arg_length > 0 {
-                enc.setBytes(d.arg_bytes!, length: Int(d.arg_length), index: Int(d.arg_slot))
+            if let arguments = d.arguments {
+                enc.setBytes(arguments.baseAddress!, length: arguments.count, index: Int(d.argumentSlot))
             }
-            for i in 0..<Int(d.threadgroup_memory_count) where d.threadgroup_memory_lengths![i] > 0 {
-                enc.setThreadgroupMemoryLength((Int(d.threadgroup_memory_lengths![i]) + 15) & ~15, index: i)
+            for slot in 0..<d.threadgroupSlotCount {
+                let length = d.threadgroupLength(slot)
+                if length > 0 { enc.setThreadgroupMemoryLength(Int(length), index: slot) }
             }
             let g = d.groups, t = d.threads
             enc.dispatchThreadgroups(MTLSize(width: Int(g.0), height: Int(g.1), depth: Int(g.2)),
                                      threadsPerThreadgroup: MTLSize(width: Int(t.0), height: Int(t.1), depth: Int(t.2)))
-            retained.append(pipeline)
-            if labels.count < 8 { labels.append(dispatchLabel(d, pipeline)) }
+            open!.kept.append(pipeline)
+            if open!.labels.count < 8 { open!.labels.append(d.label) }
             let id = issue()
-            encodedDispatches += 1
-            if encodedDispatches >= MetalQueue.commitEvery { commitLocked() }
+            open!.dispatches += 1
+            if open!.dispatches >= MetalQueue.dispatchesPerCommandBuffer { commitLocked() }
             return id
         }
-        device.stats.add(Device.Stat.dispatches.rawValue, 1)
-        return id
     }
 
     /// A blit copy, or a host copy after earlier work when Metal's 4-byte rule is not met.
-    override func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
-        guard let s = src as? MetalBuffer, let t = dst as? MetalBuffer, s.device === device, t.device === device else {
-            throw RuntimeError.invalid("nm_queue_copy: a buffer belongs to another device")
-        }
-        try src.checkRange(offset: srcOffset, count: count, what: "nm_queue_copy source")
-        try dst.checkRange(offset: dstOffset, count: count, what: "nm_queue_copy destination")
-        if count > 0 && srcOffset % 4 == 0 && dstOffset % 4 == 0 && count % 4 == 0 {
-            return try state.locked {
-                try blitEncoder().copy(from: s.mtl, sourceOffset: Int(srcOffset), to: t.mtl, destinationOffset: Int(dstOffset), size: Int(count))
-                retained.append(s)
-                retained.append(t)
+    func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
+        if count > 0 && srcOffset % 4 == 0 && dstOffset % 4 == 0 && count % 4 == 0,
+           let s = src.storage as? any MTLBuffer, let t = dst.storage as? any MTLBuffer {
+            return try encoding.locked {
+                try blitEncoder().copy(from: s, sourceOffset: Int(srcOffset), to: t, destinationOffset: Int(dstOffset), size: Int(count))
+                open!.kept += [src, dst]
                 return issue()
             }
         }
         // macOS blits need offsets and sizes that are multiples of 4: copy on the host after earlier work.
-        return completeOnHost { if count > 0 { memmove(t.contents + Int(dstOffset), s.contents + Int(srcOffset), Int(count)) } }
+        return completeOnHost { if count > 0 { memmove(dst.contents + Int(dstOffset), src.contents + Int(srcOffset), Int(count)) } }
     }
 
     /// A blit fill, or a host memset after earlier work when Metal's 4-byte rule is not met.
-    override func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
-        guard let b = buffer as? MetalBuffer, b.device === device else {
-            throw RuntimeError.invalid("nm_queue_fill: the buffer belongs to another device")
-        }
-        try buffer.checkRange(offset: offset, count: count, what: "nm_queue_fill")
-        if count > 0 && offset % 4 == 0 && count % 4 == 0 {
-            return try state.locked {
-                try blitEncoder().fill(buffer: b.mtl, range: Int(offset)..<Int(offset + count), value: value)
-                retained.append(b)
+    func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
+        if count > 0 && offset % 4 == 0 && count % 4 == 0, let b = buffer.storage as? any MTLBuffer {
+            return try encoding.locked {
+                try blitEncoder().fill(buffer: b, range: Int(offset)..<Int(offset + count), value: value)
+                open!.kept.append(buffer)
                 return issue()
             }
         }
-        return completeOnHost { if count > 0 { memset(b.contents + Int(offset), Int32(value), Int(count)) } }
+        return completeOnHost { if count > 0 { memset(buffer.contents + Int(offset), Int32(value), Int(count)) } }
     }
 
     /// A work id in the open command buffer.
-    override func marker() throws -> UInt64 {
-        try state.locked {
+    func marker() throws -> UInt64 {
+        try encoding.locked {
             _ = try openCommandBuffer()
             return issue()
         }
     }
 
+    var lastIssued: UInt64 { state.locked { issued } }
+
     /// encodeWaitForEvent on the other queue's shared event.
-    override func waitFor(_ other: Queue, workID: UInt64) throws {
-        guard let o = other as? MetalQueue, o.device === device else {
-            throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device")
-        }
-        let issued = o.state.locked { o.lastIssued }
-        if workID == 0 || workID > issued {
-            throw RuntimeError.invalid("nm_queue_wait_for: work id \(workID) was never issued on the other queue")
-        }
-        if o === self { return }
-        // The other queue must have committed the command buffer holding workID, or we would wait forever.
-        let needsFlush = o.state.locked { o.committedThrough < workID }
-        if needsFlush { try o.flush() }
-        try state.locked {
+    func waitFor(_ other: any Queue, workID: UInt64) throws {
+        guard let o = other as? MetalQueue else { throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device") }
+        // The other queue must commit the command buffer holding workID, or we would wait forever.
+        try o.flush()
+        try encoding.locked {
             endEncoders()
-            try openCommandBuffer().encodeWaitForEvent(o.event, value: workID)
-            retained.append(o)
+            _ = try openCommandBuffer()
+            open!.commandBuffer.encodeWaitForEvent(o.event, value: workID)
+            open!.kept.append(o)
+            open!.waits.append((o, workID))
         }
     }
 
     /// Commits the open command buffer.
-    override func flush() throws { state.locked { commitLocked() } }
+    func flush() throws { encoding.locked { commitLocked() } }
 
-    /// Commits and waits; reports the first GPU failure since the last wait.
-    override func wait() throws {
+    /// Commits and waits; reports the first GPU failure since the last wait: this queue's own, or that of
+    /// other queues' work this queue waited for (then its later work ran on what the failed work left).
+    func wait() throws {
         drain()
-        let message = state.locked { () -> String? in
-            let m = failure
-            failure = nil
-            return m
+        let (own, waits) = state.locked { () -> (String?, [(queue: MetalQueue, id: UInt64)]) in
+            let r = (firstFailure, waitedFor)
+            firstFailure = nil
+            waitedFor = []
+            return r
         }
-        if let message { throw RuntimeError.execution(message) }
+        if let own { throw RuntimeError.execution(own) }
+        for w in waits {
+            w.queue.state.wait { w.queue.completedThrough >= w.id }
+            if case let failure?? = w.queue.outcome(of: w.id) {
+                throw RuntimeError.execution(MetalQueue.waitedForFailure(w.id, failure))
+            }
+        }
     }
 
     /// Whether workID's command buffer completed.
-    override func query(_ workID: UInt64) throws -> Bool {
+    func query(_ workID: UInt64) throws -> Bool {
         try state.locked {
-            if workID == 0 { return completedThrough >= lastIssued }  // all work issued so far
-            if workID > lastIssued { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
+            if workID == 0 { return completedThrough >= issued }  // all work issued so far
+            if workID > issued { throw RuntimeError.invalid("nm_queue_query: work id \(workID) was never issued on this queue") }
             return workID <= completedThrough
         }
     }
 
     /// The GPU start/end of workID's command buffer.
-    override func timestamps(_ workID: UInt64) throws -> (UInt64, UInt64) {
+    func timestamps(_ workID: UInt64) throws -> (UInt64, UInt64) {
         try state.locked {
-            if workID == 0 || workID > lastIssued {
+            if workID == 0 || workID > issued {
                 throw RuntimeError.invalid("nm_queue_timestamps: work id \(workID) was never issued on this queue")
             }
             if workID > completedThrough {
@@ -315,5 +394,5 @@ final class MetalQueue: Queue, @unchecked Sendable {
     }
 
     /// Commits and waits for everything.
-    override func close() { drain() }
+    func close() { drain() }
 }

@@ -1,0 +1,185 @@
+// SimulatedGPU.swift -- the simulated Metal device: the Metal backend (MetalDevice, MetalQueue) over
+// MetalSimulator's model of Apple's Metal API, whose compute dispatches run on the CPU device's engine
+// (this file registers it), so that the backend's own code runs, with real results, where Metal does not
+// exist. It is never listed as a GPU: nm_device_count() leaves it out and only its own index opens it.
+//
+// NUMBA_METAL_SIM_GPU chooses what the simulated GPU reports: `apple9` (default; Apple family 9, SIMD
+// width 32), `mac2` (an Intel Mac's AMD GPU: family Mac2 only, SIMD width 64: numba-metal must refuse it),
+// `apple7-simd64` (family Apple7 but pipelines 64 wide, which no Apple GPU is: the pipeline check must
+// refuse it).
+import CPUEngine
+#if canImport(Metal)
+
+extension MetalDevice {
+    /// The simulated device exists only where Metal does not.
+    static func describeSimulated() throws -> nm_device_info { throw MetalDevice.noSimulation }
+
+    /// The simulated device exists only where Metal does not.
+    convenience init(simulated: ()) throws { throw MetalDevice.noSimulation }
+
+    /// The simulated device exists only where Metal does not.
+    func control(_ action: UInt32, _ value: UInt64) throws { throw MetalDevice.noSimulation }
+
+    /// The simulated device exists only where Metal does not.
+    func simulationStatistics() -> nm_sim_stats { nm_sim_stats() }
+
+    private static var noSimulation: RuntimeError {
+        RuntimeError.unavailable("the simulated Metal device exists only in builds where Metal does not (Linux); use the Metal GPU")
+    }
+}
+
+#else
+#if canImport(Glibc)
+import Glibc
+#endif
+import MetalSimulator
+
+extension MetalDevice {
+    /// The profile NUMBA_METAL_SIM_GPU asks for.
+    static func simulatedProfile() throws -> MetalSimulation.Profile {
+        switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
+        case "apple9": return .apple9
+        case "mac2": return .mac2
+        case "apple7-simd64":
+            var p = MetalSimulation.Profile.apple9
+            p.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
+            p.families = [.apple7, .metal3]
+            p.threadExecutionWidth = 64
+            return p
+        case let other:
+            throw RuntimeError.invalid("NUMBA_METAL_SIM_GPU=\(other) is not a simulated GPU; use apple9, mac2 or apple7-simd64")
+        }
+    }
+
+    /// The simulated GPU of this process (made on first use, with the CPU engine registered).
+    private static let simulatedGPU: Result<any MTLDevice, RuntimeError> = {
+        do {
+            let profile = try simulatedProfile()
+            return .success(MetalSimulation.makeDevice(profile: profile, engine: CPUComputeEngine()))
+        } catch let e as RuntimeError {
+            return .failure(e)
+        } catch {
+            return .failure(RuntimeError.internal("\(error)"))
+        }
+    }()
+
+    /// The simulated GPU, refused as a real one would be when numba-metal cannot use it.
+    private static func usableSimulatedGPU() throws -> any MTLDevice {
+        let gpu = try simulatedGPU.get()
+        guard isSupported(gpu) else {
+            throw RuntimeError.unavailable("the simulated Metal device '\(gpu.name)' is not an Apple GPU of family 7 or later, which "
+                + "numba-metal's generated code needs (32-wide SIMD groups, float atomics); numba-metal does not offer such GPUs")
+        }
+        return gpu
+    }
+
+    /// The simulated device's description.
+    static func describeSimulated() throws -> nm_device_info {
+        describe(try usableSimulatedGPU(), kind: NM_DEVICE_METAL_SIM)
+    }
+
+    /// Opens the simulated device.
+    convenience init(simulated: ()) throws {
+        self.init(mtl: try MetalDevice.usableSimulatedGPU(), kind: NM_DEVICE_METAL_SIM)
+    }
+
+    /// nm_sim_control.
+    func control(_ action: UInt32, _ value: UInt64) throws {
+        switch Int32(action) {
+        case NM_SIM_FAIL_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.pageFault, into: mtl)
+        case NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.watchdog, into: mtl)
+        case NM_SIM_HOLD_GPU: MetalSimulation.setHeld(value != 0, device: mtl)
+        default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
+        }
+    }
+
+    /// nm_sim_get_stats.
+    func simulationStatistics() -> nm_sim_stats {
+        let s = MetalSimulation.statistics(of: mtl)
+        return nm_sim_stats(live_objects: UInt64(s.liveObjects), autoreleased_without_pool: UInt64(s.autoreleasedWithoutPool),
+                            uncompleted_command_buffers: UInt64(s.uncompletedCommandBuffers),
+                            peak_uncompleted_command_buffers: UInt64(s.peakUncompletedCommandBuffers),
+                            failed_command_buffers: UInt64(s.failedCommandBuffers),
+                            last_math_mode: UInt32(s.lastCompile?.mathMode.rawValue ?? 0),
+                            last_math_functions: UInt32(s.lastCompile?.mathFloatingPointFunctions.rawValue ?? 0),
+                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0))
+    }
+}
+
+/// The simulated GPU's compiler and executor: the CPU device's (clang with the Metal shim; threadgroups on
+/// the worker pool, work-items as fibers).
+final class CPUComputeEngine: MetalSimulation.ComputeEngine {
+    /// Compiles and caches kernel objects (the same disk cache as the CPU device).
+    private let compiler = KernelCompiler()
+
+    /// Compiles every kernel function of the source, so that compile errors surface here, as from Metal's
+    /// makeLibrary.
+    func compileLibrary(source: String, request: MetalSimulation.CompileRequest) throws -> [String] {
+        let names = kernelFunctionNames(source)
+        for name in names { _ = try load(source: source, name: name, request: request) }
+        return names
+    }
+
+    func makeKernel(source: String, name: String, request: MetalSimulation.CompileRequest) throws -> MetalSimulation.Kernel {
+        let kernel = try load(source: source, name: name, request: request)
+        let bindings = KernelBindings(kernel.analysis.parameters)
+        return MetalSimulation.Kernel(handle: kernel,
+                                      maxTotalThreadsPerThreadgroup: Int(kernel.analysis.maxTotalThreadsPerThreadgroup ?? 1024),
+                                      staticThreadgroupMemoryLength: Int(kernel.entry.pointee.static_threadgroup_bytes),
+                                      bufferIndices: (0..<31).filter { bindings.bufferSlots & (1 << UInt32($0)) != 0 },
+                                      threadgroupIndices: (0..<31).filter { bindings.threadgroupSlots & (1 << UInt32($0)) != 0 })
+    }
+
+    func run(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> String? {
+        let loaded = kernel.handle as! LoadedKernel
+        var launch = nm_launch()
+        for (slot, address) in dispatch.buffers.enumerated() where address != nil {
+            nm_launch_bind_buffer(&launch, UInt32(slot), address)
+        }
+        let g = dispatch.threadgroupsPerGrid, t = dispatch.threadsPerThreadgroup
+        launch.groups = (UInt32(g.width), UInt32(g.height), UInt32(g.depth))
+        launch.threads = (UInt32(t.width), UInt32(t.height), UInt32(t.depth))
+        let lengths = dispatch.threadgroupMemoryLengths.map { UInt32($0) }
+        var err = [CChar](repeating: 0, count: 1024)
+        let failed = lengths.withUnsafeBufferPointer { nm_cpu_run_dispatch(loaded.entry, &launch, $0.baseAddress, UInt32($0.count), &err, err.count) }
+        return failed == 0 ? nil : "Execution of the command buffer was aborted due to an error during execution: "
+            + String(cString: err) + " [simulated GPU]"
+    }
+
+    /// The kernel `name` compiled for the request's math mode and MSL version.
+    private func load(source: String, name: String, request: MetalSimulation.CompileRequest) throws -> LoadedKernel {
+        let mode: Int32
+        switch request.mathMode {
+        case .fast: mode = NM_MATH_FAST
+        case .relaxed: mode = NM_MATH_RELAXED
+        case .safe: mode = NM_MATH_SAFE
+        }
+        let options = nm_compile_options(fast_math: UInt32(mode), language_version: UInt32(request.languageVersion))
+        do {
+            return try compiler.compile(source: source, kernelName: name, options: options, abi: nil).kernel
+        } catch let e as RuntimeError {
+            throw MetalSimulation.CompileFailure(log: e.message)
+        }
+    }
+}
+
+/// The names of the kernel functions a source defines (`kernel void name(` or `[[kernel]] void name(`).
+func kernelFunctionNames(_ source: String) -> [String] {
+    let s = Array(source.utf8)
+    let tokens = tokenize(s)
+    func text(_ i: Int) -> String { String(decoding: s[tokens[i].start..<tokens[i].end], as: UTF8.self) }
+    var names: [String] = []
+    var i = 0
+    while i < tokens.count {
+        if tokens[i].kind == .identifier && text(i) == "kernel" {
+            var j = i + 1
+            while j < tokens.count && text(j) == "]" { j += 1 }  // [[kernel]]
+            if j + 2 < tokens.count && text(j) == "void" && tokens[j + 1].kind == .identifier && text(j + 2) == "(" {
+                names.append(text(j + 1))
+            }
+        }
+        i += 1
+    }
+    return names
+}
+#endif

@@ -1,0 +1,207 @@
+// SimulatedDevice.swift -- MTLDevice, MTLBuffer, MTLLibrary, MTLFunction and MTLComputePipelineState with
+// Metal's documented behaviour: shared-storage buffers (zero-filled; bytesNoCopy needs page-aligned memory
+// and length), compiles through the registered compute engine, and Objective-C's ownership rules
+// (`new...` methods return +1 objects, so nothing here is autoreleased).
+// Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
+#if !canImport(Metal)
+#if canImport(Glibc)
+import Glibc
+#endif
+import Locks
+
+/// The simulated GPU.
+final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
+    /// What it reports.
+    let profile: MetalSimulation.Profile
+    /// Compiles and runs kernels.
+    let engine: any MetalSimulation.ComputeEngine
+    /// Guards faults, hold and counters.
+    let lock = Monitor()
+    /// Faults for the next committed command buffers, in order (guarded by lock).
+    private var faults: [MetalSimulation.Fault] = []
+    /// Whether the GPU starts no command buffer (guarded by lock).
+    private var held = false
+    /// Uncompleted command buffers over all queues, the peak of one queue, failures (guarded by lock).
+    private var uncompleted = 0, peak = 0, failed = 0
+    /// The last makeLibrary's options (guarded by lock).
+    private var lastCompile: MetalSimulation.CompileRequest? = nil
+
+    init(profile: MetalSimulation.Profile, engine: any MetalSimulation.ComputeEngine) {
+        self.profile = profile
+        self.engine = engine
+    }
+
+    var name: String { profile.name }
+    var maxThreadsPerThreadgroup: MTLSize { MTLSize(width: profile.maxThreadsPerThreadgroup, height: profile.maxThreadsPerThreadgroup, depth: 64) }
+    var maxThreadgroupMemoryLength: Int { profile.maxThreadgroupMemoryLength }
+    var hasUnifiedMemory: Bool { true }
+    var recommendedMaxWorkingSetSize: UInt64 { profile.recommendedMaxWorkingSetSize }
+    func supportsFamily(_ gpuFamily: MTLGPUFamily) -> Bool { profile.families.contains(gpuFamily) }
+
+    func makeBuffer(length: Int, options: MTLResourceOptions) -> (any MTLBuffer)? {
+        if length <= 0 {
+            validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
+            return nil
+        }
+        return SimBuffer(device: self, length: length)
+    }
+
+    func makeBuffer(bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
+                    deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?) -> (any MTLBuffer)? {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        if Int(bitPattern: pointer) % page != 0 || length <= 0 || length % page != 0 {
+            validationFailure("makeBuffer(bytesNoCopy:length:options:deallocator:): the pointer (\(pointer)) must be "
+                + "page-aligned and the length (\(length)) a non-zero multiple of the page size (\(page))")
+            return nil
+        }
+        return SimBuffer(device: self, wrapping: pointer, length: length, deallocator: deallocator)
+    }
+
+    func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary {
+        let request = SimDevice.request(options ?? MTLCompileOptions())
+        lock.locked { lastCompile = request }
+        let names = try engine.compileLibrary(source: source, request: request)
+        return SimLibrary(device: self, source: source, request: request, functionNames: names)
+    }
+
+    func makeComputePipelineState(function: any MTLFunction) throws -> any MTLComputePipelineState {
+        guard let f = function as? SimFunction, f.library.device === self else {
+            validationFailure("makeComputePipelineState(function:): the function belongs to another device")
+            throw MetalSimulation.CompileFailure(log: "the function belongs to another device")
+        }
+        let kernel = try engine.makeKernel(source: f.library.source, name: f.name, request: f.library.request)
+        return SimPipelineState(device: self, kernel: kernel)
+    }
+
+    func makeCommandQueue() -> (any MTLCommandQueue)? { makeCommandQueue(maxCommandBufferCount: 64) }
+
+    func makeCommandQueue(maxCommandBufferCount: Int) -> (any MTLCommandQueue)? {
+        SimCommandQueue(device: self, maxCommandBufferCount: maxCommandBufferCount)
+    }
+
+    func makeSharedEvent() -> (any MTLSharedEvent)? { SimSharedEvent() }
+
+    /// The engine's view of compile options (mathMode and the language version as numbers).
+    static func request(_ options: MTLCompileOptions) -> MetalSimulation.CompileRequest {
+        let v = options.languageVersion.rawValue
+        return MetalSimulation.CompileRequest(mathMode: MTLMathMode(rawValue: options.mathModeRaw)!,
+                                              mathFloatingPointFunctions: MTLMathFloatingPointFunctions(rawValue: options.functionsRaw)!,
+                                              languageVersion: Int(v >> 16) * 100 + Int(v & 0xffff) * 10)
+    }
+
+    // MARK: simulation state
+
+    func inject(_ fault: MetalSimulation.Fault) { lock.locked { faults.append(fault) } }
+
+    /// The fault for a command buffer being committed, if one was injected.
+    func takeFault() -> MetalSimulation.Fault? {
+        lock.locked { faults.isEmpty ? nil : faults.removeFirst() }
+    }
+
+    func setHeld(_ value: Bool) { lock.update { held = value } }
+
+    /// Blocks a GPU thread while the device is held.
+    func waitWhileHeld() { _ = lock.wait(until: { !held }) }
+
+    /// A queue's uncompleted count changed by delta (its count is now `now`).
+    func countUncompleted(_ delta: Int, queueNow now: Int) {
+        lock.locked {
+            uncompleted += delta
+            peak = max(peak, now)
+        }
+    }
+
+    func countFailure() { lock.locked { failed += 1 } }
+
+    func counters() -> (uncompleted: Int, peak: Int, failed: Int, lastCompile: MetalSimulation.CompileRequest?) {
+        lock.locked { (uncompleted, peak, failed, lastCompile) }
+    }
+}
+
+// MARK: - Buffers
+
+/// A shared-storage buffer: zero-filled page-aligned memory, or the caller's memory (bytesNoCopy).
+final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
+    let device: SimDevice
+    let length: Int
+    /// The memory.
+    private let base: UnsafeMutableRawPointer
+    /// For wrapped memory: what to call when the buffer is released; nil for owned memory.
+    private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
+    private let owned: Bool
+
+    init(device: SimDevice, length: Int) {
+        var p: UnsafeMutableRawPointer? = nil
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        if posix_memalign(&p, page, length) != 0 || p == nil { fatalError("MetalSimulator: out of memory for a \(length)-byte buffer") }
+        memset(p!, 0, length)
+        self.device = device
+        self.length = length
+        base = p!
+        deallocator = nil
+        owned = true
+    }
+
+    init(device: SimDevice, wrapping pointer: UnsafeMutableRawPointer, length: Int,
+         deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?) {
+        self.device = device
+        self.length = length
+        base = pointer
+        self.deallocator = deallocator
+        owned = false
+    }
+
+    deinit {
+        if owned { free(base) } else { deallocator?(base, length) }
+    }
+
+    func contents() -> UnsafeMutableRawPointer { base }
+}
+
+// MARK: - Libraries and pipelines
+
+/// A compiled source and the kernel functions it defines.
+final class SimLibrary: SimObject, MTLLibrary, @unchecked Sendable {
+    let device: SimDevice
+    let source: String
+    let request: MetalSimulation.CompileRequest
+    let functionNames: [String]
+
+    init(device: SimDevice, source: String, request: MetalSimulation.CompileRequest, functionNames: [String]) {
+        self.device = device
+        self.source = source
+        self.request = request
+        self.functionNames = functionNames
+    }
+
+    func makeFunction(name: String) -> (any MTLFunction)? {
+        functionNames.contains(name) ? SimFunction(library: self, name: name) : nil
+    }
+}
+
+/// A kernel function of a library.
+final class SimFunction: SimObject, MTLFunction, @unchecked Sendable {
+    let library: SimLibrary
+    let name: String
+
+    init(library: SimLibrary, name: String) {
+        self.library = library
+        self.name = name
+    }
+}
+
+/// A compute pipeline: the engine's kernel and what Metal reports about it.
+final class SimPipelineState: SimObject, MTLComputePipelineState, @unchecked Sendable {
+    let device: SimDevice
+    let kernel: MetalSimulation.Kernel
+
+    init(device: SimDevice, kernel: MetalSimulation.Kernel) {
+        self.device = device
+        self.kernel = kernel
+    }
+
+    var maxTotalThreadsPerThreadgroup: Int { min(kernel.maxTotalThreadsPerThreadgroup, device.profile.maxThreadsPerThreadgroup) }
+    var threadExecutionWidth: Int { device.profile.threadExecutionWidth }
+    var staticThreadgroupMemoryLength: Int { kernel.staticThreadgroupMemoryLength }
+}
+#endif

@@ -1,0 +1,42 @@
+"""The CI workflow and the script of its macOS job: the workflow runs the scripts, and .ci/macos.sh works
+here, on Linux, up to its first macOS-only step (Apple's Metal compiler)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_workflow_runs_the_linux_and_macos_scripts():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    jobs = workflow["jobs"]
+    runs = {name: [s.get("run", "") for s in job["steps"]] for name, job in jobs.items()}
+    assert jobs["linux"]["runs-on"].startswith("ubuntu") and any(".ci/run" in r for r in runs["linux"])
+    assert jobs["macos"]["runs-on"].startswith("macos") and any(".ci/macos.sh" in r for r in runs["macos"])
+    assert "self-hosted" in jobs["gpu"]["runs-on"] and any(".ci/macos.sh" in r for r in runs["gpu"])
+    for script in (".ci/run", ".ci/macos.sh"):
+        assert os.access(ROOT / script, os.X_OK), script
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on a Mac the script goes on to Apple's compiler and the GPU")
+def test_macos_script_runs_here_up_to_the_first_macos_only_step(tmp_path):
+    env = dict(os.environ, NUMBA_METAL_CI_MSL_DIR=str(tmp_path / "msl"),
+               NUMBA_METAL_CI_TESTS="tests/runtime/test_kernels.py -k vector_add_matches_numpy")
+    res = subprocess.run(["bash", str(ROOT / ".ci" / "macos.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    out = res.stdout
+    assert res.returncode == 0, out[-4000:] + res.stderr[-4000:]
+    steps = [line[3:-3] for line in out.splitlines() if line.startswith("== ")]
+    assert steps == ["toolchain", "availability of Apple's API (Package.swift's deployment target)", "build (SwiftPM, release)",
+                     "collect the MSL the test suite compiles (CPU reference device)"], steps
+    assert "every use is within the deployment target or guarded" in out
+    assert "stopping before the first macOS-only step (Apple's Metal compiler)" in out
+    sources = list((tmp_path / "msl").glob("*.metal"))
+    assert sources and any("kernel void vadd" in s.read_text() for s in sources)
