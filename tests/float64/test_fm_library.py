@@ -31,12 +31,14 @@ def _text(name: str) -> str:
     return (COMPILER / name).read_text(encoding="utf-8")
 
 
-def _definitions(text: str):
-    out = {}
-    for result, name, params in _DEF.findall(text):
-        types = tuple(" ".join(p.split()[:-1]) for p in params.split(",")) if params.strip() else ()
-        out[name] = (result, types)
-    return out
+def _param_types(params: str) -> tuple[str, ...]:
+    """The types of a C parameter list (each parameter's words but its name)."""
+    return tuple(" ".join(p.split()[:-1]) for p in params.split(",") if p.strip())
+
+
+def _definitions(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """function name -> (result type, parameter types), for every definition in text."""
+    return {name: (result, _param_types(params)) for result, name, params in _DEF.findall(text)}
 
 
 def _defined_names(text: str) -> set[str]:
