@@ -200,8 +200,18 @@ def test_no_module_reads_another_modules_private_attributes():
 _NAMING_CALLS = {"Stub", "ModuleType", "type", "_no_metal_equivalent", "compile"}
 
 
+#: Literal text of an f-string that only forms a name: identifier characters, or a leading Python module
+#: qualifier (``f"nm_c64_{fn}"``, ``f"cmath.{fn}"``); MSL syntax needs punctuation these lack.
+_NAME_TEXT = re.compile(r"[A-Za-z0-9_]*")
+_QUALIFIER_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.")
+
+
 def _is_message_or_name(node, parents) -> bool:
     """True if an f-string is (part of) an error message, a repr or a name rather than emitted code."""
+    texts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+    if texts and all(_NAME_TEXT.fullmatch(t) or (k == 0 and isinstance(node.values[0], ast.Constant)
+                                       and _QUALIFIER_TEXT.fullmatch(t)) for k, t in enumerate(texts)):
+        return True
     child = node
     while child in parents:
         parent = parents[child]

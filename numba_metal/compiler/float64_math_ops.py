@@ -1,0 +1,106 @@
+"""The public entry points of the float64 math library (float64_math.metal), one row each.
+
+Data for the compiler's math table: a row names the MSL function, its parameter and result types as spelled
+in MSL (`nm_f64` is a float64 value, see float64_ops.py), the `//@@` section of float64_math.metal that
+defines it (its `requires:` closure spans float64.metal and float64_math.metal: `msl_sections` resolves it),
+the Python function it implements (what Numba's @njit computes on float64: C99 Annex F results, values
+instead of exceptions), and the maximum error in ulps measured against mpmath by the long run
+(tests/float64/fm_long_run.py; docs/math-accuracy.md has the inputs, the machine and the command). `ulp` is
+0.0 for functions that are exact (correctly rounded or exact by construction), and None where an error in
+ulps is not the measure (integer results, predicates, float ** int as Numba's repeated multiplication).
+tests/float64/test_fm_library.py checks that the rows and the MSL agree, and that docs/math-accuracy.md
+quotes these bounds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+
+class MathFunction(NamedTuple):
+    """One entry point of an MSL math library (this module's and complex_ops.py's rows)."""
+    name: str
+    params: tuple[str, ...]
+    result: str
+    section: str
+    python: str
+    ulp: float | None
+
+
+F64 = "nm_f64"
+_F = MathFunction
+
+FUNCTIONS: tuple[MathFunction, ...] = (
+    _F("nm_f64_exp", (F64,), F64, "fm_exp", "math.exp", 0.502),
+    _F("nm_f64_exp2", (F64,), F64, "fm_exp", "math.exp2", 0.502),
+    _F("nm_f64_expm1", (F64,), F64, "fm_exp", "math.expm1", 0.511),
+    _F("nm_f64_sinh", (F64,), F64, "fm_exp", "math.sinh", 0.503),
+    _F("nm_f64_cosh", (F64,), F64, "fm_exp", "math.cosh", 0.502),
+    _F("nm_f64_tanh", (F64,), F64, "fm_exp", "math.tanh", 0.506),
+    _F("nm_f64_log", (F64,), F64, "fm_log", "math.log", 0.500),
+    _F("nm_f64_log2", (F64,), F64, "fm_log", "math.log2", 0.500),
+    _F("nm_f64_log10", (F64,), F64, "fm_log", "math.log10", 0.500),
+    _F("nm_f64_log1p", (F64,), F64, "fm_log", "math.log1p", 0.500),
+    _F("nm_f64_pow", (F64, F64), F64, "fm_pow", "math.pow", 0.502),
+    _F("nm_f64_powi", (F64, "long"), F64, "fm_pow", "float ** int", None),
+    _F("nm_f64_sin", (F64,), F64, "fm_trig", "math.sin", 0.503),
+    _F("nm_f64_cos", (F64,), F64, "fm_trig", "math.cos", 0.503),
+    _F("nm_f64_tan", (F64,), F64, "fm_trig", "math.tan", 0.503),
+    _F("nm_f64_asin", (F64,), F64, "fm_atan", "math.asin", 0.510),
+    _F("nm_f64_acos", (F64,), F64, "fm_atan", "math.acos", 0.513),
+    _F("nm_f64_atan", (F64,), F64, "fm_atan", "math.atan", 0.505),
+    _F("nm_f64_atan2", (F64, F64), F64, "fm_atan", "math.atan2", 0.520),
+    _F("nm_f64_asinh", (F64,), F64, "fm_ahyp", "math.asinh", 0.501),
+    _F("nm_f64_acosh", (F64,), F64, "fm_ahyp", "math.acosh", 0.501),
+    _F("nm_f64_atanh", (F64,), F64, "fm_ahyp", "math.atanh", 0.502),
+    _F("nm_f64_cbrt", (F64,), F64, "fm_cbrt", "math.cbrt", 0.517),
+    _F("nm_f64_hypot", (F64, F64), F64, "fm_hypot", "math.hypot", 0.500),
+    _F("nm_f64_erf", (F64,), F64, "fm_erf", "math.erf", 0.503),
+    _F("nm_f64_erfc", (F64,), F64, "fm_erf", "math.erfc", 0.510),
+    _F("nm_f64_gamma", (F64,), F64, "fm_gamma", "math.gamma", 0.507),
+    _F("nm_f64_lgamma", (F64,), F64, "fm_gamma", "math.lgamma", 0.507),
+    _F("nm_f64_remainder", (F64, F64), F64, "fm_misc", "math.remainder", 0.0),
+    _F("nm_f64_modf", (F64,), "nm_f64_pair", "fm_misc", "math.modf", 0.0),
+    _F("nm_f64_degrees", (F64,), F64, "fm_misc", "math.degrees", None),
+    _F("nm_f64_radians", (F64,), F64, "fm_misc", "math.radians", None),
+    _F("nm_f64_isclose", (F64, F64, F64, F64, "bool"), "bool", "fm_misc", "np.isclose", None),
+)
+
+_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal")
+_HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every `//@@` section of float64.metal, float64_math.metal and complex.metal: name -> (requirements,
+    text); `mathlib` is the whole of mathlib.metal (the float32 math library, which has no sections)."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {
+        "mathlib": ((), (Path(__file__).parent / "mathlib.metal").read_text(encoding="utf-8"))}
+    for filename in _LIBRARIES:
+        text = (Path(__file__).parent / filename).read_text(encoding="utf-8")
+        heads = list(_HEADER.finditer(text))
+        for k, m in enumerate(heads):
+            end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+            out[m.group(1)] = (tuple((m.group(2) or "").split()), text[m.end() + 1:end])
+    return out
+
+
+def msl_sections(names) -> list[tuple[str, str]]:
+    """(section name, MSL text) for the sections `names` need, dependencies first, each once; sections of
+    float64.metal, float64_math.metal and complex.metal (and `mathlib`) may require one another."""
+    sections = _sections()
+    order: list[str] = []
+
+    def visit(name: str):
+        if name in order:
+            return
+        for dep in sections[name][0]:
+            visit(dep)
+        order.append(name)
+
+    for name in sorted(names):
+        visit(name)
+    return [(name, sections[name][1]) for name in order]
