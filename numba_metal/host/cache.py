@@ -227,7 +227,7 @@ def fingerprint(value) -> str:
 def _devfn_digest(devfn) -> str:
     """A device function's code digest and options."""
     options = getattr(devfn, "options", None)
-    fields = sorted(vars(options).items()) if options is not None else []
+    fields = sorted(options._asdict().items()) if options is not None else []
     return function_digest(devfn.py_func) + ":" + fingerprint(fields)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +27,7 @@ from . import device as _device
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 
 
-@dataclass(frozen=True)
-class JitOptions:
+class JitOptions(NamedTuple):
     """The options of one ``@metal.jit`` function (see :func:`~numba_metal.host.decorators.jit`)."""
 
     fastmath: bool = False
