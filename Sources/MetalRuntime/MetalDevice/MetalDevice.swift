@@ -87,6 +87,11 @@ final class MetalDevice: Device {
         info = MetalDevice.describe(mtl, kind: kind)
     }
 
+    /// A GPU's own watchdog ends long work; the simulated GPU's engine takes a limit as the CPU device does.
+    func setTimeLimit(_ nanoseconds: UInt64) throws { try setSimulatedTimeLimit(nanoseconds) }
+
+    var timeLimit: UInt64 { simulatedTimeLimit }
+
     /// A shared-storage MTLBuffer.
     func makeBuffer(length: UInt64) throws -> Buffer {
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
