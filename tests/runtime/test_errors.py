@@ -167,6 +167,27 @@ kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgr
     queue.wait()
 
 
+@CPU_ENGINE
+def test_stack_overflow_on_a_worker_thread_is_caught(device, queue):
+    # 16 MB of private memory per work-item, in a kernel without barriers: the CPU threads' stacks are 8 MB.
+    # Stack-clash protection makes the frame's first touch below the stack the guard page, never other memory.
+    src = HEADER + """
+kernel void big(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    volatile int pad[4194304];
+    for (int k = 0; k < 4194304; k += 1024) pad[k] = k;
+    x[i] = pad[i * 1024];
+}
+"""
+    buf = device.new_buffer(4 * 64)
+    for _ in range(3):
+        launch(queue, device.compile(src, "big"), [buf], (2, 1, 1), (32, 1, 1))
+        with pytest.raises(MetalRuntimeError, match="kernel 'big'.*overflowed the .* stack of the CPU thread"):
+            queue.wait()
+        launch(queue, device.compile(OK_KERNEL, "ok"), [buf], (1, 1, 1), (64, 1, 1))
+        queue.wait()
+        assert from_buffer(buf, np.int32, 64).tolist() == [i + 1 for i in range(64)]
+
+
 ABI_KERNEL = HEADER + """
 struct args_t { uint n; float scale; };
 kernel void scaled(device float* x [[buffer(0)]], constant args_t& args [[buffer(1)]],
