@@ -519,8 +519,8 @@ static void *watchdog_main(void *arg) {
                 due = j->last_signal + NM_RESIGNAL_NS;
             } else if (j->deadline && now >= j->deadline) {
                 char msg[256];
-                snprintf(msg, sizeof msg, "ran longer than the CPU device's time limit of %.3f s and was stopped "
-                         "(NUMBA_METAL_CPU_TIME_LIMIT_MS, or the device's time limit); its results are incomplete",
+                snprintf(msg, sizeof msg, "ran longer than its time limit of %.3f s and was stopped (the per-dispatch limit set by "
+                         "NUMBA_METAL_CPU_TIME_LIMIT_MS or the device's set_time_limit); its results are incomplete",
                          (double)j->control->time_limit_ns / 1e9);
                 job_interrupt(j, msg, 0);
                 due = j->last_signal + NM_RESIGNAL_NS;
