@@ -583,8 +583,10 @@ class Queue:
                     _raise(rc)
                 if done[0]:
                     return
-        except KeyboardInterrupt:
-            self.cancel()
+        except KeyboardInterrupt as interrupt:
+            if not self.cancel() and hasattr(interrupt, "add_note"):  # add_note: Python 3.11+
+                interrupt.add_note("numba-metal: a Metal GPU cannot stop work it was given; this stream's next wait "
+                                   "waits for it (the GPU's watchdog ends work that runs too long)")
             raise
 
     def cancel(self) -> bool:

@@ -9,6 +9,7 @@ compiler (C++'s forward-progress rule), an atomic access is a side effect.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 import threading
 import time
@@ -79,20 +80,23 @@ def test_ctrl_c_interrupts_a_wait_for_a_kernel_that_never_ends(device):
         q.dispatch(spin, [flag], [0], [0], None, 31, [], (4, 1, 1), (32, 1, 1))
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         sent = time.monotonic() + 0.5
+        notes = []
         try:
             q.wait()
             outcome = "returned"
-        except KeyboardInterrupt:
-            outcome = "interrupted"
+        except KeyboardInterrupt as e:
+            outcome, notes = "interrupted", getattr(e, "__notes__", [])
         late = time.monotonic() - sent
         # The CPU device cancelled the queue's work: the same queue runs new work. A GPU cannot stop work
         # it was given: its queue waits for it still, but the device's other queues run.
         usable = run_ok(q) if KIND == "cpu" else run_ok(dev.new_queue())
-        print(json.dumps({"outcome": outcome, "late": late, "usable": usable}))
+        print(json.dumps({"outcome": outcome, "late": late, "usable": usable, "notes": notes}))
     ''', device.info.kind)
     r = report(result)
     assert r["outcome"] == "interrupted" and r["usable"]
     assert r["late"] < 5, f"KeyboardInterrupt came {r['late']:.1f} s after Ctrl-C"
+    if device.info.kind != "cpu" and sys.version_info >= (3, 11):  # the note says what became of the work
+        assert any("cannot stop work it was given" in n for n in r["notes"]), r["notes"]
 
 
 def test_interpreter_exit_does_not_wait_for_a_kernel_that_never_ends(device):
