@@ -1,6 +1,7 @@
 /*
  * util.c -- small host helpers for the Swift runtime: the thread-local error message, the clock,
- * atomics, FP control, process spawning and loading verified bytes as a shared object.
+ * atomics, submitting threads, fork detection, timed waits, FP control, process spawning and loading
+ * verified bytes as a shared object.
  */
 #if defined(__linux__)
 #define _GNU_SOURCE
@@ -8,6 +9,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,115 @@ uint64_t nm_atomic_add_u64(uint64_t *p, int64_t delta) {
 
 uint64_t nm_atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+void nm_atomic_store_u64(uint64_t *p, uint64_t value) { __atomic_store_n(p, value, __ATOMIC_RELAXED); }
+
+/* MARK: - submitting threads */
+
+/* One registration per live thread that submitted work. Slots are never freed (a failure record may name
+   one long after its thread exited); a slot freed by an exited thread is reused with a new token. */
+typedef struct owner_slot {
+    uint64_t token;             /* atomic: the live thread's token, 0 once it exited */
+    struct owner_slot *next_free;
+} owner_slot;
+
+static pthread_mutex_t g_owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static owner_slot *g_owner_free;
+static uint64_t g_owner_tokens;
+static pthread_key_t g_owner_key;
+static pthread_once_t g_owner_once = PTHREAD_ONCE_INIT;
+static _Thread_local owner_slot *tl_owner;
+static _Thread_local uint64_t tl_owner_token;
+
+static void owner_exit(void *p) {
+    owner_slot *s = (owner_slot *)p;
+    __atomic_store_n(&s->token, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&g_owner_lock);
+    s->next_free = g_owner_free;
+    g_owner_free = s;
+    pthread_mutex_unlock(&g_owner_lock);
+}
+
+static void owner_key_init(void) { pthread_key_create(&g_owner_key, owner_exit); }
+
+nm_owner nm_owner_current(void) {
+    if (!tl_owner) {
+        pthread_once(&g_owner_once, owner_key_init);
+        pthread_mutex_lock(&g_owner_lock);
+        owner_slot *s = g_owner_free;
+        if (s) g_owner_free = s->next_free;
+        uint64_t token = ++g_owner_tokens;
+        pthread_mutex_unlock(&g_owner_lock);
+        if (!s) s = (owner_slot *)calloc(1, sizeof *s);
+        if (!s) return (nm_owner){NULL, 0};
+        __atomic_store_n(&s->token, token, __ATOMIC_RELEASE);
+        tl_owner = s;
+        tl_owner_token = token;
+        pthread_setspecific(g_owner_key, s);
+    }
+    return (nm_owner){tl_owner, tl_owner_token};
+}
+
+int nm_owner_same(nm_owner a, nm_owner b) { return a.slot == b.slot && a.token == b.token; }
+
+int nm_owner_exited(nm_owner o) {
+    return o.slot == NULL || __atomic_load_n(&((const owner_slot *)o.slot)->token, __ATOMIC_ACQUIRE) != o.token;
+}
+
+/* MARK: - fork */
+
+/* After fork() only the forking thread exists in the child: the executors and the worker pool are gone and
+   a lock another thread held stays held. A child of a process that had started using devices therefore
+   refuses every call (nm_forked_child) instead of hanging in it. */
+static int g_started;
+static int g_forked;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void) {
+    if (__atomic_load_n(&g_started, __ATOMIC_RELAXED)) __atomic_store_n(&g_forked, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_handlers_install(void) { pthread_atfork(NULL, NULL, fork_child); }
+
+void nm_runtime_started(void) {
+    if (__atomic_load_n(&g_started, __ATOMIC_RELAXED)) return;
+    pthread_once(&g_fork_once, fork_handlers_install);
+    __atomic_store_n(&g_started, 1, __ATOMIC_RELAXED);
+}
+
+int nm_forked_child(void) { return __atomic_load_n(&g_forked, __ATOMIC_RELAXED); }
+
+/* MARK: - timed waits */
+
+void nm_cond_init_monotonic(pthread_cond_t *cv) {
+#if defined(__APPLE__)
+    pthread_cond_init(cv, NULL);  /* waits use pthread_cond_timedwait_relative_np */
+#else
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+#endif
+}
+
+int nm_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, uint64_t deadline_ns) {
+    if (deadline_ns == 0) {
+        pthread_cond_wait(cv, m);
+        return 0;
+    }
+    uint64_t now = nm_clock_ns();
+    if (now >= deadline_ns) return 1;
+#if defined(__APPLE__)
+    uint64_t rel = deadline_ns - now;
+    struct timespec ts = {(time_t)(rel / 1000000000ull), (long)(rel % 1000000000ull)};
+    pthread_cond_timedwait_relative_np(cv, m, &ts);
+#else
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    pthread_cond_timedwait(cv, m, &ts);
+#endif
+    return 0;
+}
+
 /* MARK: - floating point control */
 
 void nm_enable_ftz_daz(void) {
@@ -69,16 +181,54 @@ void nm_enable_ftz_daz(void) {
 
 /* MARK: - processes */
 
-int nm_run_process(const char *const *argv, const char *log_path) {
+int nm_run_process(const char *const *argv, int pass_fd, char **output) {
+    *output = NULL;
+    int fds[2];
+#if defined(__linux__)
+    if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
+#else
+    if (pipe(fds) != 0) return -errno;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+#endif
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    /* dup2 clears close-on-exec, except from a descriptor onto itself: never pass descriptor 3 as it is. */
+    int passed = pass_fd == 3 ? fcntl(pass_fd, F_DUPFD_CLOEXEC, 4) : pass_fd;
+    if (passed >= 0) posix_spawn_file_actions_adddup2(&fa, passed, 3);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -rc;
+    if (passed != pass_fd && passed >= 0) close(passed);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        return -rc;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = (char *)malloc(cap);
+    for (;;) {
+        if (buf && len + 1 >= cap) {
+            char *bigger = (char *)realloc(buf, cap * 2);
+            if (bigger) {
+                buf = bigger;
+                cap *= 2;
+            }
+        }
+        char sink[4096];
+        char *dst = buf && len + 1 < cap ? buf + len : sink;
+        size_t room = buf && len + 1 < cap ? cap - len - 1 : sizeof sink;
+        ssize_t n = read(fds[0], dst, room);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (dst != sink) len += (size_t)n;  /* output beyond what memory allows is read and dropped */
+    }
+    close(fds[0]);
+    if (buf) buf[len] = 0;
+    *output = buf;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) return -errno;
@@ -103,18 +253,74 @@ static int write_all(int fd, const void *bytes, size_t n) {
     return 0;
 }
 
+int nm_memory_file(const void *bytes, size_t n, const char *name) {
+#if defined(__linux__)
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    if (write_all(fd, bytes, n) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+#else
+    (void)bytes;
+    (void)n;
+    (void)name;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes) {
+    *bytes = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    if ((uint64_t)st.st_size > max_bytes) {
+        errno = EFBIG;
+        return -1;
+    }
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = (char *)malloc(cap);
+    if (!buf) return -1;
+    for (;;) {
+        if (len == cap) {  /* the file grew while being read */
+            if (cap > max_bytes) {
+                free(buf);
+                errno = EFBIG;
+                return -1;
+            }
+            char *bigger = (char *)realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                return -1;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return -1;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    *bytes = buf;
+    return (long long)len;
+}
+
 void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err, size_t errlen) {
     char path[4096];
 #if defined(__linux__)
     /* The memfd stays open for the life of the process: dlopen recognises objects by path, so the
        fd number (and with it "/proc/self/fd/N") must never be reused for another object. */
-    int fd = memfd_create("numba-metal-kernel", MFD_CLOEXEC);
+    int fd = nm_memory_file(bytes, n, "numba-metal-kernel");
     if (fd >= 0) {
-        if (write_all(fd, bytes, n) != 0) {
-            snprintf(err, errlen, "could not write the kernel object to memory: %s", strerror(errno));
-            close(fd);
-            return NULL;
-        }
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
@@ -123,9 +329,13 @@ void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err
         }
         return h;
     }
+    if (errno != ENOSYS) {  /* ENOSYS: a kernel without memfd; use a file as elsewhere */
+        snprintf(err, errlen, "could not write the kernel object to memory: %s", strerror(errno));
+        return NULL;
+    }
 #endif
-    /* Elsewhere: a private copy in a 0700 directory we created, loaded and unlinked at once. */
-    snprintf(path, sizeof path, "%s/kernel-XXXXXX", tmpdir);
+    /* Elsewhere: a private copy (mkstemp: a new 0600 file), loaded and unlinked at once. */
+    snprintf(path, sizeof path, "%s/numba-metal-kernel-XXXXXX", tmpdir);
     int tfd = mkstemp(path);
     if (tfd < 0) {
         snprintf(err, errlen, "could not create a private copy of the kernel in %s: %s", tmpdir, strerror(errno));

@@ -3,6 +3,8 @@
 // leaves a message for nm_last_error() (implemented in C) when it fails. Nothing here traps on bad input.
 // Every entry point runs inside an autorelease pool: Python's threads have none, and Metal returns
 // autoreleased objects (command buffers, encoders, errors) that would otherwise live until the thread exits.
+// In a child forked from a process that had opened a device, every call fails with NM_ERR_FORKED and
+// releasing does nothing: the runtime's threads did not survive the fork and its locks may be held forever.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -15,7 +17,11 @@ import CPUEngine
 /// Runs body in an autorelease pool, turning a thrown RuntimeError into its status plus the thread's message.
 @inline(__always)
 private func guarded(_ body: () throws -> Void) -> nm_status {
-    withAutoreleasePool {
+    if nm_forked_child() != 0 {
+        nm_set_last_error(forkedMessage)
+        return NM_ERR_FORKED
+    }
+    return withAutoreleasePool {
         do {
             try body()
             return NM_OK
@@ -50,10 +56,16 @@ private func kind<T>(_ type: T.Type) -> String {
 @inline(__always)
 private func handle(_ o: AnyObject) -> OpaquePointer { OpaquePointer(Unmanaged.passRetained(o).toOpaque()) }
 
-/// Releases an owned handle (NULL is ignored).
+/// What every call answers in a forked child.
+private let forkedMessage = "numba-metal cannot be used in a process forked from one that had already opened a device "
+    + "(its device threads do not survive fork()): start worker processes with the 'spawn' (or 'forkserver') start "
+    + "method, e.g. multiprocessing.get_context('spawn').Pool(...) or multiprocessing.set_start_method('spawn'), "
+    + "or fork before numba-metal first opens a device"
+
+/// Releases an owned handle (NULL is ignored; nothing is released in a forked child).
 @inline(__always)
 private func releaseHandle(_ h: OpaquePointer?) {
-    if let h { withAutoreleasePool { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).release() } }
+    if let h, nm_forked_child() == 0 { withAutoreleasePool { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(h)).release() } }
 }
 
 /// Checks an out-pointer.
@@ -76,8 +88,15 @@ public func nmNowNs() -> UInt64 { withAutoreleasePool { nm_clock_ns() } }
 // MARK: - Devices
 
 /// Usable Metal devices first, then the CPU reference device; the simulated device is at this index, uncounted.
+/// -1 in a forked child, with the reason in nm_last_error().
 @_cdecl("nm_device_count")
-public func nmDeviceCount() -> Int32 { withAutoreleasePool { DeviceRegistry.count } }
+public func nmDeviceCount() -> Int32 {
+    if nm_forked_child() != 0 {
+        nm_set_last_error(forkedMessage)
+        return -1
+    }
+    return withAutoreleasePool { DeviceRegistry.count }
+}
 
 /// The description of a device without opening it.
 @_cdecl("nm_device_get_info")
@@ -97,6 +116,21 @@ public func nmDeviceOpen(_ index: Int32, _ result: UnsafeMutablePointer<OpaquePo
 /// Releases a device handle.
 @_cdecl("nm_device_release")
 public func nmDeviceRelease(_ device: OpaquePointer?) { releaseHandle(device) }
+
+/// Limits how long one dispatch may run (CPU device and simulated Metal device).
+@_cdecl("nm_device_set_time_limit")
+public func nmDeviceSetTimeLimit(_ device: OpaquePointer?, _ nanoseconds: UInt64) -> nm_status {
+    guarded { try object(device, (any Device).self, "nm_device_set_time_limit").setTimeLimit(nanoseconds) }
+}
+
+/// The per-dispatch time limit (0: none).
+@_cdecl("nm_device_get_time_limit")
+public func nmDeviceGetTimeLimit(_ device: OpaquePointer?, _ nanoseconds: UnsafeMutablePointer<UInt64>?) -> nm_status {
+    guarded {
+        let d = try object(device, (any Device).self, "nm_device_get_time_limit")
+        try out(nanoseconds, "nm_device_get_time_limit").pointee = d.timeLimit
+    }
+}
 
 /// Live statistics of a device.
 @_cdecl("nm_device_get_stats")
@@ -139,7 +173,7 @@ public func nmBufferWrap(_ device: OpaquePointer?, _ host: UnsafeMutableRawPoint
 @_cdecl("nm_buffer_release")
 public func nmBufferRelease(_ buffer: OpaquePointer?) { releaseHandle(buffer) }
 
-/// Host pointer of a buffer (NULL for a NULL handle).
+/// Host pointer of a buffer (NULL for a NULL handle; the memory stays valid in a forked child).
 @_cdecl("nm_buffer_contents")
 public func nmBufferContents(_ buffer: OpaquePointer?) -> UnsafeMutableRawPointer? {
     withAutoreleasePool { (try? object(buffer, Buffer.self, "nm_buffer_contents"))?.contents }
@@ -215,12 +249,13 @@ public func nmQueueNew(_ device: OpaquePointer?, _ result: UnsafeMutablePointer<
     }
 }
 
-/// Waits for the queue's outstanding work, then releases the handle.
+/// Submits what is encoded and releases the handle without waiting: queued work still runs.
 @_cdecl("nm_queue_release")
 public func nmQueueRelease(_ queue: OpaquePointer?) {
+    if nm_forked_child() != 0 { return }
     withAutoreleasePool {
         guard let q = try? object(queue, (any Queue).self, "nm_queue_release") else { return }
-        q.close()
+        try? q.flush()
         releaseHandle(queue)
     }
 }
@@ -301,7 +336,35 @@ public func nmQueueFlush(_ queue: OpaquePointer?) -> nm_status {
 /// Flushes and waits for all submitted work.
 @_cdecl("nm_queue_wait")
 public func nmQueueWait(_ queue: OpaquePointer?) -> nm_status {
-    guarded { try object(queue, (any Queue).self, "nm_queue_wait").wait() }
+    guarded { _ = try object(queue, (any Queue).self, "nm_queue_wait").wait(for: 0, timeoutNs: nil) }
+}
+
+/// nm_queue_wait for at most maxNs at a time.
+@_cdecl("nm_queue_wait_bounded")
+public func nmQueueWaitBounded(_ queue: OpaquePointer?, _ workID: UnsafeMutablePointer<UInt64>?, _ maxNs: UInt64,
+                               _ done: UnsafeMutablePointer<Int32>?) -> nm_status {
+    guarded {
+        let q = try object(queue, (any Queue).self, "nm_queue_wait_bounded")
+        let id = try out(workID, "nm_queue_wait_bounded"), d = try out(done, "nm_queue_wait_bounded")
+        d.pointee = 0
+        if id.pointee > q.lastIssued {
+            throw RuntimeError.invalid("nm_queue_wait_bounded: work id \(id.pointee) was never issued on this queue")
+        }
+        do {
+            let r = try q.wait(for: id.pointee, timeoutNs: maxNs)
+            id.pointee = r.id
+            d.pointee = r.done ? 1 : 0
+        } catch let e as RuntimeError where e.status == NM_ERR_EXECUTION {
+            d.pointee = 1  // the work completed, and failed
+            throw e
+        }
+    }
+}
+
+/// Abandons the queue's unfinished work.
+@_cdecl("nm_queue_cancel")
+public func nmQueueCancel(_ queue: OpaquePointer?) -> nm_status {
+    guarded { try object(queue, (any Queue).self, "nm_queue_cancel").cancel() }
 }
 
 /// Whether work id has completed.

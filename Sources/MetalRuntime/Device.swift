@@ -18,6 +18,11 @@ protocol Device: AnyObject {
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline
     /// A new in-order queue.
     func makeQueue() throws -> any Queue
+    /// Limits how long one dispatch may run (nanoseconds; 0: no limit): a dispatch running longer is stopped
+    /// and fails, naming the kernel. NM_ERR_UNAVAILABLE where the device has its own watchdog (a GPU).
+    func setTimeLimit(_ nanoseconds: UInt64) throws
+    /// The per-dispatch time limit in nanoseconds (0: none).
+    var timeLimit: UInt64 { get }
 }
 
 /// Index of statistics counters.
@@ -87,6 +92,7 @@ enum DeviceRegistry {
         return try lock.locked {
             if let d = opened[index] { return d }
             let d: any Device
+            nm_runtime_started()  // a child forked from now on refuses every call (nm_forked_child)
             switch index {
             case metal: d = CPUDevice()
             case metal + 1: d = try MetalDevice(simulated: ())

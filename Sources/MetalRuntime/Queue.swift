@@ -25,14 +25,18 @@ protocol Queue: AnyObject {
     var lastIssued: UInt64 { get }
     /// Submits encoded work without waiting.
     func flush() throws
-    /// Flushes and waits; throws NM_ERR_EXECUTION naming the first failed kernel since the last wait.
-    func wait() throws
+    /// Flushes, then waits until work workID (0: everything issued so far) has completed, or for at most
+    /// timeoutNs (nil: no limit). Returns the id waited for and whether it completed. Once it has, throws
+    /// NM_ERR_EXECUTION naming the first failure, up to that id, of work the calling thread submitted (or
+    /// whose submitting thread has exited) that no wait reported yet; other threads' failures stay theirs.
+    func wait(for workID: UInt64, timeoutNs: UInt64?) throws -> (id: UInt64, done: Bool)
+    /// Abandons the work that has not completed (the failures go to its submitters, the caller's excepted),
+    /// or NM_ERR_UNAVAILABLE where the device cannot stop work it has started.
+    func cancel() throws
     /// Whether work id has completed (0: everything issued so far).
     func query(_ workID: UInt64) throws -> Bool
     /// Device start/end of completed work, in nm_now_ns's base.
     func timestamps(_ workID: UInt64) throws -> (UInt64, UInt64)
-    /// Waits for outstanding work before the handle goes away.
-    func close()
 }
 
 // MARK: - A validated dispatch

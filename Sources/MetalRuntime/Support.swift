@@ -95,6 +95,9 @@ final class Counters {
 
     /// The current value of counter i.
     @inline(__always) func get(_ i: Int) -> UInt64 { nm_atomic_load_u64(raw + i) }
+
+    /// Sets counter i.
+    @inline(__always) func set(_ i: Int, _ value: UInt64) { nm_atomic_store_u64(raw + i, value) }
 }
 
 // MARK: - Environment and files
@@ -128,12 +131,20 @@ func readFile(_ path: String) -> [UInt8]? {
     return out
 }
 
-/// Writes bytes to path (created 0600, truncated). Returns false on failure.
+/// Writes bytes to path (created 0600, truncated). Returns false on failure (errno says why).
 @discardableResult
 func writeFile(_ path: String, _ bytes: [UInt8]) -> Bool {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     if fd < 0 { return false }
-    defer { close(fd) }
+    let ok = writeAll(fd, bytes)
+    let e = errno
+    close(fd)
+    errno = e
+    return ok
+}
+
+/// Writes all of bytes to the open descriptor fd. Returns false on failure (errno says why).
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     var off = 0
     while off < bytes.count {
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }

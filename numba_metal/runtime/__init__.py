@@ -5,7 +5,14 @@ module does not load the library; the first call that needs it does. Status code
 from :mod:`numba_metal.errors`: a compile failure is a KernelCompilationError carrying the full
 compiler log; a dispatch refused before queueing (a limit or a bad argument) is a KernelLaunchError;
 a missing device or feature is an UnsupportedPlatformError; everything else (failed work, allocation,
-internal errors) is a MetalRuntimeError.
+internal errors, use in a forked child) is a MetalRuntimeError.
+
+Waits (``Queue.wait``) return to Python every ``WAIT_SLICE_NS`` so that a KeyboardInterrupt is raised at
+once; on the CPU device the interrupted queue's unfinished work is cancelled first, so that the device is
+usable again (other threads whose work was cancelled get an error at their next wait). A Metal GPU cannot
+stop work it has been given: its queue stays as it was and later waits wait for that work. At interpreter
+exit, work still queued is cancelled on the CPU device (nobody can read its results any more): exit never
+waits for a kernel that does not end.
 
 ``NUMBA_METAL_MSL_DUMP_DIR``: when set, every source passed to :meth:`Device.compile` is also written
 there as ``<sha256 of the source>.metal`` (how the test suite collects the MSL it generates, for Apple's
@@ -14,9 +21,11 @@ compiler and the MSL lint).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import sys
+import weakref
 from typing import NamedTuple
 
 from numba_metal.errors import (
@@ -25,6 +34,7 @@ from numba_metal.errors import (
     MetalRuntimeError,
     UnsupportedPlatformError,
 )
+from numba_metal.runtime import _loader
 from numba_metal.runtime._loader import library_path, load
 
 __all__ = [
@@ -42,6 +52,10 @@ NM_ERR_COMPILE = 4
 NM_ERR_LIMIT = 5
 NM_ERR_EXECUTION = 6
 NM_ERR_INTERNAL = 7
+NM_ERR_FORKED = 8
+
+# How long one call of nm_queue_wait_bounded may block: the latency of a KeyboardInterrupt during a wait.
+WAIT_SLICE_NS = 50_000_000
 
 # Device kinds (nm_device_info.kind) by their names in numba-metal (NUMBA_METAL_DEVICE).
 _KINDS = {1: "metal", 2: "cpu", 3: "metal-sim"}
@@ -85,6 +99,8 @@ def _raise(rc: int, *, launch: bool = False):
         raise KernelCompilationError(msg)
     if rc == NM_ERR_UNAVAILABLE:
         raise UnsupportedPlatformError(msg)
+    if rc == NM_ERR_FORKED:
+        raise MetalRuntimeError(msg)
     if launch and rc in (NM_ERR_LIMIT, NM_ERR_INVALID_ARGUMENT):
         raise KernelLaunchError(msg)
     raise MetalRuntimeError(msg)
@@ -135,6 +151,8 @@ def list_devices(include_simulated: bool = False) -> list[DeviceInfo]:
     """
     _, lib = load()
     count = int(lib.nm_device_count())
+    if count < 0:
+        _raise(NM_ERR_FORKED)
     devices = [_info(i) for i in range(count)]
     if include_simulated and sys.platform != "darwin":  # builds with Metal have no simulated device
         devices.append(_info(count))  # UnsupportedPlatformError says why when it cannot be used
@@ -245,6 +263,28 @@ class Device:
             _raise(rc)
         return {k: int(getattr(out, k)) for k in
                 ("live_buffers", "live_buffer_bytes", "pipelines_compiled", "pipelines_from_cache", "dispatches")}
+
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Stops any dispatch that runs longer than ``seconds`` on this device; its wait raises MetalRuntimeError
+        naming the kernel. None or 0: no limit (the default, unless NUMBA_METAL_CPU_TIME_LIMIT_MS is set). The
+        CPU device and the simulated Metal device only: a Metal GPU has the OS's watchdog
+        (UnsupportedPlatformError)."""
+        if seconds is not None and not seconds >= 0:
+            raise MetalRuntimeError(f"time limit {seconds!r} is not a number of seconds >= 0 (None: no limit)")
+        ns = 0 if not seconds else max(1, round(seconds * 1e9))
+        rc = load()[1].nm_device_set_time_limit(self.handle, ns)
+        if rc:
+            _raise(rc)
+
+    @property
+    def time_limit(self) -> float | None:
+        """The per-dispatch time limit in seconds, None when there is none."""
+        ffi, lib = load()
+        out = ffi.new("uint64_t *")
+        rc = lib.nm_device_get_time_limit(self.handle, out)
+        if rc:
+            _raise(rc)
+        return out[0] / 1e9 if out[0] else None
 
     def sim_control(self, action: int, value: int = 0) -> None:
         """The simulated Metal device only: inject a fault (SIM_FAIL_NEXT_COMMAND_BUFFER,
@@ -410,6 +450,30 @@ class DispatchPlan:
         self._desc.threadgroup_memory_count = len(lengths)
 
 
+_live_queues: "weakref.WeakSet[Queue]" = weakref.WeakSet()
+_forked_child = False  # set in a child forked after a device was opened: the runtime refuses every call there
+
+
+def _after_fork_in_child() -> None:
+    global _forked_child
+    _forked_child = _forked_child or bool(_devices)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@atexit.register
+def _cancel_work_at_exit() -> None:
+    """Cancels work still queued on the CPU device: its results can no longer be read, and memory it writes
+    may be freed while the interpreter shuts down. A Metal GPU finishes (or its watchdog ends) what it has."""
+    if _forked_child or _loader._loaded is None:
+        return
+    lib = _loader._loaded[1]
+    for q in list(_live_queues):
+        if q.handle is not None:
+            lib.nm_queue_cancel(q.handle)
+
+
 class Queue:
     """An in-order work queue (a stream). Work ids increase per queue."""
 
@@ -420,6 +484,7 @@ class Queue:
         self._ffi = ffi
         self._id = ffi.new("uint64_t *")
         self._dispatch_fn = lib.nm_queue_dispatch
+        _live_queues.add(self)
 
     def submit(self, plan: DispatchPlan, arg_length: int) -> int:
         """Enqueues plan with the first arg_length bytes of plan.arg_view: exactly one C call."""
@@ -503,10 +568,37 @@ class Queue:
             _raise(rc)
 
     def wait(self) -> None:
-        """Waits for all submitted work; raises MetalRuntimeError naming the first kernel that failed since the last wait."""
-        rc = load()[1].nm_queue_wait(self.handle)
+        """Waits for all work submitted so far; raises MetalRuntimeError naming the first failed kernel that this
+        thread submitted (another thread's failure is raised by that thread's wait) and no wait reported yet.
+
+        Interruptible: a KeyboardInterrupt is raised within ``WAIT_SLICE_NS``; on the CPU device the queue's
+        unfinished work is cancelled first (see the module docstring)."""
+        ffi, lib = load()
+        work = ffi.new("uint64_t *")
+        done = ffi.new("int32_t *")
+        try:
+            while True:
+                rc = lib.nm_queue_wait_bounded(self.handle, work, WAIT_SLICE_NS, done)
+                if rc:
+                    _raise(rc)
+                if done[0]:
+                    return
+        except KeyboardInterrupt as interrupt:
+            if not self.cancel() and hasattr(interrupt, "add_note"):  # add_note: Python 3.11+
+                interrupt.add_note("numba-metal: a Metal GPU cannot stop work it was given; this stream's next wait "
+                                   "waits for it (the GPU's watchdog ends work that runs too long)")
+            raise
+
+    def cancel(self) -> bool:
+        """Abandons the work that has not completed: the running kernel is stopped, the rest is skipped; other
+        threads whose work this abandons get MetalRuntimeError at their next wait. True when done; False
+        where the device cannot stop work it has started (a Metal GPU)."""
+        rc = load()[1].nm_queue_cancel(self.handle)
+        if rc == NM_ERR_UNAVAILABLE:
+            return False
         if rc:
             _raise(rc)
+        return True
 
     def query(self, work_id: int) -> bool:
         """True when work_id has completed (work_id 0: all work issued so far)."""
@@ -526,7 +618,7 @@ class Queue:
         return int(s[0]), int(e[0])
 
     def release(self) -> None:
-        """Waits for outstanding work and drops the queue (idempotent)."""
+        """Drops the queue without waiting (idempotent): work already queued still runs."""
         h, self.handle = self.handle, None
         if h is not None:
             try:

@@ -30,6 +30,34 @@ def k(a):
 """
 
 
+SYNC_LAUNCH = f"k[1, 8](metal.to_device({A1})); metal.synchronize()"
+
+# More private memory than a work-item's stack (8 MB threads; 128 KiB fibers, for kernels with barriers).
+LOCAL_ARRAY = """
+l = metal.local.array({n}, np.float32)
+for j in range({n}):
+    l[j] = j + i
+{sync}
+a[i] = l[(i * 7919) % {n}]
+"""
+
+# Launches with a 0.5 s per-dispatch time limit on the device the tests use (the CPU device's watchdog).
+TIME_LIMITED = """
+import os
+from numba_metal import runtime as rt
+kind = os.environ.get("NUMBA_METAL_DEVICE", "cpu")
+devices = [rt.open_device(d.index) for d in rt.list_devices(include_simulated=True) if d.kind == kind]
+for d in devices:
+    d.set_time_limit(0.5)
+try:
+    {launch}
+    metal.synchronize()
+finally:
+    for d in devices:
+        d.set_time_limit(None)
+"""
+
+
 @dataclass(frozen=True)
 class Bad:
     id: str
@@ -175,4 +203,14 @@ CORPUS: list[Bad] = [
     Bad("bounds_fault_debug",
         "\n@metal.jit(debug=True)\ndef k(a):\n    i = metal.grid(1)\n    a[i + 100] = 1  # <-\n",
         MetalRuntimeError, "out of bounds", launch=f"k[1, 8](metal.to_device({A1})); metal.synchronize()"),
+    # -- faults while kernels run: a MetalRuntimeError naming the kernel, never a dead or hung process -------
+    Bad("wild_write_fault", k("a[i + (1 << 40)] = 1"), MetalRuntimeError, "'k.*faulted with SIG(SEGV|BUS)",
+        launch=SYNC_LAUNCH, located=False),
+    Bad("local_array_16mb", k(LOCAL_ARRAY.format(n=4 * 1024 * 1024, sync="")), MetalRuntimeError,
+        "'k.*overflowed the .* stack", launch=SYNC_LAUNCH, located=False),
+    Bad("local_array_512k_with_barrier", k(LOCAL_ARRAY.format(n=128 * 1024, sync="metal.syncthreads()")),
+        MetalRuntimeError, "'k.*overflowed its work-item's .* stack", launch=SYNC_LAUNCH, located=False),
+    Bad("runaway_kernel", k("while metal.atomic.add(flag, 0, 0) == 0:\n    pass\na[i] = 1", params="a, flag"),
+        MetalRuntimeError, "'k.*ran longer than its time limit of 0.500 s", located=False,
+        launch=TIME_LIMITED.format(launch=f"k[1, 8](metal.to_device({A1}), metal.to_device(np.zeros(1, np.int32)))")),
 ]

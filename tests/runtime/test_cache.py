@@ -1,12 +1,18 @@
-"""The compiled-object cache: in-process reuse, reuse from disk in a new process, corrupt entries rebuilt."""
+"""The compiled-object cache: in-process reuse, reuse from disk in a new process, corrupt entries rebuilt,
+and the checks that keep it from loading native code anyone else could have planted (ObjectCache.swift)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 DEVICES = ("cpu",)  # the CPU device's compiled-object cache
 
@@ -94,3 +100,114 @@ def test_concurrent_processes_share_one_valid_entry(tmp_path):
     assert len(list((tmp_path / "cpu-objects").glob("*.nmo"))) == 1
     assert not list((tmp_path / "cpu-objects").glob(".*.tmp"))
     assert run_child(tmp_path, "int(i) + 100")["from_cache"]
+
+
+# -- what the cache loads: only entries nobody else can have written, each bound to its key -------------------
+
+A, B = "int(i) * 3", "int(i) + 50"
+A_VALS, B_VALS = [0, 3, 6, 9], [50, 51, 52, 53]
+
+
+def entry_of(cache_dir: Path, expr: str) -> Path:
+    """Compiles expr in a new process; the entry it added."""
+    objects = cache_dir / "cpu-objects"
+    before = set(objects.glob("*.nmo")) if objects.exists() else set()
+    assert not run_child(cache_dir, expr)["from_cache"]
+    (added,) = set(objects.glob("*.nmo")) - before
+    return added
+
+
+def assert_rebuilt_and_replaced(cache_dir: Path, expr: str, vals: list, entry: Path) -> None:
+    """expr's entry was not used (the kernel was compiled and is right), and a sound one took its place."""
+    result = run_child(cache_dir, expr)
+    assert not result["from_cache"] and result["vals"] == vals
+    st = os.lstat(entry)
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+    assert entry.read_bytes().startswith(b"NMOBJ2 " + entry.stem.encode() + b" ")
+    assert run_child(cache_dir, expr)["from_cache"]
+
+
+def test_another_kernels_entry_under_this_key_is_not_loaded(tmp_path):
+    a, b = entry_of(tmp_path, A), entry_of(tmp_path, B)
+    shutil.copyfile(a, b)  # a whole valid entry, of another kernel
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+    untouched = run_child(tmp_path, A)
+    assert untouched["from_cache"] and untouched["vals"] == A_VALS
+
+
+def test_a_foreign_object_with_a_self_consistent_header_is_not_loaded(tmp_path):
+    b = entry_of(tmp_path, B)
+    marker = tmp_path / "constructor_ran"
+    source = tmp_path / "foreign.c"
+    source.write_text(f'#include <fcntl.h>\n__attribute__((constructor)) static void planted(void) '
+                      f'{{ creat("{marker}", 0600); }}\n')
+    subprocess.run([os.environ.get("NUMBA_METAL_CLANG") or shutil.which("clang++") or "clang", "-x", "c", "-shared", "-fPIC", "-o", str(tmp_path / "foreign.so"), str(source)], check=True)
+    foreign = (tmp_path / "foreign.so").read_bytes()
+    for header in (b"NMOBJ1 " + hashlib.sha256(foreign).hexdigest().encode() + b"\n",  # the hash of its own bytes
+                   b"NMOBJ2 " + b.stem.encode() + b" " + hashlib.sha256(foreign).hexdigest().encode() + b"\n"):
+        b.write_bytes(header + foreign)
+        assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+        assert not marker.exists(), "the planted object was loaded: its constructor ran"
+
+
+def test_a_symlinked_entry_is_not_followed(tmp_path):
+    b = entry_of(tmp_path, B)
+    elsewhere = tmp_path / "elsewhere.nmo"
+    shutil.copyfile(b, elsewhere)  # a valid entry for this very key, reached through a symlink
+    b.unlink()
+    b.symlink_to(elsewhere)
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+
+
+def test_an_entry_others_can_write_is_not_loaded(tmp_path):
+    b = entry_of(tmp_path, B)
+    os.chmod(b, 0o666)
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+    os.chmod(b, 0o620)
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_an_entry_owned_by_another_user_is_not_loaded(tmp_path):
+    b = entry_of(tmp_path, B)
+    os.chown(b, 12345, 12345)
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+
+
+def test_a_fifo_in_place_of_an_entry_does_not_block(tmp_path):
+    b = entry_of(tmp_path, B)
+    b.unlink()
+    os.mkfifo(b, 0o600)
+    assert_rebuilt_and_replaced(tmp_path, B, B_VALS, b)
+
+
+def unused(cache_dir: Path, objects: Path) -> None:
+    """Kernels are compiled and right, and nothing is read from or stored into objects."""
+    before = sorted(p.name for p in objects.iterdir())
+    for _ in range(2):
+        result = run_child(cache_dir, B)
+        assert not result["from_cache"] and result["vals"] == B_VALS
+    assert sorted(p.name for p in objects.iterdir()) == before
+
+
+def test_a_symlinked_object_directory_is_not_used(tmp_path):
+    real = tmp_path / "real"
+    entry_of(real, B)  # a valid entry of B in a private directory...
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / "cpu-objects").symlink_to(real / "cpu-objects")  # ...reached through a symlink
+    unused(cache, real / "cpu-objects")
+
+
+def test_a_symlinked_cache_directory_is_not_used(tmp_path):
+    real = tmp_path / "real"
+    entry_of(real, B)
+    (tmp_path / "link").symlink_to(real)
+    unused(tmp_path / "link", real / "cpu-objects")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_an_object_directory_owned_by_another_user_is_not_used(tmp_path):
+    entry_of(tmp_path, B)
+    os.chown(tmp_path / "cpu-objects", 12345, 12345)
+    unused(tmp_path, tmp_path / "cpu-objects")

@@ -147,22 +147,40 @@ kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_thre
     queue.wait()
 
 
-@CPU_ENGINE
-def test_stack_overflow_in_a_fiber_is_caught(device, queue):
-    # A 512 KB local array on a fiber's stack, touched a page at a time from its top down, reaches the
-    # guard page (MSL has no recursion, so a big frame is how a kernel overflows).
-    src = HEADER + """
-kernel void rec(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
+# Private memory larger than a work-item's stack: 512 KB on a 128 KiB fiber (a kernel with a barrier), and
+# 16 MB on an 8 MB worker thread. Stack-clash protection makes the first touch below the stack the guard
+# page, never other memory (MSL has no recursion, so a big frame is how a kernel overflows).
+STACK_OVERFLOWS = {
+    "fiber": ("""
+kernel void big(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
     threadgroup_barrier(mem_flags::mem_none);
     volatile int pad[131072];
     for (int k = 131071; k >= 0; k -= 1024) pad[k] = k;
-    x[tid] = pad[tid];
+    x[i] = pad[i];
 }
-"""
-    buf = device.new_buffer(4 * 32)
-    launch(queue, device.compile(src, "rec"), [buf], (1, 1, 1), (32, 1, 1))
-    with pytest.raises(MetalRuntimeError, match="kernel 'rec'.*faulted with SIGSEGV"):
+""", "overflowed its work-item's 128 KiB stack"),
+    "worker thread": ("""
+kernel void big(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    volatile int pad[4194304];
+    for (int k = 0; k < 4194304; k += 1024) pad[k] = k;
+    x[i] = pad[i * 1024];
+}
+""", "overflowed the .* stack of the CPU thread"),
+}
+
+
+@CPU_ENGINE
+@pytest.mark.parametrize("stack", STACK_OVERFLOWS)
+def test_a_stack_overflow_fails_the_dispatch_and_the_queue_goes_on(device, queue, stack):
+    src, message = STACK_OVERFLOWS[stack]
+    buf = device.new_buffer(4 * 64)
+    for _ in range(3):
+        launch(queue, device.compile(HEADER + src, "big"), [buf], (2, 1, 1), (32, 1, 1))
+        with pytest.raises(MetalRuntimeError, match=f"kernel 'big'.*{message}"):
+            queue.wait()
+        launch(queue, device.compile(OK_KERNEL, "ok"), [buf], (1, 1, 1), (64, 1, 1))
         queue.wait()
+        assert from_buffer(buf, np.int32, 64).tolist() == [i + 1 for i in range(64)]
 
 
 ABI_KERNEL = HEADER + """

@@ -238,3 +238,59 @@ def test_a_crashing_kernel_is_reported_and_the_process_keeps_working():
     assert lines[0].startswith("ERROR MetalRuntimeError True"), r.stdout
     assert lines[1] == "AFTER 63.0", r.stdout
     report("crash_fault", recovered=True)
+
+
+OVERFLOW_ROUNDS = 3
+
+
+@pytest.mark.parametrize("case", ["16 MB local array", "512 KiB local array with a barrier"])
+def test_a_stack_overflowing_kernel_fails_cleanly_in_every_fresh_process(case):
+    # Private memory larger than a work-item's stack: 16 MB on the worker threads' 8 MB stacks, and 512 KiB
+    # on the 128 KiB fiber stacks of a kernel with barriers. Before stack-clash protection the frame could
+    # start below the guard page and the process died or hung in most runs; each fresh process (a different
+    # memory layout) must now get a clean error naming the kernel, then run a correct kernel.
+    barrier = case.endswith("barrier")
+    n = 128 * 1024 if barrier else 4 * 1024 * 1024
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from numba_metal import metal
+        from numba_metal.errors import MetalRuntimeError
+
+        @metal.jit
+        def too_big(a):
+            i = metal.grid(1)
+            l = metal.local.array({n}, np.float32)
+            for j in range({n}):
+                l[j] = j + i
+            if {barrier}:
+                metal.syncthreads()
+            a[i] = l[(i * 7919) % {n}]
+
+        @metal.jit
+        def ok(a):
+            i = metal.grid(1)
+            if i < a.size:
+                a[i] = i
+
+        for _ in range({OVERFLOW_ROUNDS}):
+            a = np.zeros(64, np.float32)
+            try:  # a host array is copied back at once: the launch itself waits
+                too_big[2, 32](a)
+                metal.synchronize()
+                print("NO ERROR")
+            except MetalRuntimeError as e:
+                print("ERROR", "too_big" in str(e) and "overflowed" in str(e))
+            b = metal.device_array(64, np.float32)
+            ok[1, 64](b)
+            print("AFTER", b.copy_to_host()[63])
+    """)
+    env = dict(os.environ, NUMBA_METAL_DEVICE="cpu", NUMBA_METAL_CPU_STACK_KB="128",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    processes = 11 if HEAVY else 3
+    t0 = time.perf_counter()
+    for _ in range(processes):
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+        assert r.returncode == 0, f"exit status {r.returncode}\n{r.stdout}\n{r.stderr[-3000:]}"
+        assert r.stdout.split() == ["ERROR", "True", "AFTER", "63.0"] * OVERFLOW_ROUNDS, r.stdout
+    report("stack_overflow_" + ("fiber" if barrier else "thread"), processes=processes, rounds=OVERFLOW_ROUNDS,
+           seconds=time.perf_counter() - t0)

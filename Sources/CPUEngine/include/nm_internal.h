@@ -5,8 +5,10 @@
  * What lives in C and why:
  *  - the CPU device's executor: per-queue work rings, the worker pool, threadgroups run as fibers
  *    (hand-written context switch), SIMD-group rendezvous, barrier deadlock detection;
- *  - fault capture (sigaltstack + SIGSEGV/SIGBUS/SIGILL/SIGFPE -> siglongjmp out of the work-item);
+ *  - fault capture (sigaltstack + SIGSEGV/SIGBUS/SIGILL/SIGFPE -> siglongjmp out of the work-item),
+ *    and stopping a running dispatch (a time limit, a cancelled queue) the same way;
  *  - per-thread floating-point control (FTZ/DAZ) and the thread-local error message;
+ *  - which thread submitted work (failures are reported to it), and whether this process is a fork;
  *  - SHA-256 and small atomics.
  */
 #ifndef NM_INTERNAL_H
@@ -25,6 +27,35 @@ void nm_set_last_error(const char *message);
 uint64_t nm_clock_ns(void);
 uint64_t nm_atomic_add_u64(uint64_t *p, int64_t delta);   /* returns the new value */
 uint64_t nm_atomic_load_u64(const uint64_t *p);
+void nm_atomic_store_u64(uint64_t *p, uint64_t value);
+
+/* ---- the submitting thread ----
+   A failure belongs to the thread that submitted the failed work: that thread's waits report it, other
+   threads' waits leave it alone, and once the thread has exited any thread's wait reports it. An owner
+   names a thread for as long as the process lives (tokens are never reused). */
+typedef struct nm_owner {
+    const void *slot;           /* the thread's registration (never freed; reused after the thread exits) */
+    uint64_t token;             /* unique per thread; the slot holds it while the thread lives */
+} nm_owner;
+nm_owner nm_owner_current(void);
+int nm_owner_same(nm_owner a, nm_owner b);
+int nm_owner_exited(nm_owner o);
+/* True when a wait by `waiter` reports a failure owned by `owner`. */
+static inline int nm_owner_reports_to(nm_owner owner, nm_owner waiter) {
+    return nm_owner_same(owner, waiter) || nm_owner_exited(owner);
+}
+
+/* ---- fork ----
+   Called by every entry point that starts using devices. In a child forked after that, the runtime's
+   threads are gone and its locks may be held forever: nm_forked_child() is then 1 and nothing may be used. */
+void nm_runtime_started(void);
+int nm_forked_child(void);
+
+/* ---- waiting with a deadline (monotonic nanoseconds, nm_clock_ns's base) ---- */
+#include <pthread.h>
+void nm_cond_init_monotonic(pthread_cond_t *cv);
+/* pthread_cond_wait until deadline_ns (0: no deadline); 1 when the deadline has passed. */
+int nm_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, uint64_t deadline_ns);
 
 /* ---- SHA-256 ---- */
 void nm_sha256(const void *data, size_t n, uint8_t out[32]);
@@ -34,12 +65,19 @@ void nm_sha256_update(nm_sha256_ctx *c, const void *data, size_t n);
 void nm_sha256_final(nm_sha256_ctx *c, uint8_t out[32]);
 
 /* ---- process helpers ---- */
-/* Runs argv[0] with argv (NULL-terminated) via posix_spawnp, stdout+stderr to log_path.
-   Returns the exit status (>=0), or -errno if it could not be started. */
-int nm_run_process(const char *const *argv, const char *log_path);
-/* Writes n bytes to an anonymous in-memory file (memfd on Linux, an unlinked private temp file
+/* Runs argv[0] with argv (NULL-terminated) via posix_spawnp, its stdout and stderr captured through a pipe
+   (so a full disk cannot swallow its messages) into *output (malloc'ed, NUL-terminated; free it). pass_fd,
+   when >= 0, is given to the child as descriptor 3 (e.g. for `/dev/fd/3`). Returns the exit status (>= 0),
+   128 + the signal that ended it, or -errno if it could not be started. */
+int nm_run_process(const char *const *argv, int pass_fd, char **output);
+/* An anonymous in-memory file holding bytes (Linux memfd; its descriptor is close-on-exec), or -1 where
+   there is none (errno set). */
+int nm_memory_file(const void *bytes, size_t n, const char *name);
+/* Writes n bytes to an anonymous in-memory file (memfd on Linux, an unlinked temporary file under tmpdir
    elsewhere) and dlopens exactly those bytes. Returns the handle or NULL (message in err). */
 void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err, size_t errlen);
+/* Reads a whole regular file through an open descriptor (at most max_bytes; larger: -1 with errno EFBIG). */
+long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes);
 /* Path of the shared object that contains this library (dladdr), or "" */
 const char *nm_library_path(void);
 
@@ -79,11 +117,27 @@ typedef struct nm_cpu_kernel {
 /* Resolves the entry points in a dlopen'ed kernel object. 0 on success, else message in err. */
 int nm_cpu_kernel_bind(void *dl_handle, nm_cpu_kernel *k, char *err, size_t errlen);
 
+/* How a running dispatch may be stopped: after time_limit_ns (0: never), or when *cancel_through reaches
+   id (nm_cpu_cancel with the same tag interrupts it). tag and cancel_through may be NULL. */
+typedef struct nm_dispatch_control {
+    const void *tag;
+    uint64_t id;
+    const uint64_t *cancel_through;
+    uint64_t time_limit_ns;
+} nm_dispatch_control;
+
+#define NM_DISPATCH_OK 0
+#define NM_DISPATCH_FAILED 1        /* a fault, a divergent barrier, the time limit */
+#define NM_DISPATCH_CANCELLED 2
+
 /* Runs one dispatch to completion on the calling thread and the worker pool. threadgroup_lengths[i] is the
-   byte length of [[threadgroup(i)]] for i < threadgroup_count. Returns 0, or 1 with what failed (a fault,
-   a divergent barrier) in err, without the kernel's name. */
+   byte length of [[threadgroup(i)]] for i < threadgroup_count; control may be NULL. Returns NM_DISPATCH_*,
+   with what went wrong in err, without the kernel's name. */
 int nm_cpu_run_dispatch(const nm_cpu_kernel *kernel, const nm_launch *launch, const uint32_t *threadgroup_lengths,
-                        uint32_t threadgroup_count, char *err, size_t errlen);
+                        uint32_t threadgroup_count, const nm_dispatch_control *control, char *err, size_t errlen);
+/* Stops the running dispatches whose control names tag and whose id is <= *cancel_through (already
+   raised by the caller): their threads leave the kernel code at once. */
+void nm_cpu_cancel(const void *tag);
 
 /* Binds address to [[buffer(slot)]] (slot < 31, checked by the caller's validation). */
 static inline void nm_launch_bind_buffer(nm_launch *launch, uint32_t slot, void *address) {
@@ -104,6 +158,8 @@ typedef struct nm_work {
     uint64_t id;
     uint32_t kind;
     uint32_t ref_count;
+    nm_owner owner;                       /* the submitting thread (set by nm_cq_reserve) */
+    uint64_t time_limit_ns;               /* dispatch: 0 = none */
     void *refs[33];                       /* retained runtime objects, released when the work completes */
     /* dispatch */
     const nm_cpu_kernel *kernel;
@@ -155,21 +211,33 @@ nm_cq *nm_cq_new(void (*release_ref)(void *));
    and the other fields zeroed; the queue's submit lock is held until commit or cancel. */
 nm_work *nm_cq_reserve(nm_cq *q);
 void nm_cq_commit(nm_cq *q, nm_work *w);
-void nm_cq_cancel(nm_cq *q, nm_work *w);
-/* Waits for all committed work. Returns 0, or 1 with *message (malloc'ed; free it) naming the first
-   failed kernel since the previous wait. */
-int nm_cq_wait(nm_cq *q, char **message);
+void nm_cq_abandon(nm_cq *q, nm_work *w);        /* gives back a reserved slot instead of committing it */
+#define NM_CQ_DONE 0
+#define NM_CQ_FAILED 1
+#define NM_CQ_TIMED_OUT 2
+/* Waits until work *id has completed (*id 0: all committed work; set to the id waited for), or until
+   deadline_ns (nm_clock_ns base; 0 = none). NM_CQ_FAILED: *message (malloc'ed; free it) names the first
+   failed kernel, up to that id, that waiter submitted (or whose submitter has exited) and no wait has
+   reported yet. NM_CQ_TIMED_OUT: nothing is reported; wait again. */
+int nm_cq_wait(nm_cq *q, uint64_t *id, uint64_t deadline_ns, nm_owner waiter, char **message);
+/* Abandons all committed work that has not completed: the running dispatch is stopped, the rest skipped.
+   Each abandoned item fails, for its submitter, as cancelled, except the canceller's own. Waits at most
+   until deadline_ns for the executor to catch up; 1 if it did not. */
+int nm_cq_cancel(nm_cq *q, nm_owner canceller, uint64_t deadline_ns);
 int nm_cq_query(nm_cq *q, uint64_t id);          /* 1 done, 0 pending, -1 never issued */
 /* 0 ok, 1 not complete yet, 2 evicted from history, 3 never issued */
 int nm_cq_timestamps(nm_cq *q, uint64_t id, uint64_t *start, uint64_t *end);
 uint64_t nm_cq_last_id(nm_cq *q);
-/* Drains the queue, stops its executor thread and frees it. Never call it from q's own executor. */
-void nm_cq_destroy(nm_cq *q);
+/* Lets go of the queue without waiting: its executor runs what is committed, then frees the queue and
+   exits. Failures not yet reported are dropped. */
+void nm_cq_release(nm_cq *q);
 uint32_t nm_cq_history_length(void);
 
-/* Worker pool configuration (read once): NUMBA_METAL_CPU_THREADS, NUMBA_METAL_CPU_STACK_KB. */
+/* Worker pool configuration (read once): NUMBA_METAL_CPU_THREADS, NUMBA_METAL_CPU_STACK_KB,
+   NUMBA_METAL_CPU_TIME_LIMIT_MS (the default per-dispatch time limit, 0 = none). */
 uint32_t nm_cpu_thread_count(void);
 uint64_t nm_cpu_stack_bytes(void);
+uint64_t nm_cpu_default_time_limit_ns(void);
 
 /* ---- per-thread FP control ---- */
 void nm_enable_ftz_daz(void);

@@ -13,7 +13,11 @@
  *  - Handles are opaque pointers owned by the caller; release each exactly once.
  *    Passing NULL where a handle is required returns NM_ERR_INVALID_ARGUMENT.
  *  - Nothing in this ABI aborts the host process on bad input.
- *  - All calls are safe to make from several threads at once.
+ *  - All calls are safe to make from several threads at once. A failure of submitted work belongs to the
+ *    thread that submitted it: that thread's waits report it, other threads' waits do not (until it has
+ *    exited; then the next wait of any thread does).
+ *  - In a process forked from one that had opened a device, every call fails with NM_ERR_FORKED (the
+ *    runtime's threads do not survive fork) and releasing handles does nothing.
  *  - Two device kinds sit behind this ABI: Apple's Metal (macOS) and the CPU
  *    reference device, which compiles the same MSL with clang and a strict
  *    Metal shim. Both answer the same calls the same way. Where Metal does not
@@ -33,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 3
+#define NM_ABI_VERSION 4
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -47,6 +51,8 @@ typedef int32_t nm_status;
 #define NM_ERR_LIMIT 5              /* over a device or pipeline limit (threads, slots, bytes) */
 #define NM_ERR_EXECUTION 6          /* submitted work failed; the message names the kernel */
 #define NM_ERR_INTERNAL 7
+#define NM_ERR_FORKED 8             /* this process was forked after its parent opened a device: nothing can be
+                                       used here; start workers with the 'spawn' method instead */
 
 #define NM_DEVICE_METAL 1
 #define NM_DEVICE_CPU 2
@@ -142,11 +148,19 @@ int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (A
                                                SIMD width 32), then the CPU reference device. Index
                                                nm_device_count() is the simulated Metal device: never
                                                counted, it exists only for whoever asks for it by that index
-                                               (NM_ERR_UNAVAILABLE where Metal exists) */
+                                               (NM_ERR_UNAVAILABLE where Metal exists). -1 in a forked child
+                                               (NM_ERR_FORKED; nm_last_error says why) */
 nm_status nm_device_get_info(int32_t index, nm_device_info *out);
 nm_status nm_device_open(int32_t index, nm_device **out);
 void nm_device_release(nm_device *device);
 nm_status nm_device_get_stats(nm_device *device, nm_device_stats *out);
+nm_status nm_device_set_time_limit(nm_device *device, uint64_t nanoseconds);
+                                            /* CPU device and simulated Metal device: a dispatch running longer
+                                               is stopped and fails (NM_ERR_EXECUTION at its submitter's wait,
+                                               naming the kernel). 0: no limit, the default unless
+                                               NUMBA_METAL_CPU_TIME_LIMIT_MS is set. A Metal GPU:
+                                               NM_ERR_UNAVAILABLE (the OS's GPU watchdog applies) */
+nm_status nm_device_get_time_limit(nm_device *device, uint64_t *nanoseconds);
 
 /* ---- buffers (shared storage: the host pointer is valid for the buffer's life) ---- */
 nm_status nm_buffer_new(nm_device *device, uint64_t length, nm_buffer **out);      /* zero-filled */
@@ -172,7 +186,8 @@ nm_status nm_pipeline_get_info(nm_pipeline *pipeline, nm_pipeline_info *out);
 
 /* ---- queues (one per stream); work on one queue runs in submission order ---- */
 nm_status nm_queue_new(nm_device *device, nm_queue **out);
-void nm_queue_release(nm_queue *queue);     /* waits for outstanding work first */
+void nm_queue_release(nm_queue *queue);     /* does not wait: queued work still runs (keeping what it uses
+                                               alive); its failures are no longer reported */
 nm_status nm_queue_dispatch(nm_queue *queue, const nm_dispatch_desc *desc, uint64_t *work_id);
                                             /* validated before anything is queued; asynchronous */
 nm_status nm_queue_copy(nm_queue *queue, nm_buffer *src, uint64_t src_offset,
@@ -185,7 +200,18 @@ nm_status nm_queue_wait_for(nm_queue *queue, nm_queue *other, uint64_t other_wor
                                             /* later work on queue starts after other's work_id completes */
 nm_status nm_queue_flush(nm_queue *queue);  /* submit encoded work without waiting */
 nm_status nm_queue_wait(nm_queue *queue);   /* flush, then wait for all submitted work; NM_ERR_EXECUTION
-                                               names the first kernel that failed since the last wait */
+                                               names the first failed kernel that the calling thread
+                                               submitted (or a thread that has exited) and no wait reported */
+nm_status nm_queue_wait_bounded(nm_queue *queue, uint64_t *work_id, uint64_t max_ns, int32_t *done);
+                                            /* nm_queue_wait returning after at most max_ns, so that a caller can
+                                               attend to signals between calls. *work_id: the work to wait for,
+                                               0 = all submitted so far (then set to that id: pass it again).
+                                               *done = 1: completed, and the status is nm_queue_wait's for the
+                                               work up to *work_id; *done = 0: not yet (NM_OK) */
+nm_status nm_queue_cancel(nm_queue *queue); /* abandons submitted work that has not completed: the running
+                                               dispatch is stopped, the rest skipped; each abandoned item fails
+                                               for its submitter (the caller's own are dropped). Returns when
+                                               done. A Metal GPU cannot stop work: NM_ERR_UNAVAILABLE */
 nm_status nm_queue_query(nm_queue *queue, uint64_t work_id, int32_t *done);
                                             /* work_id 0: all work issued so far (flush first) */
 nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start_ns, uint64_t *end_ns);

@@ -16,9 +16,14 @@ final class CPUDevice: Device {
     let stats = Counters(count: DeviceStat.allCases.count)
     /// The kernel compiler and object cache.
     let compiler = KernelCompiler()
+    /// Counter 0: the per-dispatch time limit in nanoseconds (0: none).
+    private let limits = Counters(count: 1)
 
-    /// Creates the device.
-    init() { info = CPUDevice.describe() }
+    /// Creates the device; its time limit starts as NUMBA_METAL_CPU_TIME_LIMIT_MS.
+    init() {
+        info = CPUDevice.describe()
+        limits.set(0, nm_cpu_default_time_limit_ns())
+    }
 
     /// The fixed description: Metal's limits, the host's page size and ~75% of RAM as working set.
     static func describe() -> nm_device_info {
@@ -58,7 +63,15 @@ final class CPUDevice: Device {
     }
 
     /// A queue with its own executor thread.
-    func makeQueue() throws -> any Queue { try CPUQueue(device: self) }
+    func makeQueue() throws -> any Queue {
+        let limits = self.limits
+        return try CPUQueue(device: self, timeLimit: { limits.get(0) })
+    }
+
+    /// The watchdog stops a dispatch that runs longer than this.
+    func setTimeLimit(_ nanoseconds: UInt64) throws { limits.set(0, nanoseconds) }
+
+    var timeLimit: UInt64 { limits.get(0) }
 }
 
 /// The host CPU's model name (Linux /proc/cpuinfo; sysctl on macOS), "unknown CPU" otherwise.

@@ -17,15 +17,19 @@ final class CPUQueue: Queue {
     let device: any Device
     /// The C executor (nm_cq).
     private let cq: OpaquePointer
+    /// The per-dispatch time limit in nanoseconds (0: none), read at each dispatch.
+    private let timeLimit: () -> UInt64
 
     /// Starts the executor thread.
-    init(device: any Device) throws {
+    init(device: any Device, timeLimit: @escaping () -> UInt64) throws {
         guard let q = nm_cq_new(releaseReference) else { throw RuntimeError.outOfMemory("could not create a queue (thread or memory)") }
         cq = q
         self.device = device
+        self.timeLimit = timeLimit
     }
 
-    deinit { nm_cq_destroy(cq) }
+    /// The executor finishes what is queued, then frees itself: letting go never blocks.
+    deinit { nm_cq_release(cq) }
 
     /// Keeps object alive until the work item completes (at most 33 per item: 31 buffers, a pipeline, a queue).
     @inline(__always)
@@ -40,6 +44,7 @@ final class CPUQueue: Queue {
         let pipeline = d.pipeline
         guard let w = nm_cq_reserve(cq) else { throw RuntimeError.outOfMemory("could not grow the queue") }
         w.pointee.kind = UInt32(NM_WORK_DISPATCH)
+        w.pointee.time_limit_ns = timeLimit()
         w.pointee.kernel = UnsafePointer(pipeline.kernel.entry)
         w.pointee.launch.groups = d.groups
         w.pointee.launch.threads = d.threads
@@ -56,7 +61,7 @@ final class CPUQueue: Queue {
                 inline.copyMemory(from: arguments.baseAddress!, byteCount: arguments.count)
             } else {
                 guard let heap = malloc(arguments.count) else {
-                    nm_cq_cancel(cq, w)
+                    nm_cq_abandon(cq, w)
                     throw RuntimeError.outOfMemory("could not copy the argument block")
                 }
                 heap.copyMemory(from: arguments.baseAddress!, byteCount: arguments.count)
@@ -125,12 +130,26 @@ final class CPUQueue: Queue {
     /// Work is executed as soon as it is recorded: nothing to submit.
     func flush() throws {}
 
-    /// Waits for everything committed; reports the first failure since the last wait.
-    func wait() throws {
+    /// Waits for workID (0: everything committed) up to timeoutNs; reports the calling thread's first
+    /// unreported failure up to that id.
+    func wait(for workID: UInt64, timeoutNs: UInt64?) throws -> (id: UInt64, done: Bool) {
+        var id = workID
         var message: UnsafeMutablePointer<CChar>? = nil
-        if nm_cq_wait(cq, &message) != 0, let m = message {
-            defer { free(m) }
-            throw RuntimeError.execution(String(cString: m))
+        let deadline = timeoutNs.map { nm_clock_ns() &+ max($0, 1) } ?? 0
+        switch nm_cq_wait(cq, &id, deadline, nm_owner_current(), &message) {
+        case NM_CQ_TIMED_OUT: return (id, false)
+        case NM_CQ_FAILED:
+            defer { free(message) }
+            throw RuntimeError.execution(message.map { String(cString: $0) } ?? "a kernel failed")
+        default: return (id, true)
+        }
+    }
+
+    /// Stops the running dispatch and skips the rest of what is committed.
+    func cancel() throws {
+        if nm_cq_cancel(cq, nm_owner_current(), nm_clock_ns() + 5_000_000_000) != 0 {
+            throw RuntimeError.execution("nm_queue_cancel: the queue's running work did not stop within 5 s (a signal "
+                + "handler for SIGURG that does not pass the signal on keeps the CPU device from interrupting kernels)")
         }
     }
 
@@ -151,12 +170,5 @@ final class CPUQueue: Queue {
             + "items this queue keeps timestamps for")
         default: throw RuntimeError.invalid("nm_queue_timestamps: work id \(workID) was never issued on this queue")
         }
-    }
-
-    /// Drains the queue (its failures are dropped: nobody waits for them any more).
-    func close() {
-        var message: UnsafeMutablePointer<CChar>? = nil
-        _ = nm_cq_wait(cq, &message)
-        free(message)
     }
 }

@@ -1,6 +1,7 @@
 // KernelCompiler.swift -- MSL to a loaded shared object for the CPU device: clang with the Metal shim,
-// an in-process table of loaded kernels, and a content-addressed disk cache whose objects are checked
-// (SHA-256 of their bytes) and loaded from exactly the checked bytes.
+// an in-process table of loaded kernels, and the disk cache (ObjectCache.swift), whose objects are loaded
+// from exactly the checked bytes. Builds happen in a temporary directory removed after each compile; a
+// process leaves nothing behind in TMPDIR (on Linux; elsewhere its private copies are removed at exit).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,17 +50,18 @@ final class KernelCompiler {
     private var toolchain: (clang: String, identity: String)? = nil
     /// The shim directory and a digest of its headers, found on first use.
     private var shim: (dir: String, digest: String)? = nil
-    /// The disk cache directory: nil = not decided yet, .some(nil) = none usable.
-    private var cacheDir: String?? = nil
-    /// This process's private 0700 temporary directory.
-    private var privateDir: String? = nil
-    /// Verified private copies of precompiled shim headers, by flag set.
-    private var headers: [String: String] = [:]
+    /// The disk cache: nil = not decided yet, .some(nil) = none usable.
+    private var cache: ObjectCache?? = nil
+    /// Checked precompiled shim headers, by key.
+    private var headers: [String: PrecompiledHeader] = [:]
 
     /// Flags for every kernel: Metal's rules as far as clang can impose them (see docs/limitations.md).
     /// The C++ standard follows the MSL version (`languageStandard`).
     static let baseFlags: [String] = [
         "-x", "c++", "-O2", "-fPIC", "-shared", "-nostdinc", "-fno-exceptions", "-fno-rtti",
+        // Every page of a large stack frame (a big local array) is touched in order, so an overflow hits the
+        // guard page below the stack, a fault the executor reports, instead of writing into other memory.
+        "-fstack-clash-protection",
         "-fsigned-char", "-fwrapv", "-fno-strict-float-cast-overflow", "-fno-math-errno", "-fvisibility=hidden",
         "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-cl-single-precision-constant",
         "-Wno-unknown-attributes", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-ignored-attributes",
@@ -123,12 +125,12 @@ final class KernelCompiler {
 
         var compiledNow = false
         var bytes: [UInt8]? = nil
-        let dir = lock.locked { cacheDirectoryLocked() }
-        if let dir, let cached = readCacheEntry(dir: dir, key: key) { bytes = cached }
+        let cache = lock.locked { cacheLocked() }
+        if let cache, let cached = cache.read(key: key, kind: .object) { bytes = cached }
         if bytes == nil {
             bytes = try runClang(clang: clang, shimDir: shimDir, flags: flags, unit: unit)
             compiledNow = true
-            if let dir { writeCacheEntry(dir: dir, key: key, object: bytes!) }
+            cache?.write(key: key, kind: .object, bytes: bytes!)
         }
         let kernel = try load(bytes: bytes!, name: kernelName, analysis: analysis)
         let result = lock.locked { () -> LoadedKernel in
@@ -174,38 +176,40 @@ final class KernelCompiler {
         return toolchain!
     }
 
-    /// Runs clang on the translation unit; returns the object's bytes or throws NM_ERR_COMPILE with the log.
+    /// Runs clang on the translation unit in a new temporary directory (removed afterwards); returns the
+    /// object's bytes or throws NM_ERR_COMPILE with clang's messages.
     private func runClang(clang: String, shimDir: String, flags: [String], unit: String) throws -> [UInt8] {
-        let base = try lock.locked { try privateDirectoryLocked() }
-        var template = Array("\(base)/build-XXXXXX".utf8CString)
+        let tmp = temporaryDirectory()
+        var template = Array("\(tmp)/numba-metal-build-XXXXXX".utf8CString)
         guard let dirPtr = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw RuntimeError.internal("could not create a build directory under \(base) (errno \(errno))")
+            throw temporaryDirectoryFailure(tmp, errno, doing: "create a build directory")
         }
         let dir = String(cString: dirPtr)
         defer {
-            for f in ["kernel.cpp", "kernel.so", "clang.log"] { unlink("\(dir)/\(f)") }
+            for f in ["kernel.cpp", "kernel.so", "shim.pch"] { unlink("\(dir)/\(f)") }
             rmdir(dir)
         }
         guard writeFile("\(dir)/kernel.cpp", Array(unit.utf8)) else {
-            throw RuntimeError.internal("could not write \(dir)/kernel.cpp (errno \(errno))")
+            throw temporaryDirectoryFailure(tmp, errno, doing: "write the kernel's source")
         }
         let argv = [clang] + flags + ["-isystem", shimDir, "-o", "\(dir)/kernel.so", "\(dir)/kernel.cpp", "-lm"]
         var rc: Int32 = -1
         var log = ""
-        if let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags) {
-            rc = runProcess(argv + ["-include-pch", pch, "-Xclang", "-fno-validate-pch"], log: "\(dir)/clang.log")
-            log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self)
+        if let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags, buildDir: dir) {
+            (rc, log) = runProcess(argv + ["-include-pch", pch.path, "-Xclang", "-fno-validate-pch"], passing: pch.descriptor)
         }
         if rc != 0 && (rc < 0 || log.isEmpty || log.contains("precompiled header") || log.contains(".pch")) {
-            rc = runProcess(argv, log: "\(dir)/clang.log")  // without the precompiled header
-            log = String(decoding: readFile("\(dir)/clang.log") ?? [], as: UTF8.self)
+            (rc, log) = runProcess(argv, passing: -1)  // without the precompiled header
         }
         log = log.replacingAll("\(dir)/", with: "")
         if rc < 0 {
             throw RuntimeError.unavailable("could not run \(clang) (errno \(-rc)); set NUMBA_METAL_CLANG to a working clang++")
         }
         if rc != 0 {
-            throw RuntimeError.compile(log.isEmpty ? "clang failed with exit status \(rc) and no message" : log)
+            if log.contains("No space left on device") || (log.isEmpty && freeBytes(tmp).map { $0 < 1 << 20 } == true) {
+                throw temporaryDirectoryFailure(tmp, ENOSPC, doing: "compile the kernel", detail: log)
+            }
+            throw RuntimeError.compile(log.isEmpty ? "clang failed with exit status \(rc) and printed nothing" : log)
         }
         guard let bytes = readFile("\(dir)/kernel.so") else {
             throw RuntimeError.internal("clang succeeded but \(dir)/kernel.so cannot be read")
@@ -215,8 +219,8 @@ final class KernelCompiler {
 
     /// Loads exactly these bytes and binds the entry points.
     private func load(bytes: [UInt8], name: String, analysis: KernelAnalysis) throws -> LoadedKernel {
-        let tmp = try lock.locked { try privateDirectoryLocked() }
         var err = [CChar](repeating: 0, count: 1024)
+        let tmp = temporaryDirectory()
         guard let handle = bytes.withUnsafeBytes({ nm_dlopen_bytes($0.baseAddress, $0.count, tmp, &err, err.count) }) else {
             throw RuntimeError.internal(String(cString: err))
         }
@@ -230,19 +234,25 @@ final class KernelCompiler {
 
     // MARK: precompiled shim
 
+    /// A checked precompiled header clang reads: an in-memory file passed as descriptor 3 (`/dev/fd/3`), or
+    /// where there is none, a private temporary file removed at exit.
+    struct PrecompiledHeader {
+        /// What clang is given after -include-pch.
+        let path: String
+        /// The descriptor the clang process gets as 3, or -1.
+        let descriptor: Int32
+    }
+
     /// A precompiled `metal_stdlib` for these flags (halves the compile time: parsing the shim dominates),
-    /// or nil to compile without one. Cached on disk like objects (content-addressed, SHA-256 checked) and
-    /// used from a private copy, so the file clang reads is the one that was checked.
-    private func precompiledShim(clang: String, shimDir: String, flags: [String]) -> String? {
+    /// or nil to compile without one. Cached on disk like objects; clang reads exactly the checked bytes.
+    private func precompiledShim(clang: String, shimDir: String, flags: [String], buildDir: String) -> PrecompiledHeader? {
         if environment("NUMBA_METAL_NO_PCH") != nil { return nil }
-        guard let (identity, digest, privateBase, cache) = try? lock.locked({ () -> (String, String, String, String?) in
-            (try toolchainLocked().1, try shimLocked().1, try privateDirectoryLocked(), cacheDirectoryLocked())
+        guard let (identity, digest, cache) = try? lock.locked({ () -> (String, String, ObjectCache?) in
+            (try toolchainLocked().1, try shimLocked().1, cacheLocked())
         }) else { return nil }
         let key = hex(sha256(Array("numba-metal pch v1\u{0}\(identity)\u{0}\(digest)\u{0}\(shimDir)\u{0}\(flags.joined(separator: " "))".utf8)))
         if let known = lock.locked({ headers[key] }) { return known }
-        let path = "\(privateBase)/shim-\(key).pch"
-        var bytes: [UInt8]? = nil
-        if let cache, let cached = readCacheEntry(dir: cache, key: key, suffix: "pch") { bytes = cached }
+        var bytes = cache?.read(key: key, kind: .precompiledHeader)
         if bytes == nil {
             // -x c++ and -shared do not apply to a header; the rest must match the compiles exactly.
             var headerFlags: [String] = []
@@ -253,18 +263,41 @@ final class KernelCompiler {
                 if f == "-shared" { continue }
                 headerFlags.append(f)
             }
-            let out = "\(privateBase)/shim-\(key).building"
-            let rc = runProcess([clang] + headerFlags + ["-isystem", shimDir, "-x", "c++-header", "\(shimDir)/metal_stdlib", "-o", out],
-                                log: out + ".log")
-            unlink(out + ".log")
+            let out = "\(buildDir)/shim.pch"
+            let (rc, _) = runProcess([clang] + headerFlags + ["-isystem", shimDir, "-x", "c++-header", "\(shimDir)/metal_stdlib", "-o", out],
+                                     passing: -1)
             defer { unlink(out) }
             guard rc == 0, let built = readFile(out) else { return nil }
             bytes = built
-            if let cache { writeCacheEntry(dir: cache, key: key, object: built, suffix: "pch") }
+            cache?.write(key: key, kind: .precompiledHeader, bytes: built)
         }
-        guard let b = bytes, writeFile(path, b) else { return nil }
-        lock.locked { headers[key] = path }
-        return path
+        guard let b = bytes, let header = privateHeader(b) else { return nil }
+        return lock.locked {
+            if let known = headers[key] {  // another thread got there first
+                if header.descriptor >= 0 { close(header.descriptor) } else { unlink(header.path) }
+                return known
+            }
+            headers[key] = header
+            return header
+        }
+    }
+
+    /// The header's bytes where only this process can change them.
+    private func privateHeader(_ bytes: [UInt8]) -> PrecompiledHeader? {
+        let fd = bytes.withUnsafeBytes { nm_memory_file($0.baseAddress, $0.count, "numba-metal-shim.pch") }
+        if fd >= 0 { return PrecompiledHeader(path: "/dev/fd/3", descriptor: fd) }
+        var template = Array("\(temporaryDirectory())/numba-metal-shim-XXXXXX".utf8CString)
+        let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard tfd >= 0 else { return nil }
+        let ok = writeAll(tfd, bytes)
+        close(tfd)
+        let path = String(cString: template)
+        guard ok else {
+            unlink(path)
+            return nil
+        }
+        removeAtExit(path)
+        return PrecompiledHeader(path: path, descriptor: -1)
     }
 
     // MARK: shim
@@ -292,75 +325,60 @@ final class KernelCompiler {
 
     // MARK: directories
 
-    /// A private (0700) directory of this process for builds and loading copies.
-    private func privateDirectoryLocked() throws -> String {
-        if let d = privateDir { return d }
-        let tmp = environment("TMPDIR") ?? "/tmp"
-        var template = Array("\(tmp)/numba-metal-XXXXXX".utf8CString)
-        guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw RuntimeError.internal("could not create a private directory under \(tmp) (errno \(errno))")
-        }
-        privateDir = String(cString: p)
-        return privateDir!
-    }
-
-    /// `<cache>/cpu-objects`, or nil when no safe cache directory exists (then nothing is cached on disk).
-    private func cacheDirectoryLocked() -> String? {
-        if let d = cacheDir { return d }
-        var root: String
-        if let d = environment("NUMBA_METAL_CACHE_DIR") { root = d }
-        else if let d = environment("NUMBA_CACHE_DIR") { root = d + "/numba-metal" }
-        else if let d = environment("XDG_CACHE_HOME") { root = d + "/numba-metal" }
-        else if let h = environment("HOME") { root = h + "/.cache/numba-metal" }
-        else { cacheDir = .some(nil); return nil }
-        let dir = root + "/cpu-objects"
-        let ok = makeDirectories(root) && isPrivateDirectory(root) && makeDirectories(dir) && isPrivateDirectory(dir)
-        cacheDir = .some(ok ? dir : nil)
-        return cacheDir!
-    }
-
-    /// mkdir -p with mode 0700 for the directories it creates.
-    private func makeDirectories(_ path: String) -> Bool {
-        if fileExists(path) { return true }
-        let parent = dirname(of: path)
-        if parent != path && !fileExists(parent) && !makeDirectories(parent) { return false }
-        return mkdir(path, 0o700) == 0 || errno == EEXIST
-    }
-
-    /// A cache directory must be ours and not writable by group or others (its objects will run).
-    private func isPrivateDirectory(_ path: String) -> Bool {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return false }
-        return st.st_uid == geteuid() && (st.st_mode & 0o022) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    // MARK: disk cache
-
-    /// Entry format: "NMOBJ1 <sha256 of object>\n" followed by the object bytes.
-    private func readCacheEntry(dir: String, key: String, suffix: String = "nmo") -> [UInt8]? {
-        guard let data = readFile("\(dir)/\(key).\(suffix)") else { return nil }
-        let header = 7 + 64 + 1
-        guard data.count > header, Array(data[0..<7]) == Array("NMOBJ1 ".utf8), data[header - 1] == 10 else { return nil }
-        let recorded = String(decoding: data[7..<(7 + 64)], as: UTF8.self)
-        let object = Array(data[header...])
-        guard hex(sha256(object)) == recorded else { return nil } // corrupt or tampered: rebuild
-        return object
-    }
-
-    /// Writes an entry atomically (temporary file, then rename) so concurrent writers are safe.
-    private func writeCacheEntry(dir: String, key: String, object: [UInt8], suffix: String = "nmo") {
-        let tmp = "\(dir)/.\(key).\(getpid()).\(nm_clock_ns()).tmp"
-        let entry = Array("NMOBJ1 \(hex(sha256(object)))\n".utf8) + object
-        if writeFile(tmp, entry) { if rename(tmp, "\(dir)/\(key).\(suffix)") != 0 { unlink(tmp) } } else { unlink(tmp) }
+    /// The disk cache, opened and checked on first use (cache held).
+    private func cacheLocked() -> ObjectCache? {
+        if let c = cache { return c }
+        cache = .some(ObjectCache.open())
+        return cache!
     }
 }
 
-/// Runs argv with output to log; the exit status, or -errno when it could not start.
-func runProcess(_ argv: [String], log: String) -> Int32 {
+/// Where builds happen: TMPDIR, else /tmp.
+func temporaryDirectory() -> String { environment("TMPDIR") ?? "/tmp" }
+
+/// Free bytes in the file system holding path, if it can be told.
+func freeBytes(_ path: String) -> UInt64? {
+    var fs = statvfs()
+    guard statvfs(path, &fs) == 0 else { return nil }
+    return UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+}
+
+/// The error for a temporary directory that could not be used (a full one says so).
+func temporaryDirectoryFailure(_ dir: String, _ code: Int32, doing what: String, detail: String = "") -> RuntimeError {
+    let reason = String(cString: strerror(code))
+    let said = detail.isEmpty ? "" : " (clang: " + (detail.split(separator: "\n").first { $0.contains("No space") }.map(String.init) ?? detail) + ")"
+    if code == ENOSPC || code == EDQUOT {
+        return RuntimeError.internal("could not \(what): the temporary directory \(dir) is full (\(reason))\(said); free space "
+            + "there or set TMPDIR to a directory with room")
+    }
+    return RuntimeError.internal("could not \(what) in the temporary directory \(dir) (\(reason))\(said); set TMPDIR to a "
+        + "writable directory with free space")
+}
+
+/// Paths removed when the process exits normally.
+nonisolated(unsafe) private var pathsToRemove: [String] = []
+private let pathsToRemoveLock = Mutex()
+
+/// Removes path when the process exits (atexit).
+func removeAtExit(_ path: String) {
+    pathsToRemoveLock.locked {
+        if pathsToRemove.isEmpty {
+            atexit { pathsToRemoveLock.locked { for p in pathsToRemove { unlink(p) } } }
+        }
+        pathsToRemove.append(path)
+    }
+}
+
+/// Runs argv (descriptor passFd, if >= 0, becomes the child's 3); its exit status (or -errno when it
+/// could not start) and what it printed.
+func runProcess(_ argv: [String], passing passFd: Int32) -> (Int32, String) {
     var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
     cArgs.append(nil)
     defer { for p in cArgs { free(p) } }
-    return cArgs.withUnsafeBufferPointer { buf in
-        buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { nm_run_process($0, log) }
+    var output: UnsafeMutablePointer<CChar>? = nil
+    let rc = cArgs.withUnsafeBufferPointer { buf in
+        buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { nm_run_process($0, passFd, &output) }
     }
+    defer { free(output) }
+    return (rc, output.map { String(cString: $0) } ?? "")
 }

@@ -45,7 +45,12 @@ final class MetalDevice: Device {
     static func isSupported(_ d: any MTLDevice) -> Bool { d.supportsFamily(.apple7) }
 
     /// The Metal devices numba-metal can use.
-    static func usableDevices() -> [any MTLDevice] { MTLCopyAllDevices().filter(isSupported) }
+    static func usableDevices() -> [any MTLDevice] {
+        #if canImport(Metal)
+        nm_runtime_started()  // Metal's own state does not survive fork() either (nm_forked_child)
+        #endif
+        return MTLCopyAllDevices().filter(isSupported)
+    }
 
     /// How many usable Metal devices exist.
     static func deviceCount() -> Int { usableDevices().count }
@@ -86,6 +91,11 @@ final class MetalDevice: Device {
         self.mtl = mtl
         info = MetalDevice.describe(mtl, kind: kind)
     }
+
+    /// A GPU's own watchdog ends long work; the simulated GPU's engine takes a limit as the CPU device does.
+    func setTimeLimit(_ nanoseconds: UInt64) throws { try setSimulatedTimeLimit(nanoseconds) }
+
+    var timeLimit: UInt64 { simulatedTimeLimit }
 
     /// A shared-storage MTLBuffer.
     func makeBuffer(length: UInt64) throws -> Buffer {

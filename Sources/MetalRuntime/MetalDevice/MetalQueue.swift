@@ -11,7 +11,9 @@
 //
 // A command buffer that fails (a fault, the GPU watchdog) never runs its encoded signal: its handler sets
 // the event from the host instead, so that queues waiting for it are released, and each queue that waited
-// for failed work reports that failure at its next wait.
+// for failed work reports that failure at its next wait. A failure is reported to the threads that encoded
+// work into the failed command buffer (its commands after the fault never ran), each at its own next wait;
+// another thread's wait does not take it.
 #if canImport(Metal)
 import Metal
 import Foundation
@@ -58,6 +60,30 @@ final class MetalQueue: Queue, @unchecked Sendable {
         var labels: [String] = []
         /// Work of other queues it waits for.
         var waits: [(queue: MetalQueue, id: UInt64)] = []
+        /// The threads that encoded work into it: its failure is theirs.
+        var owners: [nm_owner] = []
+
+        /// Notes that the calling thread encoded work here.
+        mutating func addOwner() {
+            let me = nm_owner_current()
+            if !owners.contains(where: { nm_owner_same($0, me) != 0 }) { owners.append(me) }
+        }
+    }
+
+    /// A failure not reported yet, for its owner's wait.
+    private struct Failure {
+        let id: UInt64
+        let owner: nm_owner
+        let message: String
+    }
+
+    /// Work of another queue that a completed command buffer waited for, not known to have succeeded yet.
+    private struct Upstream {
+        let queue: MetalQueue
+        let id: UInt64
+        /// The waiting command buffer's first work id and owners.
+        let waiterID: UInt64
+        let owners: [nm_owner]
     }
 
     /// Serialises encoding and committing; completed handlers never take it.
@@ -76,11 +102,11 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private var completedThrough: UInt64 = 0
     /// Completed id ranges above completedThrough (command buffers need not complete in commit order).
     private var completedAhead: [(first: UInt64, last: UInt64)] = []
-    /// First failure since the last wait.
-    private var firstFailure: String? = nil
+    /// Unreported failures, at most one per owner (the first since its last report).
+    private var failures: [Failure] = []
     /// Work of other queues that completed command buffers waited for and whose outcome those queues had not
     /// recorded yet (a later command buffer's signal can release a waiter first); checked by the next wait.
-    private var waitedFor: [(queue: MetalQueue, id: UInt64)] = []
+    private var waitedFor: [Upstream] = []
     /// Recent failed ranges and their messages, for the queues that waited on them.
     private var failedRanges: [(first: UInt64, last: UInt64, message: String)] = []
     /// Start/end times of recent work ids (ring).
@@ -153,9 +179,9 @@ final class MetalQueue: Queue, @unchecked Sendable {
         let cb = o.commandBuffer
         cb.label = o.labels.first
         cb.encodeSignalEvent(event, value: last)
-        let kept = o.kept, names = o.labels, waits = o.waits
+        let kept = o.kept, names = o.labels, waits = o.waits, owners = o.owners
         cb.addCompletedHandler { [self] done in
-            withAutoreleasePool { completed(done, first: first, last: last, names: names, waits: waits) }
+            withAutoreleasePool { completed(done, first: first, last: last, names: names, waits: waits, owners: owners) }
             _ = kept
         }
         state.locked { inFlight += 1 }
@@ -168,7 +194,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// for: its results are then suspect too), and completion, which wakes waiters. A handler never waits for
     /// another queue: work whose outcome is not known yet is left to the next wait.
     private func completed(_ done: any MTLCommandBuffer, first: UInt64, last: UInt64, names: [String],
-                           waits: [(queue: MetalQueue, id: UInt64)]) {
+                           waits: [(queue: MetalQueue, id: UInt64)], owners: [nm_owner]) {
         let start = UInt64(max(0, done.gpuStartTime) * 1e9), end = UInt64(max(0, done.gpuEndTime) * 1e9)
         var message: String? = nil
         if done.status == .error {
@@ -176,11 +202,11 @@ final class MetalQueue: Queue, @unchecked Sendable {
             let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
             message = "kernel '\(names.first ?? "?")' failed on the GPU\(others): \(detail)"
         }
-        var unresolved: [(queue: MetalQueue, id: UInt64)] = []
+        var unresolved: [Upstream] = []
         var upstream: String? = nil
         for w in waits {
             switch w.queue.outcome(of: w.id) {
-            case nil: unresolved.append(w)
+            case nil: unresolved.append(Upstream(queue: w.queue, id: w.id, waiterID: first, owners: owners))
             case .some(nil): break
             case .some(let failure?): upstream = upstream ?? MetalQueue.waitedForFailure(w.id, failure)
             }
@@ -194,13 +220,19 @@ final class MetalQueue: Queue, @unchecked Sendable {
             if let m = message {
                 failedRanges.append((first, last, m))
                 if failedRanges.count > MetalQueue.failuresKept { failedRanges.removeFirst() }
-                if firstFailure == nil { firstFailure = m }
             }
-            if firstFailure == nil { firstFailure = upstream }
+            if let m = message ?? upstream { recordFailure(m, id: first, owners: owners) }
             waitedFor += unresolved
         }
         // Its encoded signal never ran: release the queues waiting for this work (values only grow).
         if done.status == .error { event.signaledValue = last }
+    }
+
+    /// Keeps message for each owner's next wait, unless it has an unreported failure already (state held).
+    private func recordFailure(_ message: String, id: UInt64, owners: [nm_owner]) {
+        for o in owners where failures.count < MetalQueue.failuresKept && !failures.contains(where: { nm_owner_same($0.owner, o) != 0 }) {
+            failures.append(Failure(id: id, owner: o, message: message))
+        }
     }
 
     /// Marks [first, last] complete and advances completedThrough over what is now contiguous (state held).
@@ -231,14 +263,6 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     // MARK: host-side work
 
-    /// Flushes, then waits until everything issued so far has completed (`encoding` held when holdingEncoding).
-    private func drain() {
-        let target = encoding.locked { () -> UInt64 in
-            commitLocked()
-            return state.locked { issued }
-        }
-        state.wait { completedThrough >= target }
-    }
 
     /// Runs body on the host after all earlier work, as one completed work id.
     private func completeOnHost(_ body: () -> Void) -> UInt64 {
@@ -269,6 +293,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         let pipeline = d.pipeline
         return try encoding.locked {
             let enc = try computeEncoder()
+            open!.addOwner()
             enc.setComputePipelineState(pipeline.state)
             for i in 0..<d.bufferCount {
                 let b = d.buffer(i)
@@ -300,6 +325,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
            let s = src.storage as? any MTLBuffer, let t = dst.storage as? any MTLBuffer {
             return try encoding.locked {
                 try blitEncoder().copy(from: s, sourceOffset: Int(srcOffset), to: t, destinationOffset: Int(dstOffset), size: Int(count))
+                open!.addOwner()
                 open!.kept += [src, dst]
                 return issue()
             }
@@ -313,6 +339,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
         if count > 0 && offset % 4 == 0 && count % 4 == 0, let b = buffer.storage as? any MTLBuffer {
             return try encoding.locked {
                 try blitEncoder().fill(buffer: b, range: Int(offset)..<Int(offset + count), value: value)
+                open!.addOwner()
                 open!.kept.append(buffer)
                 return issue()
             }
@@ -347,23 +374,41 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// Commits the open command buffer.
     func flush() throws { encoding.locked { commitLocked() } }
 
-    /// Commits and waits; reports the first GPU failure since the last wait: this queue's own, or that of
-    /// other queues' work this queue waited for (then its later work ran on what the failed work left).
-    func wait() throws {
-        drain()
-        let (own, waits) = state.locked { () -> (String?, [(queue: MetalQueue, id: UInt64)]) in
-            let r = (firstFailure, waitedFor)
-            firstFailure = nil
-            waitedFor = []
-            return r
+    /// Commits, waits for workID (0: everything issued so far) for at most timeoutNs, then reports the calling
+    /// thread's first unreported GPU failure up to that id: of its own work, or of other queues' work its work
+    /// waited for (its later work then ran on what the failed work left).
+    func wait(for workID: UInt64, timeoutNs: UInt64?) throws -> (id: UInt64, done: Bool) {
+        let deadline = timeoutNs.map { monotonicSeconds() + Double(max($0, 1)) * 1e-9 }
+        let target = try encoding.locked { () -> UInt64 in
+            commitLocked()
+            let issuedNow = state.locked { issued }
+            if workID > issuedNow { throw RuntimeError.invalid("nm_queue_wait: work id \(workID) was never issued on this queue") }
+            return workID == 0 ? issuedNow : workID
         }
-        if let own { throw RuntimeError.execution(own) }
-        for w in waits {
-            w.queue.state.wait { w.queue.completedThrough >= w.id }
-            if case let failure?? = w.queue.outcome(of: w.id) {
-                throw RuntimeError.execution(MetalQueue.waitedForFailure(w.id, failure))
+        if !state.wait(until: { completedThrough >= target }, deadline: deadline) { return (target, false) }
+        // Work of other queues that this queue's work waited for: its outcome becomes this queue's.
+        let upstream = state.locked { waitedFor.filter { $0.waiterID <= target } }
+        for w in upstream {
+            if !w.queue.state.wait(until: { w.queue.completedThrough >= w.id }, deadline: deadline) { return (target, false) }
+            let failure = w.queue.outcome(of: w.id) ?? nil
+            state.locked {
+                waitedFor.removeAll { $0.queue === w.queue && $0.id == w.id && $0.waiterID == w.waiterID }
+                if let failure { recordFailure(MetalQueue.waitedForFailure(w.id, failure), id: w.waiterID, owners: w.owners) }
             }
         }
+        let me = nm_owner_current()
+        let mine = state.locked { () -> String? in
+            guard let i = failures.firstIndex(where: { $0.id <= target && nm_owner_reports_to($0.owner, me) != 0 }) else { return nil }
+            return failures.remove(at: i).message
+        }
+        if let mine { throw RuntimeError.execution(mine) }
+        return (target, true)
+    }
+
+    /// A GPU cannot be told to stop a command buffer it has been given.
+    func cancel() throws {
+        throw RuntimeError.unavailable("nm_queue_cancel: a Metal GPU cannot stop work it has been given; the GPU's watchdog "
+            + "ends command buffers that run too long")
     }
 
     /// Whether workID's command buffer completed.
@@ -392,7 +437,4 @@ final class MetalQueue: Queue, @unchecked Sendable {
             return (h.start, h.end)
         }
     }
-
-    /// Commits and waits for everything.
-    func close() { drain() }
 }

@@ -23,6 +23,15 @@ extension MetalDevice {
     /// The simulated device exists only where Metal does not.
     func simulationStatistics() -> nm_sim_stats { nm_sim_stats() }
 
+    /// A Metal GPU's watchdog is the OS's.
+    func setSimulatedTimeLimit(_ nanoseconds: UInt64) throws {
+        throw RuntimeError.unavailable("a Metal GPU has no per-dispatch time limit to set: macOS's GPU watchdog ends command "
+            + "buffers that run too long")
+    }
+
+    /// None on a Metal GPU.
+    var simulatedTimeLimit: UInt64 { 0 }
+
     private static var noSimulation: RuntimeError {
         RuntimeError.unavailable("the simulated Metal device exists only in builds where Metal does not (Linux); use the Metal GPU")
     }
@@ -51,11 +60,14 @@ extension MetalDevice {
         }
     }
 
+    /// The engine the simulated GPU computes with.
+    private static let simulatedEngine = CPUComputeEngine()
+
     /// The simulated GPU of this process (made on first use, with the CPU engine registered).
     private static let simulatedGPU: Result<any MTLDevice, RuntimeError> = {
         do {
             let profile = try simulatedProfile()
-            return .success(MetalSimulation.makeDevice(profile: profile, engine: CPUComputeEngine()))
+            return .success(MetalSimulation.makeDevice(profile: profile, engine: simulatedEngine))
         } catch let e as RuntimeError {
             return .failure(e)
         } catch {
@@ -93,6 +105,13 @@ extension MetalDevice {
         }
     }
 
+    /// The simulated GPU stops a dispatch running longer than this, as the CPU device does, and its command
+    /// buffer fails as after a GPU watchdog timeout.
+    func setSimulatedTimeLimit(_ nanoseconds: UInt64) throws { MetalDevice.simulatedEngine.limits.set(0, nanoseconds) }
+
+    /// The simulated GPU's per-dispatch time limit (NUMBA_METAL_CPU_TIME_LIMIT_MS to begin with).
+    var simulatedTimeLimit: UInt64 { MetalDevice.simulatedEngine.limits.get(0) }
+
     /// nm_sim_get_stats.
     func simulationStatistics() -> nm_sim_stats {
         let s = MetalSimulation.statistics(of: mtl)
@@ -111,6 +130,10 @@ extension MetalDevice {
 final class CPUComputeEngine: MetalSimulation.ComputeEngine {
     /// Compiles and caches kernel objects (the same disk cache as the CPU device).
     private let compiler = KernelCompiler()
+    /// Counter 0: the per-dispatch time limit in nanoseconds (0: none).
+    let limits = Counters(count: 1)
+
+    init() { limits.set(0, nm_cpu_default_time_limit_ns()) }
 
     /// Compiles every kernel function of the source, so that compile errors surface here, as from Metal's
     /// makeLibrary.
@@ -141,8 +164,11 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
         launch.threads = (UInt32(t.width), UInt32(t.height), UInt32(t.depth))
         let lengths = dispatch.threadgroupMemoryLengths.map { UInt32($0) }
         var err = [CChar](repeating: 0, count: 1024)
-        let failed = lengths.withUnsafeBufferPointer { nm_cpu_run_dispatch(loaded.entry, &launch, $0.baseAddress, UInt32($0.count), &err, err.count) }
-        return failed == 0 ? nil : "Execution of the command buffer was aborted due to an error during execution: "
+        var control = nm_dispatch_control(tag: nil, id: 0, cancel_through: nil, time_limit_ns: limits.get(0))
+        let failed = lengths.withUnsafeBufferPointer {
+            nm_cpu_run_dispatch(loaded.entry, &launch, $0.baseAddress, UInt32($0.count), &control, &err, err.count)
+        }
+        return failed == NM_DISPATCH_OK ? nil : "Execution of the command buffer was aborted due to an error during execution: "
             + String(cString: err) + " [simulated GPU]"
     }
 
