@@ -466,9 +466,9 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def _cancel_work_at_exit() -> None:
     """Cancels work still queued on the CPU device: its results can no longer be read, and memory it writes
     may be freed while the interpreter shuts down. A Metal GPU finishes (or its watchdog ends) what it has."""
-    if _forked_child or _loader._loaded is None:
+    if _forked_child or _loader.loaded() is None:
         return
-    lib = _loader._loaded[1]
+    lib = _loader.loaded()[1]
     for q in list(_live_queues):
         if q.handle is not None:
             lib.nm_queue_cancel(q.handle)

@@ -72,6 +72,11 @@ def library_path() -> Path:
     return Path(env) if env else _LIB_DIR / _LIB_NAME
 
 
+def loaded():
+    """(ffi, lib) if the runtime library is already loaded, else None (never loads it)."""
+    return _loaded
+
+
 def load():
     """(ffi, lib) of the runtime library, loading it on first call."""
     global _loaded
