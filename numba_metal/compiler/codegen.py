@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, msl, operators
+from . import abi, arrays, calls, constants, conversions, kernel_io, msl, operators
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -30,7 +30,8 @@ from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
                       types.BoundFunction, types.DType, types.StringLiteral, types.UnicodeType,
                       types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
-                      types.Opaque, types.EnumClass, types.Callable)
+                      types.Opaque, types.EnumClass, types.Callable, types.ExceptionClass,
+                      types.ExceptionInstance)
 
 #: Threadgroup memory is allocated in multiples of 16 bytes (Metal's rule for its lengths).
 _THREADGROUP_ALIGNMENT = 16
@@ -67,6 +68,10 @@ class ModuleBuilder:
         self.shared_bytes = 0  # static shared arrays of the kernel itself
         self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
         self.array_names: list[str] = []
+        self.print_formats: list[str] = []   # kernel_io descriptions of the print() calls
+        self.raise_sites: list = []          # kernel_io.RaiseSite of each raise (debug=True)
+        self.uses_raise = False
+        self._raising: set = set()           # device functions that may raise
 
     # -- prelude ---------------------------------------------------------------------------
 
@@ -152,6 +157,10 @@ class ModuleBuilder:
 
     # -- functions -------------------------------------------------------------------------
 
+    def may_raise(self, name: str) -> bool:
+        """True if the device function ``name`` (lowered into this module) may raise."""
+        return name in self._raising
+
     def device_function(self, devfn, argtypes) -> tuple[str, types.Type]:
         """Lower a device function for ``argtypes`` into this module (once); returns (name, return type)."""
         key = (devfn, tuple(argtypes))
@@ -161,6 +170,8 @@ class ModuleBuilder:
         name = function_name(tf)
         lowering = FunctionLowering(self, tf, kind="device", name=name)
         text = lowering.lower()
+        if lowering.raises:
+            self._raising.add(name)
         self._device_functions[key] = (name, tf.return_type)
         self._functions.append(text)
         return name, tf.return_type
@@ -257,6 +268,7 @@ class FunctionLowering:
         self._uses_flag = False
         self.callee = None         # the Python object whose call is being lowered
         self.call = None           # and its ir.Expr
+        self.raises = False        # the function raises, or calls a device function that may
 
     # -- what the kernel-API lowerings use --------------------------------------------------
 
@@ -411,6 +423,8 @@ class FunctionLowering:
         # `break`) are threaded through, so that `continue` in a nested `if` stays a plain continue.
         empty = [label for label, block in blocks.items()
                  if len(block.body) == 1 and isinstance(block.body[0], ir.Jump)]
+        if not self.debug:
+            self._compile_out_assertions(succs)
         succs = skip_empty_blocks(entry, succs, empty)
         self._check_statements(set(succs))
         try:
@@ -435,6 +449,29 @@ class FunctionLowering:
             body.append("    " + msl.declare("int", msl.FLAG_VAR, "0"))
         body.extend(self._lines)
         return msl.function(header, body)
+
+    def _compile_out_assertions(self, succs) -> None:
+        """Without debug=True, ``assert`` is compiled out (as in numba.cuda): branches to a block that
+        only raises AssertionError go the other way, and such blocks are dropped."""
+        dropped = kernel_io.compiled_out_assertions(self.func_ir)
+        for label in list(succs):
+            targets = succs[label]
+            if len(targets) == 2 and (targets[0] in dropped) != (targets[1] in dropped):
+                succs[label] = [t for t in targets if t not in dropped]
+        reachable, work = set(), [min(succs)]
+        while work:
+            label = work.pop()
+            if label not in reachable:
+                reachable.add(label)
+                work.extend(succs[label])
+        for label in set(succs) - reachable:
+            del succs[label]
+
+    def return_after_raise(self) -> str:
+        """The statement that leaves this function after a raise."""
+        if self.is_kernel or isinstance(self.tf.return_type, types.NoneType):
+            return msl.return_()
+        return msl.RETURN_DEFAULT
 
     def _check_statements(self, labels) -> None:
         """Refuse what only typing reveals (constructs are checked before typing, in the frontend)."""
@@ -519,6 +556,7 @@ class FunctionLowering:
                           static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
                           array_names=module.array_names,
                           language_version=module.language_version,
+                          print_formats=module.print_formats, raise_sites=module.raise_sites,
                           where=self.tf.location)
 
     def _environment(self) -> list[str]:
@@ -527,6 +565,11 @@ class FunctionLowering:
         for member, _, _ in abi.BUILTINS:
             lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
         lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if self.debug else msl.NULL))
+        if self.abi.print_slot is not None:
+            lines.append(msl.assign(msl.env("out"), abi.PRINT_BUFFER_PARAM))
+        if self.module.uses_raise:
+            lines.append(msl.declare("uint", "nm_raised"))
+            lines.append(msl.assign(msl.env("raised"), msl.address_of("nm_raised")))
         if self.module.uses_threadgroup_counter:
             lines.append(msl.declare_uninitialized("threadgroup atomic_int", "nm_tgcount"))
             lines.append(msl.assign(msl.env("tgcount"), msl.address_of("nm_tgcount")))
@@ -636,7 +679,7 @@ class FunctionLowering:
             else:
                 self.emit(msl.return_(self.cast(self.value(term.value), rty)))
         else:
-            self.error("`raise` is not supported in Metal kernels")
+            kernel_io.lower_raise(self, term)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -647,6 +690,8 @@ class FunctionLowering:
             arrays.lower_setitem(self, stmt)
         elif isinstance(stmt, ir.Del):
             pass
+        elif isinstance(stmt, ir.Print):
+            kernel_io.lower_print(self, stmt)
         else:
             self.error(f"the statement `{stmt}` is not supported in Metal kernels")
 
@@ -657,8 +702,9 @@ class FunctionLowering:
         value = stmt.value
         if tname is None:
             # A compile-time-only value (a module, a function, a class): nothing to emit. Calls
-            # that return nothing still have to run.
-            if isinstance(value, ir.Expr) and value.op == "call":
+            # that return nothing still have to run; an exception's construction is not one (raise
+            # reads the constant arguments).
+            if isinstance(value, ir.Expr) and value.op == "call" and not isinstance(tty, types.ExceptionInstance):
                 result = self.lower_expr(value, target)
                 if result is not None and result.expr:
                     self.emit(msl.statement(result.expr))
@@ -796,6 +842,16 @@ class FunctionLowering:
         name, rtype = self.module.device_function(devfn, argtypes)
         actual = [self.cast(a, t) for a, t in zip(args, argtypes) if self.module.type_name(t) is not None]
         call = msl.call(name, msl.ENV_PARAM, *actual)
+        if self.module.may_raise(name):
+            # The callee raised: leave this function too (as Numba's calling convention does).
+            self.raises = True
+            result = None
+            if isinstance(rtype, types.NoneType):
+                self.emit(msl.statement(call))
+            else:
+                result = Value(self.tmp(rtype, call), rtype)
+            self.emit(msl.if_statement(msl.unary("*", self.env("raised")), self.return_after_raise()))
+            return result
         if isinstance(rtype, types.NoneType):
             self.emit(msl.statement(call))
             return None

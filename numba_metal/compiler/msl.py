@@ -322,6 +322,10 @@ def if_statement(condition: str, body: str) -> str:
     return f"if ({condition}) {{ {body} }}"
 
 
+#: Leaves a function returning its type's zero value (a device function's result after a raise).
+RETURN_DEFAULT = "return {};"
+
+
 def return_(expr: str | None = None) -> str:
     return "return;" if expr is None else f"return {expr};"
 
