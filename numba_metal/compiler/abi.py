@@ -98,8 +98,41 @@ def scalar_field(arg: int, path: tuple) -> str:
     return msl.join_names(msl.numbered("s", arg), *path)
 
 
+class RecordField(NamedTuple):
+    """A field of a record: its byte offset, MSL element type and (nested array) shape; ``packed``: its
+    offset or the record's size is not a multiple of the element's size, so it is read and written a
+    byte at a time (Metal requires aligned loads)."""
+
+    offset: int
+    element: str
+    size: int
+    shape: tuple
+    packed: bool
+
+
+class RecordLayout(NamedTuple):
+    """A NumPy structured dtype in MSL: a struct of exactly ``size`` bytes (so that arrays of it have
+    NumPy's stride) whose fields are read at their NumPy byte offsets, aligned dtypes (``align=True``)
+    and packed ones alike."""
+
+    struct: str
+    size: int
+    fields: dict      # name -> RecordField
+
+
+def record_layout(size: int, fields) -> RecordLayout:
+    """The layout of a record of ``size`` bytes with ``fields``: (name, offset, MSL element type,
+    element size, shape) each, as NumPy places them."""
+    import hashlib
+    laid = {name: RecordField(offset, element, esize, tuple(shape), offset % esize != 0 or size % esize != 0)
+            for name, offset, element, esize, shape in fields}
+    digest = hashlib.sha1(repr((size, sorted(laid.items()))).encode()).hexdigest()[:10]
+    return RecordLayout("nm_rec_" + digest, size, laid)
+
+
 class ArrayArgument(NamedTuple):
-    """An array argument, bound to a ``[[buffer(slot)]]``."""
+    """An array argument, bound to a ``[[buffer(slot)]]``. A record argument is an array argument of
+    no dimensions (numba.cuda passes records by reference: the kernel's writes reach the host)."""
 
     arg: int          # the Python argument's index
     slot: int

@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, kernel_io, msl, operators
+from . import abi, arrays, calls, constants, conversions, kernel_io, msl, operators, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -72,6 +72,7 @@ class ModuleBuilder:
         self.raise_sites: list = []          # kernel_io.RaiseSite of each raise (debug=True)
         self.uses_raise = False
         self._raising: set = set()           # device functions that may raise
+        self._records: dict = {}             # record type -> abi.RecordLayout
 
     # -- prelude ---------------------------------------------------------------------------
 
@@ -131,6 +132,9 @@ class ModuleBuilder:
         elif isinstance(ty, types.RangeIteratorType):
             self.need("range")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
+        elif isinstance(ty, types.Record):
+            # A record is a reference to its bytes (records.py).
+            name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))
@@ -146,7 +150,21 @@ class ModuleBuilder:
             raise UnsupportedFeatureError(f"values of type {ty} cannot be used at run time in a kernel")
         return name
 
+    def record_layout(self, rec) -> abi.RecordLayout:
+        """The layout of a record type, its MSL struct defined in this module (once)."""
+        known = self._records.get(rec)
+        if known is None:
+            try:
+                known = records.layout(rec)
+            except TypeError as e:
+                raise UnsupportedFeatureError(str(e)) from None
+            self._records[rec] = known
+            self._definitions.append(msl.record_definition(known.struct, known.size))
+        return known
+
     def element_type_name(self, dtype) -> str:
+        if isinstance(dtype, types.Record):
+            return self.record_layout(dtype).struct
         name = msl.scalar_type(dtype)
         if dtype == types.float64:
             raise UnsupportedFeatureError(f"arrays of {dtype} are not supported on Metal (Apple GPUs have no "
@@ -536,6 +554,10 @@ class FunctionLowering:
         """The kernel's ABI, from its argument types and what lowering its body needed."""
         arguments = []
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            if isinstance(ty, types.Record):
+                arguments.append(abi.ArrayArgument(i, 0, argname, self.module.record_layout(ty).struct, 0, "C",
+                                                   self.module.coherent))
+                continue
             if isinstance(ty, types.Array):
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
                                                    ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
@@ -596,6 +618,8 @@ class FunctionLowering:
         if not self.is_kernel:
             return Value(msl.numbered("p", i), ty)
         args = abi.ARGS_PARAM
+        if isinstance(ty, types.Record):
+            return Value(abi.array_param(i), ty)
         if isinstance(ty, types.Array):
             data = abi.array_param(i)
             if ty.layout not in ("C", "F"):
@@ -687,13 +711,41 @@ class FunctionLowering:
         if isinstance(stmt, ir.Assign):
             self._lower_assign(stmt)
         elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
-            arrays.lower_setitem(self, stmt)
+            self._lower_setitem(stmt)
+        elif isinstance(stmt, ir.SetAttr):
+            target = self.value(stmt.target)
+            if not isinstance(types.unliteral(target.type), types.Record):
+                self.error(f"setting attribute '{stmt.attr}' is not supported in Metal kernels (record fields "
+                           "are)")
+            records.set_field(self, target, stmt.attr, self.value(stmt.value))
         elif isinstance(stmt, ir.Del):
             pass
         elif isinstance(stmt, ir.Print):
             kernel_io.lower_print(self, stmt)
         else:
             self.error(f"the statement `{stmt}` is not supported in Metal kernels")
+
+    def _lower_setitem(self, stmt) -> None:
+        target = self.value(stmt.target)
+        tty = types.unliteral(target.type)
+        if isinstance(tty, types.Record) and isinstance(stmt, ir.StaticSetItem) and isinstance(stmt.index, str):
+            records.set_field(self, target, stmt.index, self.value(stmt.value))
+        elif isinstance(tty, types.Array) and isinstance(tty.dtype, types.Record):
+            records.set_element(self, target, self._index_value(stmt), self.value(stmt.value))
+        else:
+            arrays.lower_setitem(self, stmt)
+
+    def _index_value(self, node) -> Value:
+        """The index of a (static) getitem or setitem as a value."""
+        var = node.index_var if "static" in getattr(node, "op", type(node).__name__.lower()) else None
+        if var is None and isinstance(node.index, ir.Var):
+            var = node.index
+        if var is not None and var.name in self.typemap:
+            return self.value(var)
+        const = node.index
+        if isinstance(const, int):
+            return Value(msl.long_literal(const), types.IntegerLiteral(const))
+        self.error(f"index {const!r} is not supported in Metal kernels")
 
     def _lower_assign(self, stmt: ir.Assign) -> None:
         target = stmt.target
@@ -750,6 +802,12 @@ class FunctionLowering:
         if op == "getattr":
             return self.lower_getattr(expr, target)
         if op in ("getitem", "static_getitem", "typed_getitem"):
+            base = self.value(expr.value)
+            bty = types.unliteral(base.type)
+            if isinstance(bty, types.Record) and op == "static_getitem" and isinstance(expr.index, str):
+                return records.get_field(self, base, expr.index, self.typemap[target.name])
+            if isinstance(bty, types.Array) and isinstance(bty.dtype, types.Record):
+                return records.element(self, base, self._index_value(expr))
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
@@ -826,6 +884,8 @@ class FunctionLowering:
             if self.module.type_name(tty) is None:
                 return None
             return self.lower_constant(obj, tty)
+        if isinstance(base.type, types.Record):
+            return records.get_field(self, base, expr.attr, tty)
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)

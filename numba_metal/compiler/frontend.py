@@ -151,9 +151,6 @@ def check_constructs(func_ir) -> None:
                                               "cannot catch exceptions)", loc)
             if isinstance(stmt, (ir.EnterWith, ir.PopBlock)):
                 raise UnsupportedFeatureError("`with` blocks are not supported in Metal kernels", loc)
-            if isinstance(stmt, ir.SetAttr):
-                raise UnsupportedFeatureError(f"setting attribute '{stmt.attr}' is not supported in Metal "
-                                              "kernels", loc)
             if not isinstance(stmt, ir.Assign):
                 continue
             value = stmt.value

@@ -354,6 +354,17 @@ def struct_definition(name: str, members) -> str:
     return f"struct {name} {{\n{body}}};"
 
 
+def record_definition(name: str, size: int) -> str:
+    """A record (NumPy structured dtype) as ``size`` bytes: ``sizeof`` is NumPy's itemsize and its fields
+    are read at their byte offsets (``field_pointer``)."""
+    return f"struct {name} {{\n    uchar bytes[{size}];\n}};"
+
+
+def field_pointer(pointer_type: str, byte_pointer_type: str, record: str, offset: int) -> str:
+    """A pointer to the field at byte ``offset`` of the record ``record`` points to."""
+    return pointer_cast(pointer_type, f"(({byte_pointer_type}){record} + {offset})")
+
+
 def constant_array_definition(element: str, name: str, values) -> str:
     """A program-scope constant array."""
     return f"constant {element} {name}[{len(values)}] = {braces(values)};"

@@ -125,6 +125,44 @@ NM_INLINE void nm_print_put(device uint* r, uint k, ulong v) {
     }
 }
 
+//@@ records requires: base
+// Fields of packed records (NumPy structured dtypes without align=True) whose offset is not a multiple
+// of their size: read and written a byte at a time, since Metal requires aligned loads and stores.
+// Little-endian, as Apple GPUs and NumPy's native dtypes are.
+template <typename T, typename P> NM_INLINE T nm_load_packed2(P p) {
+    return as_type<T>(uchar2(p[0], p[1]));
+}
+template <typename T, typename P> NM_INLINE T nm_load_packed4(P p) {
+    return as_type<T>(uchar4(p[0], p[1], p[2], p[3]));
+}
+template <typename T, typename P> NM_INLINE T nm_load_packed8(P p) {
+    return as_type<T>(uint2(as_type<uint>(uchar4(p[0], p[1], p[2], p[3])),
+                            as_type<uint>(uchar4(p[4], p[5], p[6], p[7]))));
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed2(P p, T v) {
+    uchar2 b = as_type<uchar2>(v);
+    p[0] = b.x;
+    p[1] = b.y;
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed4(P p, T v) {
+    uchar4 b = as_type<uchar4>(v);
+    p[0] = b.x;
+    p[1] = b.y;
+    p[2] = b.z;
+    p[3] = b.w;
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed8(P p, T v) {
+    uint2 w = as_type<uint2>(v);
+    nm_store_packed4<uint>(p, w.x);
+    nm_store_packed4<uint>(p + 4, w.y);
+}
+// A whole record copied (ary[i] = ary[j]): byte by byte, the only access every layout allows.
+template <typename P, typename Q> NM_INLINE void nm_copy_record(P dst, Q src, int n) {
+    for (int k = 0; k < n; ++k) {
+        dst[k] = src[k];
+    }
+}
+
 //@@ pair requires: base
 template <typename A, typename B> struct nm_pair {
     A first;
