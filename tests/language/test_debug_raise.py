@@ -269,3 +269,38 @@ def test_raise_on_the_simulated_metal_device():
     assert r.returncode == 0, r.stderr
     assert "RAISED <string>:8: kernel k(), thread (1, 0, 0), in k(): two" in r.stdout
     assert "[0.0, 2.0, 0.0]" in r.stdout
+
+
+def test_print_and_raise_work_from_the_disk_cache_without_numba(tmp_path):
+    src = tmp_path / "cached_kernel.py"
+    src.write_text(textwrap.dedent("""
+        import sys
+        import numpy as np
+        from numba_metal import metal
+
+        @metal.jit(cache=True, debug=True)
+        def k(a):
+            i = metal.grid(1)
+            print("item", i, a[i])
+            if a[i] < 0:
+                raise ValueError("negative", 3)
+
+        a = metal.to_device(np.array([1, -2], np.int32))
+        k[1, 2](a)
+        try:
+            metal.synchronize()
+        except ValueError as e:
+            print("RAISED", e.args[0].split(": ", 1)[1], e.args[1:])
+        print("numba imported:", "numba" in sys.modules)
+    """))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               NUMBA_METAL_CACHE_DIR=str(tmp_path / "cache"), NUMBA_METAL_DEVICE="cpu")
+    runs = [subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300, env=env,
+                           cwd=str(tmp_path)) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert sorted(lines[:2]) == ["item 0 1", "item 1 -2"]
+        assert lines[2] == "RAISED kernel k(), thread (1, 0, 0), in k(): negative (3,)"
+    assert runs[0].stdout.splitlines()[3] == "numba imported: True"
+    assert runs[1].stdout.splitlines()[3] == "numba imported: False"   # the second run came from the cache
