@@ -3,7 +3,8 @@ out-of-bounds index, a raised exception) and ``print()`` output. The formats bel
 :mod:`numba_metal.compiler.kernel_io`; this module owns the buffers and the reading.
 
 Both are kept per launching thread, as the runtime keeps failures: a thread's wait reports the
-failures of the kernels it launched and prints their output, never another thread's.
+failures of the kernels it launched and prints their output, never another thread's; what a thread
+that has exited left goes to the next wait of any thread, and its buffers are then released.
 
 - A ``debug=True`` kernel gets one error-record buffer per launching thread; each launch registers a
   check with its device context (``pending_checks``, keyed by thread), which the thread's next wait
@@ -69,6 +70,9 @@ class PrintChannel:
         self.queue = weakref.ref(queue)
         self.nbytes = nbytes
 
+    def empty(self) -> bool:
+        return not self.words[kernel_io.PRINT_USED] and not self.words[kernel_io.PRINT_LOST]
+
     def drain(self) -> bool:
         """Print the records if the stream's work has completed; False if it has not (try again later)."""
         queue = self.queue()
@@ -103,6 +107,10 @@ class PrintChannel:
         return True
 
 
+def _alive() -> set:
+    return {t.ident for t in threading.enumerate()}
+
+
 def _channel(ctx, queue) -> PrintChannel:
     ident = threading.get_ident()
     with _channels_lock:
@@ -111,6 +119,10 @@ def _channel(ctx, queue) -> PrintChannel:
             per_thread = _channels[queue] = {}
         channel = per_thread.get(ident)
         if channel is None:
+            # A new thread: release the empty buffers of threads that have exited.
+            alive = _alive()
+            for other in [i for i, c in per_thread.items() if i not in alive and c.empty()]:
+                del per_thread[other]
             channel = per_thread[ident] = PrintChannel(ctx, queue)
     return channel
 
@@ -139,6 +151,9 @@ class KernelOutput:
             ident = threading.get_ident()
             error = self._errors.get(ident)
             if error is None:
+                alive = _alive()
+                for other in [i for i in self._errors if i not in alive]:
+                    del self._errors[other]   # an exited thread's: its pending check still holds it
                 error = self._errors[ident] = self.state.ctx.device.new_buffer(4 * kernel_io.ERROR_RECORD_WORDS)
                 np.frombuffer(error.memory(), dtype=np.uint32)[:] = 0
             if error is not self._bound_error:
@@ -240,7 +255,11 @@ def report(ctx) -> None:
     recorded (the others are dropped: one exception per wait, as the runtime reports)."""
     ident = threading.get_ident()
     with ctx.lock:
-        checks = ctx.pending_checks.pop(ident, None)
+        checks = ctx.pending_checks.pop(ident, None) or {}
+        if len(ctx.pending_checks) > 0:
+            alive = _alive()
+            for other in [i for i in ctx.pending_checks if i not in alive]:
+                checks.update(ctx.pending_checks.pop(other))
     if not checks:
         return
     later = {}

@@ -304,3 +304,21 @@ def test_print_and_raise_work_from_the_disk_cache_without_numba(tmp_path):
         assert lines[2] == "RAISED kernel k(), thread (1, 0, 0), in k(): negative (3,)"
     assert runs[0].stdout.splitlines()[3] == "numba imported: True"
     assert runs[1].stdout.splitlines()[3] == "numba imported: False"   # the second run came from the cache
+
+
+@metal.jit(debug=True)
+def prints_then_raises(out):
+    print("from a thread that exits")
+    out[0] = 1
+    raise KeyError("left behind")
+
+
+def test_what_an_exited_thread_left_goes_to_the_next_wait_of_any_thread(capsys):
+    out = metal.device_array(1, np.int32)
+    t = threading.Thread(target=lambda: prints_then_raises[1, 1](out))
+    t.start()
+    t.join()
+    with pytest.raises(KeyError, match="left behind"):
+        metal.synchronize()
+    assert capsys.readouterr().out == "from a thread that exits\n"
+    metal.synchronize()
