@@ -163,6 +163,29 @@ template <typename P, typename Q> NM_INLINE void nm_copy_record(P dst, Q src, in
     }
 }
 
+//@@ nested_copy requires: array
+// A whole nested array of a record assigned from an array (r.h = src): at most n elements, taken from
+// src in C order through its strides and converted to the field's type (NumPy's assignment).
+template <typename Q, int N> NM_INLINE long nm_arr_size(nm_arr<Q, N> a) {
+    long size = 1;
+    for (int d = 0; d < N; ++d) {
+        size *= a.shape[d];
+    }
+    return size;
+}
+template <typename P, typename Q, int N> NM_INLINE void nm_copy_to_nested(P dst, nm_arr<Q, N> src, long n) {
+    long count = min(n, nm_arr_size(src));
+    for (long k = 0; k < count; ++k) {
+        long rem = k;
+        long off = 0;
+        for (int d = N - 1; d >= 0; --d) {
+            off += (rem % src.shape[d]) * src.strides[d];
+            rem /= src.shape[d];
+        }
+        dst[k] = src.data[off];
+    }
+}
+
 //@@ pair requires: base
 template <typename A, typename B> struct nm_pair {
     A first;

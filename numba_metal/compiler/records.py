@@ -66,10 +66,10 @@ def get_field(lc, rec: Value, name: str, result_type) -> Value:
 def set_field(lc, rec: Value, name: str, value: Value) -> None:
     """``rec.name = value`` / ``rec['name'] = value`` for a scalar field."""
     field = _field(lc, rec, name)
-    if field.shape:
-        lc.error(f"assigning a whole nested array (field '{name}') is not supported in Metal kernels; assign "
-                 "its elements one at a time")
     rty = types.unliteral(rec.type)
+    if field.shape:
+        _set_nested(lc, rec, name, field, value)
+        return
     x = lc.cast(value, rty.typeof(name))
     if field.packed:
         lc.need("records")
@@ -77,6 +77,29 @@ def set_field(lc, rec: Value, name: str, value: Value) -> None:
         lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar"), x)))
         return
     lc.emit(msl.assign(msl.index(_pointer(lc, rec, field, field.element), 0), x))
+
+
+def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value) -> None:
+    """``rec.name = src`` for a nested array field: the field's elements from ``src`` in C order (numba.cuda
+    copies them without looking at ``src``'s shape; here at most ``src.size`` are copied, and debug=True
+    reports a ``src`` smaller than the field as an out-of-bounds index)."""
+    if field.packed:
+        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
+                 "Metal requires; use a dtype with align=True")
+    if not isinstance(types.unliteral(value.type), types.Array):
+        lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
+    lc.need("nested_copy")
+    n = 1
+    for extent in field.shape:
+        n *= extent
+    src = lc.tmp(value.type, value.expr)
+    if lc.debug:
+        lc.need("boundscheck")
+        lc.emit(msl.statement(msl.call("nm_in_bounds", msl.long_literal(n - 1), msl.call("nm_arr_size", src),
+                                       msl.ENV_PARAM, msl.uint_literal(lc.array_id(name)), msl.uint_literal(0),
+                                       msl.uint_literal(lc.line()))))
+    lc.emit(msl.statement(msl.call("nm_copy_to_nested", _pointer(lc, rec, field, field.element), src,
+                                   msl.long_literal(n))))
 
 
 def element(lc, arr: Value, index: Value) -> Value:

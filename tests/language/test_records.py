@@ -219,7 +219,7 @@ def test_debug_bounds_check_covers_arrays_of_records():
         metal.synchronize()
 
 
-def test_float64_fields_and_whole_nested_array_assignment_are_refused_clearly():
+def test_float64_fields_and_unaligned_nested_arrays_are_refused_clearly():
     d64 = np.dtype([("x", np.float64), ("y", np.int32)])
 
     def k(a):
@@ -228,12 +228,6 @@ def test_float64_fields_and_whole_nested_array_assignment_are_refused_clearly():
     with pytest.raises(UnsupportedFeatureError, match="record field 'x' is float64"):
         metal.jit(k)[1, 1](np.zeros(1, d64))
 
-    def whole(r, src):
-        r.h = src
-
-    with pytest.raises((UnsupportedFeatureError,), match="nested array"):
-        metal.jit(whole)[1, 1](np.zeros(1, recordwitharray)[0], np.zeros(2, np.float32))
-
     unaligned_nested = np.dtype([("a", np.int8), ("h", np.float32, 2)])
 
     def nested(r, out):
@@ -241,6 +235,60 @@ def test_float64_fields_and_whole_nested_array_assignment_are_refused_clearly():
 
     with pytest.raises(UnsupportedFeatureError, match="align=True"):
         metal.jit(nested)[1, 1](np.zeros(1, unaligned_nested)[0], np.zeros(1, np.float32))
+
+
+nested_array1_dtype = np.dtype([("array1", np.int16, (3,))], align=True)
+nested_array2_dtype = np.dtype([("array2", np.int16, (3, 2))], align=True)
+
+
+def assign_array_to_nested(dest, src):
+    dest["array1"] = src
+
+
+def assign_array_to_nested_2d(dest, src):
+    dest["array2"] = src
+
+
+def record_setitem_array(rec_source, rec_dest):
+    rec_dest["j"] = rec_source["j"]
+
+
+def test_numba_cuda_assign_array_to_nested():
+    src = (np.arange(3) + 1).astype(np.int16)
+    got = np.zeros(2, dtype=nested_array1_dtype)
+    expected = np.zeros(2, dtype=nested_array1_dtype)
+    metal.jit(assign_array_to_nested)[1, 1](got[0], src)
+    assign_array_to_nested(expected[0], src)
+    np.testing.assert_array_equal(expected, got)
+
+    src2 = (np.arange(6) + 1).astype(np.int16).reshape((3, 2))
+    got2 = np.zeros(2, dtype=nested_array2_dtype)
+    expected2 = np.zeros(2, dtype=nested_array2_dtype)
+    metal.jit(assign_array_to_nested_2d)[1, 1](got2[0], src2)
+    assign_array_to_nested_2d(expected2[0], src2)
+    np.testing.assert_array_equal(expected2, got2)
+
+
+def test_numba_cuda_setitem_nested_array_from_another_record():
+    def gen():
+        a = np.zeros(1, recordwith2darray)
+        a[0] = np.array([(1, ((1, 2), (4, 5), (2, 3)))], dtype=recordwith2darray)[0]
+        b = np.zeros(1, recordwith2darray)
+        b[0] = np.array([(10, ((10, 20), (40, 50), (20, 30)))], dtype=recordwith2darray)[0]
+        return a, b
+    (pa, pb), (ga, gb) = gen(), gen()
+    record_setitem_array(pa[0], pb[0])
+    metal.jit(record_setitem_array)[1, 1](ga[0], gb[0])
+    np.testing.assert_array_equal(pb, gb)
+    np.testing.assert_array_equal(pa, ga)
+
+
+def test_a_source_smaller_than_the_nested_array_is_reported_with_debug():
+    kernel = metal.jit(debug=True)(assign_array_to_nested)
+    got = np.zeros(1, dtype=nested_array1_dtype)
+    with pytest.raises(KernelBoundsError, match="index 2 is out of bounds for axis 0 with size 2 in array 'array1'"):
+        kernel[1, 1](got[0], np.array([7, 8], np.int16))
+    np.testing.assert_array_equal(got[0]["array1"], [7, 8, 0])   # what there was was copied
 
 
 def test_layout_is_numpys_for_aligned_and_packed_dtypes():
