@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from typing import NamedTuple
 
 #: Words of the debug error record and what each holds.
@@ -111,7 +112,6 @@ def render(pieces, words) -> str:
         elif p[0] == "b":
             out.append("True" if bits else "False")
         else:
-            import struct
             out.append("%f" % struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
     return "".join(out)
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 import struct
 import threading
 
-import numpy as np
-
 from numba_metal import profiling
 from numba_metal.errors import KernelLaunchError
 
@@ -59,7 +57,9 @@ class LaunchState:
         self.view = self.dispatch.arg_view
         self.arg_size = abi.arg_size
         # debug records and print output, per launching thread
-        self.output = KernelOutput(self, error_index, print_index) if slots[len(abi.arrays):] else None
+        self.output = None
+        if error_index is not None or print_index is not None:
+            self.output = KernelOutput(self, error_index, print_index)
         self._encode, self._encode_bound = abi.encoder()
         self.queue = ctx.default_queue
         n = len(abi.arrays)
