@@ -728,8 +728,8 @@ class FunctionLowering:
     def _lower_setitem(self, stmt) -> None:
         target = self.value(stmt.target)
         tty = types.unliteral(target.type)
-        if isinstance(tty, types.Record) and isinstance(stmt, ir.StaticSetItem) and isinstance(stmt.index, str):
-            records.set_field(self, target, stmt.index, self.value(stmt.value))
+        if isinstance(tty, types.Record) and isinstance(stmt, ir.StaticSetItem) and isinstance(stmt.index, (str, int)):
+            records.set_field(self, target, records.field_name(self, target, stmt.index), self.value(stmt.value))
         elif isinstance(tty, types.Array) and isinstance(tty.dtype, types.Record):
             records.set_element(self, target, self._index_value(stmt), self.value(stmt.value))
         else:
@@ -804,8 +804,9 @@ class FunctionLowering:
         if op in ("getitem", "static_getitem", "typed_getitem"):
             base = self.value(expr.value)
             bty = types.unliteral(base.type)
-            if isinstance(bty, types.Record) and op == "static_getitem" and isinstance(expr.index, str):
-                return records.get_field(self, base, expr.index, self.typemap[target.name])
+            if isinstance(bty, types.Record) and op == "static_getitem" and isinstance(expr.index, (str, int)):
+                name = records.field_name(self, base, expr.index)
+                return records.get_field(self, base, name, self.typemap[target.name])
             if isinstance(bty, types.Array) and isinstance(bty.dtype, types.Record):
                 return records.element(self, base, self._index_value(expr))
             return arrays.lower_getitem(self, expr, target)

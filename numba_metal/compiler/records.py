@@ -102,6 +102,16 @@ def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value)
                                    msl.long_literal(n))))
 
 
+def field_name(lc, rec: Value, key) -> str:
+    """The field ``rec[key]`` names: ``key`` is a field name or a position (Numba's ``r[0]``)."""
+    if isinstance(key, str):
+        return key
+    members = types.unliteral(rec.type).members
+    if not -len(members) <= key < len(members):
+        lc.error(f"record index {key} is out of range for a record of {len(members)} fields")
+    return members[key][0]
+
+
 def element(lc, arr: Value, index: Value) -> Value:
     """``arr[index]`` of an array of records, fully indexed: the record (a reference into the array)."""
     aty = types.unliteral(arr.type)

@@ -291,6 +291,47 @@ def test_a_source_smaller_than_the_nested_array_is_reported_with_debug():
     np.testing.assert_array_equal(got[0]["array1"], [7, 8, 0])   # what there was was copied
 
 
+@metal.jit(device=True)
+def first_record(ary):
+    return ary[0]
+
+
+@metal.jit
+def getitem_by_position(ary, out):
+    r = first_record(ary)
+    out[0] = r[0]
+    out[1] = r[1][1]
+    r[0] = 9
+
+
+def test_numba_cuda_getitem_idx_records_from_device_functions_and_fields_by_position():
+    a = np.zeros(2, recordwitharray)
+    a[0] = np.array([(1, (2, 3))], dtype=recordwitharray)[0]
+    out = np.zeros(2, np.float32)
+    getitem_by_position[1, 1](a, out)
+    np.testing.assert_array_equal(out, [1, 3])
+    assert a[0]["g"] == 9
+
+
+CONSTANT_RECORDS = np.zeros(2, recordwitharray)
+
+
+def test_arrays_of_records_outside_device_memory_are_refused_clearly():
+    def local(out):
+        tmp = metal.local.array(2, recordwitharray)
+        tmp[0].g = 1
+        out[0] = tmp[0].g
+
+    with pytest.raises(UnsupportedFeatureError, match="metal.local.array: dtype Record.* is not supported"):
+        metal.jit(local)[1, 1](np.zeros(1, np.int32))
+
+    def constant(out):
+        out[0] = CONSTANT_RECORDS[1].g
+
+    with pytest.raises(UnsupportedFeatureError, match="arrays of records cannot be baked into a kernel"):
+        metal.jit(constant)[1, 1](np.zeros(1, np.int32))
+
+
 def test_layout_is_numpys_for_aligned_and_packed_dtypes():
     from numba import from_dtype
     from numba_metal.compiler import records
