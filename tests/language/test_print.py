@@ -92,14 +92,21 @@ def tagged(tag, out):
     out[0] = tag
 
 
+@metal.jit
+def other_kernel(out):
+    print("other", out[0])
+
+
 def test_output_appears_at_the_wait_in_launch_order(capsys):
     out = metal.device_array(1, np.int64)
     stream = metal.stream()
     for tag in (1, 2, 1, 3):
         tagged[1, 1, stream](tag, out)
+        other_kernel[1, 1, stream](out)     # another kernel in between: one buffer per stream keeps the order
     assert capsys.readouterr().out == ""     # nothing is printed before a wait
     stream.synchronize()
-    assert capsys.readouterr().out == "kernel 1\nkernel 2\nkernel 1\nkernel 3\n"
+    assert capsys.readouterr().out == ("kernel 1\nother 1\nkernel 2\nother 2\nkernel 1\nother 1\nkernel 3\n"
+                                       "other 3\n")
     tagged[1, 1](4, out)
     out.copy_to_host()                         # a copy waits too
     assert capsys.readouterr().out == "kernel 4\n"
