@@ -322,3 +322,23 @@ def test_what_an_exited_thread_left_goes_to_the_next_wait_of_any_thread(capsys):
         metal.synchronize()
     assert capsys.readouterr().out == "from a thread that exits\n"
     metal.synchronize()
+
+
+def test_the_abi_keeps_print_formats_and_raise_sites_through_the_disk_cache_form():
+    import json
+
+    from numba.core import types
+
+    from numba_metal.compiler import abi, kernel_io
+    from numba_metal.compiler.driver import compile_kernel
+
+    compiled = compile_kernel(raises_with_message.py_func, (types.int32[::1], types.int64), debug=True)
+    kabi = compiled.abi
+    assert kabi.raise_sites == (kernel_io.RaiseSite(__name__, "CustomError", ("thread hit n", 42), __file__,
+                                                    line_of(raises_with_message.py_func, "raise CustomError"),
+                                                    "raises_with_message"),)
+    assert abi.KernelABI.from_json(json.loads(json.dumps(kabi.to_json()))) == kabi
+    printing = compile_kernel(prints_then_raises.py_func, (types.int32[::1],), debug=False).abi
+    assert printing.print_slot is not None and printing.raise_sites == ()
+    assert [kernel_io.pieces_of(d) for d in printing.print_formats] == [[("s", "from a thread that exits\n")]]
+    assert abi.KernelABI.from_json(json.loads(json.dumps(printing.to_json()))) == printing
