@@ -46,6 +46,11 @@ class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
 
+class KernelRaisedError(MetalRuntimeError):
+    """An exception a ``debug=True`` kernel raised (``raise``, a failed ``assert``), raised at the next
+    wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
+
+
 __all__ = [
     "NumbaMetalError",
     "UnsupportedFeatureError",
@@ -54,4 +59,5 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "KernelBoundsError",
+    "KernelRaisedError",
 ]
