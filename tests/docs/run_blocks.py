@@ -1,0 +1,39 @@
+"""Runs the code blocks of one page, in order, in this process: ``python run_blocks.py PAGE``.
+
+Python blocks share one namespace and run as ``__main__``; each is compiled under the page's name with
+its own line numbers, so a traceback points at the page. Shell blocks run with ``bash -euo pipefail``
+from the repository root. The first failure stops the run (exit 1) naming the block.
+"""
+
+import os
+import subprocess
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doc_pages  # noqa: E402
+
+
+def main(page: str) -> int:
+    namespace = {"__name__": "__main__"}
+    for block in doc_pages.blocks(page):
+        if block.kind not in ("python", "sh"):
+            continue
+        print(f"--- running {block.kind} block {block.where}", flush=True)
+        if block.kind == "python":
+            try:
+                exec(compile("\n" * block.line + block.code, os.path.join(doc_pages.ROOT, page), "exec"), namespace)
+            except BaseException:  # noqa: BLE001 - any failure of a documented example is reported
+                traceback.print_exc()
+                print(f"FAILED: the python block at {block.where}", flush=True)
+                return 1
+        else:
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.code], cwd=doc_pages.ROOT)
+            if done.returncode != 0:
+                print(f"FAILED: the sh block at {block.where} exited with {done.returncode}", flush=True)
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
