@@ -174,6 +174,13 @@ def _signature(qualified: str, value) -> str:
     return f"{short}{text}"
 
 
+def display(qualified: str) -> str:
+    """How the page names a public name: `numba_metal.X` for the package's own, else `metal.X`,
+    `random.X`, `profiling.X`."""
+    modname, _ = _resolve(qualified) if qualified != "numba_metal.metal" else ("numba_metal", None)
+    return qualified if modname == "numba_metal" else qualified.removeprefix("numba_metal.")
+
+
 def _rst_to_md(text: str) -> str:
     """Docstrings use reST literals (``x``) and roles (:func:`x`); Markdown wants `x`."""
     text = re.sub(r":(?:func|class|meth|mod|data|attr|exc):`~?([^`]+)`", r"`\1`", text)
@@ -225,11 +232,12 @@ def _members(value) -> list[tuple[str, str, str]]:
 def _entry(qualified: str, seen: dict) -> str:
     modname, value = _resolve(qualified)
     short = qualified.removeprefix("numba_metal.")
-    first = seen.setdefault(id(value), short) if not isinstance(value, (int, float, str)) else short
-    if first != short:
-        return f"#### `{short}`\n\nThe same object as [`{first}`](#{_anchor(first)})."
+    heading = _signature(qualified, value)
+    first = seen.setdefault(id(value), (short, heading)) if not isinstance(value, (int, float, str)) else None
+    if first and first[0] != short:
+        return f"#### `{short}`\n\nThe same object as [`{first[0]}`](#{_anchor(first[1])})."
     doc = docstring(qualified)
-    lines = [f"#### `{_signature(qualified, value)}`", ""]
+    lines = [f"#### `{heading}`", ""]
     lines.append(_rst_to_md(doc) if doc else "**No docstring.**")
     if inspect.isclass(value) and not issubclass(value, BaseException):
         members = [m for m in _members(value) if m[2]]
@@ -264,8 +272,9 @@ def generate() -> str:
             for q in names[modname]:
                 short = q.rsplit(".", 1)[1]
                 if short not in ("metal", "__version__") and getattr(metal, short, None) is getattr(module, short):
+                    heading = _signature(f"numba_metal.metal.{short}", getattr(metal, short))
                     parts += [f"#### `{q}`", "",
-                              f"The same object as [`metal.{short}`](#{_anchor('metal.' + short)}).", ""]
+                              f"The same object as [`metal.{short}`](#{_anchor(heading)}).", ""]
                 elif short == "metal":
                     parts += ["#### `numba_metal.metal`", "", "The namespace documented below.", ""]
                 else:
@@ -286,8 +295,9 @@ def generate() -> str:
             parts += [f"### {section}", ""]
             if section == "Data types":
                 parts += ["NumPy's scalar types under their usual names, for `shared.array`, `local.array`, "
-                          "`device_array` and casts inside kernels:", ""]
-                parts += [", ".join(f"`{q.removeprefix('numba_metal.')}`" for q in entries) + ".", ""]
+                          "`device_array` and casts inside kernels:", "", "| name | is |", "|---|---|"]
+                parts += [f"| `{display(q)}` | `numpy.{_resolve(q)[1].__name__}` |" for q in entries]
+                parts.append("")
                 continue
             for q in entries:
                 parts += [_entry(q, seen), ""]
