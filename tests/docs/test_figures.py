@@ -21,7 +21,8 @@ CITED_PAGES = ("docs/research-report.md", "docs/quickstart.md", "docs/installati
 
 _TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _FIGURE = re.compile(r"^(?P<num>[-−]?\d[\d,]*(?:\.\d+)?)\s*(?P<unit>.*)$")
-_MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:ns|µs|us|ms|s|GB/s|GFLOP/s|×)(?![\w/])")
+# A number with a unit of time or rate, or a ratio ("0.41×"; "16 × 16" is a size, not a figure).
+_MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:(?:ns|µs|us|ms|s|GB/s|GFLOP/s)(?![\w/])|×(?!\s*\d))")
 
 
 def _unit_of_pointer(parts: list[str]) -> str | None:
