@@ -32,7 +32,9 @@ END = "<!-- END GENERATED -->"
 #: The modules whose public names the reference documents, in page order.
 PUBLIC_MODULES = ("numba_metal", "numba_metal.metal", "numba_metal.random", "numba_metal.profiling")
 
-#: Module defining a `metal` name -> the section of the page it is listed in, in page order.
+#: Module defining a host-side `metal` name -> the section of the page it is listed in, in page order.
+#: Kernel-side names follow, one section per kernel-API family (`kernel_api.families()`), titled from
+#: the family's docstring, so a new family needs no entry here.
 SECTIONS = {
     "numba_metal.host.decorators": "Kernels and device functions",
     "numba_metal.host.dispatcher": "Kernels and device functions",
@@ -45,11 +47,6 @@ SECTIONS = {
     "numba_metal.errors": "Errors",
     "numpy": "Data types",
     "builtins": "Data types",
-    "numba_metal.kernel_api.indexing": "Kernel side: thread positions",
-    "numba_metal.kernel_api.memory": "Kernel side: shared, local and constant memory",
-    "numba_metal.kernel_api.sync": "Kernel side: barriers and fences",
-    "numba_metal.kernel_api.atomics": "Kernel side: atomics",
-    "numba_metal.kernel_api.simd": "Kernel side: SIMD groups (warps)",
 }
 
 
@@ -248,11 +245,26 @@ def _entry(qualified: str, seen: dict) -> str:
     return "\n".join(lines)
 
 
+def _family_title(family) -> str:
+    """'Kernel side: ' and the family docstring's opening words (up to its first ':', ',' or '.')."""
+    first = inspect.getdoc(family).split("\n")[0]
+    return "Kernel side: " + re.split(r"[:,.]", first, maxsplit=1)[0].replace("``", "`")
+
+
+def _sections() -> list[str]:
+    from numba_metal import kernel_api
+    return list(dict.fromkeys(SECTIONS.values())) + [_family_title(f) for f in kernel_api.families()]
+
+
 def _section_of(qualified: str) -> str:
+    from numba_metal import kernel_api
     modname, value = _resolve(qualified)
     name = qualified[len(modname) + 1:].split(".")[0]
     top = getattr(importlib.import_module(modname), name)
     owner = _defining_module(modname, name, top)
+    family = next((f for f in kernel_api.families() if f.__name__ == owner), None)
+    if family is not None:
+        return _family_title(family)
     if owner not in SECTIONS:
         raise KeyError(f"{qualified} is defined in {owner}, which has no section: add {owner!r} to SECTIONS "
                        f"in docs/generate_api.py")
@@ -288,7 +300,7 @@ def generate() -> str:
         by_section: dict[str, list[str]] = {}
         for q in names[modname]:
             by_section.setdefault(_section_of(q), []).append(q)
-        for section in dict.fromkeys(SECTIONS.values()):
+        for section in _sections():
             entries = by_section.get(section)
             if not entries:
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import sys
 import time
 
@@ -50,8 +51,50 @@ def _versions(report: _Report) -> None:
         numba_version = "not installed"
     report.line("info", "versions", f"numba-metal {__version__}, Python {platform.python_version()}, "
                                     f"Numba {numba_version}, NumPy {numpy.__version__}")
+    _ranges(report, numba_version, numpy.__version__)
     report.line("info", "platform", f"{platform.system()} {platform.release()} {platform.machine()}"
                 + (f" (macOS {platform.mac_ver()[0]})" if sys.platform == "darwin" else ""))
+
+
+def _release(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def _within(have: str, spec: str) -> bool:
+    """``have`` satisfies ``spec``, a comma-separated list of ``>=``, ``>``, ``<=``, ``<``, ``==`` bounds
+    (the forms pyproject.toml uses)."""
+    ops = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b,
+           "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+    for op, bound in re.findall(r"(>=|<=|==|>|<)\s*([\d.]+)", spec):
+        width = len(_release(bound))
+        if not ops[op](_release(have)[:width], _release(bound)):
+            return False
+    return True
+
+
+def _ranges(report: _Report, numba_version: str, numpy_version: str) -> None:
+    """Python, Numba and NumPy against the ranges the installed numba-metal declares (pyproject.toml)."""
+    from importlib import metadata
+    try:
+        meta = metadata.metadata("numba-metal")
+        requires = metadata.requires("numba-metal") or []
+    except metadata.PackageNotFoundError:
+        report.line("info", "version ranges", "numba-metal is not installed (run from a source tree): "
+                                              "the ranges of pyproject.toml were not checked")
+        return
+    wanted = {"python": meta.get("Requires-Python") or ""}
+    for requirement in requires:
+        m = re.match(r"\s*(numba|numpy)\s*([^;]*)", requirement)
+        if m:
+            wanted[m.group(1)] = m.group(2).strip().strip("()")
+    have = {"python": platform.python_version(), "numba": numba_version, "numpy": numpy_version}
+    bad = [f"{name} {have[name]} is outside {spec}" for name, spec in wanted.items()
+           if spec and not _within(have[name], spec)]
+    if bad:
+        report.line("FAIL", "version ranges", "; ".join(bad) + ": install versions inside these ranges "
+                                                             "(see docs/installation.md)")
+    else:
+        report.line("ok", "version ranges", ", ".join(f"{n} {s}" for n, s in wanted.items() if s))
 
 
 def _devices(report: _Report):

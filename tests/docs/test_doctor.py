@@ -65,3 +65,24 @@ def test_a_cache_directory_others_can_write_fails_and_says_how_to_fix_it(tmp_pat
 def test_the_command_is_listed_by_the_usage_text():
     from numba_metal.__main__ import USAGE
     assert "numba-metal doctor" in USAGE
+
+
+def test_version_bounds_are_read_as_pyproject_writes_them():
+    from numba_metal.doctor import _within
+    assert _within("3.13.5", ">=3.10,<3.14") and not _within("3.14.0", ">=3.10,<3.14")
+    assert not _within("3.9.18", ">=3.10,<3.14")
+    assert _within("0.68.1", ">=0.67,<0.69") and not _within("0.69.0", ">=0.67,<0.69")
+    assert _within("2.4.6", ">=1.24,<3") and not _within("3.0.0", ">=1.24,<3")
+
+
+def test_a_numba_outside_the_declared_range_fails(monkeypatch):
+    import io
+    from importlib import metadata
+
+    from numba_metal import doctor
+    monkeypatch.setattr(metadata, "metadata", lambda name: {"Requires-Python": ">=3.10,<3.14"})
+    monkeypatch.setattr(metadata, "requires", lambda name: ["numba<0.69,>=0.67", "numpy<3,>=1.24", "cffi>=1.15"])
+    report = doctor._Report(io.StringIO())
+    doctor._ranges(report, "0.70.0", "2.4.6")
+    assert report.failed == 1
+    assert "numba 0.70.0 is outside <0.69,>=0.67" in report.out.getvalue()
