@@ -157,10 +157,9 @@ def _signature(qualified: str, value) -> str:
         first = (value.__doc__ or "").splitlines()[0] if value.__doc__ else ""
         m = re.match(rf"{re.escape(value.path)}(\(.*?\))", first)
         return f"{short}{m.group(1) if m else '(...)'}"
-    if callable(value) and not isinstance(value, type(_signature)) and not inspect.isclass(value) \
-            and not inspect.isfunction(value):
-        return short
     value = getattr(value, "py_func", value)  # a device function: its Python function's signature
+    if not inspect.isclass(value) and not inspect.isfunction(value):
+        return short
     try:
         sig = inspect.signature(value)
     except (TypeError, ValueError):
@@ -198,7 +197,7 @@ def _rst_to_md(text: str) -> str:
                 block.pop()
             while block and not block[0].strip():
                 block.pop(0)
-            out += ["", "<!-- not-run: an excerpt from a docstring; the module's tests run it -->",
+            out += ["", "<!-- not-run: an example from a docstring, which may use names it does not define -->",
                     "```python", *block, "```", ""]
             continue
         out.append(line)
