@@ -312,6 +312,11 @@ def generate() -> str:
                 continue
             for q in entries:
                 parts += [_entry(q, seen), ""]
+    from numba_metal.__main__ import USAGE
+    parts += ["## The `numba-metal` command", "",
+              "`numba-metal` (or `python -m numba_metal`); its usage text, as `numba-metal --help` prints it. "
+              "[installation.md](installation.md) explains `doctor`, [advisor.md](advisor.md) the advisor.", "",
+              "<!-- not-run: the usage text, not a command -->", "", "```text", USAGE.rstrip("\n"), "```", ""]
     parts.append(END)
     return "\n".join(parts) + "\n"
 
