@@ -57,3 +57,13 @@ def test_the_running_interpreter_and_libraries_are_inside_the_pinned_ranges():
         low, high = _bounds(spec)
         have = tuple(int(x) for x in re.findall(r"\d+", running[name])[:3])
         assert low <= have < high, f"{name} {running[name]} is outside pyproject.toml's {spec}"
+
+
+def test_the_readme_set_up_is_two_commands():
+    """The README's set-up section stays two commands (build and run the example; build and test)."""
+    lines = doc_pages.read("README.md").split("\n")
+    start = lines.index("## Set up") + 1
+    end = next(n for n in range(start + 1, len(lines) + 1) if n == len(lines) or lines[n].startswith("## "))
+    set_up = [b for b in doc_pages.blocks("README.md") if start < b.line <= end]
+    assert [len(b.code.strip().splitlines()) for b in set_up] == [1, 1], (
+        "README.md's Set up section must keep exactly two one-line commands; put more in docs/installation.md")
