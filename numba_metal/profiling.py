@@ -27,6 +27,8 @@ _lock = threading.Lock()
 
 @dataclass
 class Event:
+    """One runtime event: its ``kind`` and its fields, also readable as attributes (``event.nbytes``)."""
+
     kind: str
     fields: dict = field(default_factory=dict)
 
@@ -44,6 +46,7 @@ def add_listener(listener) -> None:
 
 
 def remove_listener(listener) -> None:
+    """Stop sending events to ``listener`` (nothing happens if it is not registered)."""
     with _lock:
         if listener in listeners:
             listeners.remove(listener)
@@ -57,6 +60,7 @@ def emit(kind: str, **fields) -> None:
 
 
 def now_ns() -> int:
+    """The clock of event times and device timestamps, in nanoseconds."""
     from numba_metal import runtime
     return runtime.now_ns()
 

@@ -191,6 +191,7 @@ class Event:
 
 
 def event(timing: bool = True) -> Event:
+    """A new event (numba.cuda's ``cuda.event``); ``record`` it on a stream."""
     return Event(timing)
 
 
