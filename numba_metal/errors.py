@@ -46,6 +46,29 @@ class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
 
+# Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
+# that built-in, so code written for numba.cuda catches it.
+
+class LaunchArgumentError(KernelLaunchError, TypeError):
+    """A launch with the wrong number or kinds of arguments, or a configuration of the wrong types."""
+
+
+class LaunchConfigurationError(KernelLaunchError, ValueError):
+    """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
+
+
+class ArrayValueError(NumbaMetalError, ValueError):
+    """Device-array shapes, strides or sizes that do not fit an operation (numba.cuda raises ValueError)."""
+
+
+class ArrayTypeError(NumbaMetalError, TypeError):
+    """Device-array dtypes that do not fit an operation (numba.cuda raises TypeError)."""
+
+
+class CopyRequiredError(UnsupportedFeatureError, NotImplementedError):
+    """A device-array view (reshape, ravel) that would need a copy (numba.cuda's NotImplementedError)."""
+
+
 __all__ = [
     "NumbaMetalError",
     "UnsupportedFeatureError",
@@ -54,4 +77,9 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "KernelBoundsError",
+    "LaunchArgumentError",
+    "LaunchConfigurationError",
+    "ArrayValueError",
+    "ArrayTypeError",
+    "CopyRequiredError",
 ]

@@ -17,8 +17,9 @@ import numpy as np
 
 from numba_metal.errors import KernelLaunchError
 
+from . import perf_warnings
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
-                     element_binding, layout_of, to_device)
+                     device_array, element_binding, layout_of, to_device)
 
 _scalar_types: dict | None = None
 
@@ -35,6 +36,39 @@ _DTYPE_NAMES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "u
                           "float16", "float32", "float64"])
 
 TUPLE = "T"   # key of a tuple: (TUPLE, item keys...)
+
+
+class ArgHint:
+    """numba.cuda's argument hints: how a NumPy array argument travels to the device and back. A device
+    array (or mapped array) passed in a hint is used as it is."""
+
+    __slots__ = ("value",)
+    copy_in = True
+    copy_out = True
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class In(ArgHint):
+    """An input only: copied to the device before the kernel, never copied back (the launch does not
+    wait for the kernel)."""
+
+    copy_out = False
+
+
+class Out(ArgHint):
+    """An output only: not copied to the device (the kernel sees zeros, or the array itself where
+    unified memory lets the kernel use it in place), copied back after the kernel."""
+
+    copy_in = False
+
+
+class InOut(ArgHint):
+    """Copied in and back: what a plain NumPy array argument gets anyway."""
 
 
 def _scalars() -> dict:
@@ -56,6 +90,8 @@ def arg_key(value, position: int):
         return array_key(value.dtype, value.ndim, layout_of(value.shape, value.strides, value.itemsize))
     if isinstance(value, tuple):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
+    if isinstance(value, ArgHint):
+        return arg_key(value.value, position)
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
     if isinstance(value, complex):
@@ -173,7 +209,47 @@ def bind_array(ctx, value, argi, kernel_name) -> BoundArray:
         return BoundArray(value.buffer, bind, value.shape, strides, origin)
     if isinstance(value, np.ndarray):
         return _bind_host_array(ctx, value, argi, kernel_name)
+    if isinstance(value, ArgHint):
+        return _bind_hinted(ctx, value, argi, kernel_name)
     raise KernelLaunchError(f"argument {argi} of {kernel_name}() must be an array")
+
+
+def _bind_hinted(ctx, hint: ArgHint, argi, kernel_name) -> BoundArray:
+    value = hint.value
+    if not isinstance(value, np.ndarray) or getattr(value, "device_buffer", None) is not None or (
+            hint.copy_in and hint.copy_out):
+        return bind_array(ctx, value, argi, kernel_name)
+    if hint.copy_in:   # In: a device copy the kernel may use after the launch returns
+        perf_warnings.implicit_copy()
+        dev = to_device(value)
+        bind, strides, origin = dev.binding()
+        return BoundArray(dev.buffer, bind, dev.shape, strides, origin)
+    in_place = _bind_in_place(ctx, value)
+    if in_place is not None:
+        return in_place
+    perf_warnings.implicit_copy()
+    dev = device_array(value.shape, value.dtype, order="F" if value.flags.f_contiguous and value.ndim > 1
+                       and not value.flags.c_contiguous else "C")
+    copy_back = None
+    if value.flags.writeable:
+        def copy_back(dev=dev, value=value):
+            copy_into_host(dev, value)
+    bind, strides, origin = dev.binding()
+    return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)
+
+
+def _bind_in_place(ctx, value: np.ndarray):
+    """A plain NumPy array bound in place (zero-copy), or None when the device cannot use its memory."""
+    page = ctx.info.page_size
+    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
+    if not (ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable):
+        return None
+    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + value.itemsize
+    length = (extent + page - 1) // page * page
+    buf = ctx.device.wrap_buffer(lowest, length, value)
+    bind, strides, origin = element_binding(value.ctypes.data - lowest, value.shape, value.strides,
+                                            value.itemsize)
+    return BoundArray(buf, bind, value.shape, strides, origin, sync=True)
 
 
 def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
@@ -194,12 +270,10 @@ def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
     # writeable (a read-only array may be immutable memory, e.g. over a bytes object, which the kernel
     # must not write); otherwise it goes through a device copy and back, as numba.cuda does. Either way
     # the launch waits for the kernel, so the results are in the array when the call returns.
-    page = ctx.info.page_size
-    if ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable:
-        length = (extent + page - 1) // page * page
-        buf = ctx.device.wrap_buffer(lowest, length, value)
-        bind, strides, origin = element_binding(value.ctypes.data - lowest, value.shape, value.strides, itemsize)
-        return BoundArray(buf, bind, value.shape, strides, origin, sync=True)
+    in_place = _bind_in_place(ctx, value)
+    if in_place is not None:
+        return in_place
+    perf_warnings.implicit_copy()
     dev = to_device(value)
     copy_back = None
     if value.flags.writeable:
