@@ -57,12 +57,14 @@ class LaunchConfigurationError(KernelLaunchError, ValueError):
     """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
 
 
-class ArrayValueError(NumbaMetalError, ValueError):
-    """Device-array shapes, strides or sizes that do not fit an operation (numba.cuda raises ValueError)."""
+class MetalValueError(NumbaMetalError, ValueError):
+    """A value a host-API call cannot take, where numba.cuda raises ValueError (e.g. device-array shapes
+    that do not fit an operation)."""
 
 
-class ArrayTypeError(NumbaMetalError, TypeError):
-    """Device-array dtypes that do not fit an operation (numba.cuda raises TypeError)."""
+class MetalTypeError(NumbaMetalError, TypeError):
+    """An argument of a type a host-API call cannot take, where numba.cuda raises TypeError (e.g. a
+    dtype that does not fit, a signature that does not fit the function, a wrong number of arguments)."""
 
 
 class CopyRequiredError(UnsupportedFeatureError, NotImplementedError):
@@ -79,7 +81,7 @@ __all__ = [
     "KernelBoundsError",
     "LaunchArgumentError",
     "LaunchConfigurationError",
-    "ArrayValueError",
-    "ArrayTypeError",
+    "MetalValueError",
+    "MetalTypeError",
     "CopyRequiredError",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from numba_metal.errors import (ArrayTypeError, ArrayValueError, CopyRequiredError,  # noqa: F401
+from numba_metal.errors import (MetalTypeError, MetalValueError, CopyRequiredError,  # noqa: F401
                                 KernelBoundsError, KernelCompilationError, KernelLaunchError,
                                 LaunchArgumentError, LaunchConfigurationError, MetalRuntimeError,
                                 NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
@@ -30,6 +30,7 @@ from numba_metal.profiling import profile_start, profile_stop, profiling  # noqa
 from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
 from numba_metal import vectorize as _vectorize
+from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
 
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 

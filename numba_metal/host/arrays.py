@@ -13,7 +13,7 @@ import contextlib
 import numpy as np
 
 from numba_metal import profiling
-from numba_metal.errors import (ArrayTypeError, ArrayValueError, CopyRequiredError, KernelLaunchError,
+from numba_metal.errors import (MetalTypeError, MetalValueError, CopyRequiredError, KernelLaunchError,
                                 NumbaMetalError, UnsupportedFeatureError)
 
 from . import device as _device
@@ -28,15 +28,13 @@ def _as_dtype(dtype) -> np.dtype:
 
 
 def _normalize_shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise NumbaMetalError(f"shape must be an int or a tuple of ints, not {shape!r}") from None
-    if any(s < 0 for s in shape):
-        raise NumbaMetalError(f"negative dimensions are not allowed: {shape}")
-    return shape
+    dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
+        raise MetalTypeError(f"shape must be an int or a sequence of ints, not {shape!r}")
+    dims = tuple(int(n) for n in dims)
+    if any(n < 0 for n in dims):
+        raise MetalValueError(f"negative dimensions are not allowed: {dims}")
+    return dims
 
 
 def _contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
@@ -232,7 +230,7 @@ class DeviceNDArray:
         stream = self._stream(stream)
         if ary is not None:
             if not isinstance(ary, np.ndarray):
-                raise ArrayTypeError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
+                raise MetalTypeError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
             _check_compatible(self, ary, "copy_to_host")
         _streams.wait_for_host_access(self.context, stream)
         src = self._host_view()
@@ -307,11 +305,11 @@ class DeviceNDArray:
             rhs = np.asarray(value)
             _streams.wait_for_host_access(self.context, stream)
         if rhs.ndim > len(target_shape):
-            raise ArrayValueError(f"Can't assign {rhs.ndim}-D array to {len(target_shape)}-D self")
+            raise MetalValueError(f"Can't assign {rhs.ndim}-D array to {len(target_shape)}-D self")
         shape = (1,) * (len(target_shape) - rhs.ndim) + rhs.shape
         for axis, (have, want) in enumerate(zip(shape, target_shape)):
             if have != 1 and have != want:
-                raise ArrayValueError(f"Can't copy sequence with size {have} to array axis {axis} with "
+                raise MetalValueError(f"Can't copy sequence with size {have} to array axis {axis} with "
                                       f"dimension {want}")
         view[index] = rhs.reshape(shape)
 
@@ -327,9 +325,9 @@ class DeviceNDArray:
         be shorter), as a generator (numba.cuda's ``split``)."""
         stream = self._stream(stream)
         if self.ndim != 1:
-            raise ArrayValueError("only support 1d array")
+            raise MetalValueError("only support 1d array")
         if self.strides[0] != self.itemsize:
-            raise ArrayValueError("only support unit stride")
+            raise MetalValueError("only support unit stride")
         return self._sections(int(section), stream)
 
     def _sections(self, section, stream):
@@ -352,23 +350,23 @@ class DeviceNDArray:
         if kws:
             raise TypeError(f"reshape() got unknown keyword arguments {sorted(kws)}")
         if order not in ("C", "F", "A"):
-            raise ArrayValueError("order not C|F|A")
+            raise MetalValueError("order not C|F|A")
         unknown = [k for k, n in enumerate(newshape) if n < 0]
         if len(unknown) > 1:
-            raise ArrayValueError("can only specify one unknown dimension")
+            raise MetalValueError("can only specify one unknown dimension")
         known = 1
         for n in newshape:
             known *= n if n >= 0 else 1
         if unknown:
             if known == 0 or self.size % known:
-                raise ArrayValueError("cannot infer valid shape for unknown dimension")
+                raise MetalValueError("cannot infer valid shape for unknown dimension")
             k = unknown[0]
             newshape = newshape[:k] + (self.size // known,) + newshape[k + 1:]
         newsize = 1
         for n in newshape:
             newsize *= n
         if newsize != self.size:
-            raise ArrayValueError(f"reshape changes the size of the array: {self.shape} to {newshape}")
+            raise MetalValueError(f"reshape changes the size of the array: {self.shape} to {newshape}")
         flags = self.flags
         if order == "A":
             order = "F" if flags["F_CONTIGUOUS"] else "C"
@@ -386,7 +384,7 @@ class DeviceNDArray:
         """A 1-d view of a contiguous array (numba.cuda's rules: ``'C'`` needs a C-contiguous array,
         ``'F'`` a Fortran-contiguous one, ``'A'`` either), else ``CopyRequiredError``."""
         if order not in ("C", "F", "A"):
-            raise ArrayValueError("order not C|F|A")
+            raise MetalValueError("order not C|F|A")
         flags = self.flags
         if (order in "CA" and flags["C_CONTIGUOUS"]) or (order in "FA" and flags["F_CONTIGUOUS"]):
             return self._with((self.size,), (self.itemsize,), self._stream(stream))
@@ -402,9 +400,9 @@ class DeviceNDArray:
             axes = {a % self.ndim if -self.ndim <= a < self.ndim else a for a in axes}
             for a in axes:
                 if not 0 <= a < self.ndim:
-                    raise ArrayValueError(f"axis {a} is out of bounds for a {self.ndim}-d array")
+                    raise MetalValueError(f"axis {a} is out of bounds for a {self.ndim}-d array")
                 if self.shape[a] != 1:
-                    raise ArrayValueError("cannot select an axis to squeeze out which has size not equal to one")
+                    raise MetalValueError("cannot select an axis to squeeze out which has size not equal to one")
             keep = [k for k in range(self.ndim) if k not in axes]
         return self._with(tuple(self.shape[k] for k in keep), tuple(self.strides[k] for k in keep),
                           self._stream(stream))
@@ -416,10 +414,10 @@ class DeviceNDArray:
         shape, strides = list(self.shape), list(self.strides)
         if dtype.itemsize != self.itemsize:
             if not self.is_c_contiguous() or not shape:
-                raise ArrayValueError("To change to a dtype of a different size, the array must be C-contiguous")
+                raise MetalValueError("To change to a dtype of a different size, the array must be C-contiguous")
             shape[-1], rem = divmod(shape[-1] * self.itemsize, dtype.itemsize)
             if rem:
-                raise ArrayValueError("When changing to a larger dtype, its size must be a divisor of the "
+                raise MetalValueError("When changing to a larger dtype, its size must be a divisor of the "
                                       "total size in bytes of the last axis of the array.")
             strides[-1] = dtype.itemsize
         return DeviceNDArray(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
@@ -435,8 +433,8 @@ class DeviceNDArray:
             axes = axes[0]
         try:
             return _derived_from(self, self._host_view().transpose(*(axes or ())))
-        except (ValueError, TypeError) as e:
-            raise ArrayValueError(f"invalid axes list {axes!r}: {e}") from None
+        except (ValueError, TypeError):
+            raise MetalValueError(f"invalid axes list {tuple(axes)!r}") from None
 
     # -- numba.cuda's other attributes ----------------------------------------------------------
 
@@ -456,7 +454,7 @@ class DeviceNDArray:
 
     def __array__(self, dtype=None, copy=None):
         if copy is False:
-            raise ArrayValueError("`copy=False` is not supported. A copy is always created.")
+            raise MetalValueError("`copy=False` is not supported. A copy is always created.")
         host = self.copy_to_host()
         return host if dtype is None else host.astype(dtype)
 
@@ -508,9 +506,9 @@ def _check_compatible(dev, other, what) -> None:
     """numba.cuda's ``check_array_compatibility``: the same dtype, and the same shape once size-1 axes
     are dropped."""
     if dev.dtype != other.dtype:
-        raise ArrayTypeError(f"{what}: incompatible dtype: {dev.dtype} vs. {other.dtype}")
+        raise MetalTypeError(f"{what}: incompatible dtype: {dev.dtype} vs. {other.dtype}")
     if tuple(n for n in dev.shape if n != 1) != tuple(n for n in other.shape if n != 1):
-        raise ArrayValueError(f"{what}: incompatible shape: {dev.shape} vs. {tuple(other.shape)}")
+        raise MetalValueError(f"{what}: incompatible shape: {dev.shape} vs. {tuple(other.shape)}")
 
 
 def _is_scalar_index(index, ndim) -> bool:
@@ -685,7 +683,7 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
     devices, copies = [], []
     for ary in arylist:
         if not isinstance(ary, np.ndarray):
-            raise ArrayTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
+            raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
         dev = _wrap_in_place(ctx, ary)
         if dev is None:
             dev = to_device(ary, stream=stream)

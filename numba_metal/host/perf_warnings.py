@@ -36,7 +36,7 @@ def warn(message: str) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("numba_metal"):
         frame = frame.f_back
         level += 1
-    warnings.warn(NumbaPerformanceWarning(message), stacklevel=level - 1)
+    warnings.warn(NumbaPerformanceWarning(message), stacklevel=level)
 
 
 def check_grid(griddim) -> None:
