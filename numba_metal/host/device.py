@@ -31,6 +31,9 @@ class DeviceContext:
         self.info = device.info
         self.default_queue = device.new_queue()
         self.streams: "weakref.WeakSet" = weakref.WeakSet()
+        #: queues of streams that were dropped with work perhaps still queued: ``synchronize`` waits for
+        #: them too, then forgets them
+        self.retired_queues: list = []
         self.pending_checks: dict = {}  # debug kernels launched since the last wait: id -> checker
         self.lock = threading.Lock()
 
@@ -48,10 +51,17 @@ class DeviceContext:
         return self.info.name
 
     def all_queues(self):
-        """The default queue and the queue of every live stream (what ``synchronize`` waits for)."""
+        """The default queue, the queue of every live stream and those of dropped streams not waited for
+        since (what ``synchronize`` waits for)."""
         queues = [self.default_queue]
         queues.extend(s.queue for s in list(self.streams))
+        queues.extend(list(self.retired_queues))
         return queues
+
+    def retire_queue(self, queue) -> None:
+        """A dropped stream's queue, kept until a ``synchronize`` has waited for it. (Called by the garbage
+        collector, maybe while this thread holds ``lock``: a list append needs no lock.)"""
+        self.retired_queues.append(queue)
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"

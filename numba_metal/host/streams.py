@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 
 from numba_metal import profiling
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
@@ -91,8 +92,10 @@ class Stream:
 def stream() -> Stream:
     """A new stream on the current device."""
     ctx = _device.current()
-    s = Stream(ctx, ctx.device.new_queue())
+    queue = ctx.device.new_queue()
+    s = Stream(ctx, queue)
     ctx.streams.add(s)
+    weakref.finalize(s, ctx.retire_queue, queue)
     return s
 
 
@@ -161,11 +164,14 @@ def timed_wait(queue, what: str) -> None:
 
 def _wait_all(ctx, what: str) -> None:
     first_error = None
+    retired = list(ctx.retired_queues)
     for q in ctx.all_queues():
         try:
             timed_wait(q, what)
         except NumbaMetalError as e:
             first_error = first_error or e
+    if retired:
+        del ctx.retired_queues[:len(retired)]   # appends (by the garbage collector) go after them
     check_faults(ctx)
     if first_error is not None:
         raise first_error
