@@ -167,3 +167,20 @@ def test_low_occupancy_warns_as_numba_cuda(monkeypatch):
         kernel[128, 32](d, 1)
         monkeypatch.setenv("NUMBA_METAL_LOW_OCCUPANCY_WARNINGS", "0")
         kernel[(3, 1), 32](d, 1)
+
+
+def test_declare_device_is_refused_because_metal_links_no_external_code():
+    with pytest.raises(UnsupportedFeatureError, match="cannot call external device code"):
+        metal.declare_device("my_cuda_function", "int32(int32)")
+
+
+def test_numba_cudas_error_classes_have_numba_metal_counterparts():
+    from numba_metal import errors
+    # CudaSupportError: no usable device; KernelRuntimeError: a kernel failed (a bounds check is also an
+    # IndexError); NumbaPerformanceWarning is Numba's own class, which numba-metal warns with.
+    assert metal.UnsupportedPlatformError is errors.UnsupportedPlatformError
+    assert issubclass(metal.KernelBoundsError, metal.MetalRuntimeError)
+    assert issubclass(metal.KernelBoundsError, IndexError)
+    for cls in (LaunchArgumentError, LaunchConfigurationError, metal.MetalValueError, metal.MetalTypeError,
+                metal.CopyRequiredError):
+        assert issubclass(cls, NumbaMetalError)
