@@ -184,3 +184,36 @@ def test_numba_cudas_error_classes_have_numba_metal_counterparts():
     for cls in (LaunchArgumentError, LaunchConfigurationError, metal.MetalValueError, metal.MetalTypeError,
                 metal.CopyRequiredError):
         assert issubclass(cls, NumbaMetalError)
+
+
+def test_a_variable_read_before_assignment_warns_at_compile_time():
+    from numba.core.errors import NumbaWarning
+
+    def maybe(result, n):
+        if n:
+            if n > 0:
+                c = 0
+            result[0] = c
+        else:
+            c += 1                                       # c is never assigned on this path
+            result[0] = c
+
+    def always(result, n):
+        s = 0
+        for i in range(n):
+            t = i * 2
+            s += t
+        y = 1 if n > 3 else 2
+        while n > 0 and s > 0:
+            n -= 1
+        result[0] = s + y + n
+
+    with pytest.warns(NumbaWarning, match="Detected uninitialized variable c") as record:
+        metal.compile_msl(maybe, "void(int32[:], int32)")
+    assert record[0].filename == __file__ and record[0].lineno == maybe.__code__.co_firstlineno + 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbaWarning)
+        metal.compile_msl(always, "void(int32[:], int32)")
+        r = metal.to_device(np.zeros(1, np.int32))
+        metal.jit(always)[1, 1](r, 5)
+    assert r.copy_to_host()[0] == 20 + 1 + 0
