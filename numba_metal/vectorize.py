@@ -1,8 +1,9 @@
 """``numba.vectorize(..., target='metal')`` and ``numba.guvectorize(..., target='metal')``.
 
-Importing numba_metal registers the ``'metal'`` target with Numba's ``Vectorize`` and ``GUVectorize``
-target registries (lazily: nothing is compiled until a ufunc is called); so does the
-``numba_extensions`` entry point, whenever Numba initialises its extensions.
+The ``'metal'`` target is registered with Numba's ``Vectorize`` and ``GUVectorize`` target registries by
+``_numba_metal_target`` (lazily: this module is imported when the target is first used): at interpreter
+start-up through its ``.pth`` file, so ``numba.vectorize(..., target='metal')`` works in programs that
+never import numba_metal; when numba_metal is imported; and by the ``numba_extensions`` entry point.
 
 The objects follow numba.cuda's device ufuncs: they take NumPy arrays, device arrays and scalars,
 broadcast them by NumPy's rules, accept ``out=`` and ``stream=``, and return a device array when any
@@ -18,7 +19,6 @@ safely); without signatures the types of the arguments are used, compiling on fi
 from __future__ import annotations
 
 import inspect
-import sys
 import threading
 import warnings
 
@@ -39,67 +39,12 @@ THREADS = 256
 # ---------------------------------------------------------------------------------------------
 
 
-_DECORATORS = "numba.np.ufunc.decorators"
-
-
-def _register() -> None:
-    """Make ``target='metal'`` known to ``numba.vectorize`` and ``numba.guvectorize`` (idempotent).
-
-    This is also the ``numba_extensions`` entry point (``init``).
-    """
-    from numba.np.ufunc.decorators import GUVectorize, Vectorize
-    for registry, cls in ((Vectorize.target_registry, lambda: MetalVectorize),
-                          (GUVectorize.target_registry, lambda: MetalGUVectorize)):
-        if "metal" not in registry and "metal" not in registry.ondemand:
-            registry.ondemand["metal"] = cls
-
-
-class _RegisterWhenImported:
-    """A one-shot import hook: registers the target right after Numba's ufunc decorators load.
-
-    Importing numba_metal does not import Numba (it is slow to import), so registration waits for
-    the module that holds the target registries.
-    """
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != _DECORATORS:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                loader_exec = spec.loader.exec_module
-
-                def exec_module(module, loader_exec=loader_exec):
-                    loader_exec(module)
-                    _uninstall()
-                    _register()
-
-                spec.loader.exec_module = exec_module
-                return spec
-        return None
-
-    def find_module(self, fullname, path=None):  # pragma: no cover - Python < 3.4 protocol
-        return None
-
-
-_hook = _RegisterWhenImported()
-
-
-def _uninstall() -> None:
-    try:
-        sys.meta_path.remove(_hook)
-    except ValueError:
-        pass
-
-
 def install() -> None:
-    """Register the target now if Numba's ufunc decorators are loaded, else as soon as they are."""
-    if _DECORATORS in sys.modules:
-        _register()
-    elif _hook not in sys.meta_path:
-        sys.meta_path.insert(0, _hook)
+    """Register ``target='metal'`` with Numba's ufunc decorators, now if they are loaded, else as soon as
+    they are (``_numba_metal_target``, a top-level module installed with numba-metal, owns this: its
+    ``.pth`` file registers the target in programs that never import numba_metal)."""
+    import _numba_metal_target
+    _numba_metal_target.install()
 
 
 # ---------------------------------------------------------------------------------------------
