@@ -23,6 +23,7 @@ from numba_metal.host.device import (close, current_context, detect, get_current
                                      get_device_info, gpus, is_available, is_bfloat16_supported,
                                      is_float16_supported, list_devices, require_context, select_device)
 from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
+from numba_metal.host.dispatcher import normalize_signature as _normalize_signature
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, external_stream, legacy_default_stream,
                                       per_thread_default_stream, stream, synchronize)
@@ -41,7 +42,7 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) ->
     compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)"""
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
-    argtypes = driver.argument_types(signature)
+    argtypes, _ = _normalize_signature(signature)
     if device:
         return driver.compile_device_function(pyfunc, argtypes)
     return driver.compile_kernel(pyfunc, argtypes, debug=debug).source

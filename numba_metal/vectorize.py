@@ -27,7 +27,7 @@ import numpy as np
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
-from numba_metal.host.dispatcher import DeviceFunction
+from numba_metal.host.dispatcher import DeviceFunction, normalize_signature
 from numba_metal.reduction import Reduce
 
 #: Threads per threadgroup of the generated kernels.
@@ -53,13 +53,8 @@ def install() -> None:
 
 
 def _parse_signature(sig):
-    """(argument Numba types, return Numba type or None) of a signature string or object."""
-    from numba.core import sigutils
-    try:
-        args, ret = sigutils.normalize_signature(sig)
-    except Exception as e:  # noqa: BLE001 - Numba raises several kinds for bad signatures
-        raise NumbaMetalError(f"invalid signature {sig!r}: {e}") from None
-    return tuple(args), ret
+    """(argument Numba types, return Numba type or None) of a signature in any of numba.cuda's forms."""
+    return normalize_signature(sig)
 
 
 def _np_dtype(nbtype) -> np.dtype:

@@ -40,15 +40,28 @@ class JitOptions(NamedTuple):
 
 def normalize_signature(sig):
     """(argument types, return type) of a signature in any of numba.cuda's forms: a string, a Numba
-    signature (``void(float32[:], int32)``), or a tuple of argument types (``(float32[:], int32)``)."""
+    signature (``void(float32[:], int32)``), or a tuple of argument types (``(float32[:], int32)``). In a
+    tuple, NumPy scalar types and dtypes (``metal.float32`` where it is NumPy's) stand for Numba's."""
     from numba.core import sigutils
-    if isinstance(sig, list):
-        sig = tuple(sig)
+    if isinstance(sig, (tuple, list)):
+        sig = tuple(_as_numba_type(t) for t in sig)
     try:
         args, ret = sigutils.normalize_signature(sig)
     except Exception as e:  # noqa: BLE001 - Numba raises several kinds for bad signatures
         raise NumbaMetalError(f"invalid signature {sig!r}: {e}") from None
     return tuple(args), ret
+
+
+def _as_numba_type(t):
+    from numba.core import types
+    if isinstance(t, types.Type) or isinstance(t, str):
+        return t
+    try:
+        dtype = np.dtype(t)
+    except TypeError:
+        return t    # Numba's error names it
+    from numba.np.numpy_support import from_dtype
+    return from_dtype(dtype)
 
 
 # ---------------------------------------------------------------------------------------------

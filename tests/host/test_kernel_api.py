@@ -217,3 +217,17 @@ def test_a_variable_read_before_assignment_warns_at_compile_time():
         r = metal.to_device(np.zeros(1, np.int32))
         metal.jit(always)[1, 1](r, 5)
     assert r.copy_to_host()[0] == 20 + 1 + 0
+
+
+def test_tuples_of_numpy_scalar_types_are_signatures_too():
+    # metal.int32 and friends are NumPy's scalar types where numba-metal does not make them Numba types.
+    kernel = metal.jit([(metal.float32[:] if isinstance(metal.float32, types.Type) else float32[:],
+                         metal.int32)])(fill)
+    assert (types.Array(types.float32, 1, "A"), types.int32) in kernel.overloads
+    msl = metal.compile_msl(fill, (float32[:], np.int16))
+    assert "short" in msl
+
+    @metal.vectorize([(np.float32, np.float32)])
+    def add(a, b):
+        return a + b
+    np.testing.assert_array_equal(add(np.ones(3, np.float32), np.ones(3, np.float32)), 2)
