@@ -19,7 +19,7 @@ from numba_metal.errors import KernelLaunchError
 
 from . import perf_warnings
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
-                     device_array, element_binding, layout_of, to_device)
+                     element_binding, host_span, layout_of, to_device, wrap_host_memory)
 
 _scalar_types: dict | None = None
 
@@ -224,12 +224,23 @@ def _bind_hinted(ctx, hint: ArgHint, argi, kernel_name) -> BoundArray:
         dev = to_device(value)
         bind, strides, origin = dev.binding()
         return BoundArray(dev.buffer, bind, dev.shape, strides, origin)
-    in_place = _bind_in_place(ctx, value)
-    if in_place is not None:
-        return in_place
+    return _bind_in_place(ctx, value) or _bind_through_copy(value, copy_in=False)
+
+
+def _bind_in_place(ctx, value: np.ndarray):
+    """A plain NumPy array bound in place (zero-copy), or None when the device cannot use its memory."""
+    wrapped = wrap_host_memory(ctx, value)
+    if wrapped is None:
+        return None
+    bind, strides, origin = element_binding(wrapped[1], value.shape, value.strides, value.itemsize)
+    return BoundArray(wrapped[0], bind, value.shape, strides, origin, sync=True)
+
+
+def _bind_through_copy(value: np.ndarray, copy_in: bool) -> BoundArray:
+    """A plain NumPy array through a device copy (of its data when ``copy_in``), copied back after the
+    kernel unless it is read-only; the launch waits for the kernel."""
     perf_warnings.implicit_copy()
-    dev = device_array(value.shape, value.dtype, order="F" if value.flags.f_contiguous and value.ndim > 1
-                       and not value.flags.c_contiguous else "C")
+    dev = to_device(value, copy=copy_in)
     copy_back = None
     if value.flags.writeable:
         def copy_back(dev=dev, value=value):
@@ -238,25 +249,9 @@ def _bind_hinted(ctx, hint: ArgHint, argi, kernel_name) -> BoundArray:
     return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)
 
 
-def _bind_in_place(ctx, value: np.ndarray):
-    """A plain NumPy array bound in place (zero-copy), or None when the device cannot use its memory."""
-    page = ctx.info.page_size
-    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
-    if not (ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable):
-        return None
-    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + value.itemsize
-    length = (extent + page - 1) // page * page
-    buf = ctx.device.wrap_buffer(lowest, length, value)
-    bind, strides, origin = element_binding(value.ctypes.data - lowest, value.shape, value.strides,
-                                            value.itemsize)
-    return BoundArray(buf, bind, value.shape, strides, origin, sync=True)
-
-
 def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
-    itemsize = value.itemsize
     buf = getattr(value, "device_buffer", None)
-    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
-    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + itemsize
+    lowest, extent = host_span(value)
     if buf is not None and buf.address <= lowest and lowest + extent <= buf.address + buf.nbytes:
         # A mapped array (or a view of one): already device memory; the launch stays asynchronous.
         # (Arrays NumPy derives from a mapped array by computing, e.g. ``m + 1``, keep its class but not
@@ -264,20 +259,9 @@ def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
         if getattr(value, "device_context", None) is not ctx:
             raise KernelLaunchError(f"argument {argi} of {kernel_name}() is a mapped array of another device")
         offset = value.ctypes.data - buf.address
-        bind, strides, origin = element_binding(offset, value.shape, value.strides, itemsize)
+        bind, strides, origin = element_binding(offset, value.shape, value.strides, value.itemsize)
         return BoundArray(buf, bind, value.shape, strides, origin)
     # A plain NumPy array. Unified memory lets the kernel use it in place when it is page-aligned and
-    # writeable (a read-only array may be immutable memory, e.g. over a bytes object, which the kernel
-    # must not write); otherwise it goes through a device copy and back, as numba.cuda does. Either way
-    # the launch waits for the kernel, so the results are in the array when the call returns.
-    in_place = _bind_in_place(ctx, value)
-    if in_place is not None:
-        return in_place
-    perf_warnings.implicit_copy()
-    dev = to_device(value)
-    copy_back = None
-    if value.flags.writeable:
-        def copy_back(dev=dev, value=value):
-            copy_into_host(dev, value)
-    bind, strides, origin = dev.binding()
-    return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)
+    # writeable; otherwise it goes through a device copy and back, as numba.cuda does. Either way the
+    # launch waits for the kernel, so the results are in the array when the call returns.
+    return _bind_in_place(ctx, value) or _bind_through_copy(value, copy_in=True)

@@ -684,8 +684,10 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
     for ary in arylist:
         if not isinstance(ary, np.ndarray):
             raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
-        dev = _wrap_in_place(ctx, ary)
-        if dev is None:
+        wrapped = wrap_host_memory(ctx, ary)
+        if wrapped is not None:
+            dev = DeviceNDArray(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
+        else:
             dev = to_device(ary, stream=stream)
             copies.append((dev, ary))
         devices.append(dev)
@@ -699,16 +701,24 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
                     copy_into_host(dev, ary)
 
 
-def _wrap_in_place(ctx, ary: np.ndarray):
-    """A device array over ``ary``'s own memory, or None when the device cannot use it in place (it must
-    be unified memory, page-aligned, contiguous and writeable)."""
+def host_span(ary: np.ndarray) -> tuple:
+    """(lowest address, bytes spanned) of a NumPy array's elements (negative strides reach below
+    ``ary[0, ..., 0]``)."""
+    lowest = ary.ctypes.data + sum((n - 1) * s for n, s in zip(ary.shape, ary.strides) if s < 0 and n)
+    extent = sum((n - 1) * abs(s) for n, s in zip(ary.shape, ary.strides) if n) + ary.itemsize
+    return lowest, extent
+
+
+def wrap_host_memory(ctx, ary: np.ndarray):
+    """(a buffer over ``ary``'s own memory, the byte offset of ``ary[0, ..., 0]`` in it), or None when
+    the device cannot use that memory in place: it must be unified memory, page-aligned and writeable (a
+    read-only array may be immutable memory, e.g. over a bytes object, which a kernel must not write)."""
     page = ctx.info.page_size
-    if not (ctx.info.unified_memory and ary.size and ary.ctypes.data % page == 0 and ary.flags.writeable
-            and (ary.flags.c_contiguous or ary.flags.f_contiguous)):
+    lowest, extent = host_span(ary)
+    if not (ctx.info.unified_memory and ary.size and lowest % page == 0 and ary.flags.writeable):
         return None
-    length = (ary.nbytes + page - 1) // page * page
-    buf = ctx.device.wrap_buffer(ary.ctypes.data, length, ary)
-    return DeviceNDArray(buf, 0, ary.shape, ary.strides, ary.dtype, ctx)
+    buf = ctx.device.wrap_buffer(lowest, (extent + page - 1) // page * page, ary)
+    return buf, ary.ctypes.data - lowest
 
 
 def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
