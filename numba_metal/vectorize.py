@@ -43,7 +43,11 @@ def install() -> None:
     """Register ``target='metal'`` with Numba's ufunc decorators, now if they are loaded, else as soon as
     they are (``_numba_metal_target``, a top-level module installed with numba-metal, owns this: its
     ``.pth`` file registers the target in programs that never import numba_metal)."""
-    import _numba_metal_target
+    try:
+        import _numba_metal_target
+    except ModuleNotFoundError:
+        raise ImportError("numba-metal's installation is out of date (its module _numba_metal_target is "
+                          "missing): reinstall numba-metal, e.g. `pip install -e .` in its source tree") from None
     _numba_metal_target.install()
 
 
