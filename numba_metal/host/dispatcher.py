@@ -362,8 +362,11 @@ class Dispatcher:
             return next(iter(kernels.values())).msl
         return {k: v.msl for k, v in kernels.items()}
 
-    def inspect_types(self, signature=None, file=None):
+    def inspect_types(self, signature=None, file=None, pretty=False):
         """Print the typed Numba IR of each specialisation (every variable with its type)."""
+        if pretty:
+            raise UnsupportedFeatureError("inspect_types(pretty=True): numba-metal prints plain text only; "
+                                          "call inspect_types() or inspect_types(file=...)")
         file = file or sys.stdout
         for argtypes, kernel in self._kernels_for(signature).items():
             print(f"{self.__name__} ({', '.join(map(str, argtypes))})", file=file)
