@@ -343,6 +343,8 @@ class DeviceNDArray:
         (a ``NotImplementedError``)."""
         if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):
             newshape = tuple(newshape[0])
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in newshape):
+            raise MetalTypeError(f"reshape() takes integers, not {newshape!r}")
         newshape = tuple(int(n) for n in newshape)
         if newshape == self.shape:
             return self._with(self.shape, self.strides)

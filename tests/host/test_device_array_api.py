@@ -210,6 +210,8 @@ def test_reshape_of_contiguous_arrays_uses_the_strides_of_the_order_over_the_sam
             d.reshape(*bad)
     with pytest.raises(ValueError, match="order not C|F|A"):
         d.reshape(24, order="K")
+    with pytest.raises(TypeError, match="integers"):
+        d.reshape(12.0, 2)
 
 
 def test_reshape_and_ravel_of_non_contiguous_arrays_as_views_or_not_implemented():
