@@ -91,6 +91,10 @@ def arg_key(value, position: int):
     if isinstance(value, tuple):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
     if isinstance(value, ArgHint):
+        if not isinstance(value.value, (np.ndarray, DeviceNDArray)):
+            raise KernelLaunchError(f"argument {position} is {type(value).__name__}() of a "
+                                    f"{type(value.value).__name__}: In, Out and InOut wrap arrays; pass other "
+                                    "values as they are")
         return arg_key(value.value, position)
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")

@@ -118,8 +118,10 @@ def test_inout_and_hints_around_device_arrays():
     d = metal.to_device(np.ones(32, np.float32))
     scale[1, 32](metal.In(d), np.float32(5))                 # a device array is used as it is
     np.testing.assert_array_equal(d.copy_to_host(), 5)
-    with pytest.raises(NumbaMetalError):
+    with pytest.raises(NumbaMetalError, match="wrap arrays"):
         scale[1, 32](metal.In("text"), np.float32(5))
+    with pytest.raises(NumbaMetalError, match="wrap arrays"):
+        scale[1, 32](d, metal.In(np.float32(5)))
 
 
 def test_numpy_arguments_copied_at_every_launch_warn_as_numba_cuda(monkeypatch):
