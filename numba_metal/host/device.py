@@ -51,17 +51,25 @@ class DeviceContext:
         return self.info.name
 
     def all_queues(self):
-        """The default queue, the queue of every live stream and those of dropped streams not waited for
-        since (what ``synchronize`` waits for)."""
+        """The default queue, the queue of every live stream and those of dropped streams with work
+        perhaps left (what ``synchronize`` waits for)."""
         queues = [self.default_queue]
         queues.extend(s.queue for s in list(self.streams))
-        queues.extend(list(self.retired_queues))
+        queues.extend(self.retired_queues)
         return queues
 
     def retire_queue(self, queue) -> None:
-        """A dropped stream's queue, kept until a ``synchronize`` has waited for it. (Called by the garbage
-        collector, maybe while this thread holds ``lock``: a list append needs no lock.)"""
-        self.retired_queues.append(queue)
+        """A dropped stream's queue: kept, if it has work left, until a ``synchronize`` has waited for it;
+        queues whose work has completed are let go. (Called by the garbage collector, maybe while this
+        thread holds ``lock``, so it takes no lock: the list is replaced, never changed in place.)"""
+        queue.flush()
+        self.retired_queues = [q for q in self.retired_queues if not q.query(0)] + (
+            [] if queue.query(0) else [queue])
+
+    def take_retired_queues(self) -> list:
+        """The dropped streams' queues with work perhaps left, forgotten here (the caller waits for them)."""
+        retired, self.retired_queues = self.retired_queues, []
+        return retired
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"

@@ -164,14 +164,12 @@ def timed_wait(queue, what: str) -> None:
 
 def _wait_all(ctx, what: str) -> None:
     first_error = None
-    retired = list(ctx.retired_queues)
-    for q in ctx.all_queues():
+    retired = ctx.take_retired_queues()
+    for q in ctx.all_queues() + retired:
         try:
             timed_wait(q, what)
         except NumbaMetalError as e:
             first_error = first_error or e
-    if retired:
-        del ctx.retired_queues[:len(retired)]   # appends (by the garbage collector) go after them
     check_faults(ctx)
     if first_error is not None:
         raise first_error

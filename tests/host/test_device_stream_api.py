@@ -131,3 +131,18 @@ def test_events_time_work_in_milliseconds():
     end.synchronize()
     elapsed = start.elapsed_time(end)
     assert elapsed == metal.event_elapsed_time(start, end) and elapsed > 0
+
+
+def test_dropped_streams_are_waited_for_by_synchronize_and_let_go_once_idle():
+    import gc
+    ctx = metal.get_current_device()
+    d = metal.device_array(256, np.int32)
+    spin_then_set[4, 64, metal.stream()](d, 200000, 5)  # the stream is dropped at once, its work queued
+    metal.synchronize()
+    np.testing.assert_array_equal(d.copy_to_host(), 5)
+    for _ in range(200):                                 # idle dropped streams are not kept
+        s = metal.stream()
+        s.synchronize()
+        del s
+    gc.collect()
+    assert len(ctx.retired_queues) <= 1
