@@ -63,7 +63,10 @@ def _assigned(block) -> set:
 
 def _reads(stmt):
     if isinstance(stmt, ir.Assign):
-        return stmt.value.list_vars() if hasattr(stmt.value, "list_vars") else []
+        value = stmt.value
+        if isinstance(value, ir.Var):
+            return [value]
+        return value.list_vars() if isinstance(value, ir.Inst) else []
     if isinstance(stmt, ir.Del):
         return []
     return stmt.list_vars()
