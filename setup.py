@@ -19,12 +19,21 @@ def _builder():
     return module
 
 
+#: Installed at the top of site-packages: registers target='metal' with numba.vectorize at start-up.
+PTH = "numba_metal_target.pth"
+
+
 class BuildPyWithRuntime(build_py):
-    """Builds the runtime into numba_metal/_lib/ (in the source tree), then copies package data as usual."""
+    """Builds the runtime into numba_metal/_lib/ (in the source tree), then copies package data as usual,
+    and the .pth file that makes numba.vectorize(..., target='metal') work without importing numba_metal."""
 
     def run(self):
         _builder().build(ROOT)
         super().run()
+        self.copy_file(str(ROOT / PTH), str(Path(self.build_lib) / PTH), preserve_mode=False)
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + [str(Path(self.build_lib) / PTH)]
 
 
 class BinaryDistribution(Distribution):

@@ -51,6 +51,31 @@ class KernelRaisedError(MetalRuntimeError):
     wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
 
 
+# Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
+# that built-in, so code written for numba.cuda catches it.
+
+class LaunchArgumentError(KernelLaunchError, TypeError):
+    """A launch with the wrong number or kinds of arguments, or a configuration of the wrong types."""
+
+
+class LaunchConfigurationError(KernelLaunchError, ValueError):
+    """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
+
+
+class MetalValueError(NumbaMetalError, ValueError):
+    """A value a host-API call cannot take, where numba.cuda raises ValueError (e.g. device-array shapes
+    that do not fit an operation)."""
+
+
+class MetalTypeError(NumbaMetalError, TypeError):
+    """An argument of a type a host-API call cannot take, where numba.cuda raises TypeError (e.g. a
+    dtype that does not fit, a signature that does not fit the function, a wrong number of arguments)."""
+
+
+class CopyRequiredError(UnsupportedFeatureError, NotImplementedError):
+    """A device-array view (reshape, ravel) that would need a copy (numba.cuda's NotImplementedError)."""
+
+
 __all__ = [
     "NumbaMetalError",
     "UnsupportedFeatureError",
@@ -60,4 +85,9 @@ __all__ = [
     "MetalRuntimeError",
     "KernelBoundsError",
     "KernelRaisedError",
+    "LaunchArgumentError",
+    "LaunchConfigurationError",
+    "MetalValueError",
+    "MetalTypeError",
+    "CopyRequiredError",
 ]

@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import numpy as _np
 
-from numba_metal.errors import (KernelBoundsError, KernelCompilationError, KernelLaunchError,  # noqa: F401
-                                KernelRaisedError, MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError,
-                                UnsupportedPlatformError)
+from numba_metal.errors import (CopyRequiredError, KernelBoundsError, KernelCompilationError,  # noqa: F401
+                                KernelLaunchError, KernelRaisedError, LaunchArgumentError,
+                                LaunchConfigurationError, MetalRuntimeError, MetalTypeError, MetalValueError,
+                                NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
+from numba_metal.host.arguments import In, InOut, Out  # noqa: F401
 from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,  # noqa: F401
-                                     device_array_like, is_device_array, mapped_array, mapped_array_like,
-                                     to_device)
-from numba_metal.host.decorators import device_func, jit  # noqa: F401
-from numba_metal.host.device import get_device_info, is_available, select_device  # noqa: F401
+                                     defer_cleanup, device_array_like, is_device_array, managed_array, mapped,
+                                     mapped_array, mapped_array_like, open_ipc_array, pinned,
+                                     pinned_array, pinned_array_like, to_device)
+from numba_metal.host.decorators import declare_device, device_func, jit  # noqa: F401
+from numba_metal.host.device import (close, current_context, detect, get_current_device,  # noqa: F401
+                                     get_device_info, gpus, is_available, is_bfloat16_supported,
+                                     is_float16_supported, list_devices, require_context, select_device)
 from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
+from numba_metal.host.dispatcher import normalize_signature as _normalize_signature
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
-                                      event_elapsed_time, stream, synchronize)
+                                      event_elapsed_time, external_stream, legacy_default_stream,
+                                      per_thread_default_stream, stream, synchronize)
+from numba_metal.profiling import profile_start, profile_stop, profiling  # noqa: F401
 from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.host.kernel_output import PrintOutputTruncated  # noqa: F401
 from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
 from numba_metal import vectorize as _vectorize
+from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
 
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 
@@ -34,7 +43,7 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) ->
     compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)"""
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
-    argtypes = driver.argument_types(signature)
+    argtypes, _ = _normalize_signature(signature)
     if device:
         return driver.compile_device_function(pyfunc, argtypes)
     return driver.compile_kernel(pyfunc, argtypes, debug=debug).source

@@ -17,6 +17,7 @@ device timestamps):
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 
@@ -66,3 +67,21 @@ def now_ns() -> int:
 
 
 __all__ = ["Event", "listeners", "add_listener", "remove_listener", "emit", "now_ns"]
+
+
+# numba.cuda's profiler controls. They start and stop the CUDA profiler's collection there; numba-metal's
+# events go to listeners whenever there are some, and a Metal capture is started from Xcode or Instruments,
+# so these have nothing to do.
+
+def profile_start() -> None:
+    """numba.cuda's ``profile_start``: nothing to start on Metal (see :func:`add_listener`)."""
+
+
+def profile_stop() -> None:
+    """numba.cuda's ``profile_stop``: nothing to stop on Metal."""
+
+
+@contextlib.contextmanager
+def profiling():
+    """numba.cuda's ``profiling()`` block: nothing to do on Metal."""
+    yield

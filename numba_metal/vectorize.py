@@ -1,8 +1,9 @@
 """``numba.vectorize(..., target='metal')`` and ``numba.guvectorize(..., target='metal')``.
 
-Importing numba_metal registers the ``'metal'`` target with Numba's ``Vectorize`` and ``GUVectorize``
-target registries (lazily: nothing is compiled until a ufunc is called); so does the
-``numba_extensions`` entry point, whenever Numba initialises its extensions.
+The ``'metal'`` target is registered with Numba's ``Vectorize`` and ``GUVectorize`` target registries by
+``_numba_metal_target`` (lazily: this module is imported when the target is first used): at interpreter
+start-up through its ``.pth`` file, so ``numba.vectorize(..., target='metal')`` works in programs that
+never import numba_metal; when numba_metal is imported; and by the ``numba_extensions`` entry point.
 
 The objects follow numba.cuda's device ufuncs: they take NumPy arrays, device arrays and scalars,
 broadcast them by NumPy's rules, accept ``out=`` and ``stream=``, and return a device array when any
@@ -18,15 +19,15 @@ safely); without signatures the types of the arguments are used, compiling on fi
 from __future__ import annotations
 
 import inspect
-import sys
 import threading
+import warnings
 
 import numpy as np
 
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
-from numba_metal.host.dispatcher import DeviceFunction
+from numba_metal.host.dispatcher import DeviceFunction, normalize_signature
 from numba_metal.reduction import Reduce
 
 #: Threads per threadgroup of the generated kernels.
@@ -38,67 +39,16 @@ THREADS = 256
 # ---------------------------------------------------------------------------------------------
 
 
-_DECORATORS = "numba.np.ufunc.decorators"
-
-
-def _register() -> None:
-    """Make ``target='metal'`` known to ``numba.vectorize`` and ``numba.guvectorize`` (idempotent).
-
-    This is also the ``numba_extensions`` entry point (``init``).
-    """
-    from numba.np.ufunc.decorators import GUVectorize, Vectorize
-    for registry, cls in ((Vectorize.target_registry, lambda: MetalVectorize),
-                          (GUVectorize.target_registry, lambda: MetalGUVectorize)):
-        if "metal" not in registry and "metal" not in registry.ondemand:
-            registry.ondemand["metal"] = cls
-
-
-class _RegisterWhenImported:
-    """A one-shot import hook: registers the target right after Numba's ufunc decorators load.
-
-    Importing numba_metal does not import Numba (it is slow to import), so registration waits for
-    the module that holds the target registries.
-    """
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != _DECORATORS:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                loader_exec = spec.loader.exec_module
-
-                def exec_module(module, loader_exec=loader_exec):
-                    loader_exec(module)
-                    _uninstall()
-                    _register()
-
-                spec.loader.exec_module = exec_module
-                return spec
-        return None
-
-    def find_module(self, fullname, path=None):  # pragma: no cover - Python < 3.4 protocol
-        return None
-
-
-_hook = _RegisterWhenImported()
-
-
-def _uninstall() -> None:
-    try:
-        sys.meta_path.remove(_hook)
-    except ValueError:
-        pass
-
-
 def install() -> None:
-    """Register the target now if Numba's ufunc decorators are loaded, else as soon as they are."""
-    if _DECORATORS in sys.modules:
-        _register()
-    elif _hook not in sys.meta_path:
-        sys.meta_path.insert(0, _hook)
+    """Register ``target='metal'`` with Numba's ufunc decorators, now if they are loaded, else as soon as
+    they are (``_numba_metal_target``, a top-level module installed with numba-metal, owns this: its
+    ``.pth`` file registers the target in programs that never import numba_metal)."""
+    try:
+        import _numba_metal_target
+    except ModuleNotFoundError:
+        raise ImportError("numba-metal's installation is out of date (its module _numba_metal_target is "
+                          "missing): reinstall numba-metal, e.g. `pip install -e .` in its source tree") from None
+    _numba_metal_target.install()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,13 +57,8 @@ def install() -> None:
 
 
 def _parse_signature(sig):
-    """(argument Numba types, return Numba type or None) of a signature string or object."""
-    from numba.core import sigutils
-    try:
-        args, ret = sigutils.normalize_signature(sig)
-    except Exception as e:  # noqa: BLE001 - Numba raises several kinds for bad signatures
-        raise NumbaMetalError(f"invalid signature {sig!r}: {e}") from None
-    return tuple(args), ret
+    """(argument Numba types, return Numba type or None) of a signature in any of numba.cuda's forms."""
+    return normalize_signature(sig)
 
 
 def _np_dtype(nbtype) -> np.dtype:
@@ -179,6 +124,13 @@ def _casts_safely(value, to: np.dtype) -> bool:
 def _numba_scalar(dtype: np.dtype):
     from numba.np.numpy_support import from_dtype
     return from_dtype(dtype)
+
+
+def _as_operand(value):
+    """A call argument as a device array, a NumPy array or a scalar (sequences become NumPy arrays)."""
+    if _arrays.is_device_array(value) or isinstance(value, (np.ndarray, np.generic, bool, int, float)):
+        return value
+    return np.asarray(value)
 
 
 def _is_scalar(value) -> bool:
@@ -326,14 +278,35 @@ def _as_device_function(func, targetoptions):
     return jit(device=True, fastmath=bool(targetoptions.get("fastmath", False)))(getattr(func, "py_func", func))
 
 
-_OPTIONS = {"fastmath", "debug", "nopython", "is_dynamic", "writable_args"}
+#: Target options numba-metal's ufuncs take (numba.cuda takes none but ``nopython``).
+_OPTIONS = {"fastmath", "debug"}
 
 
-def _check_options(targetoptions, what):
-    for name in targetoptions:
-        if name not in _OPTIONS:
-            raise NumbaMetalError(f"{what}(target='metal') got an unknown option {name!r}; options are: "
-                                  f"fastmath, debug")
+def _check_vectorize_options(targetoptions, cache):
+    """numba.cuda's rules and messages: ``nopython`` is redundant, anything else unknown a KeyError."""
+    if cache:
+        raise MetalTypeError("caching is not supported")
+    for name in list(targetoptions):
+        if name == "nopython":
+            warnings.warn("nopython kwarg for metal target is redundant", RuntimeWarning, stacklevel=4)
+            del targetoptions[name]
+        elif name not in _OPTIONS:
+            raise KeyError(f"Unrecognized options. metal vectorize target does not support option: '{name}'")
+
+
+def _check_guvectorize_options(targetoptions, cache, writable_args):
+    """numba.cuda's rules and messages: ``nopython`` must be True, anything else unknown a TypeError."""
+    if cache:
+        raise MetalTypeError("caching is not supported")
+    if writable_args:
+        raise MetalTypeError("writable_args are not supported")
+    if not targetoptions.pop("nopython", True):
+        raise MetalTypeError("nopython flag must be True")
+    targetoptions.pop("is_dynamic", None)
+    unknown = [name for name in targetoptions if name not in _OPTIONS]
+    if unknown:
+        raise MetalTypeError("The following target options are not supported: "
+                             + ", ".join(repr(name) for name in unknown))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,7 +319,7 @@ class MetalVectorize:
 
     def __init__(self, func, identity=None, cache=False, targetoptions=None):
         targetoptions = dict(targetoptions or {})
-        _check_options(targetoptions, "vectorize")
+        _check_vectorize_options(targetoptions, cache)
         self.pyfunc = func
         self.identity = identity
         self.targetoptions = targetoptions
@@ -432,6 +405,7 @@ class MetalUFunc:
             *args, out = args
         if len(args) != self.nin:
             raise TypeError(f"ufunc {self.__name__!r} takes {self.nin} inputs, got {len(args)}")
+        args = [_as_operand(a) for a in args]
         ins, out_dtype = self._select(args)
         launch = _Launch(stream)
         scalars = tuple(_is_scalar(a) for a in args)
@@ -494,7 +468,7 @@ class MetalGUVectorize:
     def __init__(self, func, signature, identity=None, cache=False, targetoptions=None, writable_args=()):
         from numba.np.ufunc.sigparse import parse_signature
         targetoptions = dict(targetoptions or {})
-        _check_options(targetoptions, "guvectorize")
+        _check_guvectorize_options(targetoptions, cache, writable_args)
         self.pyfunc = func
         self.layout = signature
         self.identity = identity
@@ -512,7 +486,8 @@ class MetalGUVectorize:
         from numba.core import types
         args, ret = _parse_signature(sig)
         if ret is not None and not isinstance(ret, types.NoneType):
-            raise NumbaMetalError(f"a guvectorize signature returns void, not {ret} ({sig!r})")
+            raise MetalTypeError(f"guvectorized functions cannot return values: signature {sig} specifies {ret} "
+                                 "return type")
         if len(args) != len(self.inputs) + len(self.outputs):
             raise NumbaMetalError(f"signature {sig!r} has {len(args)} arguments, but the layout "
                                   f"{self.layout!r} has {len(self.inputs) + len(self.outputs)}")
@@ -547,6 +522,15 @@ class MetalGUFunc:
         for sig in self._builder.signatures:
             if all(_casts_safely(v, d) for v, (d, _) in zip(inputs, sig[:self.nin])):
                 return sig
+        # numba.cuda's second chance: a signature whose input types cast safely to the inputs' (so host
+        # inputs are converted down to it; device arrays cannot be).
+        for sig in self._builder.signatures:
+            if all(np.can_cast(d, _operand_dtype(v)) for v, (d, _) in zip(inputs, sig[:self.nin])):
+                for v, (d, _) in zip(inputs, sig[:self.nin]):
+                    if _arrays.is_device_array(v) and v.dtype != d:
+                        raise MetalTypeError(f"compatible signature is possible by casting but {type(v)} does "
+                                             "not support .astype()")
+                return sig
         if self._builder.compile_disabled or outputs is None:
             if outputs is None and not self._builder.compile_disabled:
                 raise TypeError(f"gufunc {self.__name__!r} has no signatures, so its outputs must be passed "
@@ -559,15 +543,19 @@ class MetalGUFunc:
 
     def __call__(self, *args, out=None, stream=0):
         b = self._builder
+        if out is None and len(args) not in (self.nin, self.nin + self.nout):
+            raise MetalTypeError(f"This gufunc accepts {_positional(self.nin)} (when providing input only) or "
+                                 f"{_positional(self.nin + self.nout)} (when providing input and output). Got "
+                                 f"{_positional(len(args))}.")
         if out is not None:
+            if len(args) > self.nin:
+                raise MetalValueError("cannot specify argument 'out' as both positional and keyword")
             args = args + (tuple(out) if isinstance(out, (tuple, list)) else (out,))
+        args = tuple(_as_operand(a) for a in args)
         if len(args) == self.nin + self.nout:
             inputs, outputs = args[:self.nin], args[self.nin:]
-        elif len(args) == self.nin:
-            inputs, outputs = args, None
         else:
-            raise TypeError(f"gufunc {self.__name__!r} takes {self.nin} inputs (and optionally "
-                            f"{self.nout} outputs), got {len(args)} arguments")
+            inputs, outputs = args, None
         sig = self._select(inputs, outputs)
         launch = _Launch(stream)
         # Bind core dimension sizes and find the loop shape.
@@ -586,7 +574,7 @@ class MetalGUFunc:
                 _bind(sizes, core, shape[len(shape) - len(core):] if core else (), self.__name__,
                       f"output {k}")
                 loop_shapes.append(shape[:len(shape) - len(core)])
-        loop = np.broadcast_shapes(*loop_shapes)
+        loop = _loop_shape(loop_shapes[:self.nin], loop_shapes[self.nin:])
         # Outputs: given ones (host or device), else new device arrays.
         out_devs, out_hosts = [], []
         for k, core in enumerate(b.outputs):
@@ -610,6 +598,8 @@ class MetalGUFunc:
                 v = np.asarray(v, dtype=dtype)
             dev = launch.device_operand(v, dtype)
             core_shape = tuple(sizes[d] for d in core)
+            if dev.ndim > len(loop) + len(core):   # numba.cuda's pinned operand: outer shape (1,), no loop
+                dev = dev.reshape(core_shape)
             dev = _arrays.broadcast_to(dev, loop + core_shape)
             if not core:
                 dev = _arrays.with_unit_axis(dev)  # a () operand: a view of one element
@@ -636,6 +626,22 @@ class MetalGUFunc:
         return kernel
 
 
+def _loop_shape(input_outer, output_outer) -> tuple:
+    """The loop dimensions of a gufunc call. numba.cuda's rule first: the largest outer shape of the
+    inputs, the others equal to it or "pinned" (``()`` or ``(1,)``: the same operand for every iteration);
+    where that rule fails, NumPy's broadcasting of every operand's outer shape."""
+    if input_outer:
+        largest = max(input_outer, key=lambda shape: int(np.prod(shape, dtype=np.int64)))
+        if (all(shape == largest or shape in ((), (1,)) for shape in input_outer)
+                and all(shape == largest for shape in output_outer)):
+            return largest
+    return np.broadcast_shapes(*input_outer, *output_outer)
+
+
+def _positional(n: int) -> str:
+    return f"{n} positional argument{'s' * (n != 1)}"
+
+
 def _bind(sizes, core, shape, name, what):
     for d, n in zip(core, shape):
         if sizes.setdefault(d, n) != n:
@@ -643,4 +649,18 @@ def _bind(sizes, core, shape, name, what):
                              f"{sizes[d]} elsewhere")
 
 
-__all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc"]
+__all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc", "vectorize", "guvectorize"]
+
+
+def vectorize(*args, **kwargs):
+    """``numba.vectorize`` with ``target='metal'`` (numba.cuda's ``cuda.vectorize``)."""
+    import numba
+    kwargs.setdefault("target", "metal")
+    return numba.vectorize(*args, **kwargs)
+
+
+def guvectorize(*args, **kwargs):
+    """``numba.guvectorize`` with ``target='metal'`` (numba.cuda's ``cuda.guvectorize``)."""
+    import numba
+    kwargs.setdefault("target", "metal")
+    return numba.guvectorize(*args, **kwargs)

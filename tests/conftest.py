@@ -10,3 +10,8 @@ def pytest_configure(config):
     if not config.pluginmanager.is_blocked("msl-lint"):
         import msl_lint_plugin
         config.pluginmanager.register(msl_lint_plugin.MSLLintPlugin(), "msl-lint")
+
+# numba.cuda's test suite turns its performance warnings off (numba.cuda.testing); so do these tests,
+# except those of the warnings themselves.
+os.environ.setdefault("NUMBA_METAL_LOW_OCCUPANCY_WARNINGS", "0")
+os.environ.setdefault("NUMBA_METAL_WARN_ON_IMPLICIT_COPY", "0")

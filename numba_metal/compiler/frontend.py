@@ -23,6 +23,7 @@ from numba.core.typed_passes import type_inference_stage
 from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
 
 from .typing import TARGET_CONTEXT, typing_context
+from .uninitialized import warn_uninitialized
 
 _UNTYPED_REWRITES = (RewriteConstGetitems, RewriteConstSetitems, RewriteConstRaises, DetectStaticBinops,
                      RewritePrintCalls)
@@ -100,6 +101,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
             raise KernelCompilationError(f"len() takes exactly one argument ({bad[0]} given)", bad[1]) from None
         raise KernelCompilationError(f"{pyfunc.__name__}() could not be analysed before typing "
                                      f"({type(e).__name__}: {e})", source_location(pyfunc)) from None
+    warn_uninitialized(func_ir)
     return func_ir
 
 

@@ -17,8 +17,9 @@ import numpy as np
 
 from numba_metal.errors import KernelLaunchError
 
+from . import perf_warnings
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
-                     element_binding, layout_of, to_device)
+                     element_binding, host_span, layout_of, to_device, wrap_host_memory)
 
 _scalar_types: dict | None = None
 
@@ -35,6 +36,39 @@ _DTYPE_NAMES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "u
                           "float16", "float32", "float64"])
 
 TUPLE = "T"   # key of a tuple: (TUPLE, item keys...)
+
+
+class ArgHint:
+    """numba.cuda's argument hints: how a NumPy array argument travels to the device and back. A device
+    array (or mapped array) passed in a hint is used as it is."""
+
+    __slots__ = ("value",)
+    copy_in = True
+    copy_out = True
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class In(ArgHint):
+    """An input only: copied to the device before the kernel, never copied back (the launch does not
+    wait for the kernel)."""
+
+    copy_out = False
+
+
+class Out(ArgHint):
+    """An output only: not copied to the device (the kernel sees zeros, or the array itself where
+    unified memory lets the kernel use it in place), copied back after the kernel."""
+
+    copy_in = False
+
+
+class InOut(ArgHint):
+    """Copied in and back: what a plain NumPy array argument gets anyway."""
 
 
 def _scalars() -> dict:
@@ -58,6 +92,12 @@ def arg_key(value, position: int):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
     if isinstance(value, np.void) and value.dtype.names:
         return array_key(value.dtype, 0, "C")   # a record (structured dtype): typed as numba.cuda does
+    if isinstance(value, ArgHint):
+        if not isinstance(value.value, (np.ndarray, DeviceNDArray)):
+            raise KernelLaunchError(f"argument {position} is {type(value).__name__}() of a "
+                                    f"{type(value.value).__name__}: In, Out and InOut wrap arrays; pass other "
+                                    "values as they are")
+        return arg_key(value.value, position)
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
     if isinstance(value, complex):
@@ -177,6 +217,8 @@ def bind_array(ctx, value, argi, kernel_name) -> BoundArray:
         return _bind_host_array(ctx, value, argi, kernel_name)
     if isinstance(value, np.void) and value.dtype.names:
         return _bind_record(ctx, value, argi, kernel_name)
+    if isinstance(value, ArgHint):
+        return _bind_hinted(ctx, value, argi, kernel_name)
     raise KernelLaunchError(f"argument {argi} of {kernel_name}() must be an array")
 
 
@@ -198,11 +240,44 @@ def _bind_record(ctx, value: np.void, argi, kernel_name) -> BoundArray:
     return bound
 
 
+def _bind_hinted(ctx, hint: ArgHint, argi, kernel_name) -> BoundArray:
+    value = hint.value
+    if not isinstance(value, np.ndarray) or getattr(value, "device_buffer", None) is not None or (
+            hint.copy_in and hint.copy_out):
+        return bind_array(ctx, value, argi, kernel_name)
+    if hint.copy_in:   # In: a device copy the kernel may use after the launch returns
+        perf_warnings.implicit_copy()
+        dev = to_device(value)
+        bind, strides, origin = dev.binding()
+        return BoundArray(dev.buffer, bind, dev.shape, strides, origin)
+    return _bind_in_place(ctx, value) or _bind_through_copy(value, copy_in=False)
+
+
+def _bind_in_place(ctx, value: np.ndarray):
+    """A plain NumPy array bound in place (zero-copy), or None when the device cannot use its memory."""
+    wrapped = wrap_host_memory(ctx, value)
+    if wrapped is None:
+        return None
+    bind, strides, origin = element_binding(wrapped[1], value.shape, value.strides, value.itemsize)
+    return BoundArray(wrapped[0], bind, value.shape, strides, origin, sync=True)
+
+
+def _bind_through_copy(value: np.ndarray, copy_in: bool) -> BoundArray:
+    """A plain NumPy array through a device copy (of its data when ``copy_in``), copied back after the
+    kernel unless it is read-only; the launch waits for the kernel."""
+    perf_warnings.implicit_copy()
+    dev = to_device(value, copy=copy_in)
+    copy_back = None
+    if value.flags.writeable:
+        def copy_back(dev=dev, value=value):
+            copy_into_host(dev, value)
+    bind, strides, origin = dev.binding()
+    return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)
+
+
 def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
-    itemsize = value.itemsize
     buf = getattr(value, "device_buffer", None)
-    lowest = value.ctypes.data + sum((n - 1) * s for n, s in zip(value.shape, value.strides) if s < 0 and n)
-    extent = sum((n - 1) * abs(s) for n, s in zip(value.shape, value.strides) if n) + itemsize
+    lowest, extent = host_span(value)
     if buf is not None and buf.address <= lowest and lowest + extent <= buf.address + buf.nbytes:
         # A mapped array (or a view of one): already device memory; the launch stays asynchronous.
         # (Arrays NumPy derives from a mapped array by computing, e.g. ``m + 1``, keep its class but not
@@ -210,22 +285,9 @@ def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:
         if getattr(value, "device_context", None) is not ctx:
             raise KernelLaunchError(f"argument {argi} of {kernel_name}() is a mapped array of another device")
         offset = value.ctypes.data - buf.address
-        bind, strides, origin = element_binding(offset, value.shape, value.strides, itemsize)
+        bind, strides, origin = element_binding(offset, value.shape, value.strides, value.itemsize)
         return BoundArray(buf, bind, value.shape, strides, origin)
     # A plain NumPy array. Unified memory lets the kernel use it in place when it is page-aligned and
-    # writeable (a read-only array may be immutable memory, e.g. over a bytes object, which the kernel
-    # must not write); otherwise it goes through a device copy and back, as numba.cuda does. Either way
-    # the launch waits for the kernel, so the results are in the array when the call returns.
-    page = ctx.info.page_size
-    if ctx.info.unified_memory and value.size and lowest % page == 0 and value.flags.writeable:
-        length = (extent + page - 1) // page * page
-        buf = ctx.device.wrap_buffer(lowest, length, value)
-        bind, strides, origin = element_binding(value.ctypes.data - lowest, value.shape, value.strides, itemsize)
-        return BoundArray(buf, bind, value.shape, strides, origin, sync=True)
-    dev = to_device(value)
-    copy_back = None
-    if value.flags.writeable:
-        def copy_back(dev=dev, value=value):
-            copy_into_host(dev, value)
-    bind, strides, origin = dev.binding()
-    return BoundArray(dev.buffer, bind, dev.shape, strides, origin, copy_back=copy_back, sync=True)
+    # writeable; otherwise it goes through a device copy and back, as numba.cuda does. Either way the
+    # launch waits for the kernel, so the results are in the array when the call returns.
+    return _bind_in_place(ctx, value) or _bind_through_copy(value, copy_in=True)

@@ -8,10 +8,13 @@ bind a buffer at a byte offset; shape and strides travel in the argument block.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from numba_metal import profiling
-from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import (MetalTypeError, MetalValueError, CopyRequiredError, KernelLaunchError,
+                                NumbaMetalError, UnsupportedFeatureError)
 
 from . import device as _device
 from . import streams as _streams
@@ -25,15 +28,13 @@ def _as_dtype(dtype) -> np.dtype:
 
 
 def _normalize_shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise NumbaMetalError(f"shape must be an int or a tuple of ints, not {shape!r}") from None
-    if any(s < 0 for s in shape):
-        raise NumbaMetalError(f"negative dimensions are not allowed: {shape}")
-    return shape
+    dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
+        raise MetalTypeError(f"shape must be an int or a sequence of ints, not {shape!r}")
+    dims = tuple(int(n) for n in dims)
+    if any(n < 0 for n in dims):
+        raise MetalValueError(f"negative dimensions are not allowed: {dims}")
+    return dims
 
 
 def _contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
@@ -142,9 +143,9 @@ class DeviceNDArray:
     """
 
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
-                 "_binding", "__weakref__")
+                 "_binding", "stream", "__weakref__")
 
-    def __init__(self, buffer, offset, shape, strides, dtype, context):
+    def __init__(self, buffer, offset, shape, strides, dtype, context, stream=0):
         self.buffer = buffer
         self.offset = int(offset)
         self.shape = tuple(shape)
@@ -155,6 +156,7 @@ class DeviceNDArray:
         self.key = None        # argument_key(), made by the first launch (read on every launch)
         self._nbtype = None
         self._binding = None   # binding(), made by the first launch
+        self.stream = stream   # the default stream of its copies, views and assignments (``bind``)
 
     def argument_key(self) -> "ArrayKey":
         """The (interned) key a launch looks this array's specialisation up by."""
@@ -198,14 +200,16 @@ class DeviceNDArray:
         return self.shape[0]
 
     def is_c_contiguous(self) -> bool:
-        return self.layout == "C"
+        return self.flags["C_CONTIGUOUS"]
 
     def is_f_contiguous(self) -> bool:
-        return self.layout == "F" or (self.ndim <= 1 and self.layout == "C")
+        return self.flags["F_CONTIGUOUS"]
 
     @property
     def flags(self) -> dict:
-        return {"C_CONTIGUOUS": self.is_c_contiguous(), "F_CONTIGUOUS": self.is_f_contiguous()}
+        """``C_CONTIGUOUS`` and ``F_CONTIGUOUS`` by numba.cuda's rules (NumPy's, except that a broadcast
+        array, with a zero stride, is neither)."""
+        return contiguity_flags(self.shape, self.strides, self.itemsize)
 
     def __repr__(self) -> str:
         return (f"<numba_metal DeviceNDArray shape={self.shape} dtype={self.dtype} "
@@ -220,90 +224,254 @@ class DeviceNDArray:
     # -- copies -----------------------------------------------------------------------------
 
     def copy_to_host(self, ary=None, stream=0):
-        """Copy to a host NumPy array (a new one, or ``ary``), after the work that may write this array."""
+        """Copy to a host NumPy array (a new one, or ``ary``), after the work of ``stream`` (0: of every
+        stream) that may write this array. ``ary`` must have this array's dtype and, size-1 axes aside,
+        its shape (numba.cuda's rule)."""
+        stream = self._stream(stream)
+        if ary is not None:
+            if not isinstance(ary, np.ndarray):
+                raise MetalTypeError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
+            _check_compatible(self, ary, "copy_to_host")
         _streams.wait_for_host_access(self.context, stream)
         src = self._host_view()
         start = profiling.now_ns() if profiling.listeners else 0
         if ary is None:
             out = src.copy(order="K" if self.layout != "A" else "C")
-            if start:
-                profiling.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
-            return out
-        if not isinstance(ary, np.ndarray):
-            raise NumbaMetalError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
-        if ary.shape != self.shape or ary.dtype != self.dtype:
-            raise NumbaMetalError(f"copy_to_host: destination has shape {ary.shape} and dtype {ary.dtype}, "
-                                  f"but the device array has shape {self.shape} and dtype {self.dtype}")
-        if ary.ctypes.data == src.ctypes.data and ary.strides == src.strides:
-            return ary  # the destination is this very memory (unified memory): nothing to copy
-        np.copyto(ary, src)
+        else:
+            if ary.ctypes.data == src.ctypes.data and ary.strides == src.strides:
+                return ary  # the destination is this very memory (unified memory): nothing to copy
+            np.copyto(ary, src.reshape(ary.shape))
+            out = ary
         if start:
             profiling.emit("copy", direction="d2h", nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
-        return ary
+        return out
 
     def copy_to_device(self, ary, stream=0):
-        """Copy a host array (or another device array) into this array."""
-        _streams.wait_for_host_access(self.context, stream)
+        """Copy a host array (or another device array) into this array, after the work of ``stream``
+        (0: of every stream). ``ary`` must have this array's dtype and, size-1 axes aside, its shape."""
+        stream = self._stream(stream)
         if isinstance(ary, DeviceNDArray):
+            check_same_device(self.context, ary, "the source of copy_to_device()")
+            _check_compatible(self, ary, "copy_to_device")
+            _streams.wait_for_host_access(self.context, stream)
             src = ary._host_view()
         else:
             src = np.asarray(ary)
-        if src.shape != self.shape:
-            raise NumbaMetalError(f"copy_to_device: source shape {src.shape} does not match {self.shape}")
-        if src.dtype != self.dtype:
-            raise NumbaMetalError(f"copy_to_device: source dtype {src.dtype} does not match {self.dtype}")
+            _check_compatible(self, src, "copy_to_device")
+            _streams.wait_for_host_access(self.context, stream)
+        if not self.size:
+            return
         start = profiling.now_ns() if profiling.listeners else 0
-        np.copyto(self._host_view(), src)
+        np.copyto(self._host_view(), src.reshape(self.shape))
         if start:
             profiling.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
-                       nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
+                           nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
 
-    # -- views --------------------------------------------------------------------------------
+    # -- numba.cuda's item access: views, elements, assignment ---------------------------------
 
     def __getitem__(self, index):
+        return self.getitem(index)
+
+    def getitem(self, index, stream=0):
+        """``self[index]`` (numba.cuda's ``getitem``): a view sharing memory for slices (any step) and
+        partial indices, a host scalar for one element (after the work of ``stream``)."""
+        stream = self._stream(stream)
         view = self._host_view()
         sub = view[index]
         if not isinstance(sub, np.ndarray) or (sub.ndim == 0 and _is_scalar_index(index, self.ndim)):
-            _streams.wait_for_host_access(self.context, 0)
+            _streams.wait_for_host_access(self.context, stream)
             return sub[()] if isinstance(sub, np.ndarray) else sub
         if not np.shares_memory(sub, view) and sub.size:
             raise UnsupportedFeatureError("advanced (fancy) indexing of device arrays is not supported; "
                                           "use slices and integers, which give views")
-        return self._derived(sub)
+        return _derived_from(self, sub, stream)
 
-    def _derived(self, sub: np.ndarray) -> "DeviceNDArray":
-        base = self.buffer.address
-        offset = sub.ctypes.data - base if sub.size else self.offset
-        return DeviceNDArray(self.buffer, offset, sub.shape, sub.strides, sub.dtype, self.context)
+    def __setitem__(self, index, value):
+        self.setitem(index, value)
 
-    def reshape(self, *newshape, order="C"):
-        if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
-            newshape = tuple(newshape[0])
-        if self.layout == "A" and self.size > 1:
-            raise UnsupportedFeatureError("reshape() of a non-contiguous device array would need a copy; "
-                                          "copy it to a contiguous array first")
+    def setitem(self, index, value, stream=0):
+        """``self[index] = value`` (numba.cuda's ``setitem``): a scalar, host array or device array,
+        broadcast along the leading and size-1 axes of the target as numba.cuda does, converted to this
+        array's dtype. The memory is shared, so the host writes it after the work of ``stream`` (0: of
+        every stream); the assignment is complete when this returns."""
+        stream = self._stream(stream)
         view = self._host_view()
-        try:
-            sub = view.reshape(newshape, order=order)
-        except ValueError as e:
-            raise NumbaMetalError(f"cannot reshape {self.shape} to {newshape}: {e}") from None
-        if sub.size and not np.shares_memory(sub, view):
-            raise UnsupportedFeatureError("this reshape would need a copy of the device array")
-        return self._derived(sub)
+        target_shape = np.shape(view[index])
+        if isinstance(value, DeviceNDArray):
+            check_same_device(self.context, value, "the value assigned to a device array")
+            _streams.wait_for_host_access(self.context, stream)
+            rhs = value._host_view()
+        else:
+            rhs = np.asarray(value)
+            _streams.wait_for_host_access(self.context, stream)
+        if rhs.ndim > len(target_shape):
+            raise MetalValueError(f"Can't assign {rhs.ndim}-D array to {len(target_shape)}-D self")
+        shape = (1,) * (len(target_shape) - rhs.ndim) + rhs.shape
+        for axis, (have, want) in enumerate(zip(shape, target_shape)):
+            if have != 1 and have != want:
+                raise MetalValueError(f"Can't copy sequence with size {have} to array axis {axis} with "
+                                      f"dimension {want}")
+        view[index] = rhs.reshape(shape)
 
-    def ravel(self, order="C"):
-        return self.reshape(self.size, order=order)
+    # -- numba.cuda's views -------------------------------------------------------------------
+
+    def bind(self, stream=0):
+        """This array with ``stream`` as the default stream of its copies, views and assignments."""
+        return DeviceNDArray(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
+                             stream)
+
+    def split(self, section, stream=0):
+        """Views of consecutive ``section``-element parts of a 1-d unit-stride array (the last one may
+        be shorter), as a generator (numba.cuda's ``split``)."""
+        stream = self._stream(stream)
+        if self.ndim != 1:
+            raise MetalValueError("only support 1d array")
+        if self.strides[0] != self.itemsize:
+            raise MetalValueError("only support unit stride")
+        return self._sections(int(section), stream)
+
+    def _sections(self, section, stream):
+        for begin in range(0, self.size, section):
+            end = min(begin + section, self.size)
+            yield DeviceNDArray(self.buffer, self.offset + begin * self.itemsize, (end - begin,), self.strides,
+                                self.dtype, self.context, stream)
+
+    def reshape(self, *newshape, **kws):
+        """A view with another shape (numba.cuda's rules): a contiguous array gets the C (``order='C'``)
+        or Fortran (``order='F'``; ``'A'``: the array's own) strides of the new shape over the same memory;
+        any other array only a reshape NumPy could make without copying, else ``CopyRequiredError``
+        (a ``NotImplementedError``)."""
+        if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):
+            newshape = tuple(newshape[0])
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in newshape):
+            raise MetalTypeError(f"reshape() takes integers, not {newshape!r}")
+        newshape = tuple(int(n) for n in newshape)
+        if newshape == self.shape:
+            return self._with(self.shape, self.strides)
+        order = kws.pop("order", "C")
+        if kws:
+            raise TypeError(f"reshape() got unknown keyword arguments {sorted(kws)}")
+        if order not in ("C", "F", "A"):
+            raise MetalValueError("order not C|F|A")
+        unknown = [k for k, n in enumerate(newshape) if n < 0]
+        if len(unknown) > 1:
+            raise MetalValueError("can only specify one unknown dimension")
+        known = 1
+        for n in newshape:
+            known *= n if n >= 0 else 1
+        if unknown:
+            if known == 0 or self.size % known:
+                raise MetalValueError("cannot infer valid shape for unknown dimension")
+            k = unknown[0]
+            newshape = newshape[:k] + (self.size // known,) + newshape[k + 1:]
+        newsize = 1
+        for n in newshape:
+            newsize *= n
+        if newsize != self.size:
+            raise MetalValueError(f"reshape changes the size of the array: {self.shape} to {newshape}")
+        flags = self.flags
+        if order == "A":
+            order = "F" if flags["F_CONTIGUOUS"] else "C"
+        if flags["C_CONTIGUOUS"] or flags["F_CONTIGUOUS"]:
+            return self._with(newshape, _contiguous_strides(newshape, self.itemsize, order))
+        try:
+            sub = np.reshape(self._host_view(), newshape, order=order, copy=False)
+        except ValueError:
+            raise CopyRequiredError(f"reshape of this non-contiguous device array {self.shape} with strides "
+                                    f"{self.strides} to {newshape} would require a copy; copy it to a "
+                                    "contiguous array first") from None
+        return _derived_from(self, sub)
+
+    def ravel(self, order="C", stream=0):
+        """A 1-d view of a contiguous array (numba.cuda's rules: ``'C'`` needs a C-contiguous array,
+        ``'F'`` a Fortran-contiguous one, ``'A'`` either), else ``CopyRequiredError``."""
+        if order not in ("C", "F", "A"):
+            raise MetalValueError("order not C|F|A")
+        flags = self.flags
+        if (order in "CA" and flags["C_CONTIGUOUS"]) or (order in "FA" and flags["F_CONTIGUOUS"]):
+            return self._with((self.size,), (self.itemsize,), self._stream(stream))
+        raise CopyRequiredError(f"ravel of this non-contiguous device array (strides {self.strides}) would "
+                                "require a copy")
+
+    def squeeze(self, axis=None, stream=0):
+        """A view without the given size-1 axes (all of them for ``axis=None``)."""
+        if axis is None:
+            keep = [k for k, n in enumerate(self.shape) if n != 1]
+        else:
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            axes = {a % self.ndim if -self.ndim <= a < self.ndim else a for a in axes}
+            for a in axes:
+                if not 0 <= a < self.ndim:
+                    raise MetalValueError(f"axis {a} is out of bounds for a {self.ndim}-d array")
+                if self.shape[a] != 1:
+                    raise MetalValueError("cannot select an axis to squeeze out which has size not equal to one")
+            keep = [k for k in range(self.ndim) if k not in axes]
+        return self._with(tuple(self.shape[k] for k in keep), tuple(self.strides[k] for k in keep),
+                          self._stream(stream))
 
     def view(self, dtype):
-        sub = self._host_view().view(_as_dtype(dtype))
-        return self._derived(sub)
+        """The same memory as another dtype (numba.cuda's rules: a dtype of another size needs a
+        C-contiguous array, and the last axis is rescaled)."""
+        dtype = _as_dtype(dtype)
+        shape, strides = list(self.shape), list(self.strides)
+        if dtype.itemsize != self.itemsize:
+            if not self.is_c_contiguous() or not shape:
+                raise MetalValueError("To change to a dtype of a different size, the array must be C-contiguous")
+            shape[-1], rem = divmod(shape[-1] * self.itemsize, dtype.itemsize)
+            if rem:
+                raise MetalValueError("When changing to a larger dtype, its size must be a divisor of the "
+                                      "total size in bytes of the last axis of the array.")
+            strides[-1] = dtype.itemsize
+        return DeviceNDArray(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
 
     @property
     def T(self):
-        return self._derived(self._host_view().T)
+        return self.transpose()
 
     def transpose(self, *axes):
-        return self._derived(self._host_view().transpose(*axes))
+        """A view with the axes permuted (reversed by default). numba.cuda copies (2-d only); on shared
+        memory a view is free, as in NumPy."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        try:
+            return _derived_from(self, self._host_view().transpose(*(axes or ())))
+        except (ValueError, TypeError):
+            raise MetalValueError(f"invalid axes list {tuple(axes)!r}") from None
+
+    # -- numba.cuda's other attributes ----------------------------------------------------------
+
+    @property
+    def alloc_size(self) -> int:
+        """Bytes of memory this array spans (numba.cuda: the size of its allocation or view)."""
+        if not self.size:
+            return 0
+        return sum((n - 1) * abs(s) for n, s in zip(self.shape, self.strides)) + self.itemsize
+
+    @property
+    def device_ctypes_pointer(self):
+        """The address of element [0, ..., 0] (``ctypes.c_void_p``): unified memory, so also a host
+        address."""
+        import ctypes
+        return ctypes.c_void_p(self.buffer.address + self.offset)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise MetalValueError("`copy=False` is not supported. A copy is always created.")
+        host = self.copy_to_host()
+        return host if dtype is None else host.astype(dtype)
+
+    def get_ipc_handle(self):
+        raise UnsupportedFeatureError(
+            "get_ipc_handle(): CUDA IPC handles have no Metal equivalent; to share data between processes "
+            "use multiprocessing.shared_memory (or a file) on the host and metal.to_device() in each process")
+
+    def _stream(self, stream):
+        """numba.cuda's rule: an explicit stream, else the one the array is bound to."""
+        return stream if stream else self.stream
+
+    def _with(self, shape, strides, stream=None) -> "DeviceNDArray":
+        return DeviceNDArray(self.buffer, self.offset, shape, strides, self.dtype, self.context,
+                             self.stream if stream is None else stream)
 
     def get_numba_type(self):
         return self._numba_type()
@@ -315,12 +483,49 @@ class DeviceNDArray:
         return ty
 
 
+def contiguity_flags(shape, strides, itemsize) -> dict:
+    """numba.cuda's contiguity flags of an array geometry (NumPy's ``_UpdateContiguousFlags``, except
+    that any zero stride makes an array neither C- nor F-contiguous)."""
+    flags = {"C_CONTIGUOUS": True, "F_CONTIGUOUS": True}
+    if not shape:
+        return flags
+    if 0 in strides:
+        return {"C_CONTIGUOUS": False, "F_CONTIGUOUS": False}
+    if 0 in shape:
+        return flags
+    for name, dims in (("C_CONTIGUOUS", range(len(shape) - 1, -1, -1)), ("F_CONTIGUOUS", range(len(shape)))):
+        expected = itemsize
+        for k in dims:
+            if shape[k] != 1:
+                if strides[k] != expected:
+                    flags[name] = False
+                    break
+                expected *= shape[k]
+    return flags
+
+
+def _check_compatible(dev, other, what) -> None:
+    """numba.cuda's ``check_array_compatibility``: the same dtype, and the same shape once size-1 axes
+    are dropped."""
+    if dev.dtype != other.dtype:
+        raise MetalTypeError(f"{what}: incompatible dtype: {dev.dtype} vs. {other.dtype}")
+    if tuple(n for n in dev.shape if n != 1) != tuple(n for n in other.shape if n != 1):
+        raise MetalValueError(f"{what}: incompatible shape: {dev.shape} vs. {tuple(other.shape)}")
+
+
 def _is_scalar_index(index, ndim) -> bool:
     if isinstance(index, (int, np.integer)):
         return ndim == 1
     if isinstance(index, tuple):
         return len(index) == ndim and all(isinstance(i, (int, np.integer)) for i in index)
     return False
+
+
+def _derived_from(dev, sub: np.ndarray, stream=None) -> DeviceNDArray:
+    """The device array of ``sub``, a NumPy view of ``dev``'s host view."""
+    offset = sub.ctypes.data - dev.buffer.address if sub.size else dev.offset
+    return DeviceNDArray(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
+                         dev.stream if stream is None else stream)
 
 
 def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
@@ -335,13 +540,13 @@ def broadcast_to(dev: DeviceNDArray, shape) -> DeviceNDArray:
     """A view of ``dev`` broadcast to ``shape`` (stride 0 along broadcast axes)."""
     if dev.shape == tuple(shape):
         return dev
-    return dev._derived(np.broadcast_to(dev._host_view(), shape))
+    return _derived_from(dev, np.broadcast_to(dev._host_view(), shape))
 
 
 def with_unit_axis(dev: DeviceNDArray) -> DeviceNDArray:
     """``dev`` viewed with a trailing axis of length 1."""
     view = dev._host_view()
-    return dev._derived(view.reshape(view.shape + (1,)) if view.flags.c_contiguous else view[..., None])
+    return _derived_from(dev, view.reshape(view.shape + (1,)) if view.flags.c_contiguous else view[..., None])
 
 
 def copy_into_host(dev: DeviceNDArray, host: np.ndarray) -> None:
@@ -390,7 +595,7 @@ def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> 
             raise NumbaMetalError(f"strides {strides} do not fit shape {shape}")
         nbytes = (sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize) if all(shape) else 0
     buf = _new_buffer(ctx, nbytes)
-    return DeviceNDArray(buf, 0, shape, strides, dtype, ctx)
+    return DeviceNDArray(buf, 0, shape, strides, dtype, ctx, stream)
 
 
 def device_array_like(ary, stream=0) -> DeviceNDArray:
@@ -446,6 +651,90 @@ def mapped_array_like(ary, stream=0):
     """A mapped array with the shape and dtype (and C/F order) of ``ary``."""
     order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
+
+
+def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
+    """numba.cuda's page-locked host array. Apple silicon's memory is unified, so this is
+    :func:`mapped_array`: host memory that kernels also use without copies."""
+    return mapped_array(shape, dtype, strides=strides, order=order)
+
+
+def pinned_array_like(ary):
+    return mapped_array_like(ary)
+
+
+def managed_array(shape, dtype=np.float32, strides=None, order="C", stream=0, attach_global=True):
+    """numba.cuda's managed (unified) memory: on Apple silicon all memory is unified, so this is
+    :func:`mapped_array`."""
+    return mapped_array(shape, dtype, strides=strides, order=order, stream=stream)
+
+
+@contextlib.contextmanager
+def pinned(*arylist):
+    """numba.cuda's context manager that page-locks host arrays for faster copies. Metal has no
+    page-locking to do (memory is unified), so this does nothing."""
+    yield
+
+
+@contextlib.contextmanager
+def mapped(*arylist, stream=0, portable=False, wc=False):
+    """Device arrays over host NumPy arrays for the block (numba.cuda's ``mapped``): one device array,
+    or a list of them for several. A page-aligned writeable array is used in place, with no copy; any
+    other is copied in, and copied back when the block ends (after the work of ``stream``): read its
+    results after the block."""
+    ctx = _device.current()
+    devices, copies = [], []
+    for ary in arylist:
+        if not isinstance(ary, np.ndarray):
+            raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
+        wrapped = wrap_host_memory(ctx, ary)
+        if wrapped is not None:
+            dev = DeviceNDArray(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
+        else:
+            dev = to_device(ary, stream=stream)
+            copies.append((dev, ary))
+        devices.append(dev)
+    try:
+        yield devices[0] if len(devices) == 1 else devices
+    finally:
+        if copies:
+            _streams.wait_for_host_access(ctx, stream)
+            for dev, ary in copies:
+                if ary.flags.writeable:
+                    copy_into_host(dev, ary)
+
+
+def host_span(ary: np.ndarray) -> tuple:
+    """(lowest address, bytes spanned) of a NumPy array's elements (negative strides reach below
+    ``ary[0, ..., 0]``)."""
+    lowest = ary.ctypes.data + sum((n - 1) * s for n, s in zip(ary.shape, ary.strides) if s < 0 and n)
+    extent = sum((n - 1) * abs(s) for n, s in zip(ary.shape, ary.strides) if n) + ary.itemsize
+    return lowest, extent
+
+
+def wrap_host_memory(ctx, ary: np.ndarray):
+    """(a buffer over ``ary``'s own memory, the byte offset of ``ary[0, ..., 0]`` in it), or None when
+    the device cannot use that memory in place: it must be unified memory, page-aligned and writeable (a
+    read-only array may be immutable memory, e.g. over a bytes object, which a kernel must not write)."""
+    page = ctx.info.page_size
+    lowest, extent = host_span(ary)
+    if not (ctx.info.unified_memory and ary.size and lowest % page == 0 and ary.flags.writeable):
+        return None
+    buf = ctx.device.wrap_buffer(lowest, (extent + page - 1) // page * page, ary)
+    return buf, ary.ctypes.data - lowest
+
+
+def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
+    raise UnsupportedFeatureError(
+        "open_ipc_array(): CUDA IPC handles have no Metal equivalent; to share data between processes use "
+        "multiprocessing.shared_memory (or a file) on the host and metal.to_device() in each process")
+
+
+@contextlib.contextmanager
+def defer_cleanup():
+    """numba.cuda's block that defers freeing device memory. A Metal buffer is freed only once no
+    queued work uses it, whenever it is released, so there is nothing to defer."""
+    yield
 
 
 def is_device_array(obj) -> bool:

@@ -26,8 +26,9 @@ def jit(func_or_sig=None, device=False, **options):
 
     Options: ``device``, ``fastmath`` (fast math and fast math functions), ``debug`` (bounds-checked
     array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale).
-    Signatures (a string, a Numba signature or a list of them) compile eagerly and then only those
-    argument types are accepted.
+    Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
+    signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
+    list of any of these (numba.cuda's forms).
     """
     for name in options:
         if name in UNSUPPORTED_OPTIONS:
@@ -41,7 +42,7 @@ def jit(func_or_sig=None, device=False, **options):
                              cache=bool(options.get("cache", False)))
     sigs = None
     if func_or_sig is not None and not callable(func_or_sig):
-        sigs = func_or_sig if isinstance(func_or_sig, (list, tuple)) else [func_or_sig]
+        sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
         func_or_sig = None
 
     def decorate(pyfunc):
@@ -56,6 +57,13 @@ def jit(func_or_sig=None, device=False, **options):
     return decorate
 
 
+def declare_device(name, sig, link=None, use_cooperative=False):
+    """numba.cuda's declaration of an external (CUDA C/C++) device function: Metal pipelines link no
+    external code, so this is refused."""
+    raise UnsupportedFeatureError(f"declare_device({name!r}): Metal kernels cannot call external device code; "
+                                  "write the function in Python with @metal.jit(device=True)")
+
+
 def device_func(pyfunc=None, **options):
     """Decorator for a device function (the earlier numba-metal's spelling of ``jit(device=True)``)."""
     if pyfunc is None:
@@ -63,4 +71,4 @@ def device_func(pyfunc=None, **options):
     return jit(pyfunc, device=True, **options)
 
 
-__all__ = ["jit", "device_func", "KNOWN_OPTIONS", "UNSUPPORTED_OPTIONS"]
+__all__ = ["jit", "device_func", "declare_device", "KNOWN_OPTIONS", "UNSUPPORTED_OPTIONS"]

@@ -31,6 +31,9 @@ class DeviceContext:
         self.info = device.info
         self.default_queue = device.new_queue()
         self.streams: "weakref.WeakSet" = weakref.WeakSet()
+        #: queues of streams that were dropped with work perhaps still queued: ``synchronize`` waits for
+        #: them too, then forgets them
+        self.retired_queues: list = []
         # per launching thread: what its next wait reads (host/kernel_output.py)
         self.pending_checks: dict = {}
         self.lock = threading.Lock()
@@ -39,11 +42,35 @@ class DeviceContext:
     def kind(self) -> str:
         return self.info.kind
 
+    @property
+    def id(self) -> int:
+        """numba.cuda's device id: the device's index in the runtime's device list."""
+        return self.info.index
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
     def all_queues(self):
-        """The default queue and the queue of every live stream (what ``synchronize`` waits for)."""
+        """The default queue, the queue of every live stream and those of dropped streams with work
+        perhaps left (what ``synchronize`` waits for)."""
         queues = [self.default_queue]
         queues.extend(s.queue for s in list(self.streams))
+        queues.extend(self.retired_queues)
         return queues
+
+    def retire_queue(self, queue) -> None:
+        """A dropped stream's queue: kept, if it has work left, until a ``synchronize`` has waited for it;
+        queues whose work has completed are let go. (Called by the garbage collector, maybe while this
+        thread holds ``lock``, so it takes no lock: the list is replaced, never changed in place.)"""
+        queue.flush()
+        self.retired_queues = [q for q in self.retired_queues if not q.query(0)] + (
+            [] if queue.query(0) else [queue])
+
+    def take_retired_queues(self) -> list:
+        """The dropped streams' queues with work perhaps left, forgotten here (the caller waits for them)."""
+        retired, self.retired_queues = self.retired_queues, []
+        return retired
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"
@@ -54,13 +81,24 @@ def _want_from_env() -> str | None:
     return value or None
 
 
+_contexts: dict = {}   # device index -> its DeviceContext (one per device, kept for the process)
+
+
+def _context(info) -> DeviceContext:
+    from numba_metal import runtime
+    ctx = _contexts.get(info.index)
+    if ctx is None:
+        ctx = _contexts[info.index] = DeviceContext(runtime.open_device(info.index))
+    return ctx
+
+
 def _open(kind: str) -> DeviceContext:
     from numba_metal import runtime
 
     devices = runtime.list_devices(include_simulated=kind == "metal-sim")
     for info in devices:
         if info.kind == kind:
-            return DeviceContext(runtime.open_device(info.index))
+            return _context(info)
     if kind == "metal":
         raise UnsupportedPlatformError(_no_metal_message())
     raise UnsupportedPlatformError(f"no {kind!r} device is available; devices found: "
@@ -90,15 +128,27 @@ def current() -> DeviceContext:
         return selected
 
 
-def select_device(kind: str) -> DeviceContext:
-    """Choose the device: ``'metal'`` (an Apple GPU), ``'cpu'`` (the CPU reference device) or
-    ``'metal-sim'`` (the simulated Metal device).
+def select_device(kind) -> DeviceContext:
+    """Choose the device: ``'metal'`` (an Apple GPU), ``'cpu'`` (the CPU reference device),
+    ``'metal-sim'`` (the simulated Metal device), or as numba.cuda an integer: the index of a Metal GPU
+    in :func:`list_devices` (there is no integer for the CPU device, so that numba.cuda's
+    ``select_device(0)`` never quietly picks it).
 
     Arrays and streams belong to the device they were made on.
     """
     global selected, _requested
-    if isinstance(kind, int):
-        kind = {0: "metal", 1: "cpu"}.get(kind, str(kind))
+    if isinstance(kind, GPU):
+        kind = kind.id
+    if isinstance(kind, int) and not isinstance(kind, bool):
+        gpus = list_devices()
+        if not 0 <= kind < len(gpus):
+            if not gpus:
+                raise UnsupportedPlatformError(_no_metal_message())
+            raise UnsupportedPlatformError(f"there is no Metal GPU {kind}; this machine has {len(gpus)}")
+        with _lock:
+            selected = _context(gpus[kind].info)
+            _requested = "metal"
+            return selected
     kind = str(kind).lower()
     if kind not in _KINDS:
         raise UnsupportedPlatformError(f"unknown device kind {kind!r}; use 'metal', 'cpu' or 'metal-sim'")
@@ -109,6 +159,92 @@ def select_device(kind: str) -> DeviceContext:
         _requested = kind
         selected = ctx
         return ctx
+
+
+def get_current_device() -> DeviceContext:
+    """The device in use (numba.cuda's ``get_current_device``): ``id``, ``name``, ``kind``, ``info``."""
+    return current()
+
+
+class GPU:
+    """A Metal GPU in :data:`gpus` (numba.cuda's ``GPU`` proxy): ``id``, ``name``, ``info``; ``with gpu:``
+    makes it the device in use for the block."""
+
+    def __init__(self, info):
+        self.info = info
+        self.id = info.index
+        self.name = info.name
+        self._previous = []
+
+    def select(self) -> DeviceContext:
+        return select_device(self.id)
+
+    def __enter__(self):
+        self._previous.append(selected)
+        return self.select()
+
+    def __exit__(self, *exc):
+        global selected
+        previous = self._previous.pop()
+        if previous is not None:
+            with _lock:
+                selected = previous
+
+    def __repr__(self) -> str:
+        return f"<numba_metal GPU {self.id} {self.name!r}>"
+
+
+def list_devices() -> list:
+    """The Metal GPUs numba-metal can use (numba.cuda's ``list_devices``); the CPU reference device is
+    chosen by name, ``select_device('cpu')``."""
+    try:
+        from numba_metal import runtime
+        infos = runtime.list_devices()
+    except Exception:  # noqa: BLE001 - no runtime library: no GPU either
+        return []
+    return [GPU(info) for info in infos if info.kind == "metal"]
+
+
+class _GPUList:
+    """``metal.gpus``: the Metal GPUs, as numba.cuda's ``cuda.gpus`` (indexable, iterable, ``current``)."""
+
+    def __len__(self) -> int:
+        return len(list_devices())
+
+    def __getitem__(self, i) -> GPU:
+        return list_devices()[i]
+
+    def __iter__(self):
+        return iter(list_devices())
+
+    @property
+    def current(self) -> DeviceContext:
+        return current()
+
+    def __repr__(self) -> str:
+        return f"<numba_metal GPU list {list_devices()}>"
+
+
+gpus = _GPUList()
+
+
+def detect() -> bool:
+    """Print the devices numba-metal can use and return whether a Metal GPU is among them (numba.cuda's
+    ``detect``)."""
+    try:
+        from numba_metal import runtime
+        infos = runtime.list_devices()
+    except Exception as e:  # noqa: BLE001 - report why nothing can be listed
+        print(f"numba-metal cannot load its runtime: {e}")
+        return False
+    print(f"Found {len(infos)} device(s)")
+    for info in infos:
+        print(f"id {info.index:>3} {info.name!r:>40} ({info.kind}, SIMD width {info.simd_width}, "
+              f"{info.max_threads_per_threadgroup} threads per threadgroup)")
+    has_gpu = any(info.kind == "metal" for info in infos)
+    print("Summary:", "a Metal GPU is available" if has_gpu else
+          "no Metal GPU; NUMBA_METAL_DEVICE=cpu selects the CPU reference device")
+    return has_gpu
 
 
 def is_available() -> bool:
@@ -123,3 +259,38 @@ def is_available() -> bool:
 def get_device_info():
     """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...)."""
     return current().info
+
+
+def current_context() -> DeviceContext:
+    """numba.cuda's ``current_context``: the device in use."""
+    return current()
+
+
+def require_context(fn):
+    """numba.cuda's decorator making sure a device is in use before ``fn`` runs."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        current()
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def close() -> None:
+    """numba.cuda's ``close``: here it waits for all the device's work. Buffers are freed when the arrays
+    holding them are, and the device stays open for the process."""
+    ctx = selected
+    if ctx is not None:
+        for queue in ctx.all_queues():
+            queue.wait()
+
+
+def is_float16_supported() -> bool:
+    """float16 arrays and arithmetic are supported (MSL's ``half``)."""
+    return True
+
+
+def is_bfloat16_supported() -> bool:
+    """bfloat16 is not a numba-metal type."""
+    return False

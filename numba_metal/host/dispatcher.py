@@ -13,6 +13,7 @@ typed (and lowered into each calling kernel) per tuple of argument types.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 from typing import NamedTuple
@@ -21,9 +22,11 @@ import numpy as np
 
 from numba_metal import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
-from numba_metal.errors import KernelLaunchError, NumbaMetalError
+from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
+                                UnsupportedFeatureError)
 
 from . import device as _device
+from . import perf_warnings
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 
 
@@ -36,13 +39,29 @@ class JitOptions(NamedTuple):
 
 
 def normalize_signature(sig):
-    """(argument types, return type) of a signature string or Numba signature."""
+    """(argument types, return type) of a signature in any of numba.cuda's forms: a string, a Numba
+    signature (``void(float32[:], int32)``), or a tuple of argument types (``(float32[:], int32)``). In a
+    tuple, NumPy scalar types and dtypes (``metal.float32`` where it is NumPy's) stand for Numba's."""
     from numba.core import sigutils
+    if isinstance(sig, (tuple, list)):
+        sig = tuple(_as_numba_type(t) for t in sig)
     try:
         args, ret = sigutils.normalize_signature(sig)
     except Exception as e:  # noqa: BLE001 - Numba raises several kinds for bad signatures
         raise NumbaMetalError(f"invalid signature {sig!r}: {e}") from None
     return tuple(args), ret
+
+
+def _as_numba_type(t):
+    from numba.core import types
+    if isinstance(t, types.Type) or isinstance(t, str):
+        return t
+    try:
+        dtype = np.dtype(t)
+    except TypeError:
+        return t    # Numba's error names it
+    from numba.np.numpy_support import from_dtype
+    return from_dtype(dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +113,8 @@ class Dispatcher:
         self._last_config = (_NO_CONFIG, None)  # (configuration object, its LaunchConfig), replaced whole
         self._lock = threading.RLock()
         self._eager = sigs is not None
+        self._specialized = False
+        self._specialized_dispatchers: dict = {}   # argument types -> Dispatcher (``specialize``)
         # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
         # ValueError, and the launch takes the checked path, which says what is wrong).
         self.raw_key = raw_keyer(_parameter_count(pyfunc))
@@ -130,18 +151,56 @@ class Dispatcher:
         return LaunchConfig(self, config)
 
     def __call__(self, *args, **kwargs):
-        raise KernelLaunchError(f"kernel {self.__name__}() was called without a launch configuration; "
-                                f"launch it as {self.__name__}[blocks, threads](...)")
+        raise LaunchConfigurationError(f"kernel {self.__name__}() was called without a launch configuration; "
+                                       f"launch it as {self.__name__}[blocks, threads](...)")
 
     def configure(self, griddim, blockdim, stream=0, sharedmem=0):
         return LaunchConfig(self, (griddim, blockdim, stream, sharedmem))
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
-        """A 1-D launch covering ``ntasks`` threads (numba.cuda's ``forall``)."""
-        if not isinstance(ntasks, (int, np.integer)) or ntasks <= 0:
-            raise KernelLaunchError(f"forall(ntasks): ntasks must be a positive integer, not {ntasks!r}")
-        tpb = int(tpb) or 256
-        return LaunchConfig(self, ((int(ntasks) + tpb - 1) // tpb, tpb, stream, sharedmem))
+        """A 1-D launch covering ``ntasks`` threads (numba.cuda's ``forall``; ``ntasks == 0`` launches
+        nothing). ``tpb`` defaults to 256 threads per threadgroup."""
+        return ForAll(self, ntasks, tpb, stream, sharedmem)
+
+    # -- numba.cuda's specialisation API -------------------------------------------------------
+
+    def specialize(self, *args):
+        """A kernel compiled for the types of ``args`` only (numba.cuda's ``specialize``), made once per
+        argument types."""
+        if self._specialized:
+            raise NumbaMetalError(f"kernel {self.__name__}() is already specialized")
+        from .arguments import typeof_arg
+        argtypes = tuple(typeof_arg(a, i) for i, a in enumerate(args))
+        with self._lock:
+            specialization = self._specialized_dispatchers.get(argtypes)
+            if specialization is None:
+                specialization = Dispatcher(self.py_func, [argtypes], self.options)
+                specialization._specialized = True
+                self._specialized_dispatchers[argtypes] = specialization
+        return specialization
+
+    @property
+    def specialized(self) -> bool:
+        """True for a kernel made by :meth:`specialize`."""
+        return self._specialized
+
+    @property
+    def extensions(self) -> list:
+        """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused)."""
+        return []
+
+    def _unavailable(self, what):
+        raise UnsupportedFeatureError(f"kernel.{what}(): there is no {what[len('inspect_'):].upper()} for Metal "
+                                      "kernels; kernel.inspect_msl() gives the Metal Shading Language source")
+
+    def inspect_llvm(self, signature=None):
+        self._unavailable("inspect_llvm")
+
+    def inspect_asm(self, signature=None):
+        self._unavailable("inspect_asm")
+
+    def inspect_sass(self, signature=None):
+        self._unavailable("inspect_sass")
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -150,7 +209,9 @@ class Dispatcher:
         self._sync_specializations()
         return dict(self._specializations)
 
+    #: numba.cuda's names for the compiled specialisations (argument types -> kernel)
     overloads = specializations
+    definitions = specializations
 
     def _sync_specializations(self) -> None:
         # Kernels loaded from the disk cache by argument key have no Numba types until asked for.
@@ -160,12 +221,20 @@ class Dispatcher:
 
     def kernel_for_args(self, args):
         """The specialisation for a launch's arguments, checking each (raises for one that cannot be passed)."""
+        self._check_argument_count(len(args))
         try:
             key = arg_keys(args)
         except KernelLaunchError as e:
             raise KernelLaunchError(f"kernel {self.__name__}(): {e.message}") from None
         kernel = self._by_key.get(key)
         return kernel if kernel is not None else self._kernel_for_key(key)
+
+    def _check_argument_count(self, n: int) -> None:
+        low, high = _parameter_range(self.py_func)
+        if not low <= n <= high:
+            expected = str(high) if low == high else f"{low} to {high}"
+            raise LaunchArgumentError(f"kernel {self.__name__}() takes {expected} argument(s) but {n} were given",
+                                      _definition(self.py_func))
 
     def _kernel_for_key(self, key):
         """The specialisation for argument keys (the launch path's slow path: first launch of a type)."""
@@ -293,8 +362,11 @@ class Dispatcher:
             return next(iter(kernels.values())).msl
         return {k: v.msl for k, v in kernels.items()}
 
-    def inspect_types(self, signature=None, file=None):
+    def inspect_types(self, signature=None, file=None, pretty=False):
         """Print the typed Numba IR of each specialisation (every variable with its type)."""
+        if pretty:
+            raise UnsupportedFeatureError("inspect_types(pretty=True): numba-metal prints plain text only; "
+                                          "call inspect_types() or inspect_types(file=...)")
         file = file or sys.stdout
         for argtypes, kernel in self._kernels_for(signature).items():
             print(f"{self.__name__} ({', '.join(map(str, argtypes))})", file=file)
@@ -305,6 +377,24 @@ class Dispatcher:
 def _parameter_count(pyfunc) -> int:
     code = getattr(pyfunc, "__code__", None)
     return code.co_argcount if code is not None else 0
+
+
+def _parameter_range(pyfunc) -> tuple:
+    """(fewest, most) positional arguments ``pyfunc`` accepts."""
+    try:
+        params = inspect.signature(pyfunc).parameters.values()
+    except (TypeError, ValueError):
+        n = _parameter_count(pyfunc)
+        return n, n
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 0, sys.maxsize
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return sum(p.default is p.empty for p in positional), len(positional)
+
+
+def _definition(pyfunc):
+    code = getattr(pyfunc, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else None
 
 
 def annotate_types(tf) -> str:
@@ -329,20 +419,47 @@ def annotate_types(tf) -> str:
 
 
 def _dim3(value, what: str):
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        dims = (int(value),)
-    elif isinstance(value, tuple) and 1 <= len(value) <= 3:
-        dims = []
-        for v in value:
-            if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
-                raise KernelLaunchError(f"{what} must be integers, got {value!r}")
-            dims.append(int(v))
-        dims = tuple(dims)
+    """A launch dimension as numba.cuda takes it: an integer, or a sequence of 1 to 3 integers (a tuple,
+    a list, a ``Dim3``-like named tuple) or an object with integer ``x``, ``y``, ``z`` (``metal.gridDim``
+    style), with NumPy integers anywhere; padded with 1s to three axes."""
+    if value is None:
+        raise LaunchConfigurationError("Must specify both griddim and blockdim")
+    if isinstance(value, (tuple, list)):
+        dims = list(value)
+    elif all(hasattr(value, a) for a in ("x", "y", "z")) and not isinstance(value, (int, np.integer)):
+        dims = [value.x, value.y, value.z]
     else:
-        raise KernelLaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+        dims = [value]
+    if not 1 <= len(dims) <= 3:
+        raise LaunchConfigurationError(f"{what} must be a sequence of 1, 2 or 3 integers, got {value!r}")
+    for d in dims:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise LaunchArgumentError(f"{what} must be a sequence of integers, got {value!r}")
+    dims = tuple(int(d) for d in dims)
     if any(d <= 0 for d in dims):
-        raise KernelLaunchError(f"{what} must be positive, got {value!r}")
+        raise LaunchConfigurationError(f"{what} must be positive, got {value!r}")
     return dims + (1,) * (3 - len(dims))
+
+
+class ForAll:
+    """``kernel.forall(ntasks, tpb, stream, sharedmem)``: a 1-D launch over ``ntasks`` threads."""
+
+    def __init__(self, dispatcher, ntasks, tpb=0, stream=0, sharedmem=0):
+        if not isinstance(ntasks, (int, np.integer)) or isinstance(ntasks, (bool, np.bool_)):
+            raise LaunchArgumentError(f"forall(ntasks): ntasks must be an integer, not {ntasks!r}")
+        if ntasks < 0:
+            raise LaunchConfigurationError(f"Can't create ForAll with negative task count: {ntasks}")
+        self.dispatcher = dispatcher
+        self.ntasks = int(ntasks)
+        self.tpb = int(tpb) or 256
+        self.stream = stream
+        self.sharedmem = sharedmem
+
+    def __call__(self, *args):
+        if self.ntasks == 0:
+            return
+        blocks = (self.ntasks + self.tpb - 1) // self.tpb
+        self.dispatcher[blocks, self.tpb, self.stream, self.sharedmem](*args)
 
 
 _NO_CONFIG = object()
@@ -380,15 +497,18 @@ class LaunchConfig:
 
     def __init__(self, dispatcher, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-            raise KernelLaunchError("launch configuration must be [blocks, threads], [blocks, threads, "
-                                    f"stream] or [blocks, threads, stream, sharedmem], got {config!r}")
+            raise LaunchConfigurationError("must specify at least the griddim and blockdim: launch configuration "
+                                           "must be [blocks, threads], [blocks, threads, stream] or [blocks, "
+                                           f"threads, stream, sharedmem], got {config!r}")
         self.dispatcher = dispatcher
         self.griddim = _dim3(config[0], "blocks (threadgroups per grid)")
         self.blockdim = _dim3(config[1], "threads (threads per threadgroup)")
         self.stream = config[2] if len(config) > 2 else 0
         sharedmem = config[3] if len(config) > 3 else 0
-        if not isinstance(sharedmem, (int, np.integer)) or sharedmem < 0:
-            raise KernelLaunchError(f"sharedmem must be a non-negative number of bytes, got {sharedmem!r}")
+        if not isinstance(sharedmem, (int, np.integer)) or isinstance(sharedmem, (bool, np.bool_)):
+            raise LaunchArgumentError(f"sharedmem must be a number of bytes, got {sharedmem!r}")
+        if sharedmem < 0:
+            raise LaunchConfigurationError(f"sharedmem must be a non-negative number of bytes, got {sharedmem!r}")
         self.sharedmem = int(sharedmem)
         b = self.blockdim
         self.nthreads = b[0] * b[1] * b[2]
@@ -404,6 +524,7 @@ class LaunchConfig:
         # declares dynamic threadgroup memory is always given some.
         self.shared_length = (self.sharedmem + 15) // 16 * 16 or 16
         self.checked = None
+        perf_warnings.check_grid(self.griddim)
 
     def __call__(self, *args):
         disp = self.dispatcher

@@ -9,10 +9,12 @@ kernels and ``debug=True`` bounds violations surface, as exceptions naming the k
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+import weakref
 
 from numba_metal import profiling
-from numba_metal.errors import NumbaMetalError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
 from . import kernel_output
@@ -49,6 +51,37 @@ class Stream:
         finally:
             self.synchronize()
 
+    def add_callback(self, callback, arg=None) -> None:
+        """Call ``callback(stream, status, arg)`` from another thread once the work submitted so far has
+        completed (numba.cuda's ``add_callback``). ``status`` is 0: a failure of that work is raised by the
+        next wait of the thread that submitted it, as every failure is."""
+        queue = self._queue
+        work = queue.marker()
+        queue.flush()
+
+        def waiter():
+            delay = 2e-5
+            while not queue.query(work):
+                time.sleep(delay)
+                delay = min(delay * 2, 1e-3)
+            callback(self, 0, arg)
+
+        threading.Thread(target=waiter, name="numba-metal stream callback", daemon=True).start()
+
+    def async_done(self):
+        """An ``asyncio`` future of the running event loop, done (with this stream as its result) once the
+        work submitted so far has completed (numba.cuda's ``async_done``)."""
+        import asyncio
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def resolve(future):
+            if not future.done():
+                future.set_result(self)
+
+        self.add_callback(lambda stream, status, future: loop.call_soon_threadsafe(resolve, future), future)
+        return future
+
     def __repr__(self) -> str:
         kind = "default stream" if self._default else "stream"
         return f"<numba_metal {kind} on {self._ctx.info.name!r}>"
@@ -60,8 +93,10 @@ class Stream:
 def stream() -> Stream:
     """A new stream on the current device."""
     ctx = _device.current()
-    s = Stream(ctx, ctx.device.new_queue())
+    queue = ctx.device.new_queue()
+    s = Stream(ctx, queue)
     ctx.streams.add(s)
+    weakref.finalize(s, ctx.retire_queue, queue)
     return s
 
 
@@ -75,6 +110,34 @@ def default_stream() -> Stream:
     if s is None or s._ctx is not ctx:
         s = _default_streams[id(ctx)] = Stream(ctx, ctx.default_queue, default=True)
     return s
+
+
+def legacy_default_stream() -> Stream:
+    """numba.cuda's legacy default stream: the default stream. (Metal has no stream that implicitly
+    waits for the others; use events or ``metal.synchronize()``.)"""
+    return default_stream()
+
+
+_per_thread = threading.local()
+
+
+def per_thread_default_stream() -> Stream:
+    """A stream of the calling thread's own, the same on every call from that thread (numba.cuda's
+    per-thread default stream; it does not stand in for ``stream=0``, which stays the device's default
+    stream)."""
+    ctx = _device.current()
+    streams = getattr(_per_thread, "streams", None)
+    if streams is None:
+        streams = _per_thread.streams = {}
+    s = streams.get(id(ctx))
+    if s is None or s._ctx is not ctx:
+        s = streams[id(ctx)] = stream()
+    return s
+
+
+def external_stream(ptr) -> Stream:
+    raise UnsupportedFeatureError("external_stream(): numba-metal cannot adopt a queue made outside it (a CUDA stream "
+                          "pointer has no Metal meaning); use metal.stream()")
 
 
 def resolve(stream, ctx):
@@ -102,7 +165,8 @@ def timed_wait(queue, what: str) -> None:
 
 def _wait_all(ctx, what: str) -> None:
     first_error = None
-    for q in ctx.all_queues():
+    retired = ctx.take_retired_queues()
+    for q in ctx.all_queues() + retired:
         try:
             timed_wait(q, what)
         except NumbaMetalError as e:

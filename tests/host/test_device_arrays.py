@@ -92,7 +92,7 @@ def test_reshape_and_ravel_of_contiguous_arrays():
     np.testing.assert_array_equal(r.copy_to_host(), a.reshape(4, 6))
     np.testing.assert_array_equal(r.reshape((2, 12)).ravel().copy_to_host(), a)
     with pytest.raises(UnsupportedFeatureError, match="copy"):
-        r[:, ::2].reshape(12)
+        r[:, :3].reshape(12)
 
 
 def test_mapped_array_is_used_by_kernels_without_copies():

@@ -41,7 +41,7 @@ def test_launch_with_stream_and_sharedmem_arguments():
 
 @pytest.mark.parametrize("config,match", [
     ((0, 32), "positive"), ((4, 0), "positive"), ((-1, 32), "positive"), ((4, -32), "positive"),
-    ((4.0, 32), "int"), ((4, 32.5), "int"), ((True, 32), "int"), (((1, 2, 3, 4), 32), "1 to 3"),
+    ((4.0, 32), "int"), ((4, 32.5), "int"), ((True, 32), "int"), (((1, 2, 3, 4), 32), "1, 2 or 3"),
     ((4, (32, "a")), "integers"), ((4, 2048), "maximum of 1024"), ((4, (32, 32, 2)), "maximum of 1024"),
     ((4,), "launch configuration"), ((4, 32, 0, -1), "sharedmem"),
 ])

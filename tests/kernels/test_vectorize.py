@@ -186,10 +186,33 @@ def test_target_is_registered_whatever_the_import_order():
 
 
 def test_entry_point_registration_is_idempotent():
+    import _numba_metal_target
     from numba.np.ufunc.decorators import GUVectorize, Vectorize
 
-    from numba_metal.vectorize import MetalGUVectorize, MetalVectorize, _register
-    _register()
-    _register()
+    from numba_metal.vectorize import MetalGUVectorize, MetalVectorize
+    _numba_metal_target.register()
+    _numba_metal_target.register()
     assert Vectorize.target_registry["metal"] is MetalVectorize
     assert GUVectorize.target_registry["metal"] is MetalGUVectorize
+
+
+def test_the_pth_file_registers_the_target_in_a_program_that_never_imports_numba_metal(tmp_path):
+    """numba_metal_target.pth (installed at the top of site-packages) makes numba.vectorize(target='metal')
+    work without importing numba_metal; numba_metal is loaded when the target is first used."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(metal.__file__)))
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "numba_metal_target.pth").write_text(open(os.path.join(root, "numba_metal_target.pth")).read())
+    code = ("import site, sys\n"
+            f"site.addsitedir({str(site_dir)!r})\n"
+            "import numba, numpy as np\n"
+            "assert 'numba_metal' not in sys.modules\n"
+            "@numba.vectorize(['int32(int32)'], target='metal')\n"
+            "def inc(x):\n"
+            "    return x + 1\n"
+            "print(inc(np.arange(3, dtype=np.int32)).tolist())\n")
+    env = dict(os.environ, NUMBA_METAL_DEVICE="cpu")
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1, 2, 3]"
