@@ -38,6 +38,7 @@ PUBLIC_MODULES = ("numba_metal", "numba_metal.metal", "numba_metal.random", "num
 SECTIONS = {
     "numba_metal.host.decorators": "Kernels and device functions",
     "numba_metal.host.dispatcher": "Kernels and device functions",
+    "numba_metal.host.arguments": "Kernels and device functions",
     "numba_metal.metal": "Kernels and device functions",
     "numba_metal.host.arrays": "Device arrays and unified memory",
     "numba_metal.host.streams": "Streams, events and waits",
@@ -45,6 +46,8 @@ SECTIONS = {
     "numba_metal.host.batch": "Streams, events and waits",
     "numba_metal.host.device": "Devices",
     "numba_metal.reduction": "Reductions",
+    "numba_metal.vectorize": "Ufuncs",
+    "numba_metal.profiling": "Profiling",
     "numba_metal.errors": "Errors",
     "numpy": "Data types",
     "builtins": "Data types",

@@ -660,6 +660,7 @@ def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
 
 
 def pinned_array_like(ary):
+    """numba.cuda's ``pinned_array_like``: on unified memory, the same as :func:`mapped_array_like`."""
     return mapped_array_like(ary)
 
 
@@ -725,6 +726,7 @@ def wrap_host_memory(ctx, ary: np.ndarray):
 
 
 def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
+    """numba.cuda's ``open_ipc_array``: always raises :class:`UnsupportedFeatureError` (no Metal equivalent)."""
     raise UnsupportedFeatureError(
         "open_ipc_array(): CUDA IPC handles have no Metal equivalent; to share data between processes use "
         "multiprocessing.shared_memory (or a file) on the host and metal.to_device() in each process")

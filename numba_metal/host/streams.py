@@ -136,6 +136,8 @@ def per_thread_default_stream() -> Stream:
 
 
 def external_stream(ptr) -> Stream:
+    """numba.cuda's ``external_stream``: always raises :class:`UnsupportedFeatureError` (no queue made outside
+    numba-metal can be adopted)."""
     raise UnsupportedFeatureError("external_stream(): numba-metal cannot adopt a queue made outside it (a CUDA stream "
                           "pointer has no Metal meaning); use metal.stream()")
 
