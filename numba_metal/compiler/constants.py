@@ -18,6 +18,7 @@ def lower_constant(lc, pyvalue, ty) -> Value:
     ty_u = types.unliteral(ty)
     scalar = msl.scalar_type(ty_u)
     if scalar is not None:
+        scalar = lc.msl_type(ty_u)
         if isinstance(pyvalue, (np.generic,)):
             pyvalue = pyvalue.item()
         if isinstance(pyvalue, (bool, int, float)):
@@ -33,13 +34,12 @@ def lower_constant(lc, pyvalue, ty) -> Value:
 def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     """A host array baked into the MSL as program-scope constant data."""
     ary = np.ascontiguousarray(ary)
-    if ary.dtype == np.float64:
-        lc.error("float64 constant arrays are not supported on Metal; use np.float32")
     if ary.nbytes > MAX_CONSTANT_ARRAY_BYTES:
         lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
                  "64 KB); pass it as an argument instead")
     if not isinstance(rt, MetalArray):
         rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
-    elem = lc.msl_type(rt.dtype)
-    name = lc.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
+    elem = lc.element_type(rt.dtype)
+    spell = msl.float64_bits_literal if lc.is_float64(rt.dtype) else (lambda v: msl.literal(v, elem))
+    name = lc.constant_array(elem, [spell(v) for v in ary.ravel().tolist()])
     return array_value(lc, rt, name, list(ary.shape))

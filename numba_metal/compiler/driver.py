@@ -12,6 +12,7 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
+from . import precision
 from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel
 from .frontend import infer_types, source_location
@@ -26,14 +27,6 @@ def check_argument_types(pyfunc, argtypes) -> None:
     for i, ty in enumerate(argtypes):
         name = names[i] if i < len(names) else "#" + str(i)
         for t in _leaves(ty):
-            if isinstance(t, types.Array) and t.dtype == types.float64:
-                raise UnsupportedFeatureError(
-                    f"argument '{name}' is a float64 array, but Apple GPUs have no float64; convert it "
-                    "with .astype(np.float32)", source_location(pyfunc))
-            if t == types.float64:
-                raise UnsupportedFeatureError(
-                    f"argument '{name}' is float64, but Apple GPUs have no float64; pass np.float32(x) "
-                    "(Python floats are passed as float32)", source_location(pyfunc))
             if isinstance(t, types.Complex) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Complex)):
                 raise UnsupportedFeatureError(f"argument '{name}' is complex, which Metal kernels do not "
                                               "support", source_location(pyfunc))
@@ -57,17 +50,28 @@ def argument_types(signature) -> tuple:
     return tuple(argtypes)
 
 
-def compile_kernel(pyfunc, argtypes, *, debug: bool = False) -> CompiledKernel:
-    """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses)."""
+def check_float64_option(float64) -> None:
+    if float64 is not None and float64 not in precision.OPTIONS:
+        raise UnsupportedFeatureError(f"float64={float64!r}: the float64 option is one of "
+                                      f"{', '.join(map(repr, precision.OPTIONS))}")
+
+
+def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None) -> CompiledKernel:
+    """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses;
+    ``float64``: ``"exact"`` computes float64 intermediates exactly in kernels without float64 data, see
+    precision.py)."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
+    check_float64_option(float64)
     tf = infer_types(pyfunc, argtypes)
-    source, kernel_abi = lower_kernel(tf, debug=debug)
+    source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=precision.exact_float64(tf, float64))
     return CompiledKernel(source, kernel_abi, tf)
 
 
-def compile_device_function(pyfunc, argtypes) -> str:
+def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> str:
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    return lower_device_function(infer_types(pyfunc, argtypes))
+    check_float64_option(float64)
+    tf = infer_types(pyfunc, argtypes)
+    return lower_device_function(tf, exact_float64=precision.exact_float64(tf, float64))

@@ -1,0 +1,89 @@
+"""Which float64 a kernel computes: the one place the float64 policy is decided.
+
+Apple GPUs have no double precision. A kernel that *holds float64 data* computes every float64 value
+exactly, as IEEE binary64 in software (the emulated library, float64.metal), bit-identical to NumPy for
+the basic operations. float64 data is: a float64 (or complex128) argument, array argument or array
+element type (shared, local and constant arrays included), an ``np.float64``/``numba.float64`` value or
+conversion written in the code, in the kernel or in a device function it calls.
+
+A kernel that holds none keeps float64 *intermediates* (true division of integers, ``math`` functions of
+integers, Python float literals, which Numba types float64) in float32, as it always has: its MSL is
+unchanged and it never pays for emulation silently. ``float64="exact"`` (a compile option) computes
+them exactly too. docs/limitations.md states the rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import ir, types
+
+#: The values of the ``float64`` compile option.
+EXACT = "exact"
+FLOAT32_INTERMEDIATES = "float32"   # the default: exact only for kernels that hold float64 data
+OPTIONS = (FLOAT32_INTERMEDIATES, EXACT)
+
+
+def _is_float64_data_type(ty) -> bool:
+    ty = types.unliteral(ty)
+    if isinstance(ty, types.Array):
+        ty = ty.dtype
+    if isinstance(ty, types.NumberClass):
+        ty = ty.instance_type
+    return ty in (types.float64, types.complex128)
+
+
+def _leaves(ty):
+    if isinstance(ty, types.BaseTuple):
+        for t in ty.types:
+            yield from _leaves(t)
+    else:
+        yield ty
+
+
+def holds_float64_data(tf) -> bool:
+    """True if the typed function ``tf`` (a kernel's or a device function's), or a device function it
+    calls, holds float64 data (see the module docstring)."""
+    return _holds(tf, set())
+
+
+def _holds(tf, seen) -> bool:
+    if id(tf) in seen:
+        return False
+    seen.add(id(tf))
+    if any(_is_float64_data_type(t) for a in tf.argtypes for t in _leaves(a)):
+        return True
+    for name, ty in tf.typemap.items():
+        # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code.
+        if isinstance(ty, (types.Array, types.NumberClass)) and _is_float64_data_type(ty):
+            return True
+    for block in tf.func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, (ir.Const, ir.Global, ir.FreeVar)) and isinstance(value.value, (np.float64,
+                                                                                                np.complex128)):
+                return True
+            if isinstance(value, ir.Expr) and value.op == "call":
+                for callee_tf in _device_callees(tf, value):
+                    if _holds(callee_tf, seen):
+                        return True
+    return False
+
+
+def _device_callees(tf, call):
+    """The typed IR of the device function ``call`` calls, if it calls one."""
+    from .devicefn import DeviceFunctionBase
+    fnty = tf.typemap.get(call.func.name)
+    sig = tf.calltypes.get(call)
+    if not isinstance(fnty, types.Function) or sig is None:
+        return ()
+    devfn = getattr(fnty.templates[0], "key", None) if fnty.templates else None
+    if not isinstance(devfn, DeviceFunctionBase):
+        return ()
+    return (devfn.typed(tuple(types.unliteral(t) for t in sig.args)),)
+
+
+def exact_float64(tf, option: str | None) -> bool:
+    """Whether the kernel ``tf`` computes float64 exactly under the ``float64`` option."""
+    return option == EXACT or holds_float64_data(tf)
