@@ -82,9 +82,15 @@ def _abs(lc, sig, args):
         xv = lc.tmp(rt, x)
         negated = msl.binary("-", msl.cast(u, "0"), msl.cast(u, xv))
         return Value(msl.cast(name, msl.select(msl.binary("<", xv, "0"), negated, msl.cast(u, xv))), rt)
+    if lc.is_float64(rt):
+        return Value(lc.library_call("nm_f64_abs", x), rt)
     if isinstance(rt, types.Float):
         return Value(msl.call("fabs", x), rt)
     lc.error(f"abs() of {at} is not supported in Metal kernels")
+
+
+#: min/max of emulated float64 values: the library's functions with Python's rule.
+_FLOAT64_MINMAX = {"<": "nm_f64_py_min", ">": "nm_f64_py_max"}
 
 
 def _minmax(lc, sig, args, op: str):
@@ -102,6 +108,9 @@ def _minmax(lc, sig, args, op: str):
     acc = lc.tmp(rt, lc.cast(items[0], rt))
     for item in items[1:]:
         v = lc.tmp(rt, lc.cast(item, rt))
+        if lc.is_float64(rt):
+            lc.emit(msl.assign(acc, lc.library_call(_FLOAT64_MINMAX[op], acc, v)))
+            continue
         lc.emit(msl.assign(acc, msl.select(msl.binary(op, v, acc), v, acc)))
     return Value(acc, rt)
 
@@ -123,10 +132,15 @@ def _round(lc, sig, args):
     if len(args) == 1:
         if isinstance(at, types.Integer):
             return Value(lc.cast(args[0], rt), rt)
+        if lc.is_float64(at):
+            rounded = lc.library_call("nm_f64_rint", lc.cast(args[0], at))
+            return Value(lc.cast(Value(rounded, at), rt), rt)
         # round() rounds half to even; rint is round-to-nearest-even in MSL.
         return Value(msl.cast(lc.msl_type(rt), msl.call("rint", lc.cast(args[0], at))), rt)
     if isinstance(at, types.Integer):
         lc.error("round(int, ndigits) is not supported in Metal kernels")
+    if lc.is_float64(at):
+        lc.error("round(x, ndigits) of a float64 is not supported in Metal kernels; round(x) is")
     lc.need("round")
     x = lc.cast(args[0], types.float32)
     return Value(msl.call("nm_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
@@ -142,7 +156,7 @@ def _int(lc, sig, args):
 def _float(lc, sig, args):
     rt = types.unliteral(sig.return_type)
     if not args:
-        return Value(msl.float_literal(0.0), rt)
+        return Value(msl.literal(0.0, lc.msl_type(rt)), rt)
     return Value(lc.cast(args[0], rt), rt)
 
 

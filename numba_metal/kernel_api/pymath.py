@@ -49,7 +49,8 @@ def lowering_of(function: F.Function):
 
     def lower(lc, sig, args):
         ctype = computation[signature(sig.return_type, *(types.unliteral(t) for t in sig.args))]
-        routine = function.routines[ctype]
+        # float64 computed in float32 (a kernel without float64 data) takes the float32 routine.
+        routine = function.routines[lc.op_kind(types.float64) if ctype == "float64" else ctype]
         rt = types.unliteral(sig.return_type)
         if routine.source == F.OPERATOR:
             return lower_binop(lc, routine.name, sig, args[0], args[1])
@@ -63,7 +64,8 @@ def lowering_of(function: F.Function):
             lc.need(routine.snippet)
         elif routine.source == F.MATHLIB:
             lc.need_mathlib()
-        result = Value(msl.call(routine.name, *actual), numba_type(routine.result or ctype))
+        call = lc.library_call if routine.source == F.EMULATED else msl.call
+        result = Value(call(routine.name, *actual), numba_type(routine.result or ctype))
         return Value(lc.cast(result, rt), rt)
 
     lower.__name__ = f"lower_math_{function.name}"
