@@ -167,3 +167,214 @@ def test_rounding_to_int_fmod_and_ldexp_as_python():
     _same_bits(iout[2], np.array([math.trunc(v) for v in x], np.int64))
     _same_bits(iout[3], np.array([round(v) for v in x], np.int64))
     _same_bits(iout[4], np.array([int(v) for v in x], np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversions with every integer width, float32 and float16, both ways
+# ---------------------------------------------------------------------------------------------
+
+_INT_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
+
+@metal.jit
+def _convert_kernel(x, ints, back, f32, f16, from32, from16):
+    i = metal.grid(1)
+    if i < x.size:
+        for k in range(ints.shape[0]):
+            back[k, i] = ints[k, i]
+        f32[i] = x[i]
+        f16[i] = x[i]
+        from32[i] = np.float64(f32[i])
+        from16[i] = np.float64(f16[i])
+
+
+@metal.jit
+def _narrow_kernel(x, i8, u8, i16, u16, i32, u32, i64, u64):
+    i = metal.grid(1)
+    if i < x.size:
+        v = x[i]
+        i8[i] = np.int8(v)
+        u8[i] = np.uint8(v)
+        i16[i] = np.int16(v)
+        u16[i] = np.uint16(v)
+        i32[i] = np.int32(v)
+        u32[i] = np.uint32(v)
+        i64[i] = np.int64(v)
+        u64[i] = np.uint64(v)
+
+
+def test_conversions_with_every_integer_width_float32_and_float16():
+    rng = np.random.default_rng(9)
+    x = _values(10)
+    ints = np.stack([rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, N, dtype=np.int64)
+                     for _ in range(2)])
+    ints[0, :8] = [0, -1, 1, 2 ** 53 + 1, -(2 ** 63), 2 ** 63 - 1, 2 ** 54 + 2, 3]
+    back = np.zeros((2, N))
+    f32 = np.zeros(N, np.float32)
+    f16 = np.zeros(N, np.float16)
+    from32 = np.zeros(N)
+    from16 = np.zeros(N)
+    _launch(_convert_kernel, N, x, ints, back, f32, f16, from32, from16)
+    _same_bits(back, ints.astype(np.float64), what="int64 -> float64")
+    with np.errstate(all="ignore"):
+        _same_bits(f32, x.astype(np.float32), any_nan=True, what="float64 -> float32")
+        _same_bits(f16, x.astype(np.float16), any_nan=True, what="float64 -> float16")
+    _same_bits(from32, f32.astype(np.float64), any_nan=True, what="float32 -> float64")
+    _same_bits(from16, f16.astype(np.float64), what="float16 -> float64")
+
+    # float64 -> every integer width, on values each type holds (out-of-range values are undefined
+    # in Numba; the library's choice is tested in test_f64_numba.py).
+    values = {dt: rng.uniform(np.iinfo(dt).min, np.iinfo(dt).max, N) for dt in _INT_DTYPES}
+    for dt in _INT_DTYPES:
+        v = values[dt]
+        v[:4] = [0.0, -0.0, 0.99, np.iinfo(dt).max * 0.5 + 0.5]
+        outs = [np.zeros(N, d) for d in _INT_DTYPES]
+        _launch(_narrow_kernel, N, v, *outs)
+        _same_bits(outs[_INT_DTYPES.index(dt)], np.trunc(v).astype(dt), what=f"float64 -> {np.dtype(dt)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Everywhere a float64 can be
+# ---------------------------------------------------------------------------------------------
+
+
+@metal.jit(device=True)
+def _horner(coeffs, x):
+    acc = np.float64(0.0)
+    for k in range(len(coeffs)):
+        acc = acc * x + coeffs[k]
+    return acc, acc * 2.0
+
+
+_TABLE = np.array([0.1, 0.2, 1.0 / 3.0, math.pi])
+
+
+@metal.jit
+def _places_kernel(x, out, scale):
+    i = metal.grid(1)
+    t = metal.threadIdx.x
+    tile = metal.shared.array(128, np.float64)
+    scratch = metal.local.array(4, np.float64)
+    const = metal.const.array_like(_TABLE)
+    if i < x.size:
+        tile[t] = x[i]
+    metal.syncthreads()
+    if i < x.size:
+        for k in range(4):
+            scratch[k] = const[k] * scale
+        p, twice = _horner((scratch[0], scratch[1], scratch[2], scratch[3]), tile[t])
+        s = 0.0
+        for k in range(4):
+            s += scratch[k] * tile[t]
+        out[0, i] = p
+        out[1, i] = twice
+        out[2, i] = s
+        out[3, i] = _TABLE[i % 4]
+
+
+def test_locals_loops_device_functions_tuples_shared_local_and_constant_arrays():
+    x = np.random.default_rng(11).uniform(-2, 2, 1000)
+    scale = np.float64(1.0) / 7.0
+    out = np.zeros((4, x.size))
+    _launch(_places_kernel, x.size, x, out, scale)
+    c = _TABLE * scale
+    p = np.zeros_like(x)
+    s = np.zeros_like(x)
+    for k in range(4):
+        p = p * x + c[k]
+        s = s + c[k] * x
+    _same_bits(out[0], p, what="horner in a device function")
+    _same_bits(out[1], p * 2.0, what="tuple returned")
+    _same_bits(out[2], s, what="loop-carried sum")
+    _same_bits(out[3], _TABLE[np.arange(x.size) % 4], what="constant array")
+
+
+@metal.jit
+def _copy2d(a, out):
+    i, j = metal.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        out[i, j] = a[i, j] * 3.0 - 1.0
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "A"])
+def test_float64_arrays_of_every_layout_are_used_in_place(layout):
+    base = np.random.default_rng(12).standard_normal((40, 60))
+    a = {"C": base, "F": np.asfortranarray(base), "A": base[::2, ::-3]}[layout]
+    out = np.zeros(a.shape)
+    _copy2d[((a.shape[0] + 7) // 8, (a.shape[1] + 7) // 8), (8, 8)](a, out)
+    metal.synchronize()
+    _same_bits(out, a * 3.0 - 1.0)
+    msl_text = _copy2d.inspect_msl(_copy2d.signatures[-1] if hasattr(_copy2d, "signatures") else None)
+    text = msl_text if isinstance(msl_text, str) else "\n".join(msl_text.values())
+    assert "device ulong*" in text and "nm_f64_mul(" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# math functions: the float64 rows of the math table
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_float64_routine_of_the_math_table_is_a_library_entry_point():
+    for function in F.MATH:
+        routine = function.routines.get("float64")
+        assert routine is not None, function.name
+        if routine.source == F.EMULATED:
+            assert routine.name in libraries.SECTIONS, (function.name, routine.name)
+        else:
+            assert routine.source == F.OPERATOR, function.name
+
+
+_UNARY_MATH = [f.name for f in F.MATH if f.signatures[-1] == "float64(float64)"]
+
+
+def _unary_math_kernel(name):
+    fn = getattr(math, name)
+
+    def k(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = fn(x[i])
+    return metal.jit(k)
+
+
+def _njit_reference(name, x):
+    fn = getattr(math, name)
+
+    @numba.njit(error_model="numpy")
+    def run(x, out):
+        for i in range(x.size):
+            out[i] = fn(x[i])
+
+    out = np.zeros(x.size)
+    run(x, out)
+    return out
+
+
+#: Where Numba's @njit has no float64 implementation of a math function, NumPy's ufunc gives the special
+#: values.
+_NUMPY_SPECIALS = {"exp2": np.exp2, "cbrt": np.cbrt}
+
+
+@pytest.mark.parametrize("name", _UNARY_MATH)
+def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_match_njit(name):
+    import fm_reference as R
+    rng = np.random.default_rng(13)
+    x = np.concatenate([rng.uniform(-3, 3, 150), rng.uniform(0, 30, 50), np.array([1.0, 0.5, 1e-310])])
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    out = np.zeros(x.size + special.size)
+    _launch(_unary_math_kernel(name), out.size, np.concatenate([x, special]), out)
+    if f"math.{name}" in R.REFERENCES:
+        errors = [R.ulp_error(float(o), R.reference(f"math.{name}", float(v))) for o, v in zip(out, x)]
+    else:   # exact functions (sqrt, fabs, degrees ...): Numba's njit is the reference
+        want = _njit_reference(name, x)
+        errors = [0.0 if (o == w or (math.isnan(o) and math.isnan(w))) else
+                  abs(float(np.float64(o).view(np.int64)) - float(np.float64(w).view(np.int64)))
+                  for o, w in zip(out, want)]
+    worst = int(np.argmax(errors))
+    assert errors[worst] <= 1.0, (name, x[worst], out[worst])
+    if name in _NUMPY_SPECIALS:
+        with np.errstate(all="ignore"):
+            want_special = _NUMPY_SPECIALS[name](special)
+    else:
+        want_special = _njit_reference(name, special)
+    _same_bits(out[x.size:], want_special, any_nan=True, what=f"{name} of 0, -0, inf, -inf, nan")
