@@ -50,19 +50,13 @@ def argument_types(signature) -> tuple:
     return tuple(argtypes)
 
 
-def check_float64_option(float64) -> None:
-    if float64 is not None and float64 not in precision.OPTIONS:
-        raise UnsupportedFeatureError(f"float64={float64!r}: the float64 option is one of "
-                                      f"{', '.join(map(repr, precision.OPTIONS))}")
-
-
 def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None) -> CompiledKernel:
     """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses;
     ``float64``: ``"exact"`` computes float64 intermediates exactly in kernels without float64 data, see
     precision.py)."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
-    check_float64_option(float64)
+    precision.check_option(float64)
     tf = infer_types(pyfunc, argtypes)
     source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=precision.exact_float64(tf, float64))
     return CompiledKernel(source, kernel_abi, tf)
@@ -72,6 +66,6 @@ def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> 
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    check_float64_option(float64)
+    precision.check_option(float64)
     tf = infer_types(pyfunc, argtypes)
     return lower_device_function(tf, exact_float64=precision.exact_float64(tf, float64))

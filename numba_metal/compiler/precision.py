@@ -14,16 +14,23 @@ them exactly too. docs/limitations.md states the rule.
 
 from __future__ import annotations
 
-import numpy as np
-from numba.core import ir, types
-
-#: The values of the ``float64`` compile option.
+#: The values of the ``float64`` compile option (this module loads without Numba, so that ``@metal.jit``
+#: checks the option without importing it; the functions below import it).
 EXACT = "exact"
 FLOAT32_INTERMEDIATES = "float32"   # the default: exact only for kernels that hold float64 data
 OPTIONS = (FLOAT32_INTERMEDIATES, EXACT)
 
 
+def check_option(float64) -> None:
+    """Refuse a ``float64`` option that is not one of ``OPTIONS`` (None is the default)."""
+    if float64 is not None and float64 not in OPTIONS:
+        from numba_metal.errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(f"float64={float64!r}: the float64 option is one of "
+                                      f"{', '.join(map(repr, OPTIONS))}")
+
+
 def _is_float64_data_type(ty) -> bool:
+    from numba.core import types
     ty = types.unliteral(ty)
     if isinstance(ty, types.Array):
         ty = ty.dtype
@@ -33,6 +40,7 @@ def _is_float64_data_type(ty) -> bool:
 
 
 def _leaves(ty):
+    from numba.core import types
     if isinstance(ty, types.BaseTuple):
         for t in ty.types:
             yield from _leaves(t)
@@ -47,6 +55,8 @@ def holds_float64_data(tf) -> bool:
 
 
 def _holds(tf, seen) -> bool:
+    import numpy as np
+    from numba.core import ir, types
     if id(tf) in seen:
         return False
     seen.add(id(tf))
@@ -73,6 +83,8 @@ def _holds(tf, seen) -> bool:
 
 def _device_callees(tf, call):
     """The typed IR of the device function ``call`` calls, if it calls one."""
+    from numba.core import types
+
     from .devicefn import DeviceFunctionBase
     fnty = tf.typemap.get(call.func.name)
     sig = tf.calltypes.get(call)

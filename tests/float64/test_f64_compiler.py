@@ -378,3 +378,81 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
     else:
         want_special = _njit_reference(name, special)
     _same_bits(out[x.size:], want_special, any_nan=True, what=f"{name} of 0, -0, inf, -inf, nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# float32 kernels are unchanged; the intermediates policy (compiler/precision.py)
+# ---------------------------------------------------------------------------------------------
+
+#: sha256 of the MSL of f32_msl_corpus.py's kernels, as generated before float64 became exact (and
+#: checked identical with the tree of that time). A kernel that holds no float64 data must keep
+#: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
+#: update it in the same commit and say so.
+FLOAT32_MSL_DIGESTS = {
+    "axpy": "02eb30142de0ad0585ca82dbdabad744e7c071954a3643707bf97b2313e7175f",
+    "literals_and_int_division": "b4337ec777461858ac863568295165952710ed4ba186d8c2f60da14f2662fe61",
+    "math_of_ints_and_floats": "ebd0ad5163120625e34ee5faea5e97f425d6ccc060cf3dcf277d76956db65c0c",
+    "minmax_round_compare": "1691dd7ecf03d252036be403a98e6630db9970328c1e4726289ba637f3efb2af",
+    "shared_reduction": "be4876b7bff39b924c7ca064d594bca779e7b8341910eaf62d366fac65dbac88",
+    "halves_and_casts": "595c36551411c4d52b995b0806243e879c7b5d599bc78697924d9ddb56c6a280",
+}
+
+
+def test_float32_kernels_generate_the_msl_they_generated_before_float64_was_exact():
+    from f32_msl_corpus import CORPUS
+    assert {fn.__name__ for fn, _ in CORPUS} == set(FLOAT32_MSL_DIGESTS)
+    for fn, sig in CORPUS:
+        text = metal.compile_msl(fn, sig)
+        assert msl.FLOAT64 not in text, fn.__name__
+        assert hashlib.sha256(text.encode()).hexdigest() == FLOAT32_MSL_DIGESTS[fn.__name__], fn.__name__
+
+
+def test_float64_intermediates_of_a_float32_kernel_are_float32_unless_float64_exact_is_asked():
+    from f32_msl_corpus import literals_and_int_division as kernel
+    sig = "void(float32[:], float32[:], int64)"
+    assert msl.FLOAT64 not in metal.compile_msl(kernel, sig)
+    exact = metal.compile_msl(kernel, sig, float64="exact")
+    assert "nm_f64_div(nm_f64_from_i64(" in exact and "nm_f64_to_f32(" in exact
+
+    x = np.arange(1, 301, dtype=np.float32) / 7
+    n = 3
+    want = (x.astype(np.float64) * 2.5 + np.arange(x.size) / n - 0.1 + x.astype(np.float64) / 3).astype(np.float32)
+    out = np.zeros_like(x)
+    k = metal.jit(float64="exact")(kernel)
+    _launch(k, x.size, x, out, n)
+    _same_bits(out, want, what="float64='exact'")
+    with pytest.raises(UnsupportedFeatureError, match="float64='double'"):
+        metal.jit(float64="double")
+
+
+def test_a_kernel_holding_float64_data_computes_its_integer_intermediates_exactly():
+    def kernel(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = x[i] + i / 3 + math.sin(i)
+
+    text = metal.compile_msl(kernel, "void(float64[:], float64[:])")
+    assert "nm_f64_sin(nm_f64_from_i64(" in text and "nm_f64_div(" in text
+    text = metal.compile_msl(kernel, "void(float32[:], float32[:])")
+    assert msl.FLOAT64 not in text
+
+
+def test_np_float64_in_the_code_is_float64_data():
+    def kernel(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = np.float32(np.float64(x[i]) / 3.0)
+
+    text = metal.compile_msl(kernel, "void(float32[:], float32[:])")
+    assert "nm_f64_from_f32(" in text and "nm_f64_div(" in text and "nm_f64_to_f32(" in text
+
+
+def test_only_the_library_sections_a_kernel_calls_are_emitted():
+    def adds(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = x[i] + x[i]
+
+    text = metal.compile_msl(adds, "void(float64[:], float64[:])")
+    assert "nm_f64_add(" in text
+    assert "nm_f64_div(" not in text and "nm_f64_sqrt(" not in text and "nm_f64_exp(" not in text
