@@ -456,3 +456,94 @@ def test_only_the_library_sections_a_kernel_calls_are_emitted():
     text = metal.compile_msl(adds, "void(float64[:], float64[:])")
     assert "nm_f64_add(" in text
     assert "nm_f64_div(" not in text and "nm_f64_sqrt(" not in text and "nm_f64_exp(" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions, SIMD shuffles, ufuncs, atomics
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reductions_of_float64_arrays_are_exact_beyond_float32():
+    # Integers above 2**24 and their sums below 2**53: every partial sum is exact in float64 only.
+    x = (2.0 ** 30 + np.arange(5000)) * np.where(np.arange(5000) % 3 == 0, -1.0, 1.0)
+    assert metal.reduce_sum(x) == x.sum()
+    x[1234] = -2.0 ** 40 - 0.5
+    assert metal.reduce_min(x) == x.min() and metal.reduce_max(x) == x.max()
+    x[77] = np.nan
+    assert math.isnan(metal.reduce_max(x))
+
+    @metal.reduce
+    def largest_magnitude(a, b):
+        return a if abs(a) >= abs(b) else b
+
+    assert largest_magnitude(x[100:]) == -2.0 ** 40 - 0.5
+
+
+@metal.jit
+def _shuffle_kernel(x, out):
+    i = metal.grid(1)
+    v = x[i]
+    out[0, i] = metal.simd_shuffle_xor(v, 1)
+    out[1, i] = metal.simd_broadcast(v, 3)
+    out[2, i] = metal.shfl_down_sync(0xFFFFFFFF, v, 2)
+
+
+def test_simd_shuffles_and_broadcasts_move_float64_as_two_halves():
+    x = _values(14, 64)
+    out = np.zeros((3, 64))
+    _shuffle_kernel[1, 64](x, out)
+    metal.synchronize()
+    lanes = np.arange(64)
+    _same_bits(out[0], x[lanes ^ 1])
+    _same_bits(out[1], x[(lanes // 32) * 32 + 3])
+    down = np.where(lanes % 32 < 30, lanes + 2, lanes)
+    _same_bits(out[2], x[down])
+
+
+def test_simd_reductions_of_float64_say_what_to_do_instead():
+    def kernel(x, out):
+        out[0] = metal.simd_sum(x[metal.grid(1)])
+
+    with pytest.raises(UnsupportedFeatureError, match="simd_sum of a float64.*simd_shuffle_xor"):
+        metal.compile_msl(kernel, "void(float64[:], float64[:])")
+
+
+def test_float64_atomics_are_a_clear_compile_error():
+    def kernel(x):
+        metal.atomic.add(x, 0, 1.0)
+
+    with pytest.raises(UnsupportedFeatureError, match="no 64-bit atomic"):
+        metal.compile_msl(kernel, "void(float64[:])")
+
+
+def test_vectorize_and_guvectorize_with_float64_signatures():
+    @numba.vectorize(["float64(float64, float64)"], target="metal")
+    def fused(a, b):
+        return a * b + 1.0 / a
+
+    a = _values(15, 1000)
+    b = _values(16, 1000)
+    with np.errstate(all="ignore"):
+        want = a * b + 1.0 / a
+    _same_bits(np.asarray(fused(a, b)), want)
+
+    @numba.vectorize(target="metal")
+    def lazy(a, b):
+        return math.sqrt(a) - b
+
+    with np.errstate(all="ignore"):
+        _same_bits(np.asarray(lazy(np.abs(a), b)), np.sqrt(np.abs(a)) - b)
+
+    @numba.guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target="metal")
+    def dot(x, y, res):
+        acc = 0.0
+        for k in range(x.shape[0]):
+            acc += x[k] * y[k]
+        res[0] = acc
+
+    m = np.random.default_rng(17).standard_normal((50, 33))
+    n = np.random.default_rng(18).standard_normal((50, 33))
+    want = np.zeros(50)
+    for k in range(33):
+        want = want + m[:, k] * n[:, k]
+    _same_bits(np.asarray(dot(m, n)), want)
