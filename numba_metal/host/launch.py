@@ -150,7 +150,8 @@ class LaunchState:
         ctx = self.ctx
         if start:
             profiling.emit("launch", name=self.kernel.name, start_ns=start, end_ns=profiling.now_ns(),
-                           work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim)
+                           work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim,
+                           emulated_float64=self.kernel.emulated_float64)
         if self.error_buffer is not None:
             with ctx.lock:
                 ctx.pending_checks[id(self)] = self._check_error_record
