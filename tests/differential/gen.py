@@ -43,9 +43,13 @@ from . import semantics as S
 
 INTS = [T.int8, T.int16, T.int32, T.int64, T.uint8, T.uint16, T.uint32, T.uint64]
 FLOATS = [T.float16, T.float32, T.float64]
+#: How the generated code converts to each type. float64 is Python's float(): Numba types it float64
+#: but it is no float64 *data* (np.float64 would be, compiler/precision.py), so the kernels this
+#: generator writes compute float64 in float32, which the oracle models; exact float64 has its own
+#: bit-exact differential test (test_float64_differential.py).
 NP_NAME = {T.int8: "np.int8", T.int16: "np.int16", T.int32: "np.int32", T.int64: "np.int64",
            T.uint8: "np.uint8", T.uint16: "np.uint16", T.uint32: "np.uint32", T.uint64: "np.uint64",
-           T.float16: "np.float16", T.float32: "np.float32", T.float64: "np.float64",
+           T.float16: "np.float16", T.float32: "np.float32", T.float64: "float",
            T.boolean: "np.bool_"}
 
 #: float32 values bounding each integer type, exactly representable (clamp before converting).
