@@ -1,5 +1,5 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``len``, ``pow`` and ``range``.
+``float``, ``bool``, ``len``, ``pow``, ``divmod`` and ``range``.
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
 ``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
@@ -187,6 +187,21 @@ def _pow(lc, sig, args):
     if len(args) != 2:
         lc.error("pow() with a modulus is not supported in Metal kernels")
     return lower_binop(lc, "**", sig, args[0], args[1])
+
+
+@lowering.call(builtins.divmod)
+def _divmod(lc, sig, args):
+    """``(a // b, a % b)``, each through the operator table (Python's sign rules; Numba's error model)."""
+    if len(args) != 2:
+        lc.error("divmod() takes two arguments")
+    rt = types.unliteral(sig.return_type)
+    operand_sig = signature(rt.types[0], *sig.args)
+    a = Value(lc.tmp(sig.args[0], lc.cast(args[0], sig.args[0])), types.unliteral(sig.args[0]))
+    b = Value(lc.tmp(sig.args[1], lc.cast(args[1], sig.args[1])), types.unliteral(sig.args[1]))
+    quotient = lower_binop(lc, "//", operand_sig, a, b)
+    remainder = lower_binop(lc, "%", signature(rt.types[1], *sig.args), a, b)
+    return Value(msl.aggregate(lc.msl_type(rt), [lc.cast(quotient, rt.types[0]), lc.cast(remainder, rt.types[1])]),
+                 rt)
 
 
 @lowering.call(builtins.range)

@@ -547,3 +547,34 @@ def test_vectorize_and_guvectorize_with_float64_signatures():
     for k in range(33):
         want = want + m[:, k] * n[:, k]
     _same_bits(np.asarray(dot(m, n)), want)
+
+
+def _divmod_pair(a, b):
+    q, r = divmod(a, b)
+    return q, r
+
+
+_divmod_dev = metal.jit(device=True)(_divmod_pair)
+
+
+@metal.jit
+def _divmod_kernel(x, y, out):
+    i = metal.grid(1)
+    if i < x.size:
+        q, r = _divmod_dev(x[i], y[i])
+        out[0, i] = q
+        out[1, i] = r
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_divmod_is_floor_division_and_modulo_as_njit(dtype):
+    if dtype == np.float64:
+        x, y = _values(19), np.random.default_rng(20).permutation(_values(21))
+    else:
+        rng = np.random.default_rng(22)
+        x, y = rng.integers(-1000, 1000, N), rng.integers(-9, 9, N)
+    out = np.zeros((2, N), dtype)
+    _launch(_divmod_kernel, N, x, y, out)
+    want = _reference(_divmod_pair, 2, dtype, x, y)
+    for k in range(2):
+        _same_bits(out[k], want[k], any_nan=True, what=f"divmod {k}")
