@@ -26,18 +26,10 @@ def check_argument_types(pyfunc, argtypes) -> None:
         names = []
     for i, ty in enumerate(argtypes):
         name = names[i] if i < len(names) else "#" + str(i)
-        for t in _leaves(ty):
+        for t in precision.leaves(ty):
             if isinstance(t, types.Complex) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Complex)):
                 raise UnsupportedFeatureError(f"argument '{name}' is complex, which Metal kernels do not "
                                               "support", source_location(pyfunc))
-
-
-def _leaves(ty):
-    if isinstance(ty, types.BaseTuple):
-        for t in ty.types:
-            yield from _leaves(t)
-    else:
-        yield ty
 
 
 def argument_types(signature) -> tuple:

@@ -39,11 +39,12 @@ def _is_float64_data_type(ty) -> bool:
     return ty in (types.float64, types.complex128)
 
 
-def _leaves(ty):
+def leaves(ty):
+    """The types of a (nested) tuple type's items; the type itself if it is no tuple."""
     from numba.core import types
     if isinstance(ty, types.BaseTuple):
         for t in ty.types:
-            yield from _leaves(t)
+            yield from leaves(t)
     else:
         yield ty
 
@@ -60,7 +61,7 @@ def _holds(tf, seen) -> bool:
     if id(tf) in seen:
         return False
     seen.add(id(tf))
-    if any(_is_float64_data_type(t) for a in tf.argtypes for t in _leaves(a)):
+    if any(_is_float64_data_type(t) for a in tf.argtypes for t in leaves(a)):
         return True
     for name, ty in tf.typemap.items():
         # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code.

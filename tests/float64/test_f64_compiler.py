@@ -74,22 +74,20 @@ _NB = 15
 _NP = 11
 
 
-@metal.jit
-def _binary_kernel(x, y, out):
-    i = metal.grid(1)
-    if i < x.size:
-        r = _binary_dev(x[i], y[i])
-        for k in range(len(r)):
-            out[k, i] = r[k]
+def _rows_kernel(dev):
+    """A kernel writing the tuple ``dev(x[i], y[i])`` to column i of ``out``, one row per item."""
+    @metal.jit
+    def kernel(x, y, out):
+        i = metal.grid(1)
+        if i < x.size:
+            r = dev(x[i], y[i])
+            for k in range(len(r)):
+                out[k, i] = r[k]
+    return kernel
 
 
-@metal.jit
-def _predicate_kernel(x, y, out):
-    i = metal.grid(1)
-    if i < x.size:
-        r = _predicates_dev(x[i], y[i])
-        for k in range(len(r)):
-            out[k, i] = r[k]
+_binary_kernel = _rows_kernel(_binary_dev)
+_predicate_kernel = _rows_kernel(_predicates_dev)
 
 
 def _reference(fn, nout, dtype, x, y):
@@ -557,13 +555,7 @@ def _divmod_pair(a, b):
 _divmod_dev = metal.jit(device=True)(_divmod_pair)
 
 
-@metal.jit
-def _divmod_kernel(x, y, out):
-    i = metal.grid(1)
-    if i < x.size:
-        q, r = _divmod_dev(x[i], y[i])
-        out[0, i] = q
-        out[1, i] = r
+_divmod_kernel = _rows_kernel(_divmod_dev)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
