@@ -50,7 +50,18 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
     check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
     tf = infer_types(pyfunc, argtypes)
-    source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=precision.exact_float64(tf, float64))
+    exact = precision.exact_float64(tf, float64)
+    if exact:
+        # Python literals next to float32 data stay float32 (NumPy 2's weak scalars): typed again with
+        # them float32 until no more are found (a float32 result can make another literal weak).
+        weak = frozenset()
+        while True:
+            more = precision.weak_literals(tf) - weak
+            if not more:
+                break
+            weak |= more
+            tf = infer_types(pyfunc, argtypes, float32_constants=weak)
+    source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=exact)
     return CompiledKernel(source, kernel_abi, tf)
 
 

@@ -97,6 +97,47 @@ def _device_callees(tf, call):
     return (devfn.typed(tuple(types.unliteral(t) for t in sig.args)),)
 
 
+#: Operators whose Python-literal operand is weak (NumPy 2): with float32 data, the result is float32.
+_WEAK_OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+
+
+def weak_literals(tf) -> frozenset:
+    """The IR variables holding a Python int or float literal that is used only as an operand of an
+    arithmetic operator whose other operand is float32: NumPy 2 keeps such an operation float32 (the
+    literal is weak), where Numba's typing would compute it in float64. A kernel that computes float64
+    exactly types these literals float32 (``frontend.infer_types(float32_constants=)``); elsewhere
+    float64 is float32 anyway."""
+    from numba.core import ir, types
+    literals = {}
+    for block in tf.func_ir.blocks.values():
+        for stmt in block.body:
+            if (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Const)
+                    and type(stmt.value.value) in (int, float) and not isinstance(stmt.value.value, bool)):
+                literals[stmt.target.name] = True
+    if not literals:
+        return frozenset()
+    weak = dict.fromkeys(literals, False)
+    for block in tf.func_ir.blocks.values():
+        for stmt in block.body:
+            for var in stmt.list_vars():
+                if var.name not in literals:
+                    continue
+                value = stmt.value if isinstance(stmt, ir.Assign) else None
+                if isinstance(stmt, ir.Assign) and stmt.target.name == var.name:
+                    continue
+                ok = (isinstance(value, ir.Expr) and value.op in ("binop", "inplace_binop")
+                      and getattr(value.fn, "__name__", "").lstrip("i") in _WEAK_OPERATORS
+                      and {value.lhs.name, value.rhs.name} != {var.name})
+                if ok:
+                    other = value.rhs if value.lhs.name == var.name else value.lhs
+                    ok = types.unliteral(tf.typemap.get(other.name)) == types.float32
+                if not ok:
+                    literals[var.name] = False
+                elif literals[var.name]:
+                    weak[var.name] = True
+    return frozenset(name for name, used in weak.items() if used and literals[name])
+
+
 def exact_float64(tf, option: str | None) -> bool:
     """Whether the kernel ``tf`` computes float64 exactly under the ``float64`` option."""
     return option == EXACT or holds_float64_data(tf)

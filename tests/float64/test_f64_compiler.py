@@ -414,7 +414,10 @@ def test_float64_intermediates_of_a_float32_kernel_are_float32_unless_float64_ex
 
     x = np.arange(1, 301, dtype=np.float32) / 7
     n = 3
-    want = (x.astype(np.float64) * 2.5 + np.arange(x.size) / n - 0.1 + x.astype(np.float64) / 3).astype(np.float32)
+    # Exact float64, with the Python literals next to float32 data weak (NumPy 2): x * 2.5 and x / 3 are
+    # float32 operations, the rest float64.
+    weak = (x * np.float32(2.5)).astype(np.float64), (x / np.float32(3)).astype(np.float64)
+    want = (weak[0] + np.arange(x.size) / n - 0.1 + weak[1]).astype(np.float32)
     out = np.zeros_like(x)
     k = metal.jit(float64="exact")(kernel)
     _launch(k, x.size, x, out, n)
@@ -570,3 +573,20 @@ def test_divmod_is_floor_division_and_modulo_as_njit(dtype):
     want = _reference(_divmod_pair, 2, dtype, x, y)
     for k in range(2):
         _same_bits(out[k], want[k], any_nan=True, what=f"divmod {k}")
+
+
+def test_python_literals_next_to_float32_data_stay_float32_in_a_float64_kernel():
+    @metal.jit
+    def kernel(x64, x32, out32, out64):
+        i = metal.grid(1)
+        if i < x32.size:
+            out32[i] = x32[i] * 0.1 + 2 - x32[i] / 3.0
+            out64[i] = x64[i] * 0.1 + 2
+
+    x32 = np.linspace(-3, 3, 200, dtype=np.float32)
+    x64 = x32.astype(np.float64)
+    out32 = np.zeros(200, np.float32)
+    out64 = np.zeros(200)
+    _launch(kernel, 200, x64, x32, out32, out64)
+    _same_bits(out32, x32 * np.float32(0.1) + np.float32(2) - x32 / np.float32(3.0), what="float32 with literals")
+    _same_bits(out64, x64 * 0.1 + 2, what="float64 with literals")
