@@ -135,7 +135,7 @@ CORPUS: list[Bad] = [
     # -- memory -----------------------------------------------------------------------------------
     Bad("shared_runtime_shape", k("s = metal.shared.array(a.size, np.float32)  # <-\na[i] = s[0]"), UF,
         "constant"),
-    Bad("shared_float64", k("s = metal.shared.array(8, np.float64)  # <-\na[i] = s[0]"), UF, "float64"),
+    Bad("shared_complex128", k("s = metal.shared.array(8, np.complex128)  # <-\na[i] = s[0]"), UF, "complex128"),
     Bad("shared_too_large", k("s = metal.shared.array(10000, np.float32)  # <-\na[i] = s[0]"), UF,
         "threadgroup memory|32768"),
     Bad("shared_negative_shape", k("s = metal.shared.array(-4, np.float32)  # <-\na[i] = s[0]"), UF,
@@ -153,10 +153,8 @@ CORPUS: list[Bad] = [
         UF, "local|thread|device and shared"),
     Bad("atomic_wrong_arity", k("metal.atomic.add(a, 0)  # <-"), UF, "3 arguments"),
     # -- arguments and launches ---------------------------------------------------------------------
-    Bad("float64_array", VADD, UF, "float64", launch="k[1, 8](np.zeros(8))"),
-    Bad("float64_scalar", VADD.replace("def k(a)", "def k(a, x)"), UF, "float64",
-        launch=f"k[1, 8]({A1}, np.float64(1.5))"),
-    Bad("float64_device_array", VADD, UF, "float64", launch="k[1, 8](metal.to_device(np.zeros(8)))"),
+    Bad("atomic_float64", k("metal.atomic.add(a, 0, 1.0)  # <-", params="a"), UF, "64-bit",
+        launch="k[1, 8](np.zeros(8))"),
     Bad("complex_argument", VADD.replace("def k(a)", "def k(a, z)"), (KL, UF), "complex",
         launch=f"k[1, 8]({A1}, 1j)", located=False),
     Bad("complex_array", VADD, (KL, UF), "complex", launch="k[1, 8](np.zeros(8, np.complex64))", located=False),
