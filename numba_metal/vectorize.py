@@ -117,15 +117,11 @@ def _parse_signature(sig):
 
 
 def _np_dtype(nbtype) -> np.dtype:
-    """The NumPy dtype of a Numba scalar or array type, refusing what Metal lacks."""
+    """The NumPy dtype of a Numba scalar or array type."""
     from numba.core import types
     from numba.np.numpy_support import as_dtype
     scalar = nbtype.dtype if isinstance(nbtype, types.Array) else nbtype
-    dtype = as_dtype(scalar)
-    if dtype.kind == "c":
-        raise UnsupportedFeatureError(f"the signature type {nbtype} is complex, which Metal kernels do "
-                                      "not support")
-    return dtype
+    return as_dtype(scalar)
 
 
 def _operand_dtype(value) -> np.dtype:

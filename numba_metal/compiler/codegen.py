@@ -110,6 +110,11 @@ class ModuleBuilder:
         if self.is_float64(ty):
             self.need_library_function("nm_f64_from_bits")
             return msl.FLOAT64
+        if ty == types.complex128:
+            self.need_library_function("nm_c128_make")
+            return msl.COMPLEX128
+        if ty == types.complex64:
+            return msl.COMPLEX64
         name = msl.scalar_type(ty)
         if name is not None:
             return name
@@ -163,6 +168,11 @@ class ModuleBuilder:
         if self.is_float64(dtype):
             self.need_library_function("nm_f64_from_bits")
             return msl.FLOAT64_STORAGE
+        if dtype == types.complex128:
+            self.need_library_function("nm_c128_make")
+            return msl.COMPLEX128_STORAGE
+        if dtype == types.complex64:
+            return msl.COMPLEX64
         name = msl.scalar_type(dtype)
         if name is None:
             raise UnsupportedFeatureError(f"arrays of {dtype} are not supported in Metal kernels")
@@ -327,11 +337,22 @@ class FunctionLowering:
 
     def load(self, dtype, stored: str) -> str:
         """The value of type ``dtype`` of an array element read as ``stored``."""
-        return self.library_call("nm_f64_from_bits", stored) if self.is_float64(dtype) else stored
+        if self.is_float64(dtype):
+            return self.library_call("nm_f64_from_bits", stored)
+        if types.unliteral(dtype) == types.complex128:
+            parts = [self.library_call("nm_f64_from_bits", msl.member(stored, p)) for p in msl.COMPLEX64_PARTS]
+            return self.library_call("nm_c128_make", *parts)
+        return stored
 
     def store(self, dtype, value: str) -> str:
         """What an array of ``dtype`` holds for ``value`` (already of type ``dtype``)."""
-        return msl.member(value, msl.FLOAT64_BITS) if self.is_float64(dtype) else value
+        if self.is_float64(dtype):
+            return msl.member(value, msl.FLOAT64_BITS)
+        if types.unliteral(dtype) == types.complex128:
+            z = self.tmp(types.complex128, value)
+            return msl.call(msl.COMPLEX128_STORAGE, *(msl.member(msl.member(z, p), msl.FLOAT64_BITS)
+                                                      for p in msl.COMPLEX128_PARTS))
+        return value
 
     def msl_type(self, ty) -> str:
         try:

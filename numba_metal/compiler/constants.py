@@ -23,6 +23,11 @@ def lower_constant(lc, pyvalue, ty) -> Value:
             pyvalue = pyvalue.item()
         if isinstance(pyvalue, (bool, int, float)):
             return Value(msl.literal(pyvalue, scalar), ty_u)
+    if isinstance(ty_u, types.Complex) and isinstance(pyvalue, (complex, np.complexfloating)):
+        z = complex(pyvalue)
+        if ty_u == types.complex128:
+            return Value(lc.library_call("nm_c128_make", msl.float64_literal(z.real), msl.float64_literal(z.imag)), ty_u)
+        return Value(msl.call(msl.COMPLEX64, msl.float_literal(z.real), msl.float_literal(z.imag)), ty_u)
     if isinstance(ty_u, types.BaseTuple) and isinstance(pyvalue, tuple):
         items = [lower_constant(lc, v, t) for v, t in zip(pyvalue, ty_u.types)]
         return Value(msl.aggregate(lc.msl_type(ty_u), [lc.cast(i, t) for i, t in zip(items, ty_u.types)]), ty_u)
@@ -40,6 +45,16 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     if not isinstance(rt, MetalArray):
         rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
     elem = lc.element_type(rt.dtype)
-    spell = msl.float64_bits_literal if lc.is_float64(rt.dtype) else (lambda v: msl.literal(v, elem))
+    if rt.dtype == types.complex128:
+        def spell(v):
+            return msl.call(msl.COMPLEX128_STORAGE, msl.float64_bits_literal(v.real), msl.float64_bits_literal(v.imag))
+    elif rt.dtype == types.complex64:
+        def spell(v):
+            return msl.call(msl.COMPLEX64, msl.float_literal(v.real), msl.float_literal(v.imag))
+    elif lc.is_float64(rt.dtype):
+        spell = msl.float64_bits_literal
+    else:
+        def spell(v):
+            return msl.literal(v, elem)
     name = lc.constant_array(elem, [spell(v) for v in ary.ravel().tolist()])
     return array_value(lc, rt, name, list(ary.shape))

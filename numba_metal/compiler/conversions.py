@@ -36,6 +36,8 @@ def cast_expr(lc, value: Value, to) -> str:
         return value.expr
     if isinstance(to, types.Boolean):
         return truth(lc, value)
+    if isinstance(to, types.Complex) or isinstance(frm, types.Complex):
+        return _complex_conversion(lc, value, frm, to)
     if lc.is_float64(to) and str(frm) in TO_FLOAT64:
         function, through = TO_FLOAT64[str(frm)]
         return lc.library_call(function, value.expr if through is None else msl.cast(through, value.expr))
@@ -68,6 +70,23 @@ def cast_expr(lc, value: Value, to) -> str:
     lc.error(f"cannot convert {frm} to {to} in a Metal kernel")
 
 
+def _complex_conversion(lc, value: Value, frm, to) -> str:
+    """Conversions to complex64 (``float2``) and complex128 (two emulated float64), as Numba's: a real
+    value becomes the real part (imaginary +0), complex64 <-> complex128 converts each part."""
+    if not isinstance(to, types.Complex):
+        lc.error(f"cannot convert {frm} to {to} in a Metal kernel; take z.real, z.imag or abs(z)")
+    if isinstance(frm, types.Complex):
+        z = value.expr if _is_simple(value.expr) else lc.tmp(frm, value.expr)
+        if to == types.complex128:
+            parts = [lc.library_call("nm_f64_from_f32", msl.member(z, p)) for p in msl.COMPLEX64_PARTS]
+            return lc.library_call("nm_c128_make", *parts)
+        parts = [lc.library_call("nm_f64_to_f32", msl.member(z, p)) for p in msl.COMPLEX128_PARTS]
+        return msl.call(msl.COMPLEX64, *parts)
+    if to == types.complex128:
+        return lc.library_call("nm_c128_from_f64", cast_expr(lc, value, types.float64))
+    return msl.call(msl.COMPLEX64, cast_expr(lc, value, types.float32), msl.float_literal(0.0))
+
+
 def _is_simple(expr: str) -> bool:
     return expr.replace("_", "").replace(".", "").isalnum()
 
@@ -80,6 +99,10 @@ def truth(lc, value: Value) -> str:
         return msl.binary("!=", value.expr, "0")
     if lc.is_float64(ty):
         return lc.library_call("nm_f64_truth", value.expr)
+    if ty == types.complex128:
+        return lc.library_call("nm_c128_ne", value.expr, lc.library_call("nm_c128_from_f64", msl.float64_literal(0.0)))
+    if ty == types.complex64:
+        return msl.call("any", msl.binary("!=", value.expr, msl.call(msl.COMPLEX64, msl.float_literal(0.0))))
     if isinstance(ty, types.Float):
         return msl.binary("!=", value.expr, msl.float_literal(0.0, msl.scalar_type(ty)))
     if isinstance(ty, types.NoneType):

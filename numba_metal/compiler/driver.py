@@ -27,9 +27,9 @@ def check_argument_types(pyfunc, argtypes) -> None:
     for i, ty in enumerate(argtypes):
         name = names[i] if i < len(names) else "#" + str(i)
         for t in precision.leaves(ty):
-            if isinstance(t, types.Complex) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Complex)):
-                raise UnsupportedFeatureError(f"argument '{name}' is complex, which Metal kernels do not "
-                                              "support", source_location(pyfunc))
+            if isinstance(t, types.Complex):
+                raise UnsupportedFeatureError(f"argument '{name}' is a complex scalar, which kernels do not take; "
+                                              "pass it in a complex64 or complex128 array", source_location(pyfunc))
 
 
 def argument_types(signature) -> tuple:

@@ -47,6 +47,15 @@ FLOAT64 = "nm_f64"
 FLOAT64_STORAGE = "ulong"
 FLOAT64_BITS = "bits"
 
+#: Complex numbers (compiler/complex.metal): complex128 is a struct of two emulated float64 (``re``,
+#: ``im``), held in memory as a ``ulong2`` of their bit patterns (NumPy's layout); complex64 is MSL's
+#: ``float2`` (``x`` real, ``y`` imaginary), NumPy's layout too.
+COMPLEX128 = "nm_c128"
+COMPLEX128_STORAGE = "ulong2"
+COMPLEX128_PARTS = ("re", "im")
+COMPLEX64 = "float2"
+COMPLEX64_PARTS = ("x", "y")
+
 #: The unsigned type of the same width, used to spell wrapping signed arithmetic.
 UNSIGNED_OF = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong"}
 

@@ -26,7 +26,7 @@ def kind_of(ty) -> str | None:
         return "bool"
     if isinstance(ty, types.Integer):
         return "int" if ty.signed else "uint"
-    if ty in (types.float16, types.float32, types.float64):
+    if ty in (types.float16, types.float32, types.float64, types.complex64, types.complex128):
         return str(ty)
     return None
 
@@ -126,10 +126,11 @@ def _integers(impl) -> dict:
 
 #: Binary operators (other than comparisons and ``**``): operator -> kind of the result -> implementation.
 BINARY = {
-    "+": _arithmetic("+", "nm_f64_add"),
-    "-": _arithmetic("-", "nm_f64_sub"),
-    "*": _arithmetic("*", "nm_f64_mul"),
-    "/": _floats(Infix("/"), "nm_f64_div"),
+    "+": {**_arithmetic("+", "nm_f64_add"), "complex64": Infix("+"), "complex128": Emulated("nm_c128_add")},
+    "-": {**_arithmetic("-", "nm_f64_sub"), "complex64": Infix("-"), "complex128": Emulated("nm_c128_sub")},
+    "*": {**_arithmetic("*", "nm_f64_mul"), "complex64": Emulated("nm_c64_mul"), "complex128": Emulated("nm_c128_mul")},
+    "/": {**_floats(Infix("/"), "nm_f64_div"), "complex64": Emulated("nm_c64_div"),
+          "complex128": Emulated("nm_c128_div")},
     "//": {**_integers(Helper("nm_floordiv", "intdiv")), **_floats(Helper("nm_floordiv", "floatdiv"), "nm_f64_floordiv")},
     "%": {**_integers(Helper("nm_mod", "intdiv")), **_floats(Helper("nm_mod", "floatdiv"), "nm_f64_pymod")},
     "<<": _integers(Helper("nm_shl", "shifts")),
@@ -154,6 +155,11 @@ COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 FLOAT64_COMPARISONS = {"<": "nm_f64_lt", "<=": "nm_f64_le", ">": "nm_f64_gt", ">=": "nm_f64_ge",
                        "==": "nm_f64_eq", "!=": "nm_f64_ne"}
 
+#: Complex numbers compare only for equality: complex128's library functions; complex64's parts
+#: (``all``/``any`` of MSL's elementwise comparison of float2).
+COMPLEX128_COMPARISONS = {"==": "nm_c128_eq", "!=": "nm_c128_ne"}
+COMPLEX64_COMPARISONS = {"==": "all", "!=": "any"}
+
 #: Comparisons of a signed with an unsigned 64-bit value compare values (``-1 < 2**63`` is true), through
 #: prelude helpers: operator -> (helper, swap the operands, negate the result).
 MIXED_SIGN_COMPARISONS = {
@@ -167,8 +173,9 @@ MIXED_SIGN_COMPARISONS = {
 
 #: Unary operators (other than ``not``): operator -> kind -> implementation.
 UNARY = {
-    "-": {"int": Wrapping("-"), "uint": Wrapping("-"), **_floats(Infix("-"), "nm_f64_neg")},
-    "+": {k: Same() for k in ("bool", "int", "uint", "float16", "float32", "float64")},
+    "-": {"int": Wrapping("-"), "uint": Wrapping("-"), **_floats(Infix("-"), "nm_f64_neg"),
+          "complex64": Infix("-"), "complex128": Emulated("nm_c128_neg")},
+    "+": {k: Same() for k in ("bool", "int", "uint", "float16", "float32", "float64", "complex64", "complex128")},
     "~": {"bool": Infix("!"), "int": Truncating("~"), "uint": Truncating("~")},
 }
 
@@ -215,6 +222,8 @@ def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
 
 
 def _power(lc, a: Value, b: Value, rt, kind) -> str:
+    if kind not in POWER:
+        lc.error(f"the operator ** is not supported for {rt} in Metal kernels")
     integer_exponent, float_exponent = POWER[kind]
     name = lc.msl_type(rt)
     if kind in ("int", "uint"):
@@ -228,6 +237,18 @@ def _power(lc, a: Value, b: Value, rt, kind) -> str:
 
 def _compare(lc, op: str, a: Value, b: Value) -> str:
     at, bt = a.type, b.type
+    if isinstance(at, types.Complex) or isinstance(bt, types.Complex):
+        if op not in COMPLEX128_COMPARISONS:
+            lc.error(f"complex numbers have no order: {op} is not defined for {at} and {bt}")
+        if types.complex128 in (at, bt) or not (isinstance(at, types.Complex) and isinstance(bt, types.Complex)):
+            common = types.complex128 if types.complex128 in (at, bt) or lc.is_float64(at) or lc.is_float64(bt) \
+                else types.complex64
+        else:
+            common = types.complex64
+        x, y = lc.cast(a, common), lc.cast(b, common)
+        if common == types.complex128:
+            return lc.library_call(COMPLEX128_COMPARISONS[op], x, y)
+        return msl.call(COMPLEX64_COMPARISONS[op], msl.binary(op, x, y))
     if lc.is_float64(at) or lc.is_float64(bt):
         return lc.library_call(FLOAT64_COMPARISONS[op], lc.cast(a, types.float64), lc.cast(b, types.float64))
     if at != bt:

@@ -4,7 +4,7 @@ Apple GPUs have no double precision. A kernel that *holds float64 data* computes
 exactly, as IEEE binary64 in software (the emulated library, float64.metal), bit-identical to NumPy for
 the basic operations. float64 data is: a float64 (or complex128) argument, array argument or array
 element type (shared, local and constant arrays included), an ``np.float64``/``numba.float64`` value or
-conversion written in the code, in the kernel or in a device function it calls.
+conversion written in the code, or any complex128 value, in the kernel or in a device function it calls.
 
 A kernel that holds none keeps float64 *intermediates* (true division of integers, ``math`` functions of
 integers, Python float literals, which Numba types float64) in float32, as it always has: its MSL is
@@ -64,8 +64,11 @@ def _holds(tf, seen) -> bool:
     if any(_is_float64_data_type(t) for a in tf.argtypes for t in leaves(a)):
         return True
     for name, ty in tf.typemap.items():
-        # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code.
+        # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code, and
+        # any complex128 value (a pair of float64: `1j`, complex(x, y)).
         if isinstance(ty, (types.Array, types.NumberClass)) and _is_float64_data_type(ty):
+            return True
+        if ty == types.complex128:
             return True
     for block in tf.func_ir.blocks.values():
         for stmt in block.body:

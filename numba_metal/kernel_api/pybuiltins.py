@@ -1,5 +1,6 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``len``, ``pow``, ``divmod`` and ``range``.
+``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, and the attributes and
+methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows).
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
 ``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
@@ -73,6 +74,12 @@ class Int(_MetalTemplate):
 def _abs(lc, sig, args):
     (at,) = sig.args
     rt = types.unliteral(sig.return_type)
+    if isinstance(at, types.Complex):
+        # abs(z) is float64 for complex128 (computed exactly), float32 for complex64.
+        z = lc.cast(args[0], at)
+        if at == types.complex128:
+            return Value(lc.library_call("nm_c128_abs", z), types.float64)
+        return Value(lc.library_call("nm_c64_abs", z), types.float32)
     x = lc.cast(args[0], rt)
     if isinstance(rt, types.Integer):
         name = lc.msl_type(rt)
@@ -202,6 +209,38 @@ def _divmod(lc, sig, args):
     remainder = lower_binop(lc, "%", signature(rt.types[1], *sig.args), a, b)
     return Value(msl.aggregate(lc.msl_type(rt), [lc.cast(quotient, rt.types[0]), lc.cast(remainder, rt.types[1])]),
                  rt)
+
+
+@lowering.call(builtins.complex)
+def _complex(lc, sig, args):
+    rt = types.unliteral(sig.return_type)
+    if len(args) == 1:
+        return Value(lc.cast(args[0], rt), rt)
+    part = types.float64 if rt == types.complex128 else types.float32
+    re, im = (lc.cast(a, part) for a in args)
+    if rt == types.complex128:
+        return Value(lc.library_call("nm_c128_make", re, im), rt)
+    return Value(msl.call(msl.COMPLEX64, re, im), rt)
+
+
+#: z.real and z.imag: complex128's library functions, complex64's float2 members.
+_PARTS = {"real": ("nm_c128_real", msl.COMPLEX64_PARTS[0]), "imag": ("nm_c128_imag", msl.COMPLEX64_PARTS[1])}
+
+
+@lowering.attribute(types.Complex, "real", "imag")
+def _complex_part(lc, z, attr, rt):
+    function, member = _PARTS[attr]
+    if types.unliteral(z.type) == types.complex128:
+        return Value(lc.library_call(function, z.expr), types.float64)
+    return Value(msl.member(z.expr, member), types.float32)
+
+
+@lowering.method(types.Complex, "conjugate")
+def _conjugate(lc, sig, z, args):
+    ty = types.unliteral(z.type)
+    if ty == types.complex128:
+        return Value(lc.library_call("nm_c128_conj", z.expr), ty)
+    return Value(lc.library_call("nm_c64_conj", z.expr), ty)
 
 
 @lowering.call(builtins.range)
