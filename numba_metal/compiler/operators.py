@@ -19,6 +19,10 @@ from . import msl
 from .lowering import Value
 
 
+#: The kinds of scalar types: the keys of the implementation tables.
+KINDS = ("bool", "int", "uint", "float16", "float32", "float64", "complex64", "complex128")
+
+
 def kind_of(ty) -> str | None:
     """The kind of a Numba scalar type: the key of the implementation tables."""
     ty = types.unliteral(ty)
