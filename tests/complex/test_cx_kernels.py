@@ -15,6 +15,7 @@ import pytest
 from numba_metal import metal
 from numba_metal.compiler import msl
 from numba_metal.errors import UnsupportedFeatureError
+from tests.float64.kernel_rows import njit_rows, rows_kernel
 
 N = 1024
 
@@ -41,36 +42,9 @@ def _predicates(a, b):
     return (a == b, a != b, a == a.conjugate(), bool(a))
 
 
-def _rows_kernel(dev):
-    @metal.jit
-    def kernel(x, y, out):
-        i = metal.grid(1)
-        if i < x.size:
-            r = dev(x[i], y[i])
-            for k in range(len(r)):
-                out[k, i] = r[k]
-    return kernel
-
-
-def _njit_rows(fn, n, dtype, x, y):
-    jfn = numba.njit(error_model="numpy")(fn)
-
-    @numba.njit(error_model="numpy")
-    def run(x, y, out):
-        for i in range(x.size):
-            r = jfn(x[i], y[i])
-            for k in range(len(r)):
-                out[k, i] = r[k]
-
-    out = np.zeros((n, x.size), dtype)
-    with np.errstate(all="ignore"):
-        run(x, y, out)
-    return out
-
-
-_ARITH_KERNEL = _rows_kernel(metal.jit(device=True)(_arith))
-_MIXED_KERNEL = _rows_kernel(metal.jit(device=True)(_mixed))
-_PREDICATE_KERNEL = _rows_kernel(metal.jit(device=True)(_predicates))
+_ARITH_KERNEL = rows_kernel(metal.jit(device=True)(_arith))
+_MIXED_KERNEL = rows_kernel(metal.jit(device=True)(_mixed))
+_PREDICATE_KERNEL = rows_kernel(metal.jit(device=True)(_predicates))
 
 
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
@@ -82,8 +56,8 @@ def test_arithmetic_parts_conjugate_and_constructor_bit_for_bit_as_njit(dtype):
     _ARITH_KERNEL[N // 128, 128](x, y, out)
     _MIXED_KERNEL[N // 128, 128](x, y, mixed)
     metal.synchronize()
-    _same(out, _njit_rows(_arith, 6, dtype, x, y))
-    _same(mixed, _njit_rows(_mixed, 2, np.complex128, x, y))
+    _same(out, njit_rows(_arith, 6, dtype, x, y))
+    _same(mixed, njit_rows(_mixed, 2, np.complex128, x, y))
 
 
 def _same(got, want):
@@ -102,7 +76,7 @@ def test_comparisons_and_truth_as_njit():
     out = np.zeros((4, N), np.bool_)
     _PREDICATE_KERNEL[N // 128, 128](x, y, out)
     metal.synchronize()
-    np.testing.assert_array_equal(out, _njit_rows(_predicates, 4, np.bool_, x, y))
+    np.testing.assert_array_equal(out, njit_rows(_predicates, 4, np.bool_, x, y))
 
 
 @metal.jit
@@ -205,5 +179,5 @@ def test_vectorize_over_complex():
     z = _complex_values(8, np.complex128)
     s = np.linspace(0.5, 2.0, N)
     got = np.asarray(scale_rotate(z, s))
-    want = _njit_rows(lambda a, b: (a * b * 1j,), 1, np.complex128, z, s)[0]
+    want = njit_rows(lambda a, b: (a * b * 1j,), 1, np.complex128, z, s)[0]
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))

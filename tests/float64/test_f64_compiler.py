@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import f64_vectors as V
+from kernel_rows import njit_rows, rows_kernel
 from numba_metal import metal
-from numba_metal.compiler import driver, libraries, msl
+from numba_metal.compiler import libraries, msl
 from numba_metal.errors import UnsupportedFeatureError
 from numba_metal.kernel_api import functions as F
 
@@ -74,36 +75,8 @@ _NB = 15
 _NP = 11
 
 
-def _rows_kernel(dev):
-    """A kernel writing the tuple ``dev(x[i], y[i])`` to column i of ``out``, one row per item."""
-    @metal.jit
-    def kernel(x, y, out):
-        i = metal.grid(1)
-        if i < x.size:
-            r = dev(x[i], y[i])
-            for k in range(len(r)):
-                out[k, i] = r[k]
-    return kernel
-
-
-_binary_kernel = _rows_kernel(_binary_dev)
-_predicate_kernel = _rows_kernel(_predicates_dev)
-
-
-def _reference(fn, nout, dtype, x, y):
-    jfn = numba.njit(error_model="numpy")(fn)
-
-    @numba.njit(error_model="numpy")
-    def run(x, y, out):
-        for i in range(x.size):
-            r = jfn(x[i], y[i])
-            for k in range(len(r)):
-                out[k, i] = r[k]
-
-    out = np.zeros((nout, x.size), dtype)
-    with np.errstate(all="ignore"):
-        run(x, y, out)
-    return out
+_binary_kernel = rows_kernel(_binary_dev)
+_predicate_kernel = rows_kernel(_predicates_dev)
 
 
 def test_arithmetic_and_math_operations_are_bit_exact_against_njit():
@@ -111,7 +84,7 @@ def test_arithmetic_and_math_operations_are_bit_exact_against_njit():
     y = np.random.default_rng(2).permutation(_values(3))
     out = np.zeros((_NB, N))
     _launch(_binary_kernel, N, x, y, out)
-    want = _reference(_binary_ops, _NB, np.float64, x, y)
+    want = njit_rows(_binary_ops, _NB, np.float64, x, y)
     # glibc's pow(sNaN, 0) is NaN (IEEE 754-2019 9.2.1: the signaling NaN signals); the library's is 1,
     # C99 Annex F's pow(x, 0) for any x (docs/limitations.md).
     signaling = np.isnan(x) & ((x.view(np.uint64) & np.uint64(1 << 51)) == 0) & (y == 0)
@@ -127,7 +100,7 @@ def test_comparisons_and_predicates_are_exact_against_njit():
     y[1::7] = -x[1::7]   # -0.0 == 0.0, x == -x
     out = np.zeros((_NP, N), np.bool_)
     _launch(_predicate_kernel, N, x, y, out)
-    want = _reference(_predicates, _NP, np.bool_, x, y)
+    want = njit_rows(_predicates, _NP, np.bool_, x, y)
     for k in range(_NP):
         _same_bits(out[k], want[k])
 
@@ -335,7 +308,7 @@ def _unary_math_kernel(name):
     return metal.jit(k)
 
 
-def _njit_reference(name, x):
+def _njit_math(name, x):
     fn = getattr(math, name)
 
     @numba.njit(error_model="numpy")
@@ -364,7 +337,7 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
     if f"math.{name}" in R.REFERENCES:
         errors = [R.ulp_error(float(o), R.reference(f"math.{name}", float(v))) for o, v in zip(out, x)]
     else:   # exact functions (sqrt, fabs, degrees ...): Numba's njit is the reference
-        want = _njit_reference(name, x)
+        want = _njit_math(name, x)
         errors = [0.0 if (o == w or (math.isnan(o) and math.isnan(w))) else
                   abs(float(np.float64(o).view(np.int64)) - float(np.float64(w).view(np.int64)))
                   for o, w in zip(out, want)]
@@ -374,7 +347,7 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
         with np.errstate(all="ignore"):
             want_special = _NUMPY_SPECIALS[name](special)
     else:
-        want_special = _njit_reference(name, special)
+        want_special = _njit_math(name, special)
     _same_bits(out[x.size:], want_special, any_nan=True, what=f"{name} of 0, -0, inf, -inf, nan")
 
 
@@ -558,7 +531,7 @@ def _divmod_pair(a, b):
 _divmod_dev = metal.jit(device=True)(_divmod_pair)
 
 
-_divmod_kernel = _rows_kernel(_divmod_dev)
+_divmod_kernel = rows_kernel(_divmod_dev)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
@@ -570,7 +543,7 @@ def test_divmod_is_floor_division_and_modulo_as_njit(dtype):
         x, y = rng.integers(-1000, 1000, N), rng.integers(-9, 9, N)
     out = np.zeros((2, N), dtype)
     _launch(_divmod_kernel, N, x, y, out)
-    want = _reference(_divmod_pair, 2, dtype, x, y)
+    want = njit_rows(_divmod_pair, 2, dtype, x, y)
     for k in range(2):
         _same_bits(out[k], want[k], any_nan=True, what=f"divmod {k}")
 
