@@ -52,16 +52,17 @@ def leaves(ty):
 def holds_float64_data(tf) -> bool:
     """True if the typed function ``tf`` (a kernel's or a device function's), or a device function it
     calls, holds float64 data (see the module docstring)."""
-    return _holds(tf, set())
+    return _holds(tf, set(), own_arguments=True)
 
 
-def _holds(tf, seen) -> bool:
+def _holds(tf, seen, own_arguments=False) -> bool:
     import numpy as np
     from numba.core import ir, types
     if id(tf) in seen:
         return False
     seen.add(id(tf))
-    if any(_is_float64_data_type(t) for a in tf.argtypes for t in leaves(a)):
+    # A device function's float64 parameters hold what its callers pass: data only where the caller holds it.
+    if own_arguments and any(_is_float64_data_type(t) for a in tf.argtypes for t in leaves(a)):
         return True
     for name, ty in tf.typemap.items():
         # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code, and
