@@ -563,3 +563,17 @@ def test_python_literals_next_to_float32_data_stay_float32_in_a_float64_kernel()
     _launch(kernel, 200, x64, x32, out32, out64)
     _same_bits(out32, x32 * np.float32(0.1) + np.float32(2) - x32 / np.float32(3.0), what="float32 with literals")
     _same_bits(out64, x64 * 0.1 + 2, what="float64 with literals")
+
+
+def test_a_device_functions_float64_parameters_are_not_float64_data_of_their_caller():
+    @metal.jit(device=True)
+    def twice(x):
+        return x * 2.0
+
+    def kernel(a, out):
+        i = metal.grid(1)
+        out[i] = twice(a[i] * 1.0)   # a float64 intermediate passed on: still a float32 kernel
+
+    assert msl.FLOAT64 not in metal.compile_msl(kernel, "void(float32[:], float32[:])")
+    assert msl.FLOAT64 in metal.compile_msl(twice, "float64(float64)", device=True)
+    assert msl.FLOAT64 in metal.compile_msl(kernel, "void(float64[:], float64[:])")
