@@ -4,7 +4,12 @@ operation in hardware float32; and nanoseconds per call of every function of the
 (float64_math.metal) and of the complex128 cmath functions (complex.metal), beside their float32 and complex64
 versions.
 
-    python benchmarks/perf_float64.py [--device N] [--json out.json] [--quick] [--no-math]
+    python benchmarks/perf_float64.py [--device N] [--json out.json] [--quick] [--no-math] [--no-kernels]
+
+Last, two kernels written in Python and compiled by numba-metal (`@metal.jit`), once on float64 arrays
+(emulated float64) and once on float32 arrays: axpy (streaming, 3 memory accesses per 2 operations) and
+Horner evaluation of a degree-16 polynomial (compute-bound), wall time per element and the float64/float32
+ratio on the default device (NUMBA_METAL_DEVICE).
 
 Each figure times a kernel in which every thread runs a chain of dependent steps (each step needs the
 previous result, so neither clang nor a GPU can overlap or vectorise them; the loop's own bookkeeping
@@ -279,12 +284,68 @@ def replay(name: str, init, threads: int, steps: int) -> np.ndarray:
     return acc.view(np.uint64)
 
 
+def compiled_kernel_benchmarks(quick: bool) -> dict:
+    """ns per element of axpy and of a degree-16 Horner polynomial compiled by numba-metal, float64 (emulated)
+    and float32, and their ratio; float64 results checked against NumPy bit for bit."""
+    from numba_metal import metal
+
+    @metal.jit
+    def axpy(a, x, y, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    @metal.jit
+    def horner(coeffs, x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            v = x[i]
+            acc = coeffs[0]
+            for k in range(1, coeffs.size):
+                acc = acc * v + coeffs[k]
+            out[i] = acc
+
+    n = 1 << (16 if quick else 20)
+    repeats = 3 if quick else 7
+    rng = np.random.default_rng(1)
+    results = {}
+    for dtype in (np.float64, np.float32):
+        x = metal.to_device(rng.uniform(-1, 1, n).astype(dtype))
+        y = metal.to_device(rng.uniform(-1, 1, n).astype(dtype))
+        coeffs = metal.to_device(rng.uniform(-1, 1, 17).astype(dtype))
+        out = metal.device_array(n, dtype)
+        a = dtype(1.5)
+        launches = {"axpy": lambda: axpy[(n + 255) // 256, 256](a, x, y, out),
+                    "polynomial": lambda: horner[(n + 255) // 256, 256](coeffs, x, out)}
+        for name, launch in launches.items():
+            launch()
+            metal.synchronize()
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                launch()
+                metal.synchronize()
+                times.append(time.perf_counter() - t0)
+            results.setdefault(name, {})[np.dtype(dtype).name] = summary([t / n * 1e9 for t in times])
+            if dtype == np.float64 and name == "axpy":
+                want = a * x.copy_to_host() + y.copy_to_host()
+                assert np.array_equal(out.copy_to_host().view(np.uint64), want.view(np.uint64))
+    print(f"\nkernels compiled by numba-metal, {n} elements; wall ns per element (median of {repeats})")
+    print(f"{'kernel':12s} {'float64':>10s} {'float32':>10s} {'ratio':>8s}")
+    for name, row in results.items():
+        row["ratio_f64_to_f32"] = row["float64"]["median"] / max(row["float32"]["median"], 1e-6)
+        print(f"{name:12s} {row['float64']['median']:10.2f} {row['float32']['median']:10.2f} "
+              f"{row['ratio_f64_to_f32']:7.1f}x")
+    return results
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", type=int, default=None, help="device index (default: the CPU reference device)")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--quick", action="store_true", help="fewer threads and repetitions (a smoke run)")
     ap.add_argument("--no-math", action="store_true", help="only the basic operations")
+    ap.add_argument("--no-kernels", action="store_true", help="without the kernels compiled by numba-metal")
     args = ap.parse_args(argv)
     index = args.device if args.device is not None else [d.index for d in rt.list_devices() if d.kind == "cpu"][0]
     dev = rt.open_device(index)
@@ -328,8 +389,9 @@ def main(argv=None) -> int:
               f"{row['ratio_f64_to_f32']:7.1f}x")
     math = None if args.no_math else math_benchmarks(dev, queue, args.quick)
     queue.release()
+    kernels = None if args.no_kernels else compiled_kernel_benchmarks(args.quick)
     write_json(args.json, {"machine": info, "threads": threads, "steps": steps, "repeats": repeats,
-                           "ns_per_op": rows, "math": math})
+                           "ns_per_op": rows, "math": math, "kernels": kernels})
     return 0
 
 

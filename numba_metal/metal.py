@@ -37,16 +37,17 @@ from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 
 
-def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False) -> str:
+def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, float64=None) -> str:
     """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
     ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
-    compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)"""
+    compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)
+    ``float64="exact"``: see ``jit``."""
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     argtypes, _ = _normalize_signature(signature)
     if device:
-        return driver.compile_device_function(pyfunc, argtypes)
-    return driver.compile_kernel(pyfunc, argtypes, debug=debug).source
+        return driver.compile_device_function(pyfunc, argtypes, float64=float64)
+    return driver.compile_kernel(pyfunc, argtypes, debug=debug, float64=float64).source
 
 
 def math_functions() -> frozenset[str]:

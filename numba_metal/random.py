@@ -1,8 +1,10 @@
 """Device-side random numbers: xoroshiro128+, the generator of ``numba.cuda.random``.
 
 For the same seed the streams are those of ``numba.cuda.random``: the same states, the same uint64
-sequence and the same float32 uniforms bit for bit; normal values go through the device's
-``log``/``sqrt``/``cos`` and so agree to within a few ulp.
+sequence and the same float32 and float64 uniforms bit for bit; normal values go through ``log``/
+``sqrt``/``cos`` (the device's float32 ones, and the emulated float64 math library's for the float64
+normals, which numba.cuda computes from float32 uniforms and a float32 log) and agree to within a few
+ulp.
 
 One difference: the states array is a ``(n, 2)`` uint64 device array (``states[i, 0]`` is ``s0``,
 ``states[i, 1]`` is ``s1``) rather than a 1-d array of a record dtype, because numba-metal kernels do
@@ -24,7 +26,6 @@ import math
 import numba
 import numpy as np
 
-from numba_metal.errors import UnsupportedFeatureError
 from numba_metal.host.arrays import device_array
 from numba_metal.host.decorators import jit
 
@@ -46,6 +47,11 @@ _JUMP1 = np.uint64(0xD86B048B86AA9922)
 _TWO_NEG53 = np.float32(2.0 ** -53)
 _TWO_PI = np.float32(2 * math.pi)
 _MINUS_TWO = np.float32(-2.0)
+# float64 constants: np.float64 values make the kernels that call the float64 generators compute
+# float64 exactly (compiler/precision.py).
+_TWO_NEG53_F64 = np.float64(2.0 ** -53)
+_TWO_PI_F64 = np.float64(2 * math.pi)
+_MINUS_TWO_F64 = np.float64(-2.0)
 
 
 @jit(device=True)
@@ -79,6 +85,22 @@ def xoroshiro128p_normal_float32(states, index):
     u1 = xoroshiro128p_uniform_float32(states, index)
     u2 = xoroshiro128p_uniform_float32(states, index)
     return math.sqrt(_MINUS_TWO * math.log(u1)) * math.cos(_TWO_PI * u2)
+
+
+@jit(device=True)
+def xoroshiro128p_uniform_float64(states, index):
+    """A float64 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit: the top 53 bits
+    times 2**-53, exact)."""
+    return np.float64(xoroshiro128p_next(states, index) >> _U11) * _TWO_NEG53_F64
+
+
+@jit(device=True)
+def xoroshiro128p_normal_float64(states, index):
+    """A standard-normal float64 from generator ``index``: numba.cuda's Box–Muller exactly as it computes
+    it, from two *float32* uniforms (so the same stream), log in float32, the rest in float64."""
+    u1 = xoroshiro128p_uniform_float32(states, index)
+    u2 = xoroshiro128p_uniform_float32(states, index)
+    return math.sqrt(_MINUS_TWO_F64 * math.log(u1)) * math.cos(_TWO_PI_F64 * u2)
 
 
 @jit(device=True)
@@ -161,16 +183,6 @@ def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
     return states
 
 
-_FLOAT64 = {"xoroshiro128p_uniform_float64": "xoroshiro128p_uniform_float32",
-            "xoroshiro128p_normal_float64": "xoroshiro128p_normal_float32"}
-
-
-def __getattr__(name):
-    if name in _FLOAT64:
-        raise UnsupportedFeatureError(f"numba_metal.random.{name}: Apple GPUs have no float64; use "
-                                      f"{_FLOAT64[name]} (the same stream, rounded to float32)")
-    raise AttributeError(f"module 'numba_metal.random' has no attribute {name!r}")
-
-
 __all__ = ["create_xoroshiro128p_states", "init_xoroshiro128p_states", "xoroshiro128p_next",
-           "xoroshiro128p_jump", "xoroshiro128p_uniform_float32", "xoroshiro128p_normal_float32"]
+           "xoroshiro128p_jump", "xoroshiro128p_uniform_float32", "xoroshiro128p_normal_float32",
+           "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float64"]

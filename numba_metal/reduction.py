@@ -171,11 +171,8 @@ def _as_1d_device_array(arr, stream):
     else:
         raise NumbaMetalError(f"reductions take a NumPy or device array, not {type(arr).__name__}")
     dtype = arr.dtype
-    if dtype == np.float64:
-        raise UnsupportedFeatureError("reducing a float64 array: Apple GPUs have no float64; convert it "
-                                      "with .astype(np.float32)")
     if dtype.kind not in "iuf":
-        raise UnsupportedFeatureError(f"reductions support integer and float32 arrays, not {dtype}")
+        raise UnsupportedFeatureError(f"reductions support integer and floating-point arrays, not {dtype}")
     if arr.ndim != 1:
         raise NumbaMetalError(f"reductions take a 1-d array, not a {arr.ndim}-d one; pass arr.ravel()")
     return dev if dev is not None else _arrays.to_device(arr, stream=stream)

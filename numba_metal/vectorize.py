@@ -62,18 +62,11 @@ def _parse_signature(sig):
 
 
 def _np_dtype(nbtype) -> np.dtype:
-    """The NumPy dtype of a Numba scalar or array type, refusing what Metal lacks."""
+    """The NumPy dtype of a Numba scalar or array type."""
     from numba.core import types
     from numba.np.numpy_support import as_dtype
     scalar = nbtype.dtype if isinstance(nbtype, types.Array) else nbtype
-    dtype = as_dtype(scalar)
-    if dtype == np.float64:
-        raise UnsupportedFeatureError(f"the signature type {nbtype} is float64, which Apple GPUs do not "
-                                      "have; use float32")
-    if dtype.kind == "c":
-        raise UnsupportedFeatureError(f"the signature type {nbtype} is complex, which Metal kernels do "
-                                      "not support")
-    return dtype
+    return as_dtype(scalar)
 
 
 def _operand_dtype(value) -> np.dtype:
@@ -84,11 +77,7 @@ def _operand_dtype(value) -> np.dtype:
         return np.dtype(np.int64)
     if isinstance(value, float):
         return np.dtype(np.float32)  # Python floats are float32 in Metal kernels
-    dtype = np.asarray(value).dtype if not _arrays.is_device_array(value) else value.dtype
-    if dtype == np.float64:
-        raise UnsupportedFeatureError("a float64 argument: Apple GPUs have no float64; convert it with "
-                                      ".astype(np.float32)")
-    return dtype
+    return np.asarray(value).dtype if not _arrays.is_device_array(value) else value.dtype
 
 
 def _lazy_dtypes(values) -> tuple:
@@ -98,11 +87,18 @@ def _lazy_dtypes(values) -> tuple:
     dtypes = []
     for v in values:
         if isinstance(v, (bool, int, float)) and arrays and not isinstance(v, np.generic):
-            dtype = np.result_type(*arrays, v)
-            dtypes.append(np.dtype(np.float32) if dtype == np.float64 else dtype)
+            dtypes.append(_without_float64_data(np.result_type(*arrays, v), arrays))
         else:
             dtypes.append(_operand_dtype(v))
     return tuple(dtypes)
+
+
+def _without_float64_data(dtype: np.dtype, operands) -> np.dtype:
+    """``dtype``, except that float64 made from operands that hold no float64 (a Python float next to
+    float32 or integer arrays, ``x / 2`` of an integer) is float32, as in a kernel (precision.py)."""
+    if dtype == np.float64 and not any(np.dtype(d) == np.float64 for d in operands):
+        return np.dtype(np.float32)
+    return dtype
 
 
 def _casts_safely(value, to: np.dtype) -> bool:
@@ -386,8 +382,7 @@ class MetalUFunc:
     def _result_dtype(self, ins) -> np.dtype:
         argtypes = tuple(_numba_scalar(d) for d in ins)
         from numba.np.numpy_support import as_dtype
-        dtype = as_dtype(self._devfn.typed(argtypes).return_type)
-        return np.dtype(np.float32) if dtype == np.float64 else dtype
+        return _without_float64_data(as_dtype(self._devfn.typed(argtypes).return_type), ins)
 
     def _kernel(self, scalars, ndim, ins):
         key = (scalars, ndim, ins)

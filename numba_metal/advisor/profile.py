@@ -52,7 +52,8 @@ class _Recorder:
                        argtypes=", ".join(map(str, f.get("argtypes") or ())))
         elif event.kind == "launch":
             rec.update(name=str(f.get("name")), grid=[int(x) for x in f.get("grid", ())],
-                       block=[int(x) for x in f.get("block", ())], device_start_ns=None, device_end_ns=None)
+                       block=[int(x) for x in f.get("block", ())], device_start_ns=None, device_end_ns=None,
+                       emulated_float64=bool(f.get("emulated_float64")))
         elif event.kind == "copy":
             rec.update(direction=str(f.get("direction")), nbytes=int(f.get("nbytes", 0)))
         elif event.kind == "alloc":
@@ -262,6 +263,11 @@ def run(script: str | None, pytest_path: str | None, script_args: list[str], int
                          + ("the program does not honour NUMBA_METAL_ADVISOR_BASELINE=1, so the 'baseline' is not "
                             "a CPU baseline." if mode != "workload" else "cpu() uses numba-metal."))
     metal_run = next((r for r in runs if r["role"] == "metal"), None)
+    emulated = sorted({e["name"] for r in runs for e in r["events"] if e["kind"] == "launch" and e.get("emulated_float64")})
+    if emulated:
+        notes.append(f"Kernel(s) {', '.join(emulated)} compute float64 in software (emulated IEEE binary64, exact but "
+                     "many integer instructions per operation; docs/performance.md): use float32 data where its "
+                     "precision suffices.")
     roof = None
     if metal_run is not None:
         from .timeline import device_busy_ns

@@ -104,10 +104,10 @@ CHANGES = {r.id: r for r in [
          "def f(a):\n    s = 0.0\n    for x in a:\n        s += x\n    a[0] = s\n"),
     Rule("slice", "array slices: use index arithmetic (kernels index elements)",
          "def f(a):\n    b = a[1:]\n    a[0] = b[0]\n"),
-    Rule("float64", "float64: Apple GPUs have no float64; numba-metal computes in float32 (check the "
-         "precision you need)",
+    Rule("float64", "float64: Apple GPUs have no float64; numba-metal computes float64 data exactly in "
+         "software (emulated, many times slower than float32): use float32 where its precision suffices",
          "def f(a):\n    a[0] = 1.0\n"),
 ]}
-#: The float64 change is a precision warning, not a construct the compiler refuses inside a body
-#: (only float64 arguments are refused); its probe is checked with a float64 signature instead.
+#: The float64 change is a speed change, not a construct the compiler refuses: float64 data compiles to
+#: the emulated float64 library; its probe is checked with a float64 signature.
 FLOAT64_PROBE_SIGNATURE = "void(float64[:])"

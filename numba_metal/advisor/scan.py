@@ -28,7 +28,8 @@ UNKNOWNS = [
     "argument types, unless a decorator gives a signature",
     "how often each function is called and its share of the program's run time",
     "data transfer between host and device, and whether data can stay on the device",
-    "whether the results need float64 precision (Apple GPUs compute in float32)",
+    "whether the results need float64 precision (float64 is exact on Apple GPUs but emulated in software, "
+    "many times slower than float32)",
     "whether loop iterations that write the same element conflict (scan assumes indexed stores by the "
     "loop variable are independent)",
 ]

@@ -198,7 +198,7 @@ _EVENT = _obj({"kind": {"type": "string", "enum": ["compile", "launch", "copy", 
               {"name": _STR, "stage": _STR, "from_cache": _BOOL, "direction": _STR, "nbytes": _INT,
                "what": _STR, "device_start_ns": {"type": ["integer", "null"]},
                "device_end_ns": {"type": ["integer", "null"]}, "grid": _arr(_INT), "block": _arr(_INT),
-               "argtypes": _STR})
+               "argtypes": _STR, "emulated_float64": _BOOL})
 
 _RUN = _obj({"label": _STR, "role": {"type": "string", "enum": ["baseline", "metal"]},
              "command": _STR, "exit_code": _INT, "wall_ns": _INT, "interval_ms": _NUM,

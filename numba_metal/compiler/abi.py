@@ -39,7 +39,7 @@ MAX_THREADGROUP_MEMORY = 32 * 1024
 SCALAR_LAYOUT = {
     "bool": (1, "?"), "char": (1, "b"), "short": (2, "h"), "int": (4, "i"), "long": (8, "q"),
     "uchar": (1, "B"), "ushort": (2, "H"), "uint": (4, "I"), "ulong": (8, "Q"), "half": (2, "e"),
-    "float": (4, "f"),
+    "float": (4, "f"), "nm_f64": (8, "d"),
 }
 
 #: The built-in inputs every kernel declares, as (kernel-environment member, MSL type, attribute).

@@ -159,8 +159,8 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     element = msl.index(_data(base), _offset(base, comps))
     dtype = bty.dtype
     if cond:
-        return Value(msl.select(cond, element, msl.cast(lc.msl_type(dtype), "0")), dtype)
-    return Value(element, dtype)
+        element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
+    return Value(lc.load(dtype, element), dtype)
 
 
 def _static_tuple_item(lc, base: Value, index, tty) -> Value:
@@ -192,7 +192,7 @@ def lower_setitem(lc, stmt) -> None:
         lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    value = lc.cast(lc.value(stmt.value), tty.dtype)
+    value = lc.store(tty.dtype, lc.cast(lc.value(stmt.value), tty.dtype))
     comps, cond = _components(lc, target, idx, _array_name(stmt.target))
     store = msl.assign(msl.index(_data(target), _offset(target, comps)), value)
     lc.emit(msl.if_statement(cond, store) if cond else store)

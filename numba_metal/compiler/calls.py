@@ -3,7 +3,7 @@ scalar constructors, and device functions."""
 
 from __future__ import annotations
 
-from numba.core import types
+from numba.core import ir, types
 
 from . import msl
 from .devicefn import DeviceFunctionBase
@@ -15,6 +15,8 @@ def lower_call(lc, expr) -> Value | None:
         lc.error("calls with **kwargs are not supported in Metal kernels")
     sig = lc.calltypes.get(expr)
     fnty = lc.typemap[expr.func.name]
+    if isinstance(fnty, types.BoundFunction):
+        return _lower_method(lc, expr, fnty, sig)
     callee = lc.resolve(expr.func)
     args = [lc.value(a) for a in expr.args]
     if expr.vararg is not None:
@@ -54,3 +56,18 @@ def lower_call(lc, expr) -> Value | None:
     elif callable(callee):
         hint = "; to call your own function from a kernel, decorate it with @metal.jit(device=True)"
     lc.error(f"calling {name} is not supported in Metal kernels{hint}")
+
+
+def _lower_method(lc, expr, fnty, sig) -> Value | None:
+    """``value.name(args)``: the lowering registered for the receiver's type and the method's name."""
+    d = lc.func_ir.get_definition(expr.func)
+    while isinstance(d, ir.Var):
+        d = lc.func_ir.get_definition(d)
+    if not (isinstance(d, ir.Expr) and d.op == "getattr"):
+        lc.error("cannot tell at compile time which method is called")
+    fn = lowerings.find_method(types.unliteral(fnty.this), d.attr)
+    if fn is None:
+        lc.error(f"the method {d.attr}() of {fnty.this} is not supported in Metal kernels")
+    if expr.kws or expr.vararg is not None:
+        lc.error(f"{d.attr}() takes positional arguments only in Metal kernels")
+    return fn(lc, sig, lc.value(d.value), [lc.value(a) for a in expr.args])

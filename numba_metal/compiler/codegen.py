@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, kernel_io, msl, operators, records
+from . import abi, arrays, calls, constants, conversions, kernel_io, libraries, msl, operators, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -45,13 +45,18 @@ class ModuleBuilder:
     """Collects everything one MSL translation unit needs, then renders it in dependency order.
 
     ``coherent``: device memory is declared ``coherent(device)`` (a function of the module fences
-    device memory across threadgroups; see ``lower_kernel``).
+    device memory across threadgroups; see ``lower_kernel``). ``exact_float64``: float64 values are
+    IEEE binary64 computed by the emulated library (the kernel holds float64 data, or asked for it);
+    otherwise they are float32 (see ``precision.py``).
     """
 
-    def __init__(self, kernel_name: str, *, debug: bool = False, coherent: bool = False):
+    def __init__(self, kernel_name: str, *, debug: bool = False, coherent: bool = False,
+                 exact_float64: bool = False):
         self.kernel_name = kernel_name
         self.debug = debug
         self.coherent = coherent
+        self.exact_float64 = exact_float64
+        self.library_sections: set[str] = set()   # sections of msl.FLOAT64_LIBRARY the code calls
         self.fences_device_memory = False
         self.language_version = msl.ANY_VERSION   # the newest MSL version its code needs
         self.snippets: set[str] = {"base", "env"}
@@ -82,6 +87,15 @@ class ModuleBuilder:
     def need_mathlib(self) -> None:
         self.uses_mathlib = True
 
+    def need_library_function(self, function: str) -> None:
+        """Include the section of the emulated float64 library (or its math and complex libraries) that
+        defines ``function``."""
+        self.library_sections.add(libraries.section_of(function))
+
+    def is_float64(self, ty) -> bool:
+        """True if ``ty`` is float64 computed exactly (the emulated library's ``nm_f64``)."""
+        return self.exact_float64 and types.unliteral(ty) == types.float64
+
     # -- types -----------------------------------------------------------------------------
 
     def type_name(self, ty) -> str | None:
@@ -99,6 +113,14 @@ class ModuleBuilder:
     def _type_name(self, ty) -> str | None:
         if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
             ty = ty.literal_type
+        if self.is_float64(ty):
+            self.need_library_function("nm_f64_from_bits")
+            return msl.FLOAT64
+        if ty == types.complex128:
+            self.need_library_function("nm_c128_make")
+            return msl.COMPLEX128
+        if ty == types.complex64:
+            return msl.COMPLEX64
         name = msl.scalar_type(ty)
         if name is not None:
             return name
@@ -163,12 +185,18 @@ class ModuleBuilder:
         return known
 
     def element_type_name(self, dtype) -> str:
+        """The MSL type an array of ``dtype`` holds in memory (float64: its bit pattern)."""
         if isinstance(dtype, types.Record):
             return self.record_layout(dtype).struct
+        if self.is_float64(dtype):
+            self.need_library_function("nm_f64_from_bits")
+            return msl.FLOAT64_STORAGE
+        if dtype == types.complex128:
+            self.need_library_function("nm_c128_make")
+            return msl.COMPLEX128_STORAGE
+        if dtype == types.complex64:
+            return msl.COMPLEX64
         name = msl.scalar_type(dtype)
-        if dtype == types.float64:
-            raise UnsupportedFeatureError(f"arrays of {dtype} are not supported on Metal (Apple GPUs have no "
-                                          "float64); use float32")
         if name is None:
             raise UnsupportedFeatureError(f"arrays of {dtype} are not supported in Metal kernels")
         return name
@@ -229,8 +257,12 @@ class ModuleBuilder:
         parts = [msl.HEADER]
         for snippet in msl.PRELUDE.closure(self.snippets):
             parts.append(msl.PRELUDE.text(snippet))
-        if self.uses_mathlib:
+        library = msl.FLOAT64_LIBRARY.closure(self.library_sections)
+        if self.uses_mathlib or msl.MATHLIB_SECTION in library:
             parts.append(msl.mathlib_text())
+        for section in library:
+            if section != msl.MATHLIB_SECTION:
+                parts.append(msl.FLOAT64_LIBRARY.text(section))
         parts.extend(d + "\n" for d in self._definitions)
         parts.extend(f + "\n" for f in self._functions)
         parts.append(self.kernel_text)
@@ -308,6 +340,49 @@ class FunctionLowering:
     def need_mathlib(self) -> None:
         """Include numba-metal's math library."""
         self.module.need_mathlib()
+
+    def library_call(self, function: str, *args: str) -> str:
+        """A call of an entry point of the emulated float64, float64 math or complex library (its
+        section is included)."""
+        self.module.need_library_function(function)
+        return msl.call(function, *args)
+
+    def is_float64(self, ty) -> bool:
+        """True if values of ``ty`` are float64 computed exactly (``nm_f64``, the emulated library):
+        float64 in a kernel that holds float64 data; elsewhere float64 is computed in float32."""
+        return self.module.is_float64(ty)
+
+    def op_kind(self, ty) -> str | None:
+        """The kind of a scalar type that selects its row in the operation tables (operators.py, the
+        math table): float64 computed in float32 takes float32's."""
+        kind = operators.kind_of(ty)
+        return "float32" if kind == "float64" and not self.module.exact_float64 else kind
+
+    def element_type(self, dtype) -> str:
+        """The MSL type an array of ``dtype`` holds in memory."""
+        try:
+            return self.module.element_type_name(dtype)
+        except UnsupportedFeatureError as e:
+            self.error(e.message)
+
+    def load(self, dtype, stored: str) -> str:
+        """The value of type ``dtype`` of an array element read as ``stored``."""
+        if self.is_float64(dtype):
+            return self.library_call("nm_f64_from_bits", stored)
+        if types.unliteral(dtype) == types.complex128:
+            parts = [self.library_call("nm_f64_from_bits", msl.member(stored, p)) for p in msl.COMPLEX64_PARTS]
+            return self.library_call("nm_c128_make", *parts)
+        return stored
+
+    def store(self, dtype, value: str) -> str:
+        """What an array of ``dtype`` holds for ``value`` (already of type ``dtype``)."""
+        if self.is_float64(dtype):
+            return msl.member(value, msl.FLOAT64_BITS)
+        if types.unliteral(dtype) == types.complex128:
+            z = self.tmp(types.complex128, value)
+            return msl.call(msl.COMPLEX128_STORAGE, *(msl.member(msl.member(z, p), msl.FLOAT64_BITS)
+                                                      for p in msl.COMPLEX128_PARTS))
+        return value
 
     def msl_type(self, ty) -> str:
         try:
@@ -563,11 +638,7 @@ class FunctionLowering:
                                                    ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
                 continue
             for path, sty in _flatten_scalars(ty):
-                if sty == types.float64:
-                    raise UnsupportedFeatureError(
-                        f"argument '{argname}' is float64, which Apple GPUs do not have; pass "
-                        "np.float32 (a Python float is passed as float32)", self.tf.location)
-                mtype = msl.scalar_type(sty)
+                mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)
                 if mtype is None:
                     raise UnsupportedFeatureError(
                         f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
@@ -633,7 +704,10 @@ class FunctionLowering:
         if isinstance(ty, types.BaseTuple):
             items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
             return msl.aggregate(self.msl_type(ty), items)
-        return msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
+        field = msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
+        # A float64 is copied out of constant memory as its bits (the struct itself is not copied
+        # across address spaces).
+        return self.load(ty, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(ty) else field
 
     # -- structured control flow -----------------------------------------------------------
 
@@ -932,28 +1006,29 @@ def _flatten_scalars(ty, path=()):
 # ---------------------------------------------------------------------------------------------
 
 
-def lower_kernel(tf: TypedFunction, *, debug: bool = False) -> tuple[str, abi.KernelABI]:
-    """MSL source and ABI of a kernel.
+def lower_kernel(tf: TypedFunction, *, debug: bool = False,
+                 exact_float64: bool = False) -> tuple[str, abi.KernelABI]:
+    """MSL source and ABI of a kernel (``exact_float64``: see ``ModuleBuilder``).
 
     A kernel whose code (or a device function it calls) fences device memory across threadgroups is
     lowered a second time with every device pointer ``coherent(device)``: the fence is found while
     lowering, after types are already spelt.
     """
-    source, kernel_abi, module = _lower_kernel(tf, debug, coherent=False)
+    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64)
     if module.fences_device_memory:
-        source, kernel_abi, module = _lower_kernel(tf, debug, coherent=True)
+        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64)
     return source, kernel_abi
 
 
-def _lower_kernel(tf, debug, coherent):
-    module = ModuleBuilder(tf.name, debug=debug, coherent=coherent)
+def _lower_kernel(tf, debug, coherent, exact_float64):
+    module = ModuleBuilder(tf.name, debug=debug, coherent=coherent, exact_float64=exact_float64)
     lowering = FunctionLowering(module, tf, kind="kernel", name=function_name(tf, prefix="nm_"))
     module.kernel_text = lowering.lower()
     return module.render(), lowering.abi, module
 
 
-def lower_device_function(tf: TypedFunction) -> str:
+def lower_device_function(tf: TypedFunction, *, exact_float64: bool = False) -> str:
     """MSL source of a device function on its own (for `compile_msl(..., device=True)`)."""
-    module = ModuleBuilder(tf.name)
+    module = ModuleBuilder(tf.name, exact_float64=exact_float64)
     module.kernel_text = FunctionLowering(module, tf, kind="device", name=function_name(tf)).lower()
     return module.render()

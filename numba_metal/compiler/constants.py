@@ -18,10 +18,16 @@ def lower_constant(lc, pyvalue, ty) -> Value:
     ty_u = types.unliteral(ty)
     scalar = msl.scalar_type(ty_u)
     if scalar is not None:
+        scalar = lc.msl_type(ty_u)
         if isinstance(pyvalue, (np.generic,)):
             pyvalue = pyvalue.item()
         if isinstance(pyvalue, (bool, int, float)):
             return Value(msl.literal(pyvalue, scalar), ty_u)
+    if isinstance(ty_u, types.Complex) and isinstance(pyvalue, (complex, np.complexfloating)):
+        z = complex(pyvalue)
+        if ty_u == types.complex128:
+            return Value(lc.library_call("nm_c128_make", msl.float64_literal(z.real), msl.float64_literal(z.imag)), ty_u)
+        return Value(msl.call(msl.COMPLEX64, msl.float_literal(z.real), msl.float_literal(z.imag)), ty_u)
     if isinstance(ty_u, types.BaseTuple) and isinstance(pyvalue, tuple):
         items = [lower_constant(lc, v, t) for v, t in zip(pyvalue, ty_u.types)]
         return Value(msl.aggregate(lc.msl_type(ty_u), [lc.cast(i, t) for i, t in zip(items, ty_u.types)]), ty_u)
@@ -33,8 +39,6 @@ def lower_constant(lc, pyvalue, ty) -> Value:
 def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     """A host array baked into the MSL as program-scope constant data."""
     ary = np.ascontiguousarray(ary)
-    if ary.dtype == np.float64:
-        lc.error("float64 constant arrays are not supported on Metal; use np.float32")
     if ary.dtype.names:
         lc.error("module-level arrays of records cannot be baked into a kernel as constants; pass the array "
                  "as an argument")
@@ -43,6 +47,17 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
                  "64 KB); pass it as an argument instead")
     if not isinstance(rt, MetalArray):
         rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
-    elem = lc.msl_type(rt.dtype)
-    name = lc.constant_array(elem, [msl.literal(v, elem) for v in ary.ravel().tolist()])
+    elem = lc.element_type(rt.dtype)
+    if rt.dtype == types.complex128:
+        def spell(v):
+            return msl.call(msl.COMPLEX128_STORAGE, msl.float64_bits_literal(v.real), msl.float64_bits_literal(v.imag))
+    elif rt.dtype == types.complex64:
+        def spell(v):
+            return msl.call(msl.COMPLEX64, msl.float_literal(v.real), msl.float_literal(v.imag))
+    elif lc.is_float64(rt.dtype):
+        spell = msl.float64_bits_literal
+    else:
+        def spell(v):
+            return msl.literal(v, elem)
+    name = lc.constant_array(elem, [spell(v) for v in ary.ravel().tolist()])
     return array_value(lc, rt, name, list(ary.shape))

@@ -1,5 +1,6 @@
-"""Conversions between Numba types in MSL (Numba's rules; float64 is float32 on Metal), truth
-values, and run-time indexing of homogeneous tuples."""
+"""Conversions between Numba types in MSL (Numba's rules), truth values, and run-time indexing of
+homogeneous tuples. float64 is the emulated library's ``nm_f64`` in a kernel that holds float64 data
+(converted by the rows of ``TO_FLOAT64``/``FROM_FLOAT64``) and float32 elsewhere (precision.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,25 @@ from numba.core import types
 
 from . import msl
 from .lowering import Value
+
+#: Conversions to the emulated float64 (float64.metal, rows of float64_ops.py), by the source's Numba
+#: type: (library function, the MSL type its argument is converted to first, if any).
+TO_FLOAT64 = {
+    "bool": ("nm_f64_from_u8", "uchar"),
+    "int8": ("nm_f64_from_i8", None), "uint8": ("nm_f64_from_u8", None),
+    "int16": ("nm_f64_from_i16", None), "uint16": ("nm_f64_from_u16", None),
+    "int32": ("nm_f64_from_i32", None), "uint32": ("nm_f64_from_u32", None),
+    "int64": ("nm_f64_from_i64", None), "uint64": ("nm_f64_from_u64", None),
+    "float16": ("nm_f64_from_f16", None), "float32": ("nm_f64_from_f32", None),
+}
+
+#: Conversions from the emulated float64 by the target's Numba type (to bool: ``truth``). Integers
+#: truncate toward zero (NaN and out-of-range values as Numba's njit on Apple silicon).
+FROM_FLOAT64 = {
+    "int8": "nm_f64_to_i8", "uint8": "nm_f64_to_u8", "int16": "nm_f64_to_i16", "uint16": "nm_f64_to_u16",
+    "int32": "nm_f64_to_i32", "uint32": "nm_f64_to_u32", "int64": "nm_f64_to_i64", "uint64": "nm_f64_to_u64",
+    "float16": "nm_f64_to_f16", "float32": "nm_f64_to_f32",
+}
 
 
 def cast_expr(lc, value: Value, to) -> str:
@@ -16,6 +36,15 @@ def cast_expr(lc, value: Value, to) -> str:
         return value.expr
     if isinstance(to, types.Boolean):
         return truth(lc, value)
+    if isinstance(to, types.Complex) or isinstance(frm, types.Complex):
+        return _complex_conversion(lc, value, frm, to)
+    if lc.is_float64(to) and str(frm) in TO_FLOAT64:
+        function, through = TO_FLOAT64[str(frm)]
+        return lc.library_call(function, value.expr if through is None else msl.cast(through, value.expr))
+    if lc.is_float64(frm) and str(to) in FROM_FLOAT64:
+        return lc.library_call(FROM_FLOAT64[str(to)], value.expr)
+    if lc.is_float64(to) or lc.is_float64(frm):
+        lc.error(f"cannot convert {frm} to {to} in a Metal kernel")
     src = msl.scalar_type(frm)
     dst = msl.scalar_type(to)
     if src is not None and dst is not None:
@@ -41,6 +70,23 @@ def cast_expr(lc, value: Value, to) -> str:
     lc.error(f"cannot convert {frm} to {to} in a Metal kernel")
 
 
+def _complex_conversion(lc, value: Value, frm, to) -> str:
+    """Conversions to complex64 (``float2``) and complex128 (two emulated float64), as Numba's: a real
+    value becomes the real part (imaginary +0), complex64 <-> complex128 converts each part."""
+    if not isinstance(to, types.Complex):
+        lc.error(f"cannot convert {frm} to {to} in a Metal kernel; take z.real, z.imag or abs(z)")
+    if isinstance(frm, types.Complex):
+        z = value.expr if _is_simple(value.expr) else lc.tmp(frm, value.expr)
+        if to == types.complex128:
+            parts = [lc.library_call("nm_f64_from_f32", msl.member(z, p)) for p in msl.COMPLEX64_PARTS]
+            return lc.library_call("nm_c128_make", *parts)
+        parts = [lc.library_call("nm_f64_to_f32", msl.member(z, p)) for p in msl.COMPLEX128_PARTS]
+        return msl.call(msl.COMPLEX64, *parts)
+    if to == types.complex128:
+        return lc.library_call("nm_c128_from_f64", cast_expr(lc, value, types.float64))
+    return msl.call(msl.COMPLEX64, cast_expr(lc, value, types.float32), msl.float_literal(0.0))
+
+
 def _is_simple(expr: str) -> bool:
     return expr.replace("_", "").replace(".", "").isalnum()
 
@@ -51,6 +97,12 @@ def truth(lc, value: Value) -> str:
         return value.expr
     if isinstance(ty, types.Integer):
         return msl.binary("!=", value.expr, "0")
+    if lc.is_float64(ty):
+        return lc.library_call("nm_f64_truth", value.expr)
+    if ty == types.complex128:
+        return lc.library_call("nm_c128_ne", value.expr, lc.library_call("nm_c128_from_f64", msl.float64_literal(0.0)))
+    if ty == types.complex64:
+        return msl.call("any", msl.binary("!=", value.expr, msl.call(msl.COMPLEX64, msl.float_literal(0.0))))
     if isinstance(ty, types.Float):
         return msl.binary("!=", value.expr, msl.float_literal(0.0, msl.scalar_type(ty)))
     if isinstance(ty, types.NoneType):

@@ -12,6 +12,7 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
+from . import precision
 from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel
 from .frontend import infer_types, source_location
@@ -25,26 +26,10 @@ def check_argument_types(pyfunc, argtypes) -> None:
         names = []
     for i, ty in enumerate(argtypes):
         name = names[i] if i < len(names) else "#" + str(i)
-        for t in _leaves(ty):
-            if isinstance(t, types.Array) and t.dtype == types.float64:
-                raise UnsupportedFeatureError(
-                    f"argument '{name}' is a float64 array, but Apple GPUs have no float64; convert it "
-                    "with .astype(np.float32)", source_location(pyfunc))
-            if t == types.float64:
-                raise UnsupportedFeatureError(
-                    f"argument '{name}' is float64, but Apple GPUs have no float64; pass np.float32(x) "
-                    "(Python floats are passed as float32)", source_location(pyfunc))
-            if isinstance(t, types.Complex) or (isinstance(t, types.Array) and isinstance(t.dtype, types.Complex)):
-                raise UnsupportedFeatureError(f"argument '{name}' is complex, which Metal kernels do not "
-                                              "support", source_location(pyfunc))
-
-
-def _leaves(ty):
-    if isinstance(ty, types.BaseTuple):
-        for t in ty.types:
-            yield from _leaves(t)
-    else:
-        yield ty
+        for t in precision.leaves(ty):
+            if isinstance(t, types.Complex):
+                raise UnsupportedFeatureError(f"argument '{name}' is a complex scalar, which kernels do not take; "
+                                              "pass it in a complex64 or complex128 array", source_location(pyfunc))
 
 
 def argument_types(signature) -> tuple:
@@ -57,17 +42,33 @@ def argument_types(signature) -> tuple:
     return tuple(argtypes)
 
 
-def compile_kernel(pyfunc, argtypes, *, debug: bool = False) -> CompiledKernel:
-    """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses)."""
+def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None) -> CompiledKernel:
+    """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses;
+    ``float64``: ``"exact"`` computes float64 intermediates exactly in kernels without float64 data, see
+    precision.py)."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
+    precision.check_option(float64)
     tf = infer_types(pyfunc, argtypes)
-    source, kernel_abi = lower_kernel(tf, debug=debug)
+    exact = precision.exact_float64(tf, float64)
+    if exact:
+        # Python literals next to float32 data stay float32 (NumPy 2's weak scalars): typed again with
+        # them float32 until no more are found (a float32 result can make another literal weak).
+        weak = frozenset()
+        while True:
+            more = precision.weak_literals(tf) - weak
+            if not more:
+                break
+            weak |= more
+            tf = infer_types(pyfunc, argtypes, float32_constants=weak)
+    source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=exact)
     return CompiledKernel(source, kernel_abi, tf)
 
 
-def compile_device_function(pyfunc, argtypes) -> str:
+def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> str:
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    return lower_device_function(infer_types(pyfunc, argtypes))
+    precision.check_option(float64)
+    tf = infer_types(pyfunc, argtypes)
+    return lower_device_function(tf, exact_float64=precision.exact_float64(tf, float64))

@@ -173,11 +173,14 @@ def check_constructs(func_ir) -> None:
                         "supported; define a @metal.jit(device=True) function at module level", loc)
 
 
-def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
-    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context."""
+def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset()) -> TypedFunction:
+    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context.
+    ``float32_constants``: IR variables whose literal is typed float32 (weak literals, precision.py)."""
     argtypes = tuple(argtypes)
     func_ir = build_ir(pyfunc, argtypes)
     check_constructs(func_ir)
+    if float32_constants:
+        _float32_constants(func_ir, float32_constants)
     typingctx = typing_context()
     try:
         typemap, restype, calltypes, _ = type_inference_stage(typingctx, TARGET_CONTEXT, func_ir, argtypes,
@@ -227,6 +230,14 @@ def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
             "of the arguments of its calls)",
             _typing_location(e.__traceback__) or source_location(pyfunc)) from None
     return TypedFunction(pyfunc, func_ir, typemap, calltypes, restype, argtypes, tuple(func_ir.arg_names))
+
+
+def _float32_constants(func_ir, names) -> None:
+    import numpy as np
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and stmt.target.name in names and isinstance(stmt.value, ir.Const):
+                stmt.value = ir.Const(np.float32(stmt.value.value), stmt.value.loc)
 
 
 def _located(err, location):

@@ -24,6 +24,7 @@ class LoweringRegistry:
         self.calls: dict[object, Callable] = {}
         self.attributes: dict[tuple[type, str], Callable] = {}
         self.values: dict[int, tuple[object, Callable]] = {}
+        self.methods: dict[tuple[type, str], Callable] = {}
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -40,6 +41,22 @@ class LoweringRegistry:
                 self.attributes[(type_class, attr)] = fn
             return fn
         return decorate
+
+    def method(self, type_class: type, *names: str):
+        """Register a lowering for calls ``value.name(...)`` where the value's Numba type is a ``type_class``
+        (it receives ``lc, sig, receiver, args``)."""
+        def decorate(fn):
+            for name in names:
+                self.methods[(type_class, name)] = fn
+            return fn
+        return decorate
+
+    def find_method(self, ty, name):
+        for cls in type(ty).__mro__:
+            fn = self.methods.get((cls, name))
+            if fn is not None:
+                return fn
+        return None
 
     def value(self, *objs):
         """Register a lowering for reading a kernel-API value (e.g. ``metal.laneid``)."""

@@ -15,8 +15,9 @@ import re
 import struct
 
 # ---------------------------------------------------------------------------------------------
-# Scalar types, by Numba type name. float64 has no MSL type yet: float64 values compute in float32
-# (design.md, contract 4); float64 arrays and arguments are refused before code generation.
+# Scalar types, by Numba type name. float64 is spelt here as it is in a kernel that holds no float64
+# data (computed in float32, docs/limitations.md); a kernel that holds float64 data spells it
+# ``FLOAT64`` (the emulated library's value type) and stores it as ``FLOAT64_STORAGE``.
 # ---------------------------------------------------------------------------------------------
 
 #: MSL versions as the runtime's ``language_version`` takes them. Code needing nothing newer than MSL 3.0
@@ -39,6 +40,21 @@ SCALAR_TYPES = {
     "float32": "float",
     "float64": "float",
 }
+
+#: The emulated float64 (compiler/float64.metal): a struct around the IEEE binary64 pattern, which
+#: memory (arrays, the argument struct) holds as a ``ulong``.
+FLOAT64 = "nm_f64"
+FLOAT64_STORAGE = "ulong"
+FLOAT64_BITS = "bits"
+
+#: Complex numbers (compiler/complex.metal): complex128 is a struct of two emulated float64 (``re``,
+#: ``im``), held in memory as a ``ulong2`` of their bit patterns (NumPy's layout); complex64 is MSL's
+#: ``float2`` (``x`` real, ``y`` imaginary), NumPy's layout too.
+COMPLEX128 = "nm_c128"
+COMPLEX128_STORAGE = "ulong2"
+COMPLEX128_PARTS = ("re", "im")
+COMPLEX64 = "float2"
+COMPLEX64_PARTS = ("x", "y")
 
 #: The unsigned type of the same width, used to spell wrapping signed arithmetic.
 UNSIGNED_OF = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong"}
@@ -141,8 +157,20 @@ def int_literal(value: int, msl_type: str) -> str:
     return text
 
 
+def float64_bits_literal(value) -> str:
+    """The IEEE binary64 pattern of ``value`` as a ``ulong`` literal (``0x3FF0000000000000UL``)."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}UL"
+
+
+def float64_literal(value) -> str:
+    """An emulated float64 constant: exactly ``value``, NaN payload and sign of zero kept."""
+    return call("nm_f64_from_bits", float64_bits_literal(value))
+
+
 def literal(value, msl_type: str) -> str:
     """MSL spelling of a Python constant converted to ``msl_type``."""
+    if msl_type == FLOAT64:
+        return float64_literal(value)
     if msl_type in ("float", "half"):
         return float_literal(float(value), msl_type)
     if msl_type == "bool":
@@ -432,16 +460,24 @@ HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 class SnippetLibrary:
     """MSL snippets parsed from a .metal file whose sections start with `//@@ name requires: a b`."""
 
-    def __init__(self, filename: str):
-        self.filename = filename
+    def __init__(self, *filenames: str, external: tuple[str, ...] = ()):
+        self.filenames = filenames
+        self.external = external   # requirements that are not sections here (the caller includes them)
         self._snippets: dict[str, tuple[tuple[str, ...], str]] | None = None
 
     def _load(self):
         snippets: dict[str, tuple[tuple[str, ...], str]] = {}
+        for filename in self.filenames:
+            snippets.update(self._read(filename))
+        self._snippets = snippets
+
+    @staticmethod
+    def _read(filename):
+        snippets: dict[str, tuple[tuple[str, ...], str]] = {}
         name = None
         deps: tuple[str, ...] = ()
         lines: list[str] = []
-        with open(os.path.join(_HERE, self.filename), encoding="utf-8") as f:
+        with open(os.path.join(_HERE, filename), encoding="utf-8") as f:
             for line in f:
                 m = _SNIPPET_HEADER.match(line.rstrip("\n"))
                 if m:
@@ -454,7 +490,7 @@ class SnippetLibrary:
                     lines.append(line)
         if name is not None:
             snippets[name] = (deps, "".join(lines))
-        self._snippets = snippets
+        return snippets
 
     def __contains__(self, name: str) -> bool:
         if self._snippets is None:
@@ -472,6 +508,9 @@ class SnippetLibrary:
             if n in seen:
                 return
             seen.add(n)
+            if n in self.external:
+                out.append(n)
+                return
             for d in self._snippets[n][0]:
                 visit(d)
             out.append(n)
@@ -487,6 +526,13 @@ class SnippetLibrary:
 
 
 PRELUDE = SnippetLibrary("prelude.metal")
+
+#: The emulated float64 library, its math functions and complex numbers: sections of the three files
+#: may require one another; ``mathlib`` (a requirement of complex64's sections) is the float32 math
+#: library, included whole (``mathlib_text``).
+MATHLIB_SECTION = "mathlib"
+FLOAT64_LIBRARY = SnippetLibrary("float64.metal", "float64_math.metal", "complex.metal",
+                                 external=(MATHLIB_SECTION,))
 
 _mathlib: str | None = None
 

@@ -4,8 +4,9 @@ of type (tinygrad's ``code_for_op``).
 Numba's typing picks a signature ``(A, B) -> R`` for each operation; as in Numba's own lowering the
 operands are converted to ``R`` (for comparisons, to their common type; for ``**``, the exponent keeps
 its type) and the row's implementation for ``R``'s kind is applied. The kinds are ``bool``, ``int``
-(signed), ``uint``, ``float16``, ``float32`` and ``float64``, so a type that needs its own code (float64
-in software, later) is one more entry per row, not a change to the lowering.
+(signed), ``uint``, ``float16``, ``float32`` and ``float64``; ``float64`` is IEEE binary64 in software
+(an entry point of float64.metal per row); float64 that a kernel computes in float32 (it holds no float64
+data, precision.py) takes float32's entries (``FunctionLowering.op_kind``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from . import msl
 from .lowering import Value
 
 
+#: The kinds of scalar types: the keys of the implementation tables.
+KINDS = ("bool", "int", "uint", "float16", "float32", "float64", "complex64", "complex128")
+
+
 def kind_of(ty) -> str | None:
     """The kind of a Numba scalar type: the key of the implementation tables."""
     ty = types.unliteral(ty)
@@ -25,7 +30,7 @@ def kind_of(ty) -> str | None:
         return "bool"
     if isinstance(ty, types.Integer):
         return "int" if ty.signed else "uint"
-    if ty in (types.float16, types.float32, types.float64):
+    if ty in (types.float16, types.float32, types.float64, types.complex64, types.complex128):
         return str(ty)
     return None
 
@@ -90,6 +95,19 @@ class Library(Helper):
         super().__init__(function, "base")
 
 
+class Emulated:
+    """``function(a, b)``: an entry point of the emulated float64 library (float64.metal)."""
+
+    def __init__(self, function: str):
+        self.function = function
+
+    def binary(self, lc, name, a, b):
+        return lc.library_call(self.function, a, b)
+
+    def unary(self, lc, name, a):
+        return lc.library_call(self.function, a)
+
+
 class Same:
     """The operand itself (unary ``+``)."""
 
@@ -97,13 +115,13 @@ class Same:
         return a
 
 
-def _arithmetic(op: str) -> dict:
+def _arithmetic(op: str, emulated: str) -> dict:
     return {"int": Wrapping(op), "uint": Truncating(op), "float16": Infix(op), "float32": Infix(op),
-            "float64": Infix(op)}
+            "float64": Emulated(emulated)}
 
 
-def _floats(impl) -> dict:
-    return {"float16": impl, "float32": impl, "float64": impl}
+def _floats(impl, emulated: str) -> dict:
+    return {"float16": impl, "float32": impl, "float64": Emulated(emulated)}
 
 
 def _integers(impl) -> dict:
@@ -112,12 +130,13 @@ def _integers(impl) -> dict:
 
 #: Binary operators (other than comparisons and ``**``): operator -> kind of the result -> implementation.
 BINARY = {
-    "+": _arithmetic("+"),
-    "-": _arithmetic("-"),
-    "*": _arithmetic("*"),
-    "/": _floats(Infix("/")),
-    "//": {**_integers(Helper("nm_floordiv", "intdiv")), **_floats(Helper("nm_floordiv", "floatdiv"))},
-    "%": {**_integers(Helper("nm_mod", "intdiv")), **_floats(Helper("nm_mod", "floatdiv"))},
+    "+": {**_arithmetic("+", "nm_f64_add"), "complex64": Infix("+"), "complex128": Emulated("nm_c128_add")},
+    "-": {**_arithmetic("-", "nm_f64_sub"), "complex64": Infix("-"), "complex128": Emulated("nm_c128_sub")},
+    "*": {**_arithmetic("*", "nm_f64_mul"), "complex64": Emulated("nm_c64_mul"), "complex128": Emulated("nm_c128_mul")},
+    "/": {**_floats(Infix("/"), "nm_f64_div"), "complex64": Emulated("nm_c64_div"),
+          "complex128": Emulated("nm_c128_div")},
+    "//": {**_integers(Helper("nm_floordiv", "intdiv")), **_floats(Helper("nm_floordiv", "floatdiv"), "nm_f64_floordiv")},
+    "%": {**_integers(Helper("nm_mod", "intdiv")), **_floats(Helper("nm_mod", "floatdiv"), "nm_f64_pymod")},
     "<<": _integers(Helper("nm_shl", "shifts")),
     ">>": _integers(Helper("nm_shr", "shifts")),
     "&": {k: Truncating("&") for k in ("bool", "int", "uint")},
@@ -130,10 +149,20 @@ BINARY = {
 POWER = {
     "int": (Helper("nm_ipow", "ipow"), None),
     "uint": (Helper("nm_ipow", "ipow"), None),
-    **{k: (Helper("nm_powi", "powi"), Library("pow")) for k in ("float16", "float32", "float64")},
+    **{k: (Helper("nm_powi", "powi"), Library("pow")) for k in ("float16", "float32")},
+    "float64": (Emulated("nm_f64_powi"), Emulated("nm_f64_pow")),
 }
 
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+#: Comparisons of float64 values: quiet (false with a NaN operand, ``!=`` true), ``-0.0 == 0.0``.
+FLOAT64_COMPARISONS = {"<": "nm_f64_lt", "<=": "nm_f64_le", ">": "nm_f64_gt", ">=": "nm_f64_ge",
+                       "==": "nm_f64_eq", "!=": "nm_f64_ne"}
+
+#: Complex numbers compare only for equality: complex128's library functions; complex64's parts
+#: (``all``/``any`` of MSL's elementwise comparison of float2).
+COMPLEX128_COMPARISONS = {"==": "nm_c128_eq", "!=": "nm_c128_ne"}
+COMPLEX64_COMPARISONS = {"==": "all", "!=": "any"}
 
 #: Comparisons of a signed with an unsigned 64-bit value compare values (``-1 < 2**63`` is true), through
 #: prelude helpers: operator -> (helper, swap the operands, negate the result).
@@ -148,8 +177,9 @@ MIXED_SIGN_COMPARISONS = {
 
 #: Unary operators (other than ``not``): operator -> kind -> implementation.
 UNARY = {
-    "-": {"int": Wrapping("-"), "uint": Wrapping("-"), **_floats(Infix("-"))},
-    "+": {k: Same() for k in ("bool", "int", "uint", "float16", "float32", "float64")},
+    "-": {"int": Wrapping("-"), "uint": Wrapping("-"), **_floats(Infix("-"), "nm_f64_neg"),
+          "complex64": Infix("-"), "complex128": Emulated("nm_c128_neg")},
+    "+": {k: Same() for k in ("bool", "int", "uint", "float16", "float32", "float64", "complex64", "complex128")},
     "~": {"bool": Infix("!"), "int": Truncating("~"), "uint": Truncating("~")},
 }
 
@@ -183,7 +213,7 @@ def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
     if op in COMPARISONS:
         return Value(_compare(lc, op, a, b), types.boolean)
     rt = types.unliteral(sig.return_type)
-    kind = kind_of(rt)
+    kind = lc.op_kind(rt)
     if kind is None:
         lc.error(f"the operator {op} on {at} and {bt} is not supported in Metal kernels")
     if op == "**":
@@ -196,6 +226,8 @@ def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
 
 
 def _power(lc, a: Value, b: Value, rt, kind) -> str:
+    if kind not in POWER:
+        lc.error(f"the operator ** is not supported for {rt} in Metal kernels")
     integer_exponent, float_exponent = POWER[kind]
     name = lc.msl_type(rt)
     if kind in ("int", "uint"):
@@ -209,6 +241,20 @@ def _power(lc, a: Value, b: Value, rt, kind) -> str:
 
 def _compare(lc, op: str, a: Value, b: Value) -> str:
     at, bt = a.type, b.type
+    if isinstance(at, types.Complex) or isinstance(bt, types.Complex):
+        if op not in COMPLEX128_COMPARISONS:
+            lc.error(f"complex numbers have no order: {op} is not defined for {at} and {bt}")
+        if types.complex128 in (at, bt) or not (isinstance(at, types.Complex) and isinstance(bt, types.Complex)):
+            common = types.complex128 if types.complex128 in (at, bt) or lc.is_float64(at) or lc.is_float64(bt) \
+                else types.complex64
+        else:
+            common = types.complex64
+        x, y = lc.cast(a, common), lc.cast(b, common)
+        if common == types.complex128:
+            return lc.library_call(COMPLEX128_COMPARISONS[op], x, y)
+        return msl.call(COMPLEX64_COMPARISONS[op], msl.binary(op, x, y))
+    if lc.is_float64(at) or lc.is_float64(bt):
+        return lc.library_call(FLOAT64_COMPARISONS[op], lc.cast(a, types.float64), lc.cast(b, types.float64))
     if at != bt:
         if isinstance(at, types.Float) or isinstance(bt, types.Float):
             common = types.float32
@@ -239,7 +285,7 @@ def lower_unary(lc, op, sig, a: Value) -> Value:
     a = Value(lc.cast(a, at), types.unliteral(at))
     if op == "not":
         return Value(msl.unary("!", lc.truth(a)), types.boolean)
-    impl = UNARY.get(op, {}).get(kind_of(rt))
+    impl = UNARY.get(op, {}).get(lc.op_kind(rt))
     if impl is None:
         lc.error(f"{op} is not defined for {rt}" if op in UNARY else
                  f"the unary operator {op} is not supported in Metal kernels")

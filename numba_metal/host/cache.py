@@ -324,10 +324,13 @@ def environment_digest() -> str:
     return _environment
 
 
-def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool) -> str:
+def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None) -> str:
     """The key of a kernel's entry (raises Unfingerprintable when it cannot have one)."""
-    text = json.dumps([environment_digest(), _qualname(pyfunc), function_digest(pyfunc), list(argtypes),
-                       bool(debug), bool(fastmath)])
+    fields = [environment_digest(), _qualname(pyfunc), function_digest(pyfunc), list(argtypes),
+              bool(debug), bool(fastmath)]
+    if float64 is not None:
+        fields.append(float64)
+    text = json.dumps(fields)
     return _sha256(text.encode()).hexdigest()
 
 
@@ -553,14 +556,14 @@ def _write_atomically(path: str, data: bytes) -> None:
 # -- the dispatcher's interface -----------------------------------------------------------------
 
 
-def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
+def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None):
     """The cached compile of ``pyfunc`` for canonical ``argtypes`` (a CompiledKernel without typed IR), or
     None (a miss, a stale or a bad entry)."""
     directory = kernels_dir()
     if directory is None:
         return None
     try:
-        key = entry_key(pyfunc, argtypes, debug, fastmath)
+        key = entry_key(pyfunc, argtypes, debug, fastmath, float64)
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return None
@@ -581,13 +584,13 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool):
     return CompiledKernel(source, kernel_abi, None)
 
 
-def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled) -> bool:
+def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled, float64: str | None = None) -> bool:
     """Write the entry for a compile; False (and nothing written) if it cannot be cached safely."""
     directory = kernels_dir()
     if directory is None:
         return False
     try:
-        key = entry_key(pyfunc, argtypes, debug, fastmath)
+        key = entry_key(pyfunc, argtypes, debug, fastmath, float64)
         deps = record_dependencies(pyfunc, compiled.typed)
         entry = {"format": FORMAT, "key": key, "kernel": _qualname(pyfunc), "argtypes": list(argtypes),
                  "msl": compiled.source, "abi": compiled.abi.to_json(), "deps": deps}

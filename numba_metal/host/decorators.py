@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
+from numba_metal.compiler import precision
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 
 #: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
 #: ``lineinfo`` change nothing: device functions are always inlined, the MSL compiler always optimises).
-KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo"])
+KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo",
+                           "float64"])
 #: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
 UNSUPPORTED_OPTIONS = {
     "link": "linking external code", "max_registers": "a register cap", "launch_bounds": "launch bounds",
@@ -25,7 +27,9 @@ def jit(func_or_sig=None, device=False, **options):
     """Compile a Python function as a Metal kernel (or, with ``device=True``, a device function).
 
     Options: ``device``, ``fastmath`` (fast math and fast math functions), ``debug`` (bounds-checked
-    array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale).
+    array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale),
+    ``float64="exact"`` (float64 intermediates of a kernel without float64 data, such as ``i / n`` of
+    integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md).
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
@@ -37,9 +41,12 @@ def jit(func_or_sig=None, device=False, **options):
         if name not in KNOWN_OPTIONS:
             raise NumbaMetalError(f"@metal.jit got an unknown option {name!r}; options are: "
                                   f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    float64 = options.get("float64")
+    precision.check_option(float64)
     jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
                              debug=bool(options.get("debug", False)),
-                             cache=bool(options.get("cache", False)))
+                             cache=bool(options.get("cache", False)),
+                             float64=float64)
     sigs = None
     if func_or_sig is not None and not callable(func_or_sig):
         sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]

@@ -36,6 +36,7 @@ class JitOptions(NamedTuple):
     fastmath: bool = False
     debug: bool = False
     cache: bool = False
+    float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
 
 
 def normalize_signature(sig):
@@ -90,7 +91,7 @@ class DeviceFunction(DeviceFunctionBase):
     def inspect_msl(self, signature):
         """The MSL of this device function for ``signature`` (on its own, with the helpers it needs)."""
         from numba_metal.compiler.driver import compile_device_function
-        return compile_device_function(self.py_func, signature)
+        return compile_device_function(self.py_func, signature, float64=self.options.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ class Dispatcher:
         except NotCanonical:
             return None
         start = profiling.now_ns() if profiling.listeners else 0
-        compiled = cache.load(self.py_func, canon, self.options.debug, self.options.fastmath)
+        compiled = cache.load(self.py_func, canon, self.options.debug, self.options.fastmath, self.options.float64)
         if compiled is None:
             return None
         kernel = Kernel(self, compiled, argtypes=argtypes, key=key, from_cache=True)
@@ -296,14 +297,14 @@ class Dispatcher:
         from .kernel import Kernel
         start = profiling.now_ns() if profiling.listeners else 0
         options = self.options
-        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug)
+        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64)
         if options.cache:
             try:
                 canon = [canonical_numba(t) for t in argtypes]
             except NotCanonical:
                 pass
             else:
-                cache.store(self.py_func, canon, options.debug, options.fastmath, compiled)
+                cache.store(self.py_func, canon, options.debug, options.fastmath, compiled, options.float64)
         kernel = Kernel(self, compiled, argtypes=argtypes)
         if start:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,

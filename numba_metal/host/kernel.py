@@ -45,6 +45,13 @@ class Kernel:
         return self.compiled.abi
 
     @property
+    def emulated_float64(self) -> bool:
+        """True if the kernel computes float64 in software (it holds float64 data, compiler/precision.py):
+        each float64 operation is tens of integer instructions (docs/performance.md)."""
+        from numba_metal.compiler import msl
+        return msl.FLOAT64 in self.msl
+
+    @property
     def argtypes(self) -> tuple:
         if self._argtypes is None:
             self._argtypes = tuple(numba_type_of_key(k) for k in self._key)

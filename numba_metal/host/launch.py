@@ -154,7 +154,8 @@ class LaunchState:
         ctx = self.ctx
         if start:
             profiling.emit("launch", name=self.kernel.name, start_ns=start, end_ns=profiling.now_ns(),
-                           work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim)
+                           work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim,
+                           emulated_float64=self.kernel.emulated_float64)
         if bound:
             # NumPy arguments: as numba.cuda, the launch is synchronous and results are copied back.
             _streams.timed_wait(queue, "launch")

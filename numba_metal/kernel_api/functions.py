@@ -12,8 +12,9 @@ The *computation type* of a call is the first floating-point argument type of it
 result type if that is floating-point, else its first argument type: ``sin(int64) -> float64`` computes
 in float64, ``floor(float32) -> int64`` in float32, ``floor(int64)`` in int64. Arguments are converted
 to the routine's parameter types (the computation type unless the routine says otherwise), and its
-result to the signature's result type. float64 values are computed in float32 until float64 is
-emulated in software; each float64 routine then becomes a routine of that library.
+result to the signature's result type. The float64 routines are entry points of the emulated float64
+library (float64.metal, float64_math.metal); a kernel that holds no float64 data computes float64 in
+float32 (compiler/precision.py) and uses the float32 routine.
 
 This module imports nothing else (``metal.math_functions()`` reads it without Numba).
 """
@@ -32,6 +33,8 @@ PRELUDE = "prelude"    # a numba-metal prelude helper (compiler/prelude.metal, i
 MATHLIB = "mathlib"    # numba-metal's math library (compiler/mathlib.metal)
 OPERATOR = "operator"  # the Python operator `name`, as the compiler's operator table lowers it
 CONSTANT = "constant"  # the constant `value` whatever the argument (isnan of an integer)
+EMULATED = "emulated"  # an entry point of the emulated float64 libraries (rows of compiler/float64_ops.py,
+                       # compiler/float64_math_ops.py)
 SAME = "same"          # the argument itself (floor of an integer)
 
 
@@ -125,11 +128,13 @@ def mathlib(name: str) -> Routine:
     return Routine(MATHLIB, name)
 
 
-def floats(routine: Routine, float64_params: tuple[str, ...] | None = None) -> dict[str, Routine]:
-    """The same routine for float32 and float64 (float64 computes in float32 until it is emulated)."""
-    f64 = routine if float64_params is None else Routine(routine.source, routine.name, routine.snippet,
-                                                         float64_params, routine.result)
-    return {"float32": routine, "float64": f64}
+def emulated(name: str, params: tuple[str, ...] | None = None, result: str | None = None) -> Routine:
+    return Routine(EMULATED, name, params=params, result=result)
+
+
+def floats(routine: Routine, float64: Routine) -> dict[str, Routine]:
+    """The float32 routine and the float64 one."""
+    return {"float32": routine, "float64": float64}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,19 +152,29 @@ POWER = ("float64(float64, int64)", "float64(float64, uint64)", "float32(float32
 SCALE = ("float64(float64, intc)", "float32(float32, intc)")
 
 
-def _unary(name, routine, accuracy):
-    return Function(name, UNARY, floats(routine), accuracy)
+def _f64(name: str) -> Routine:
+    """The emulated float64 routine of ``math.<name>``: ``nm_f64_<name>``."""
+    return emulated("nm_f64_" + name)
+
+
+def _unary(name, routine, accuracy, float64=None):
+    return Function(name, UNARY, floats(routine, float64 or _f64(name)), accuracy)
+
+
+def _binary(name, signatures, routine, accuracy, float64=None):
+    return Function(name, signatures, floats(routine, float64 or _f64(name)), accuracy)
 
 
 def _rounding(name):
-    return Function(name, TO_INTEGER, {**floats(metal(name)), "int64": Routine(SAME), "uint64": Routine(SAME)},
-                    EXACT)
+    # The float64 routine rounds to an integral float64; the call converts it to the int64 result.
+    return Function(name, TO_INTEGER, {**floats(metal(name), _f64(name)), "int64": Routine(SAME),
+                                       "uint64": Routine(SAME)}, EXACT)
 
 
 def _predicate(name, integer_value: bool):
     constant = Routine(CONSTANT, value=integer_value, result="bool")
-    return Function(name, PREDICATE, {**floats(metal(name, result="bool")), "int64": constant, "uint64": constant},
-                    EXACT)
+    return Function(name, PREDICATE, {**floats(metal(name, result="bool"), emulated("nm_f64_" + name, result="bool")),
+                                      "int64": constant, "uint64": constant}, EXACT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,7 +185,7 @@ MATH: tuple[Function, ...] = (
     _unary("acos", metal("acos"), msl_bound(4)),
     _unary("asin", metal("asin"), msl_bound(4)),
     _unary("atan", metal("atan"), msl_bound(5)),
-    Function("atan2", BINARY, floats(metal("atan2")), msl_bound(6)),
+    _binary("atan2", BINARY, metal("atan2"), msl_bound(6)),
     _unary("acosh", metal("acosh"), msl_bound(4)),
     _unary("asinh", metal("asinh"), msl_bound(4)),
     _unary("atanh", metal("atanh"), msl_bound(5)),
@@ -186,13 +201,13 @@ MATH: tuple[Function, ...] = (
     _unary("log2", metal("log2"), msl_bound(4)),
     _unary("log10", metal("log10"), msl_bound(4)),
     _unary("sqrt", metal("sqrt"), CORRECTLY_ROUNDED),
-    _unary("fabs", metal("fabs"), EXACT),
-    Function("copysign", BINARY_FLOAT, floats(metal("copysign")), EXACT),
-    Function("fmod", BINARY_FLOAT, floats(prelude("nm_fmod", "floatdiv")), EXACT),
+    _unary("fabs", metal("fabs"), EXACT, _f64("abs")),
+    _binary("copysign", BINARY_FLOAT, metal("copysign"), EXACT),
+    _binary("fmod", BINARY_FLOAT, prelude("nm_fmod", "floatdiv"), EXACT),
     _rounding("floor"),
     _rounding("ceil"),
     _rounding("trunc"),
-    Function("hypot", BINARY, floats(mathlib("nm_hypot")), mathlib_bound(4)),
+    _binary("hypot", BINARY, mathlib("nm_hypot"), mathlib_bound(4)),
     _unary("expm1", mathlib("nm_expm1"), mathlib_bound(4)),
     _unary("log1p", mathlib("nm_log1p"), mathlib_bound(4)),
     _unary("erf", mathlib("nm_erf"), mathlib_bound(4)),
@@ -201,10 +216,10 @@ MATH: tuple[Function, ...] = (
     # Judged absolutely near its zeros (x = 1, 2 and the negative ones).
     _unary("lgamma", mathlib("nm_lgamma"), mathlib_bound(8, absolute=1e-6)),
     _unary("cbrt", mathlib("nm_cbrt"), mathlib_bound(4)),
-    Function("remainder", BINARY_FLOAT, floats(mathlib("nm_remainder")), EXACT),
-    Function("pow", POWER, floats(Routine(OPERATOR, "**")), msl_bound(16)),
-    Function("ldexp", SCALE, floats(prelude("nm_ldexp", "ldexp", ("float32", "int64")),
-                                    ("float64", "int64")), CORRECTLY_ROUNDED),
+    _binary("remainder", BINARY_FLOAT, mathlib("nm_remainder"), EXACT),
+    _binary("pow", POWER, Routine(OPERATOR, "**"), msl_bound(16), Routine(OPERATOR, "**")),
+    _binary("ldexp", SCALE, prelude("nm_ldexp", "ldexp", ("float32", "int64")), CORRECTLY_ROUNDED,
+            emulated("nm_f64_ldexp", ("float64", "int32"))),
     # x * (180/pi) with the constant rounded to float32: at most one rounding of each.
     _unary("degrees", prelude("nm_degrees", "angles"), Accuracy(1.0, "numba-metal prelude")),
     _unary("radians", prelude("nm_radians", "angles"), Accuracy(1.0, "numba-metal prelude")),
@@ -216,4 +231,4 @@ MATH: tuple[Function, ...] = (
 MATH_BY_NAME = {f.name: f for f in MATH}
 
 __all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "argument_types", "result_type",
-           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME"]
+           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED"]

@@ -51,9 +51,6 @@ def _shape_and_dtype(stub, shape, dtype):
         raise UnsupportedFeatureError(
             f"metal.{stub.path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
             f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
-    if nbdtype == types.float64:
-        raise UnsupportedFeatureError(f"metal.{stub.path}: float64 arrays are not supported on Metal "
-                                      "(Apple GPUs have no float64); use np.float32")
     if msl.scalar_type(nbdtype) is None:
         raise UnsupportedFeatureError(f"metal.{stub.path}: dtype {nbdtype} is not supported")
     return ndims, nbdtype
@@ -87,9 +84,6 @@ class ConstArrayLike(AbstractTemplate):
             raise UnsupportedFeatureError("metal.const.array_like(ary) takes one NumPy array (a global "
                                           "or closure variable)")
         (ary,) = args
-        if ary.dtype == types.float64:
-            raise UnsupportedFeatureError("metal.const.array_like: float64 arrays are not supported on "
-                                          "Metal; convert the array with .astype(np.float32)")
         return signature(MetalArray(ary.dtype, ary.ndim, "C", "constant", readonly=True), ary)
 
 
@@ -114,7 +108,7 @@ def _literal_shape(ty, stub=None) -> tuple[int, ...]:
 def _lower_shared(lc, sig, args, **kws):
     rt = sig.return_type
     shape = _literal_shape(sig.args[0])
-    elem = lc.msl_type(rt.dtype)
+    elem = lc.element_type(rt.dtype)
     itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
     total = int(np.prod(shape, dtype=np.int64)) if shape else 0
     if total == 0:
@@ -130,7 +124,7 @@ def _lower_shared(lc, sig, args, **kws):
 def _lower_local(lc, sig, args, **kws):
     rt = sig.return_type
     shape = _literal_shape(sig.args[0])
-    elem = lc.msl_type(rt.dtype)
+    elem = lc.element_type(rt.dtype)
     total = int(np.prod(shape, dtype=np.int64)) if shape else 0
     if total <= 0:
         lc.error("metal.local.array needs a positive constant size")

@@ -1,5 +1,6 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``len``, ``pow`` and ``range``.
+``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, and the attributes and
+methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows).
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
 ``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
@@ -73,6 +74,12 @@ class Int(_MetalTemplate):
 def _abs(lc, sig, args):
     (at,) = sig.args
     rt = types.unliteral(sig.return_type)
+    if isinstance(at, types.Complex):
+        # abs(z) is float64 for complex128 (computed exactly), float32 for complex64.
+        z = lc.cast(args[0], at)
+        if at == types.complex128:
+            return Value(lc.library_call("nm_c128_abs", z), types.float64)
+        return Value(lc.library_call("nm_c64_abs", z), types.float32)
     x = lc.cast(args[0], rt)
     if isinstance(rt, types.Integer):
         name = lc.msl_type(rt)
@@ -82,9 +89,15 @@ def _abs(lc, sig, args):
         xv = lc.tmp(rt, x)
         negated = msl.binary("-", msl.cast(u, "0"), msl.cast(u, xv))
         return Value(msl.cast(name, msl.select(msl.binary("<", xv, "0"), negated, msl.cast(u, xv))), rt)
+    if lc.is_float64(rt):
+        return Value(lc.library_call("nm_f64_abs", x), rt)
     if isinstance(rt, types.Float):
         return Value(msl.call("fabs", x), rt)
     lc.error(f"abs() of {at} is not supported in Metal kernels")
+
+
+#: min/max of emulated float64 values: the library's functions with Python's rule.
+_FLOAT64_MINMAX = {"<": "nm_f64_py_min", ">": "nm_f64_py_max"}
 
 
 def _minmax(lc, sig, args, op: str):
@@ -102,6 +115,9 @@ def _minmax(lc, sig, args, op: str):
     acc = lc.tmp(rt, lc.cast(items[0], rt))
     for item in items[1:]:
         v = lc.tmp(rt, lc.cast(item, rt))
+        if lc.is_float64(rt):
+            lc.emit(msl.assign(acc, lc.library_call(_FLOAT64_MINMAX[op], acc, v)))
+            continue
         lc.emit(msl.assign(acc, msl.select(msl.binary(op, v, acc), v, acc)))
     return Value(acc, rt)
 
@@ -123,10 +139,15 @@ def _round(lc, sig, args):
     if len(args) == 1:
         if isinstance(at, types.Integer):
             return Value(lc.cast(args[0], rt), rt)
+        if lc.is_float64(at):
+            rounded = lc.library_call("nm_f64_rint", lc.cast(args[0], at))
+            return Value(lc.cast(Value(rounded, at), rt), rt)
         # round() rounds half to even; rint is round-to-nearest-even in MSL.
         return Value(msl.cast(lc.msl_type(rt), msl.call("rint", lc.cast(args[0], at))), rt)
     if isinstance(at, types.Integer):
         lc.error("round(int, ndigits) is not supported in Metal kernels")
+    if lc.is_float64(at):
+        lc.error("round(x, ndigits) of a float64 is not supported in Metal kernels; round(x) is")
     lc.need("round")
     x = lc.cast(args[0], types.float32)
     return Value(msl.call("nm_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
@@ -142,7 +163,7 @@ def _int(lc, sig, args):
 def _float(lc, sig, args):
     rt = types.unliteral(sig.return_type)
     if not args:
-        return Value(msl.float_literal(0.0), rt)
+        return Value(msl.literal(0.0, lc.msl_type(rt)), rt)
     return Value(lc.cast(args[0], rt), rt)
 
 
@@ -173,6 +194,53 @@ def _pow(lc, sig, args):
     if len(args) != 2:
         lc.error("pow() with a modulus is not supported in Metal kernels")
     return lower_binop(lc, "**", sig, args[0], args[1])
+
+
+@lowering.call(builtins.divmod)
+def _divmod(lc, sig, args):
+    """``(a // b, a % b)``, each through the operator table (Python's sign rules; Numba's error model)."""
+    if len(args) != 2:
+        lc.error("divmod() takes two arguments")
+    rt = types.unliteral(sig.return_type)
+    operand_sig = signature(rt.types[0], *sig.args)
+    a = Value(lc.tmp(sig.args[0], lc.cast(args[0], sig.args[0])), types.unliteral(sig.args[0]))
+    b = Value(lc.tmp(sig.args[1], lc.cast(args[1], sig.args[1])), types.unliteral(sig.args[1]))
+    quotient = lower_binop(lc, "//", operand_sig, a, b)
+    remainder = lower_binop(lc, "%", signature(rt.types[1], *sig.args), a, b)
+    return Value(msl.aggregate(lc.msl_type(rt), [lc.cast(quotient, rt.types[0]), lc.cast(remainder, rt.types[1])]),
+                 rt)
+
+
+@lowering.call(builtins.complex)
+def _complex(lc, sig, args):
+    rt = types.unliteral(sig.return_type)
+    if len(args) == 1:
+        return Value(lc.cast(args[0], rt), rt)
+    part = types.float64 if rt == types.complex128 else types.float32
+    re, im = (lc.cast(a, part) for a in args)
+    if rt == types.complex128:
+        return Value(lc.library_call("nm_c128_make", re, im), rt)
+    return Value(msl.call(msl.COMPLEX64, re, im), rt)
+
+
+#: z.real and z.imag: complex128's library functions, complex64's float2 members.
+_PARTS = {"real": ("nm_c128_real", msl.COMPLEX64_PARTS[0]), "imag": ("nm_c128_imag", msl.COMPLEX64_PARTS[1])}
+
+
+@lowering.attribute(types.Complex, "real", "imag")
+def _complex_part(lc, z, attr, rt):
+    function, member = _PARTS[attr]
+    if types.unliteral(z.type) == types.complex128:
+        return Value(lc.library_call(function, z.expr), types.float64)
+    return Value(msl.member(z.expr, member), types.float32)
+
+
+@lowering.method(types.Complex, "conjugate")
+def _conjugate(lc, sig, z, args):
+    ty = types.unliteral(z.type)
+    if ty == types.complex128:
+        return Value(lc.library_call("nm_c128_conj", z.expr), ty)
+    return Value(lc.library_call("nm_c64_conj", z.expr), ty)
 
 
 @lowering.call(builtins.range)

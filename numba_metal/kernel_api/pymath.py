@@ -11,6 +11,7 @@ literals.
 
 from __future__ import annotations
 
+import cmath
 import math
 
 from numba.core import types
@@ -49,7 +50,8 @@ def lowering_of(function: F.Function):
 
     def lower(lc, sig, args):
         ctype = computation[signature(sig.return_type, *(types.unliteral(t) for t in sig.args))]
-        routine = function.routines[ctype]
+        # float64 computed in float32 (a kernel without float64 data) takes the float32 routine.
+        routine = function.routines[lc.op_kind(types.float64) if ctype == "float64" else ctype]
         rt = types.unliteral(sig.return_type)
         if routine.source == F.OPERATOR:
             return lower_binop(lc, routine.name, sig, args[0], args[1])
@@ -63,7 +65,8 @@ def lowering_of(function: F.Function):
             lc.need(routine.snippet)
         elif routine.source == F.MATHLIB:
             lc.need_mathlib()
-        result = Value(msl.call(routine.name, *actual), numba_type(routine.result or ctype))
+        call = lc.library_call if routine.source == F.EMULATED else msl.call
+        result = Value(call(routine.name, *actual), numba_type(routine.result or ctype))
         return Value(lc.cast(result, rt), rt)
 
     lower.__name__ = f"lower_math_{function.name}"
@@ -80,10 +83,59 @@ for _function in F.MATH:
     register(_function, getattr(math, _function.name))
 
 
-def _refusal(name: str):
+# ---------------------------------------------------------------------------------------------
+# cmath: one function per row group of compiler/complex_ops.py (the complex128 and complex64 entry points
+# whose Python function is ``cmath.<name>``); typing and lowering derived from the rows' MSL types.
+# ---------------------------------------------------------------------------------------------
+
+#: The Numba type of each MSL type the complex library's rows name.
+_MSL_TYPES = {"nm_c128": types.complex128, "float2": types.complex64, "nm_f64": types.float64,
+              "float": types.float32, "bool": types.boolean}
+
+
+def _cmath_rows() -> dict:
+    """cmath name -> its rows (those whose types all have a Numba type: polar's pair result has none)."""
+    from numba_metal.compiler import complex_ops
+    rows: dict = {}
+    for row in complex_ops.FUNCTIONS:
+        if row.python.startswith("cmath.") and all(t in _MSL_TYPES for t in (*row.params, row.result)):
+            rows.setdefault(row.python[len("cmath."):], []).append(row)
+    return rows
+
+
+CMATH = _cmath_rows()
+
+
+def _cmath_signature(row):
+    return signature(_MSL_TYPES[row.result], *(_MSL_TYPES[p] for p in row.params))
+
+
+def _register_cmath(name: str, rows) -> None:
+    obj = getattr(cmath, name)
+    cases = [_cmath_signature(row) for row in rows]
+    typing.register_global(obj)(type(f"Cmath_{name}", (ConcreteTemplate,), {"cases": cases}))
+    by_args = {tuple(_cmath_signature(row).args): row for row in rows}
+
+    def lower(lc, sig, args):
+        row = by_args[tuple(types.unliteral(t) for t in sig.args)]
+        params = _cmath_signature(row).args
+        result = Value(lc.library_call(row.name, *(lc.cast(a, p) for a, p in zip(args, params))),
+                       _MSL_TYPES[row.result])
+        rt = types.unliteral(sig.return_type)
+        return Value(lc.cast(result, rt), rt)
+
+    lower.__name__ = f"lower_cmath_{name}"
+    lowering.call(obj)(lower)
+
+
+for _name, _rows in CMATH.items():
+    _register_cmath(_name, _rows)
+
+
+def _refusal(name: str, module: str = "math"):
     class Refused(AbstractTemplate):
         def generic(self, args, kws):
-            raise UnsupportedFeatureError(f"math.{name} is not supported in Metal kernels; the math "
+            raise UnsupportedFeatureError(f"{module}.{name} is not supported in Metal kernels; the {module} "
                                           "functions kernels may call are listed in docs/supported-features.md")
 
     Refused.__name__ = f"Math_{name}_unsupported"
@@ -93,6 +145,9 @@ def _refusal(name: str):
 for _name in dir(math):
     if not _name.startswith("_") and _name not in F.MATH_BY_NAME and callable(getattr(math, _name)):
         typing.register_global(getattr(math, _name))(_refusal(_name))
+for _name in dir(cmath):
+    if not _name.startswith("_") and _name not in CMATH and callable(getattr(cmath, _name)):
+        typing.register_global(getattr(cmath, _name))(_refusal(_name, "cmath"))
 
 
 __all__: list[str] = []

@@ -5,8 +5,9 @@ lanes; Metal's SIMD functions always involve all active lanes, so only the full 
 accepted, as a constant. Shuffles follow numba.cuda's (CUDA hardware's) rules for out-of-range lanes:
 the lane, delta or xor mask is taken modulo 32 (its low 5 bits), and ``shfl_up/down_sync`` leave lanes
 whose source is outside the SIMD group unchanged.
-Reductions and scans take int32, uint32, float32 and float16; shuffles also take 64-bit integers
-(split into two 32-bit shuffles) and booleans.
+Reductions and scans take int32, uint32, float32 and float16 (and float64 in a kernel that computes
+float64 in float32, precision.py); shuffles also take 64-bit integers and float64 (split into two 32-bit
+shuffles) and booleans.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _value_type(name, ty, allowed):
     if isinstance(ty, types.Integer) and ty.bitwidth < 32:
         return types.int32 if ty.signed else types.uint32
     if ty == types.float64:
-        return types.float32
+        return types.float64   # lowered per kernel: exact (two 32-bit halves) or float32 (precision.py)
     if ty in allowed:
         return ty
     raise UnsupportedFeatureError(f"metal.{name}: values of type {ty} are not supported (use int32, uint32, "
@@ -153,6 +154,10 @@ _SHUFFLE_64 = {"simd_shuffle": "nm_simd_shuffle_64", "simd_shuffle_up": "nm_simd
 
 def _shuffle(lc, fn: str, x: Value, lane_expr: str, t) -> Value:
     mt = lc.msl_type(t)
+    if lc.is_float64(t):
+        lc.need("simd64")
+        bits = msl.member(lc.cast(x, t), msl.FLOAT64_BITS)
+        return Value(lc.library_call("nm_f64_from_bits", msl.call(_SHUFFLE_64[fn], bits, lane_expr)), t)
     if t in (types.int64, types.uint64):
         lc.need("simd64")
         return Value(msl.cast(mt, msl.call(_SHUFFLE_64[fn], msl.reinterpret("ulong", x.expr), lane_expr)), t)
@@ -177,6 +182,9 @@ _LOW_32_BITS = "0xffffffffu"
 @lowering.call(*[globals()[n] for n in _REDUCE])
 def _lower_reduce(lc, sig, args):
     t = sig.return_type
+    if lc.is_float64(t):
+        lc.error(f"metal.{lc.callee.__name__} of a float64 is not supported (Metal's SIMD-group reductions "
+                 "have no float64); reduce with metal.simd_shuffle_xor and +, or with metal.reduce_sum")
     return Value(msl.call(lc.callee.__name__, lc.cast(args[0], t)), t)
 
 

@@ -135,14 +135,13 @@ def test_compile_msl_of_a_device_function():
     assert re.search(r"float nm_f_add_\w+\(thread const nm_env& nm_e, float p0, float p1\)", src)
 
 
-def test_float64_array_argument_is_refused_with_a_hint():
-    from numba_metal.errors import UnsupportedFeatureError
-
+def test_float64_array_argument_is_its_bit_patterns_in_place():
     def k(a):
         a[0] = 1
 
-    with pytest.raises(UnsupportedFeatureError, match="float64.*float32"):
-        metal.compile_msl(k, (types.Array(types.float64, 1, "C"),))
+    src = metal.compile_msl(k, (types.Array(types.float64, 1, "C"),))
+    assert "device ulong* nm_p0 [[buffer(0)]]" in src
+    assert re.search(r"v_a\.data\[.*\] = nm_f64_from_i64\(\w+\)\.bits;", src)
 
 
 def test_shared_memory_over_32k_is_refused_at_compile_time():

@@ -43,10 +43,23 @@ from . import semantics as S
 
 INTS = [T.int8, T.int16, T.int32, T.int64, T.uint8, T.uint16, T.uint32, T.uint64]
 FLOATS = [T.float16, T.float32, T.float64]
+#: How the generated code converts to each type (``cast_src``). float64 is Python's float() (or a
+#: product with 1.0): Numba types it float64 but it is no float64 *data* (np.float64 would be,
+#: compiler/precision.py), so the kernels this generator writes compute float64 in float32, which the
+#: oracle models; exact float64 has its own bit-exact differential test (test_float64_differential.py).
 NP_NAME = {T.int8: "np.int8", T.int16: "np.int16", T.int32: "np.int32", T.int64: "np.int64",
            T.uint8: "np.uint8", T.uint16: "np.uint16", T.uint32: "np.uint32", T.uint64: "np.uint64",
-           T.float16: "np.float16", T.float32: "np.float32", T.float64: "np.float64",
+           T.float16: "np.float16", T.float32: "np.float32", T.float64: "float",
            T.boolean: "np.bool_"}
+
+def cast_src(t, src: str, src_ty) -> str:
+    """Source converting ``src`` (of type ``src_ty``) to ``t``. float64 is reached without np.float64
+    (see NP_NAME): Numba's float() gives float64 for integers, keeps float32 and refuses float16 and
+    bool, so a float or bool is multiplied by the float64 literal 1.0 (exact, signed zeros kept)."""
+    if t == T.float64 and not is_int(T.unliteral(src_ty)):
+        return f"({src} * 1.0)"
+    return f"{NP_NAME[t]}({src})"
+
 
 #: float32 values bounding each integer type, exactly representable (clamp before converting).
 CLAMP = {}
@@ -597,7 +610,7 @@ class Generator:
                     self.feat("float_call")
                     return E(f"float({a.src})", T.unliteral(sig.return_type), a.taint)
             self.feat(f"cast_{t}")
-            return E(f"{NP_NAME[t]}({a.src})", t, a.taint)
+            return E(cast_src(t, a.src, a.ty), t, a.taint)
         return self.convert(self.gen(fn, d, "num"), ch.choice(INTS + FLOATS + [T.boolean]))
 
     def clamp(self, e: E, t) -> E:
@@ -638,7 +651,7 @@ class Generator:
             return E(f"{NP_NAME[t]}({self.clamp(e, t).src})", t, e.taint)
         if t == T.float64 and is_int(et) and self.ch.bool(0.5):
             return E(f"float({e.src})", T.float64, e.taint)
-        return E(f"{NP_NAME[t]}({e.src})", t, e.taint)
+        return E(cast_src(t, e.src, e.ty), t, e.taint)
 
     def p_compare(self, fn, d, kind):
         ch = self.ch
@@ -730,7 +743,7 @@ class Generator:
         return E(f"({e.src} + {fmt_float(c)})", rt, e.taint)
 
     def g_cast(self, e: E, t) -> E:
-        return E(f"{NP_NAME[t]}({e.src})", t, e.taint)
+        return E(cast_src(t, e.src, e.ty), t, e.taint)
 
     def g_mod(self, e: E, m: int) -> E:
         sig = S.binop_sig("%", T.unliteral(e.ty), T.int64)

@@ -288,12 +288,12 @@ def test_const_array_is_read_only():
         metal.compile_msl(k, (f32,))
 
 
-def test_const_float64_array_is_refused():
-    data = np.ones(3)
+def test_const_float64_array_holds_exact_float64_bit_patterns():
+    data = np.array([0.1, -0.0, 1e-310])
 
     def k(out):
         w = metal.const.array_like(data)
         out[0] = w[0]
 
-    with pytest.raises(UnsupportedFeatureError, match="float64"):
-        metal.compile_msl(k, (f32,))
+    src = metal.compile_msl(k, (f32,))
+    assert "constant ulong" in src and "0x3FB999999999999AUL" in src and "0x8000000000000000UL" in src

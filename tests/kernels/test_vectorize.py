@@ -85,11 +85,13 @@ def test_reduce_with_a_binary_ufunc():
     assert add.reduce(metal.to_device(x.astype(np.float32))) == x.sum()
 
 
-def test_float64_signatures_are_refused():
-    with pytest.raises(UnsupportedFeatureError, match="float64"):
-        @vectorize(["float64(float64)"], target="metal")
-        def twice(x):
-            return 2 * x
+def test_float64_signatures_compute_exact_float64():
+    @vectorize(["float64(float64)"], target="metal")
+    def third(x):
+        return x / 3
+
+    x = np.linspace(-5, 5, 101)
+    np.testing.assert_array_equal(third(x).view(np.uint64), (x / 3).view(np.uint64))
 
 
 @guvectorize(["void(float32[:], float32[:], float32[:])"], "(n),(n)->()", target="metal")

@@ -198,19 +198,27 @@ def test_nan_and_infinities_propagate():
     np.testing.assert_array_equal(out, np.array(exp, np.float32))
 
 
-def test_float64_arrays_are_refused_with_a_float32_hint():
-    a = np.zeros(4, dtype=np.float64)
-    with pytest.raises(UnsupportedFeatureError, match=r"float64.*astype\(np.float32\)"):
-        copy_plus_one[1, 4](a, a)
+def test_float64_arrays_are_used_in_place_and_computed_exactly():
+    a = np.array([0.1, 1e300, 2.0 ** -1074, -3.5])
+    out = np.zeros(4)
+    copy_plus_one[1, 4](a, out)
+    metal.synchronize()
+    np.testing.assert_array_equal(out.view(np.uint64), (a + 1).view(np.uint64))
 
 
-def test_float64_scalar_arguments_are_refused():
+def test_float64_scalar_arguments_keep_every_bit():
     @metal.jit
     def k(x, out):
         out[0] = x
 
-    with pytest.raises(UnsupportedFeatureError, match="float64"):
-        k[1, 1](np.float64(1.5), np.zeros(1, np.float32))
+    out = np.zeros(1, np.float32)
+    k[1, 1](np.float64(0.1), out)
+    metal.synchronize()
+    assert out[0] == np.float32(0.1)
+    out64 = np.zeros(1)
+    k[1, 1](np.float64(0.1), out64)
+    metal.synchronize()
+    assert out64[0] == 0.1
 
 
 def test_python_float_argument_is_float32():

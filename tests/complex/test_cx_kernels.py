@@ -1,0 +1,183 @@
+"""complex64 and complex128 in kernels: values, arrays (NumPy's layout, used in place), arithmetic,
+``.real``/``.imag``/``.conjugate()``, ``abs``, ``complex()``, comparisons and ``cmath``, through the rows of
+compiler/complex_ops.py. Arithmetic is compared bit for bit with Numba's ``@njit``; cmath functions with
+CPython's within the library's documented bounds (complex/test_cx_cmath.py checks those bounds against
+mpmath)."""
+
+from __future__ import annotations
+
+import cmath
+
+import numba
+import numpy as np
+import pytest
+
+from numba_metal import metal
+from numba_metal.compiler import msl
+from numba_metal.errors import UnsupportedFeatureError
+from tests.float64.kernel_rows import njit_rows, rows_kernel
+
+N = 1024
+
+
+def _complex_values(seed, dtype):
+    rng = np.random.default_rng(seed)
+    re = rng.standard_normal(N) * 10.0 ** rng.integers(-3, 4, N)
+    im = rng.standard_normal(N) * 10.0 ** rng.integers(-3, 4, N)
+    z = (re + 1j * im)
+    z[:6] = [0, 1j, -1, 2.5 - 0.5j, complex(1e300, -1e300), complex(-0.0, 3.0)]
+    with np.errstate(over="ignore"):   # 1e300 is infinite in complex64
+        return z.astype(dtype)
+
+
+def _arith(a, b):
+    return (a + b, a - b, a * b, a / b, -a, a.conjugate())
+
+
+def _mixed(a, b):   # complex128 results whatever a and b are: complex(), Python complex and float literals
+    return (complex(a.real, b.imag) * 2.0, a * 1j + 0.5)
+
+
+def _predicates(a, b):
+    return (a == b, a != b, a == a.conjugate(), bool(a))
+
+
+_ARITH_KERNEL = rows_kernel(metal.jit(device=True)(_arith))
+_MIXED_KERNEL = rows_kernel(metal.jit(device=True)(_mixed))
+_PREDICATE_KERNEL = rows_kernel(metal.jit(device=True)(_predicates))
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_arithmetic_parts_conjugate_and_constructor_bit_for_bit_as_njit(dtype):
+    x, y = _complex_values(1, dtype), _complex_values(2, dtype)
+    y[y == 0] = 1.0   # Numba raises ZeroDivisionError for a complex division by zero
+    out = np.zeros((6, N), dtype)
+    mixed = np.zeros((2, N), np.complex128)
+    _ARITH_KERNEL[N // 128, 128](x, y, out)
+    _MIXED_KERNEL[N // 128, 128](x, y, mixed)
+    metal.synchronize()
+    _same(out, njit_rows(_arith, 6, dtype, x, y))
+    _same(mixed, njit_rows(_mixed, 2, np.complex128, x, y))
+
+
+def _same(got, want):
+    part = np.float64 if got.dtype == np.complex128 else np.float32
+    bits = np.uint64 if got.dtype == np.complex128 else np.uint32
+    for k in range(got.shape[0]):
+        g, w = got[k].view(part).view(bits), want[k].view(part).view(bits)
+        nan = np.isnan(got[k].view(part)) & np.isnan(want[k].view(part))
+        assert ((g == w) | nan).all(), (k, np.nonzero((g != w) & ~nan)[0][:3])
+
+
+def test_comparisons_and_truth_as_njit():
+    x = _complex_values(3, np.complex128)
+    y = x.copy()
+    y[::2] = _complex_values(4, np.complex128)[::2]
+    out = np.zeros((4, N), np.bool_)
+    _PREDICATE_KERNEL[N // 128, 128](x, y, out)
+    metal.synchronize()
+    np.testing.assert_array_equal(out, njit_rows(_predicates, 4, np.bool_, x, y))
+
+
+@metal.jit
+def _abs_kernel(z, z32, out, out32):
+    i = metal.grid(1)
+    if i < z.size:
+        out[i] = abs(z[i])
+        out32[i] = abs(z32[i])
+
+
+def test_abs_is_correctly_rounded_hypot():
+    z = _complex_values(5, np.complex128)
+    with np.errstate(over="ignore"):
+        z32 = z.astype(np.complex64)
+    out, out32 = np.zeros(N), np.zeros(N, np.float32)
+    _abs_kernel[N // 128, 128](z, z32, out, out32)
+    metal.synchronize()
+    import mpmath as mp
+    with mp.workdps(60):
+        exact = np.array([float(mp.sqrt(mp.mpf(v.real) ** 2 + mp.mpf(v.imag) ** 2)) for v in z])
+    np.testing.assert_array_equal(out, exact)   # correctly rounded
+    np.testing.assert_allclose(out32, np.abs(z32), rtol=2e-7)
+
+
+_CMATH = [n for n in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                      "tanh", "asinh", "acosh", "atanh")]
+
+
+@pytest.mark.parametrize("name", _CMATH)
+def test_cmath_functions_of_complex128_and_complex64_agree_with_cpython(name):
+    fn = getattr(cmath, name)
+
+    @metal.jit
+    def kernel(z, z32, out, out32):
+        i = metal.grid(1)
+        if i < z.size:
+            out[i] = fn(z[i])
+            out32[i] = fn(z32[i])
+
+    rng = np.random.default_rng(6)
+    z = rng.uniform(-3, 3, 256) + 1j * rng.uniform(-3, 3, 256)
+    z32 = z.astype(np.complex64)
+    out, out32 = np.zeros(256, np.complex128), np.zeros(256, np.complex64)
+    kernel[2, 128](z, z32, out, out32)
+    metal.synchronize()
+    want = np.array([fn(v) for v in z])
+    scale = np.maximum(np.abs(want.real), np.abs(want.imag))
+    err = np.maximum(np.abs(out.real - want.real), np.abs(out.imag - want.imag)) / np.spacing(scale)
+    # The library is within 0.52 ulp of the exact value (complex_ops.py); CPython's cmath within a few.
+    assert err.max() <= 4, (name, z[np.argmax(err)], err.max())
+    want32 = np.array([fn(complex(v)) for v in z32])
+    scale32 = np.maximum(np.abs(want32.real), np.abs(want32.imag)).astype(np.float32)
+    err32 = np.maximum(np.abs(out32.real - want32.real), np.abs(out32.imag - want32.imag)) / np.spacing(scale32)
+    assert err32.max() <= 16, (name, z32[np.argmax(err32)], err32.max())
+
+
+def test_phase_rect_and_predicates():
+    @metal.jit
+    def kernel(z, out, flags):
+        i = metal.grid(1)
+        if i < z.size:
+            out[0, i] = cmath.rect(abs(z[i]), cmath.phase(z[i]))
+            flags[0, i] = cmath.isnan(z[i])
+            flags[1, i] = cmath.isinf(z[i])
+            flags[2, i] = cmath.isfinite(z[i])
+
+    z = _complex_values(7, np.complex128)
+    z[10:13] = [complex(np.nan, 1), complex(1, np.inf), complex(-np.inf, np.nan)]
+    out = np.zeros((1, N), np.complex128)
+    flags = np.zeros((3, N), np.bool_)
+    kernel[N // 128, 128](z, out, flags)
+    metal.synchronize()
+    np.testing.assert_array_equal(flags[0], [cmath.isnan(v) for v in z])
+    np.testing.assert_array_equal(flags[1], [cmath.isinf(v) for v in z])
+    np.testing.assert_array_equal(flags[2], [cmath.isfinite(v) for v in z])
+    finite = np.isfinite(z) & (np.abs(z) < 1e300)
+    np.testing.assert_allclose(out[0][finite], z[finite], rtol=1e-15, atol=1e-300)
+
+
+def test_complex128_kernels_compute_exactly_and_complex_scalars_are_refused_clearly():
+    def kernel(z, out):
+        out[0] = z[0] * 1j
+
+    assert msl.COMPLEX128 in metal.compile_msl(kernel, "void(complex64[:], complex128[:])")
+    with pytest.raises(UnsupportedFeatureError, match="complex scalar.*array"):
+        metal.compile_msl(kernel, "void(complex128, complex128[:])")
+
+    def ordered(a, out):
+        out[0] = a[0] < a[1]
+
+    with pytest.raises(metal.NumbaMetalError, match="complex|<"):
+        metal.compile_msl(ordered, "void(complex128[:], boolean[:])")
+
+
+def test_vectorize_over_complex():
+    @numba.vectorize(["complex128(complex128, float64)", "complex64(complex64, float32)"], target="metal")
+    def scale_rotate(z, s):
+        return z * s * 1j
+
+    z = _complex_values(8, np.complex128)
+    s = np.linspace(0.5, 2.0, N)
+    got = np.asarray(scale_rotate(z, s))
+    want = njit_rows(lambda a, b: (a * b * 1j,), 1, np.complex128, z, s)[0]
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
