@@ -106,6 +106,7 @@ class ArrayArgument(NamedTuple):
     ndim: int
     layout: str       # 'C', 'F' or 'A' (which carries an origin)
     coherent: bool    # declared coherent(device): the kernel fences device memory across threadgroups
+    written_at: str   # "file:line" of a statement that may write it ("" if the kernel only reads it)
 
 
 class ScalarArgument(NamedTuple):
@@ -188,8 +189,8 @@ class KernelABI(NamedTuple):
                                    None if builtin is None else str(builtin))
                        for kind, index, size, type_, name, builtin in data["params"])
         arrays = tuple(ArrayArgument(int(arg), int(slot), str(name), str(element), int(ndim), str(layout),
-                                     bool(coherent))
-                       for arg, slot, name, element, ndim, layout, coherent in data["arrays"])
+                                     bool(coherent), str(written_at))
+                       for arg, slot, name, element, ndim, layout, coherent, written_at in data["arrays"])
         fields = tuple(Field(str(name), str(msl_type), tuple(source)) for name, msl_type, source in data["fields"])
         for f in fields:
             if f.msl_type not in SCALAR_LAYOUT or not f.source or f.source[0] not in ("array", "scalar", "sharedmem"):

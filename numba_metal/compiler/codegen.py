@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, msl, operators
+from . import abi, arrays, calls, constants, conversions, effects, msl, operators
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -498,10 +498,13 @@ class FunctionLowering:
     def _kernel_abi(self) -> abi.KernelABI:
         """The kernel's ABI, from its argument types and what lowering its body needed."""
         arguments = []
+        written = effects.written_arguments(self.tf)
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
             if isinstance(ty, types.Array):
+                at = ":".join(map(str, written[i])) if i in written else ""
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
-                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
+                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent,
+                                                   at))
                 continue
             for path, sty in _flatten_scalars(ty):
                 if sty == types.float64:

@@ -323,12 +323,24 @@ def _is_scalar_index(index, ndim) -> bool:
     return False
 
 
+class _BufferMemory:
+    """A buffer's memory as NumPy sees it: the base of every host view of the buffer, so that the buffer
+    lives as long as any view of it (``mapped_array(...).base``, views of views), as NumPy's own memory does."""
+
+    __slots__ = ("buffer", "__array_interface__")
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+        self.__array_interface__ = {"data": (buffer.address, False), "shape": (buffer.nbytes,), "typestr": "|u1",
+                                    "version": 3}
+
+
 def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if any(s == 0 for s in shape):
         return np.empty(shape, dtype)
     # (0-d views too are at their offset: ``d[3, ...]`` is element 3.)
-    return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=offset, strides=strides)
+    return np.ndarray(shape, dtype, buffer=np.asarray(_BufferMemory(buffer)), offset=offset, strides=strides)
 
 
 def broadcast_to(dev: DeviceNDArray, shape) -> DeviceNDArray:

@@ -187,6 +187,8 @@ CORPUS: list[Bad] = [
     Bad("too_many_buffers",
         "\n@metal.jit\ndef k(" + ", ".join(f"a{j}" for j in range(32)) + "):\n    a0[0] = 1\n", UF,
         "buffer slots", launch="k[1, 1](*[np.zeros(1, np.float32) for _ in range(32)])"),
+    Bad("read_only_array_written", VADD, KL, "read-only NumPy array .* may write it",
+        launch="ro = np.zeros(8, np.float32); ro.flags.writeable = False; k[1, 8](ro)", located=False),
     Bad("scalar_does_not_fit", VADD.replace("def k(a)", "def k(a, n)"), KL, "does not fit",
         launch=f"k[1, 8]({A1}, 2 ** 70)", located=False),
     Bad("eager_signature_mismatch", VADD.replace("@metal.jit", "@metal.jit('void(float32[:])')"), KL,

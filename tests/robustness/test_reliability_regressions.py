@@ -1,0 +1,125 @@
+"""Regressions of the reliability review (issue 17): read-only arguments, mapped memory's lifetime,
+per-thread private memory, and host-side mistakes refused early with clear errors."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from numba.core import types
+
+from numba_metal import metal
+from numba_metal.compiler import driver, effects
+from numba_metal.errors import KernelLaunchError
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# -- read-only NumPy arrays as arguments --------------------------------------------------------
+
+@metal.jit(device=True)
+def _get(x, i):
+    return x[i]
+
+
+@metal.jit(device=True)
+def _put(x, i):
+    x[i] = 3
+
+
+@metal.jit
+def reads(a, out):
+    i = metal.grid(1)
+    if i < a.size:
+        out[i] = a[i] + _get(a, i) + len(a)
+
+
+@metal.jit
+def writes(a):
+    i = metal.grid(1)
+    if i < a.size:
+        a[i] = 7  # writes
+
+
+@metal.jit
+def writes_atomically(a):
+    metal.atomic.add(a, 0, 1)  # writes
+
+
+@metal.jit
+def writes_in_device_function(a, out):
+    _put(a, 0)  # writes
+    out[0] = 1
+
+
+@metal.jit
+def writes_through_view(a, out):
+    row = a[1]
+    b = row if out[0] > 0 else a[0]
+    _put(b, 0)  # writes
+    out[0] = 1
+
+
+def _line(fn, marker="# writes") -> int:
+    import inspect
+    lines, first = inspect.getsourcelines(fn.py_func)
+    return first + next(k for k, ln in enumerate(lines) if marker in ln)
+
+
+def test_a_kernel_that_only_reads_a_read_only_array_accepts_it():
+    a = _read_only(np.arange(8, dtype=np.float32))
+    out = np.zeros(8, np.float32)
+    reads[1, 8](a, out)
+    np.testing.assert_array_equal(out, 2 * np.arange(8, dtype=np.float32) + 8)
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (writes, lambda a: (a,)),
+    (writes_atomically, lambda a: (a,)),
+    (writes_in_device_function, lambda a: (a, np.zeros(1, np.float32))),
+    (writes_through_view, lambda a: (a.reshape(2, 4), np.zeros(1, np.float32))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_kernel_that_may_write_a_read_only_array_refuses_it_naming_the_write(kernel, args):
+    a = _read_only(np.zeros(8, np.float32))
+    with pytest.raises(KernelLaunchError, match=rf"argument 0 of {kernel.__name__}\(\) is a read-only NumPy "
+                                                rf"array .* may write it \(.*:{_line(kernel)}\)"):
+        kernel[1, 8](*args(a))
+    assert not a.any()
+    writable = np.zeros(8, np.float32)   # the same kernel with a writable array works
+    kernel[1, 8](*args(writable))
+    assert writable.any()
+
+
+def test_written_arguments_come_from_the_typed_ir():
+    f32 = types.float32[::1]
+    f32_2d = types.float32[:, ::1]
+    cases = [(reads, (f32, f32), {1}), (writes, (f32,), {0}), (writes_atomically, (types.int32[::1],), {0}),
+             (writes_in_device_function, (f32, f32), {0, 1}), (writes_through_view, (f32_2d, f32), {0, 1})]
+    for kernel, argtypes, written in cases:
+        compiled = driver.compile_kernel(kernel.py_func, argtypes)
+        assert set(effects.written_arguments(compiled.typed)) == written, kernel.__name__
+        assert {a.arg for a in compiled.abi.arrays if a.written_at} == written, kernel.__name__
+
+
+# -- mapped memory lives as long as any view of it ------------------------------------------------
+
+def test_the_base_of_a_mapped_array_keeps_its_memory():
+    m = metal.mapped_array(64, np.float32)
+    m[:] = 7.0
+    base = m.base
+    view = m[10:20]
+    del m
+    gc.collect()
+    others = [metal.mapped_array(64, np.float32) for _ in range(32)]   # would reuse freed memory
+    for o in others:
+        o[:] = 9.0
+    assert (base == 7.0).all() and (view == 7.0).all()
+    d = metal.to_device(np.arange(4, dtype=np.float32))
+    host_view = d._host_view()
+    del d
+    gc.collect()
+    assert host_view.tolist() == [0.0, 1.0, 2.0, 3.0]
