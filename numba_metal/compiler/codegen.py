@@ -66,6 +66,7 @@ class ModuleBuilder:
         self.uses_dynamic_shared = False
         self.shared_bytes = 0  # static shared arrays of the kernel itself
         self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
+        self.local_bytes = 0   # local arrays of the kernel and its device functions, per thread
         self.array_names: list[str] = []
 
     # -- prelude ---------------------------------------------------------------------------
@@ -181,6 +182,17 @@ class ModuleBuilder:
                 f"shared arrays of kernel {self.kernel_name}() and its device functions need {total} bytes of "
                 f"threadgroup memory, more than Metal's {abi.MAX_THREADGROUP_MEMORY}; use smaller arrays")
         return offset
+
+    def reserve_local_memory(self, nbytes: int) -> None:
+        """Count ``nbytes`` of a local array against the per-thread limit. A thread's private memory at any
+        moment is at most that of the kernel and all its device functions together (MSL has no recursion),
+        which is what is checked, here, the one place it grows."""
+        self.local_bytes += nbytes
+        if self.local_bytes > abi.MAX_LOCAL_MEMORY:
+            raise UnsupportedFeatureError(
+                f"local arrays of kernel {self.kernel_name}() and its device functions need {self.local_bytes} "
+                f"bytes per thread, more than numba-metal's limit of {abi.MAX_LOCAL_MEMORY}; use smaller local "
+                "arrays, or shared arrays or a device array for larger data")
 
     def constant_array(self, element: str, values: list[str]) -> str:
         """Define a program-scope constant array and return its name."""
@@ -345,6 +357,16 @@ class FunctionLowering:
             return False
         return False
 
+    def local_array(self, element: str, length: int, nbytes: int) -> str:
+        """A zero-initialised array of ``length`` elements private to each thread; returns its name."""
+        try:
+            self.module.reserve_local_memory(nbytes)
+        except UnsupportedFeatureError as e:
+            self.error(e.message)
+        name = self.fresh_name("nm_local")
+        self.declare(msl.declare_array(element, name, length, zero=True))
+        return name
+
     def shared_array(self, element: str, length: int, nbytes: int) -> str:
         """A static threadgroup array of ``length`` elements for this call site; returns a pointer
         expression to its data. A kernel declares it; a device function's array lives at a fixed offset
@@ -382,6 +404,17 @@ class FunctionLowering:
         memory must be declared ``coherent(device)`` (MSL 3.2) for the fence to make writes visible."""
         self.module.fences_device_memory = True
         self.require_language_version(msl.VERSION_3_2)
+
+    def reserve_local_memory(self, nbytes: int) -> None:
+        """Count ``nbytes`` of a local array against the per-thread limit. A thread's private memory at any
+        moment is at most that of the kernel and all its device functions together (MSL has no recursion),
+        which is what is checked, here, the one place it grows."""
+        self.local_bytes += nbytes
+        if self.local_bytes > abi.MAX_LOCAL_MEMORY:
+            raise UnsupportedFeatureError(
+                f"local arrays of kernel {self.kernel_name}() and its device functions need {self.local_bytes} "
+                f"bytes per thread, more than numba-metal's limit of {abi.MAX_LOCAL_MEMORY}; use smaller local "
+                "arrays, or shared arrays or a device array for larger data")
 
     def constant_array(self, element: str, values: list[str]) -> str:
         return self.module.constant_array(element, values)

@@ -10,8 +10,8 @@ import pytest
 from numba.core import types
 
 from numba_metal import metal
-from numba_metal.compiler import driver, effects
-from numba_metal.errors import KernelLaunchError
+from numba_metal.compiler import abi, driver, effects
+from numba_metal.errors import KernelLaunchError, UnsupportedFeatureError
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -123,3 +123,28 @@ def test_the_base_of_a_mapped_array_keeps_its_memory():
     del d
     gc.collect()
     assert host_view.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# -- local arrays: numba-metal's per-thread limit ---------------------------------------------------
+
+def _local_kernel(n: int, dtype: str):
+    ns = {"metal": metal, "np": np}
+    exec(f"def local_{n}(a):\n    i = metal.grid(1)\n    l = metal.local.array({n}, np.{dtype})\n"
+         f"    for j in range({n}):\n        l[j] = i + j\n    a[i] = l[{n} - 1 - i]\n", ns)
+    return ns[f"local_{n}"]
+
+
+def test_local_arrays_up_to_the_limit_compile_and_run():
+    assert abi.MAX_LOCAL_MEMORY == 8192
+    kern = metal.jit(_local_kernel(2048, "float32"))   # 8192 bytes
+    out = np.zeros(8, np.float32)
+    kern[1, 8](out)
+    np.testing.assert_array_equal(out, np.full(8, 2047, np.float32))
+
+
+@pytest.mark.parametrize("n, dtype, nbytes", [(2049, "float32", 8196), (8193, "uint8", 8193), (1 << 20, "int32", 4 << 20)])
+def test_local_arrays_over_the_limit_are_refused_when_the_kernel_compiles(n, dtype, nbytes):
+    fn = _local_kernel(n, dtype)
+    with pytest.raises(UnsupportedFeatureError, match=f"local arrays of kernel local_{n}\\(\\) .* need {nbytes} "
+                                                      "bytes per thread, more than numba-metal's limit of 8192"):
+        metal.compile_msl(fn, f"void({dtype}[::1])")
