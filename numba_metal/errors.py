@@ -46,7 +46,12 @@ class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
 
+class NumbaMetalWarning(UserWarning):
+    """Something numba-metal could not do as asked but could do without (e.g. an unsafe cache directory)."""
+
+
 __all__ = [
+    "NumbaMetalWarning",
     "NumbaMetalError",
     "UnsupportedFeatureError",
     "UnsupportedPlatformError",

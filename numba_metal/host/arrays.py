@@ -19,9 +19,12 @@ from . import streams as _streams
 
 def _as_dtype(dtype) -> np.dtype:
     try:
-        return np.dtype(dtype)
+        dtype = np.dtype(dtype)
     except TypeError as e:
         raise NumbaMetalError(f"{dtype!r} is not a NumPy dtype: {e}") from None
+    if dtype.hasobject:  # references to Python objects mean nothing on the device (and copied back, crash)
+        raise NumbaMetalError(f"device arrays cannot hold Python objects (dtype {dtype}); use a numeric dtype")
+    return dtype
 
 
 def _normalize_shape(shape) -> tuple[int, ...]:
@@ -425,7 +428,13 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     """
     if isinstance(obj, DeviceNDArray):
         return obj
+    if obj is None:
+        raise NumbaMetalError("to_device(None): there is nothing to copy; pass a NumPy array (or a sequence "
+                              "of numbers), or use metal.device_array(shape, dtype) for an uninitialised one")
     ary = np.asarray(obj)
+    if ary.dtype.hasobject:
+        raise NumbaMetalError(f"to_device: {type(obj).__name__} becomes a NumPy array of Python objects, "
+                              "which cannot go to the device; pass an array or sequence of numbers")
     if to is not None:
         to.copy_to_device(ary, stream=stream)
         return to

@@ -405,7 +405,10 @@ class LaunchConfig:
         self.shared_length = (self.sharedmem + 15) // 16 * 16 or 16
         self.checked = None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise KernelLaunchError(f"kernel {self.dispatcher.__name__}() was launched with keyword arguments "
+                                    f"({', '.join(kwargs)}); Metal kernels take their arguments by position")
         disp = self.dispatcher
         try:
             key = disp.raw_key(args)

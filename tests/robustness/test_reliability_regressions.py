@@ -4,14 +4,16 @@ per-thread private memory, and host-side mistakes refused early with clear error
 from __future__ import annotations
 
 import gc
+import types as types_module
 
 import numpy as np
 import pytest
 from numba.core import types
 
 from numba_metal import metal
+from numba_metal import runtime as rt
 from numba_metal.compiler import abi, driver, effects
-from numba_metal.errors import KernelLaunchError, UnsupportedFeatureError
+from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -148,3 +150,52 @@ def test_local_arrays_over_the_limit_are_refused_when_the_kernel_compiles(n, dty
     with pytest.raises(UnsupportedFeatureError, match=f"local arrays of kernel local_{n}\\(\\) .* need {nbytes} "
                                                       "bytes per thread, more than numba-metal's limit of 8192"):
         metal.compile_msl(fn, f"void({dtype}[::1])")
+
+
+# -- host-side mistakes: clear errors, early -----------------------------------------------------------
+
+def test_a_signature_that_is_not_one_is_a_clear_error():
+    with pytest.raises(NumbaMetalError, match="invalid signature 'abc'"):
+        metal.compile_msl(writes, "abc")
+
+
+def test_keyword_arguments_at_launch_are_refused():
+    with pytest.raises(KernelLaunchError, match=r"writes\(\) was launched with keyword arguments \(a\)"):
+        writes[1, 8](a=np.zeros(8, np.float32))
+
+
+@pytest.mark.parametrize("obj", [None, [None, 1], np.array(["x", 1], dtype=object)], ids=repr)
+def test_to_device_of_nothing_or_of_python_objects_is_refused(obj):
+    with pytest.raises(NumbaMetalError, match=r"to_device\(None\)|Python objects"):
+        metal.to_device(obj)
+
+
+def test_the_argument_limit_is_checked_before_the_device_compiles(monkeypatch):
+    @metal.jit
+    def big(a, t):
+        a[0] = t[0] + t[2999]
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the device compiled a kernel whose arguments cannot be passed")
+
+    monkeypatch.setattr(rt.Device, "compile", no_compile)
+    with pytest.raises(UnsupportedFeatureError, match="24016 bytes of scalar arguments.* more than the 4096"):
+        big[1, 1](np.zeros(1, np.float32), tuple(range(3000)))
+
+
+_CONSTANTS = types_module.ModuleType("nm_constants_module")
+_CONSTANTS.ARR = np.arange(4, dtype=np.float32) * 3
+
+
+@metal.jit
+def reads_module_constant(out):
+    c = metal.const.array_like(_CONSTANTS.ARR)
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = c[i] + _CONSTANTS.ARR[i]
+
+
+def test_const_array_like_of_a_module_attribute():
+    out = np.zeros(4, np.float32)
+    reads_module_constant[1, 4](out)
+    np.testing.assert_array_equal(out, np.arange(4) * 6.0)
