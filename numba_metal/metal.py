@@ -16,7 +16,8 @@ from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,
                                      device_array_like, is_device_array, mapped_array, mapped_array_like,
                                      to_device)
 from numba_metal.host.decorators import device_func, jit  # noqa: F401
-from numba_metal.host.device import get_device_info, is_available, select_device  # noqa: F401
+from numba_metal.host.device import (get_device_info, get_kernel_time_limit, is_available,  # noqa: F401
+                                     select_device, set_kernel_time_limit)
 from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, stream, synchronize)

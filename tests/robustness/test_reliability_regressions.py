@@ -13,7 +13,7 @@ from numba.core import types
 from numba_metal import metal
 from numba_metal import runtime as rt
 from numba_metal.compiler import abi, driver, effects
-from numba_metal.errors import KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import KernelLaunchError, MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -199,3 +199,33 @@ def test_const_array_like_of_a_module_attribute():
     out = np.zeros(4, np.float32)
     reads_module_constant[1, 4](out)
     np.testing.assert_array_equal(out, np.arange(4) * 6.0)
+
+
+# -- the public time limit of a kernel launch ----------------------------------------------------------
+
+@metal.jit
+def spins_until_flagged(a, flag):
+    i = metal.grid(1)
+    while metal.atomic.add(flag, 0, 0) == 0:
+        pass
+    a[i] = 1
+
+
+def test_a_kernel_running_past_the_time_limit_is_stopped_with_an_error_naming_it():
+    a = metal.device_array(8, np.float32)
+    flag = metal.to_device(np.zeros(1, np.int32))
+    previous = metal.set_kernel_time_limit(0.25)   # None unless NUMBA_METAL_CPU_TIME_LIMIT_MS is set
+    try:
+        assert metal.get_kernel_time_limit() == pytest.approx(0.25)
+        spins_until_flagged[1, 8](a, flag)
+        with pytest.raises(MetalRuntimeError, match="'spins_until_flagged.*ran longer than its time limit of 0.250 s"):
+            metal.synchronize()
+    finally:
+        assert metal.set_kernel_time_limit(None) == pytest.approx(0.25)
+    assert metal.get_kernel_time_limit() is None
+    metal.set_kernel_time_limit(previous)
+    flag.copy_to_device(np.ones(1, np.int32))   # the device goes on: the same kernel now finishes
+    spins_until_flagged[1, 8](a, flag)
+    assert a.copy_to_host().tolist() == [1.0] * 8
+    with pytest.raises(MetalRuntimeError, match="not a number of seconds"):
+        metal.set_kernel_time_limit(-1)
