@@ -2,12 +2,13 @@
 
 A read-only NumPy array (``a.flags.writeable`` is False) can be passed to a kernel that only reads it;
 one the kernel may write is refused at launch, since the writes could not reach it (``@njit`` refuses
-such calls too). The analysis is conservative, so a "no" is a guarantee: flow-insensitively, a variable
-*may hold* argument ``i`` when it is assigned from it or from any expression that uses such a variable
-and has an array type (views, tuple items, ``x = a if c else b``); the argument *may be written* where
-such a variable is the target of an item assignment or an in-place operator, or is passed to a call:
-to a device function that may write that parameter (analysed the same way), to ``len`` (which reads),
-or to anything else (atomics, and whatever the kernel language adds), which counts as a write.
+such calls too). The analysis is conservative, so a "no" is a guarantee. Flow-insensitively, a variable
+*may hold* argument ``i`` when it is assigned from it or from any expression that uses such a variable,
+unless its type is a number, a boolean or None (so views, tuple items, iterators, ``x = a if c else b``).
+The argument *may be written* where such a variable is the target of an item assignment or an in-place
+operator, or is passed to a call: to a device function that may write that parameter (analysed the same
+way), to ``len`` (which reads), or to anything else (atomics, and whatever the kernel language adds),
+which counts as a write.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _analyse(tf, active) -> dict[int, tuple[str, int]]:
     assigns = [s for b in blocks for s in b.body if isinstance(s, ir.Assign)]
     holders: dict[str, set[int]] = {}   # variable -> the arguments it may hold
     for s in assigns:
-        if isinstance(s.value, ir.Arg) and isinstance(tf.argtypes[s.value.index], types.Array):
+        if isinstance(s.value, ir.Arg) and _holds_arrays(tf.argtypes[s.value.index]):
             holders.setdefault(s.target.name, set()).add(s.value.index)
     changed = True
     while changed:
@@ -92,8 +93,6 @@ def _call(tf, e, loc, holders, mark, active):
 
 
 def _holds_arrays(ty) -> bool:
-    if isinstance(ty, types.Array):
-        return True
-    if isinstance(ty, types.BaseTuple):
-        return any(_holds_arrays(t) for t in ty.types)
-    return False
+    """A value of type ``ty`` may hold an array (or a view, an iterator over one, a tuple with one...):
+    anything but a number, a boolean or None."""
+    return not isinstance(ty, (types.Number, types.Boolean, types.NoneType))

@@ -66,6 +66,17 @@ def writes_through_view(a, out):
     out[0] = 1
 
 
+@metal.jit(device=True)
+def _put_second(t, i):
+    x = t[1]
+    x[i] = 1
+
+
+@metal.jit
+def writes_through_a_tuple(a, b):
+    _put_second((a, b), 0)
+
+
 def _line(fn, marker="# writes") -> int:
     import inspect
     lines, first = inspect.getsourcelines(fn.py_func)
@@ -100,7 +111,8 @@ def test_written_arguments_come_from_the_typed_ir():
     f32 = types.float32[::1]
     f32_2d = types.float32[:, ::1]
     cases = [(reads, (f32, f32), {1}), (writes, (f32,), {0}), (writes_atomically, (types.int32[::1],), {0}),
-             (writes_in_device_function, (f32, f32), {0, 1}), (writes_through_view, (f32_2d, f32), {0, 1})]
+             (writes_in_device_function, (f32, f32), {0, 1}), (writes_through_view, (f32_2d, f32), {0, 1}),
+             (writes_through_a_tuple, (f32, f32), {0, 1})]
     for kernel, argtypes, written in cases:
         compiled = driver.compile_kernel(kernel.py_func, argtypes)
         assert set(effects.written_arguments(compiled.typed)) == written, kernel.__name__
