@@ -405,17 +405,6 @@ class FunctionLowering:
         self.module.fences_device_memory = True
         self.require_language_version(msl.VERSION_3_2)
 
-    def reserve_local_memory(self, nbytes: int) -> None:
-        """Count ``nbytes`` of a local array against the per-thread limit. A thread's private memory at any
-        moment is at most that of the kernel and all its device functions together (MSL has no recursion),
-        which is what is checked, here, the one place it grows."""
-        self.local_bytes += nbytes
-        if self.local_bytes > abi.MAX_LOCAL_MEMORY:
-            raise UnsupportedFeatureError(
-                f"local arrays of kernel {self.kernel_name}() and its device functions need {self.local_bytes} "
-                f"bytes per thread, more than numba-metal's limit of {abi.MAX_LOCAL_MEMORY}; use smaller local "
-                "arrays, or shared arrays or a device array for larger data")
-
     def constant_array(self, element: str, values: list[str]) -> str:
         return self.module.constant_array(element, values)
 
