@@ -24,6 +24,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _perfutil  # noqa: E402
 
+os.environ.setdefault("NUMBA_METAL_DEVICE", "cpu")
+
 BENCHMARKS = {"launch": ["--repeats", "5"], "compile": ["--kernels", "10"], "startup": ["--runs", "7"]}
 
 
@@ -55,7 +57,6 @@ FIGURES = {"launch": _launch_figures, "compile": _compile_figures, "startup": _s
 
 def _run(tree: str, bench: str, out: str) -> dict:
     env = dict(os.environ, PYTHONPATH=tree)
-    env.setdefault("NUMBA_METAL_DEVICE", "cpu")
     script = os.path.join(tree, "benchmarks", f"perf_{bench}.py")
     subprocess.run([sys.executable, script, "--json", out] + BENCHMARKS[bench], cwd=tree, env=env, check=True,
                    stdout=subprocess.DEVNULL, timeout=1800)

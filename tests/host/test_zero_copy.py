@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from numba_metal import metal, profiling
-from numba_metal.host import device as _device
 from numba_metal.errors import KernelLaunchError
+from numba_metal.host import device as _device
 
 
 @metal.jit
