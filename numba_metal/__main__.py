@@ -1,13 +1,17 @@
 """The ``numba-metal`` command (also ``python -m numba_metal``).
 
-Commands: ``numba-metal advisor COMMAND ...`` (see docs/advisor.md).
+Commands: ``numba-metal doctor`` (docs/installation.md), ``numba-metal advisor COMMAND ...``
+(docs/advisor.md).
 """
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: numba-metal advisor COMMAND [options]
+USAGE = """usage: numba-metal doctor [--device metal|cpu|metal-sim]
+       numba-metal advisor COMMAND [options]
+
+`numba-metal doctor` checks that this machine can compile and run kernels (exit status 1 if not).
 
 commands of `numba-metal advisor`:
   scan PATH              static analysis of Python files (imports and runs nothing)
@@ -31,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         from numba_metal import __version__
         print(f"numba-metal {__version__}")
         return 0
+    if argv[0] == "doctor":
+        from numba_metal.doctor import main as doctor_main
+        return doctor_main(argv[1:])
     if argv[0] != "advisor":
         sys.stderr.write(f"numba-metal: unknown command {argv[0]!r}\n\n{USAGE}")
         return 2

@@ -50,6 +50,11 @@ class NumbaMetalWarning(UserWarning):
     """Something numba-metal could not do as asked but could do without (e.g. an unsafe cache directory)."""
 
 
+class KernelRaisedError(MetalRuntimeError):
+    """An exception a ``debug=True`` kernel raised (``raise``, a failed ``assert``), raised at the next
+    wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
+
+
 __all__ = [
     "NumbaMetalWarning",
     "NumbaMetalError",
@@ -59,4 +64,5 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "KernelBoundsError",
+    "KernelRaisedError",
 ]

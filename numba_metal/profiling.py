@@ -25,8 +25,8 @@ _lock = threading.Lock()
 
 
 class Event:
-    """One event: its kind and its fields, also readable as attributes (``event.start_ns``). A plain class:
-    importing ``dataclasses`` would be a tenth of ``import numba_metal``."""
+    """One runtime event: its ``kind`` and its fields, also readable as attributes (``event.nbytes``). A
+    plain class: importing ``dataclasses`` would be a tenth of ``import numba_metal``."""
 
     __slots__ = ("kind", "fields")
 
@@ -58,6 +58,7 @@ def add_listener(listener) -> None:
 
 
 def remove_listener(listener) -> None:
+    """Stop sending events to ``listener`` (nothing happens if it is not registered)."""
     with _lock:
         if listener in listeners:
             listeners.remove(listener)
@@ -71,6 +72,7 @@ def emit(kind: str, **fields) -> None:
 
 
 def now_ns() -> int:
+    """The clock of event times and device timestamps, in nanoseconds."""
     from numba_metal import runtime
     return runtime.now_ns()
 

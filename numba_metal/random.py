@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from numba_metal.errors import UnsupportedFeatureError
@@ -96,38 +97,61 @@ def xoroshiro128p_jump(states, index):
     states[index, 1] = s1
 
 
-@jit(device=True)
-def _init_state(states, index, seed):
-    # SplitMix64 of the seed, as numba.cuda.random.
+@numba.njit(cache=False)
+def _rotl_host(x, k):
+    return (x << k) | (x >> (_U64 - k))
+
+
+@numba.njit(cache=False)
+def _next_host(s0, s1):
+    s1 ^= s0
+    return _rotl_host(s0, _U55) ^ s1 ^ (s1 << _U14), _rotl_host(s1, _U36)
+
+
+@numba.njit(cache=False)
+def _jump_host(s0, s1):
+    j0 = _U0
+    j1 = _U0
+    for word in (_JUMP0, _JUMP1):
+        for b in range(64):
+            if word & (_U1 << np.uint64(b)):
+                j0 ^= s0
+                j1 ^= s1
+            s0, s1 = _next_host(s0, s1)
+    return j0, j1
+
+
+@numba.njit(cache=False)
+def _init_states_host(out, seed, subsequence_start):
+    # SplitMix64 of the seed, then each generator is its predecessor jumped 2**64 steps: inherently
+    # sequential, so it runs on the host CPU as in numba.cuda (init_xoroshiro128p_states_cpu). One GPU
+    # thread would take n * 128 dependent steps and trip the GPU's watchdog for large n.
     z = seed + _SPLITMIX_GAMMA
     z = (z ^ (z >> _U30)) * _SPLITMIX_M1
     z = (z ^ (z >> _U27)) * _SPLITMIX_M2
     z = z ^ (z >> _U31)
-    states[index, 0] = z
-    states[index, 1] = z
-
-
-@jit
-def _init_states_kernel(states, seed, subsequence_start):
-    # Launched as one thread: each generator is its predecessor jumped 2**64 steps, which is
-    # inherently sequential (numba.cuda runs the same loop on the host CPU).
-    n = states.shape[0]
-    _init_state(states, 0, seed)
+    s0 = z
+    s1 = z
     for _ in range(subsequence_start):
-        xoroshiro128p_jump(states, 0)
-    for i in range(1, n):
-        states[i, 0] = states[i - 1, 0]
-        states[i, 1] = states[i - 1, 1]
-        xoroshiro128p_jump(states, i)
+        s0, s1 = _jump_host(s0, s1)
+    for i in range(out.shape[0]):
+        if i > 0:
+            s0, s1 = _jump_host(s0, s1)
+        out[i, 0] = s0
+        out[i, 1] = s1
 
 
 def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
-    """(Re)initialise ``states`` for ``seed``, starting at subsequence ``subsequence_start``."""
+    """(Re)initialise ``states`` for ``seed``, starting at subsequence ``subsequence_start``.
+
+    The states are computed on the host and copied in on ``stream`` (as numba.cuda does)."""
     if states.ndim != 2 or states.shape[1] != 2 or states.dtype != np.uint64:
         raise ValueError("states must be an (n, 2) uint64 array from create_xoroshiro128p_states")
     if states.shape[0] == 0:
         return
-    _init_states_kernel[1, 1, stream](states, np.uint64(seed % (1 << 64)), np.uint64(subsequence_start))
+    host = np.empty(states.shape, np.uint64)
+    _init_states_host(host, np.uint64(seed % (1 << 64)), np.uint64(subsequence_start))
+    states.copy_to_device(host, stream=stream)
 
 
 def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):

@@ -244,12 +244,6 @@ class BodyAnalyzer(ast.NodeVisitor):
 
     visit_AsyncWith = visit_With
 
-    def visit_Raise(self, node):
-        self.a.add("blockers", node.lineno, "raise")
-
-    def visit_Assert(self, node):
-        self.a.add("blockers", node.lineno, "raise")
-
     def visit_Yield(self, node):
         self.a.add("blockers", node.lineno, "generator")
 
@@ -362,9 +356,7 @@ class BodyAnalyzer(ast.NodeVisitor):
         q = self._qual(node.func)
         head, _, last = q.rpartition(".")
         line = node.lineno
-        if q == "print":
-            self.a.add("blockers", line, "print")
-        elif q in ("open", "input"):
+        if q in ("open", "input"):
             self.a.add("blockers", line, "io")
         elif q in ("str", "repr", "format") or (isinstance(node.func, ast.Attribute)
                                                  and node.func.attr in ("format", "join", "split")):

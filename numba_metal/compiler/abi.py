@@ -5,7 +5,8 @@ It decides the layout (:func:`layout`): each array argument is a ``device`` buff
 offset of ``a[0, ..., 0]`` from the bound byte offset) go into one packed argument struct with the
 scalar arguments (tuples flattened) and, when the kernel uses dynamic threadgroup memory, its length;
 the struct is bound with ``setBytes`` at the slot after the arrays; a ``debug=True`` kernel gets an
-error-record buffer after it; dynamic threadgroup memory is ``[[threadgroup(0)]]``; then the built-in
+error-record buffer after it, and a kernel that prints a print buffer after that (both formats:
+:mod:`.kernel_io`); dynamic threadgroup memory is ``[[threadgroup(0)]]``; then the built-in
 inputs. The struct's members are the arrays' (all 8 bytes, in argument order) and then the others by
 decreasing size, so it has no padding inside; its size is rounded up to its alignment. Metal's limits on
 these are checked at compile time: 31 buffers and 4 KB of arguments here, 32 KB of threadgroup memory
@@ -62,6 +63,7 @@ BUILTINS = (
 #: Names of the kernel's parameters and of the argument struct's members.
 ARGS_PARAM = "nm_args"
 ERROR_RECORD_PARAM = "nm_err"
+PRINT_BUFFER_PARAM = "nm_out"
 DYNAMIC_MEMORY_PARAM = "nm_dynshared"
 DYNAMIC_MEMORY_FIELD = "nm_dynshared_bytes"
 
@@ -102,8 +104,41 @@ def scalar_field(arg: int, path: tuple) -> str:
     return msl.join_names(msl.numbered("s", arg), *path)
 
 
+class RecordField(NamedTuple):
+    """A field of a record: its byte offset, MSL element type and (nested array) shape; ``packed``: its
+    offset or the record's size is not a multiple of the element's size, so it is read and written a
+    byte at a time (Metal requires aligned loads)."""
+
+    offset: int
+    element: str
+    size: int
+    shape: tuple
+    packed: bool
+
+
+class RecordLayout(NamedTuple):
+    """A NumPy structured dtype in MSL: a struct of exactly ``size`` bytes (so that arrays of it have
+    NumPy's stride) whose fields are read at their NumPy byte offsets, aligned dtypes (``align=True``)
+    and packed ones alike."""
+
+    struct: str
+    size: int
+    fields: dict      # name -> RecordField
+
+
+def record_layout(size: int, fields) -> RecordLayout:
+    """The layout of a record of ``size`` bytes with ``fields``: (name, offset, MSL element type,
+    element size, shape) each, as NumPy places them."""
+    import hashlib
+    laid = {name: RecordField(offset, element, esize, tuple(shape), offset % esize != 0 or size % esize != 0)
+            for name, offset, element, esize, shape in fields}
+    digest = hashlib.sha1(repr((size, sorted(laid.items()))).encode()).hexdigest()[:10]
+    return RecordLayout("nm_rec_" + digest, size, laid)
+
+
 class ArrayArgument(NamedTuple):
-    """An array argument, bound to a ``[[buffer(slot)]]``."""
+    """An array argument, bound to a ``[[buffer(slot)]]``. A record argument is an array argument of
+    no dimensions (numba.cuda passes records by reference: the kernel's writes reach the host)."""
 
     arg: int          # the Python argument's index
     slot: int
@@ -149,6 +184,9 @@ class KernelABI(NamedTuple):
     static_threadgroup_memory: int   # bytes of threadgroup memory the kernel declares
     array_names: tuple = ()  # debug reports: array id -> the array's name
     language_version: int = 0        # the MSL version (x 100) its code needs; 0: the device's default
+    print_slot: int | None = None    # the kernel prints: the print buffer's [[buffer(i)]]
+    print_formats: tuple = ()        # the descriptions of its print() calls (kernel_io.describe)
+    raise_sites: tuple = ()          # debug=True: kernel_io.RaiseSite per raise/assert, by index
 
     @property
     def arg_slot(self) -> int | None:
@@ -186,7 +224,9 @@ class KernelABI(NamedTuple):
                 "arg_size": self.arg_size, "error_slot": self.error_slot,
                 "dynamic_threadgroup_memory": self.dynamic_threadgroup_memory,
                 "static_threadgroup_memory": self.static_threadgroup_memory,
-                "array_names": list(self.array_names), "language_version": self.language_version}
+                "array_names": list(self.array_names), "language_version": self.language_version,
+                "print_slot": self.print_slot, "print_formats": list(self.print_formats),
+                "raise_sites": [list(r[:2]) + [list(r.args)] + list(r[3:]) for r in self.raise_sites]}
 
     @classmethod
     def from_json(cls, data: dict) -> "KernelABI":
@@ -203,9 +243,15 @@ class KernelABI(NamedTuple):
                 raise ValueError(f"not an argument-struct field: {f}")
         if any(p.kind not in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK, PARAM_THREADGROUP, PARAM_BUILTIN) for p in params):
             raise ValueError("not a kernel parameter kind")
+        from .kernel_io import RaiseSite
+        sites = tuple(RaiseSite(str(m), str(q), tuple(args), str(f), int(line), str(fn))
+                      for m, q, args, f, line, fn in data["raise_sites"])
+        print_slot = data["print_slot"]
         abi = cls(str(data["entry_name"]), params, arrays, fields, int(data["arg_size"]), data["error_slot"],
                   bool(data["dynamic_threadgroup_memory"]), int(data["static_threadgroup_memory"]),
-                  tuple(str(n) for n in data["array_names"]), int(data["language_version"]))
+                  tuple(str(n) for n in data["array_names"]), int(data["language_version"]),
+                  None if print_slot is None else int(print_slot), tuple(str(d) for d in data["print_formats"]),
+                  sites)
         if struct.calcsize(abi.arg_format) > abi.arg_size:
             raise ValueError("the argument struct is larger than its size")
         return abi
@@ -273,10 +319,12 @@ class KernelABI(NamedTuple):
 
 
 def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic_threadgroup_memory: bool,
-           static_threadgroup_memory: int, array_names=(), language_version: int = 0, where=None) -> KernelABI:
+           static_threadgroup_memory: int, array_names=(), language_version: int = 0, print_formats=(),
+           raise_sites=(), where=None) -> KernelABI:
     """The ABI of kernel ``kernel_name`` (MSL name ``entry_name``) whose arguments are ``arguments``, in
     argument order: an ArrayArgument (its ``slot`` is assigned here) or a ScalarArgument per scalar and
-    tuple item. ``where`` is the kernel's (file, line), for errors."""
+    tuple item. ``print_formats``: the kernel prints (it gets a print buffer); ``raise_sites``: its
+    raise statements. ``where`` is the kernel's (file, line), for errors."""
     from . import msl
     arrays, array_fields, scalar_fields = [], [], []
     for a in arguments:
@@ -304,6 +352,10 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     if debug:
         error_slot = len(params)
         params.append(KernelParam(PARAM_BUFFER, error_slot, 0, msl.pointer("device", "uint"), ERROR_RECORD_PARAM))
+    print_slot = None
+    if print_formats:
+        print_slot = len(params)
+        params.append(KernelParam(PARAM_BUFFER, print_slot, 0, msl.pointer("device", "uint"), PRINT_BUFFER_PARAM))
     if len(params) > MAX_BUFFER_SLOTS:
         raise UnsupportedFeatureError(
             f"kernel {kernel_name}() needs {len(arrays)} array buffers plus its argument block, more than Metal's "
@@ -317,7 +369,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     params += [KernelParam(PARAM_BUILTIN, 0, 0, msl_type, builtin_param(member), attribute)
                for member, msl_type, attribute in BUILTINS]
     return KernelABI(entry_name, tuple(params), tuple(arrays), fields, size, error_slot, dynamic_threadgroup_memory,
-                     static_threadgroup_memory, tuple(array_names), language_version)
+                     static_threadgroup_memory, tuple(array_names), language_version, print_slot,
+                     tuple(print_formats), tuple(raise_sites) if debug else ())
 
 
 class CompiledKernel(NamedTuple):

@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, effects, msl, operators
+from . import abi, arrays, calls, constants, conversions, effects, kernel_io, msl, operators, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -30,7 +30,8 @@ from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
                       types.BoundFunction, types.DType, types.StringLiteral, types.UnicodeType,
                       types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
-                      types.Opaque, types.EnumClass, types.Callable)
+                      types.Opaque, types.EnumClass, types.Callable, types.ExceptionClass,
+                      types.ExceptionInstance)
 
 #: Threadgroup memory is allocated in multiples of 16 bytes (Metal's rule for its lengths).
 _THREADGROUP_ALIGNMENT = 16
@@ -68,6 +69,11 @@ class ModuleBuilder:
         self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
         self.local_bytes = 0   # local arrays of the kernel and its device functions, per thread
         self.array_names: list[str] = []
+        self.print_formats: list[str] = []   # kernel_io descriptions of the print() calls
+        self.raise_sites: list = []          # kernel_io.RaiseSite of each raise (debug=True)
+        self.uses_raise = False
+        self._raising: set = set()           # device functions that may raise
+        self._records: dict = {}             # record type -> abi.RecordLayout
 
     # -- prelude ---------------------------------------------------------------------------
 
@@ -127,6 +133,9 @@ class ModuleBuilder:
         elif isinstance(ty, types.RangeIteratorType):
             self.need("range")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
+        elif isinstance(ty, types.Record):
+            # A record is a reference to its bytes (records.py).
+            name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))
@@ -142,7 +151,21 @@ class ModuleBuilder:
             raise UnsupportedFeatureError(f"values of type {ty} cannot be used at run time in a kernel")
         return name
 
+    def record_layout(self, rec) -> abi.RecordLayout:
+        """The layout of a record type, its MSL struct defined in this module (once)."""
+        known = self._records.get(rec)
+        if known is None:
+            try:
+                known = records.layout(rec)
+            except TypeError as e:
+                raise UnsupportedFeatureError(str(e)) from None
+            self._records[rec] = known
+            self._definitions.append(msl.record_definition(known.struct, known.size))
+        return known
+
     def element_type_name(self, dtype) -> str:
+        if isinstance(dtype, types.Record):
+            return self.record_layout(dtype).struct
         name = msl.scalar_type(dtype)
         if dtype == types.float64:
             raise UnsupportedFeatureError(f"arrays of {dtype} are not supported on Metal (Apple GPUs have no "
@@ -153,6 +176,10 @@ class ModuleBuilder:
 
     # -- functions -------------------------------------------------------------------------
 
+    def may_raise(self, name: str) -> bool:
+        """True if the device function ``name`` (lowered into this module) may raise."""
+        return name in self._raising
+
     def device_function(self, devfn, argtypes) -> tuple[str, types.Type]:
         """Lower a device function for ``argtypes`` into this module (once); returns (name, return type)."""
         key = (devfn, tuple(argtypes))
@@ -162,6 +189,8 @@ class ModuleBuilder:
         name = function_name(tf)
         lowering = FunctionLowering(self, tf, kind="device", name=name)
         text = lowering.lower()
+        if lowering.raises:
+            self._raising.add(name)
         self._device_functions[key] = (name, tf.return_type)
         self._functions.append(text)
         return name, tf.return_type
@@ -269,6 +298,7 @@ class FunctionLowering:
         self._uses_flag = False
         self.callee = None         # the Python object whose call is being lowered
         self.call = None           # and its ir.Expr
+        self.raises = False        # the function raises, or calls a device function that may
 
     # -- what the kernel-API lowerings use --------------------------------------------------
 
@@ -433,6 +463,8 @@ class FunctionLowering:
         # `break`) are threaded through, so that `continue` in a nested `if` stays a plain continue.
         empty = [label for label, block in blocks.items()
                  if len(block.body) == 1 and isinstance(block.body[0], ir.Jump)]
+        if not self.debug:
+            self._compile_out_assertions(succs)
         succs = skip_empty_blocks(entry, succs, empty)
         self._check_statements(set(succs))
         try:
@@ -457,6 +489,29 @@ class FunctionLowering:
             body.append("    " + msl.declare("int", msl.FLAG_VAR, "0"))
         body.extend(self._lines)
         return msl.function(header, body)
+
+    def _compile_out_assertions(self, succs) -> None:
+        """Without debug=True, ``assert`` is compiled out (as in numba.cuda): branches to a block that
+        only raises AssertionError go the other way, and such blocks are dropped."""
+        dropped = kernel_io.compiled_out_assertions(self.func_ir)
+        for label in list(succs):
+            targets = succs[label]
+            if len(targets) == 2 and (targets[0] in dropped) != (targets[1] in dropped):
+                succs[label] = [t for t in targets if t not in dropped]
+        reachable, work = set(), [min(succs)]
+        while work:
+            label = work.pop()
+            if label not in reachable:
+                reachable.add(label)
+                work.extend(succs[label])
+        for label in set(succs) - reachable:
+            del succs[label]
+
+    def return_after_raise(self) -> str:
+        """The statement that leaves this function after a raise."""
+        if self.is_kernel or isinstance(self.tf.return_type, types.NoneType):
+            return msl.return_()
+        return msl.RETURN_DEFAULT
 
     def _check_statements(self, labels) -> None:
         """Refuse what only typing reveals (constructs are checked before typing, in the frontend)."""
@@ -522,8 +577,12 @@ class FunctionLowering:
         arguments = []
         written = effects.written_arguments(self.tf)
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            at = ":".join(map(str, written[i])) if i in written else ""
+            if isinstance(ty, types.Record):
+                arguments.append(abi.ArrayArgument(i, 0, argname, self.module.record_layout(ty).struct, 0, "C",
+                                                   self.module.coherent, at))
+                continue
             if isinstance(ty, types.Array):
-                at = ":".join(map(str, written[i])) if i in written else ""
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
                                                    ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent,
                                                    at))
@@ -544,6 +603,7 @@ class FunctionLowering:
                           static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
                           array_names=module.array_names,
                           language_version=module.language_version,
+                          print_formats=module.print_formats, raise_sites=module.raise_sites,
                           where=self.tf.location)
 
     def _environment(self) -> list[str]:
@@ -552,6 +612,11 @@ class FunctionLowering:
         for member, _, _ in abi.BUILTINS:
             lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
         lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if self.debug else msl.NULL))
+        if self.abi.print_slot is not None:
+            lines.append(msl.assign(msl.env("out"), abi.PRINT_BUFFER_PARAM))
+        if self.module.uses_raise:
+            lines.append(msl.declare("uint", "nm_raised"))
+            lines.append(msl.assign(msl.env("raised"), msl.address_of("nm_raised")))
         if self.module.uses_threadgroup_counter:
             lines.append(msl.declare_uninitialized("threadgroup atomic_int", "nm_tgcount"))
             lines.append(msl.assign(msl.env("tgcount"), msl.address_of("nm_tgcount")))
@@ -578,6 +643,8 @@ class FunctionLowering:
         if not self.is_kernel:
             return Value(msl.numbered("p", i), ty)
         args = abi.ARGS_PARAM
+        if isinstance(ty, types.Record):
+            return Value(abi.array_param(i), ty)
         if isinstance(ty, types.Array):
             data = abi.array_param(i)
             if ty.layout not in ("C", "F"):
@@ -661,7 +728,7 @@ class FunctionLowering:
             else:
                 self.emit(msl.return_(self.cast(self.value(term.value), rty)))
         else:
-            self.error("`raise` is not supported in Metal kernels")
+            kernel_io.lower_raise(self, term)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -669,11 +736,41 @@ class FunctionLowering:
         if isinstance(stmt, ir.Assign):
             self._lower_assign(stmt)
         elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
-            arrays.lower_setitem(self, stmt)
+            self._lower_setitem(stmt)
+        elif isinstance(stmt, ir.SetAttr):
+            target = self.value(stmt.target)
+            if not isinstance(types.unliteral(target.type), types.Record):
+                self.error(f"setting attribute '{stmt.attr}' is not supported in Metal kernels (record fields "
+                           "are)")
+            records.set_field(self, target, stmt.attr, self.value(stmt.value))
         elif isinstance(stmt, ir.Del):
             pass
+        elif isinstance(stmt, ir.Print):
+            kernel_io.lower_print(self, stmt)
         else:
             self.error(f"the statement `{stmt}` is not supported in Metal kernels")
+
+    def _lower_setitem(self, stmt) -> None:
+        target = self.value(stmt.target)
+        tty = types.unliteral(target.type)
+        if isinstance(tty, types.Record) and isinstance(stmt, ir.StaticSetItem) and isinstance(stmt.index, (str, int)):
+            records.set_field(self, target, records.field_name(self, target, stmt.index), self.value(stmt.value))
+        elif isinstance(tty, types.Array) and isinstance(tty.dtype, types.Record):
+            records.set_element(self, target, self._index_value(stmt), self.value(stmt.value))
+        else:
+            arrays.lower_setitem(self, stmt)
+
+    def _index_value(self, node) -> Value:
+        """The index of a (static) getitem or setitem as a value."""
+        var = node.index_var if "static" in getattr(node, "op", type(node).__name__.lower()) else None
+        if var is None and isinstance(node.index, ir.Var):
+            var = node.index
+        if var is not None and var.name in self.typemap:
+            return self.value(var)
+        const = node.index
+        if isinstance(const, int):
+            return Value(msl.long_literal(const), types.IntegerLiteral(const))
+        self.error(f"index {const!r} is not supported in Metal kernels")
 
     def _lower_assign(self, stmt: ir.Assign) -> None:
         target = stmt.target
@@ -682,8 +779,9 @@ class FunctionLowering:
         value = stmt.value
         if tname is None:
             # A compile-time-only value (a module, a function, a class): nothing to emit. Calls
-            # that return nothing still have to run.
-            if isinstance(value, ir.Expr) and value.op == "call":
+            # that return nothing still have to run; an exception's construction is not one (raise
+            # reads the constant arguments).
+            if isinstance(value, ir.Expr) and value.op == "call" and not isinstance(tty, types.ExceptionInstance):
                 result = self.lower_expr(value, target)
                 if result is not None and result.expr:
                     self.emit(msl.statement(result.expr))
@@ -729,6 +827,13 @@ class FunctionLowering:
         if op == "getattr":
             return self.lower_getattr(expr, target)
         if op in ("getitem", "static_getitem", "typed_getitem"):
+            base = self.value(expr.value)
+            bty = types.unliteral(base.type)
+            if isinstance(bty, types.Record) and op == "static_getitem" and isinstance(expr.index, (str, int)):
+                name = records.field_name(self, base, expr.index)
+                return records.get_field(self, base, name, self.typemap[target.name])
+            if isinstance(bty, types.Array) and isinstance(bty.dtype, types.Record):
+                return records.element(self, base, self._index_value(expr))
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
@@ -805,6 +910,8 @@ class FunctionLowering:
             if self.module.type_name(tty) is None:
                 return None
             return self.lower_constant(obj, tty)
+        if isinstance(base.type, types.Record):
+            return records.get_field(self, base, expr.attr, tty)
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)
@@ -821,6 +928,16 @@ class FunctionLowering:
         name, rtype = self.module.device_function(devfn, argtypes)
         actual = [self.cast(a, t) for a, t in zip(args, argtypes) if self.module.type_name(t) is not None]
         call = msl.call(name, msl.ENV_PARAM, *actual)
+        if self.module.may_raise(name):
+            # The callee raised: leave this function too (as Numba's calling convention does).
+            self.raises = True
+            result = None
+            if isinstance(rtype, types.NoneType):
+                self.emit(msl.statement(call))
+            else:
+                result = Value(self.tmp(rtype, call), rtype)
+            self.emit(msl.if_statement(msl.unary("*", self.env("raised")), self.return_after_raise()))
+            return result
         if isinstance(rtype, types.NoneType):
             self.emit(msl.statement(call))
             return None

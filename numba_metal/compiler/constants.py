@@ -35,6 +35,9 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     ary = np.ascontiguousarray(ary)
     if ary.dtype == np.float64:
         lc.error("float64 constant arrays are not supported on Metal; use np.float32")
+    if ary.dtype.names:
+        lc.error("module-level arrays of records cannot be baked into a kernel as constants; pass the array "
+                 "as an argument")
     if ary.nbytes > MAX_CONSTANT_ARRAY_BYTES:
         lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
                  "64 KB); pass it as an argument instead")

@@ -5,8 +5,8 @@ one the kernel may write is refused at launch, since the writes could not reach 
 such calls too). The analysis is conservative, so a "no" is a guarantee. Flow-insensitively, a variable
 *may hold* argument ``i`` when it is assigned from it or from any expression that uses such a variable,
 unless its type is a number, a boolean or None (so views, tuple items, iterators, ``x = a if c else b``).
-The argument *may be written* where such a variable is the target of an item assignment or an in-place
-operator, or is passed to a call: to a device function that may write that parameter (analysed the same
+The argument *may be written* where such a variable is the target of an item or attribute assignment
+(a record's field) or of an in-place operator, or is passed to a call: to a device function that may write that parameter (analysed the same
 way), to ``len`` (which reads), or to anything else (atomics, and whatever the kernel language adds),
 which counts as a write.
 """
@@ -58,7 +58,7 @@ def _analyse(tf, active) -> dict[int, tuple[str, int]]:
 
     for b in blocks:
         for s in b.body:
-            if isinstance(s, (ir.SetItem, ir.StaticSetItem)):
+            if isinstance(s, (ir.SetItem, ir.StaticSetItem, ir.SetAttr)):
                 mark(s.target, s.loc)
             elif isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr):
                 e = s.value

@@ -142,19 +142,15 @@ def check_constructs(func_ir) -> None:
     for block in func_ir.blocks.values():
         for stmt in block.body:
             loc = loc_of(stmt.loc)
-            if isinstance(stmt, (ir.Raise, ir.StaticRaise, ir.TryRaise, ir.StaticTryRaise)) or \
-                    type(stmt).__name__ in ("DynamicRaise", "DynamicTryRaise"):
+            if isinstance(stmt, ir.Raise) or type(stmt).__name__ == "DynamicRaise":
                 raise UnsupportedFeatureError(
-                    "`raise` and `assert` are not supported in Metal kernels (a GPU thread cannot raise); "
-                    "check the condition on the host or write an error flag to an array", loc)
-            if isinstance(stmt, ir.Print):
-                raise UnsupportedFeatureError("print() is not supported in Metal kernels; write values to an "
-                                              "output array and print them on the host", loc)
+                    "`raise` in a Metal kernel takes an exception class or an instance with constant "
+                    "arguments (numba.cuda's rule: the message cannot be computed at run time)", loc)
+            if isinstance(stmt, (ir.TryRaise, ir.StaticTryRaise)) or type(stmt).__name__ == "DynamicTryRaise":
+                raise UnsupportedFeatureError("`try`/`except` is not supported in Metal kernels (a GPU thread "
+                                              "cannot catch exceptions)", loc)
             if isinstance(stmt, (ir.EnterWith, ir.PopBlock)):
                 raise UnsupportedFeatureError("`with` blocks are not supported in Metal kernels", loc)
-            if isinstance(stmt, ir.SetAttr):
-                raise UnsupportedFeatureError(f"setting attribute '{stmt.attr}' is not supported in Metal "
-                                              "kernels", loc)
             if not isinstance(stmt, ir.Assign):
                 continue
             value = stmt.value

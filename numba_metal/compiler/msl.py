@@ -322,6 +322,10 @@ def if_statement(condition: str, body: str) -> str:
     return f"if ({condition}) {{ {body} }}"
 
 
+#: Leaves a function returning its type's zero value (a device function's result after a raise).
+RETURN_DEFAULT = "return {};"
+
+
 def return_(expr: str | None = None) -> str:
     return "return;" if expr is None else f"return {expr};"
 
@@ -348,6 +352,17 @@ def struct_definition(name: str, members) -> str:
     """``struct name { T a; ... };`` from (type, name) members, one per line."""
     body = "".join(f"    {t} {m};\n" for t, m in members)
     return f"struct {name} {{\n{body}}};"
+
+
+def record_definition(name: str, size: int) -> str:
+    """A record (NumPy structured dtype) as ``size`` bytes: ``sizeof`` is NumPy's itemsize and its fields
+    are read at their byte offsets (``field_pointer``)."""
+    return f"struct {name} {{\n    uchar bytes[{size}];\n}};"
+
+
+def field_pointer(pointer_type: str, byte_pointer_type: str, record: str, offset: int) -> str:
+    """A pointer to the field at byte ``offset`` of the record ``record`` points to."""
+    return pointer_cast(pointer_type, f"(({byte_pointer_type}){record} + {offset})")
 
 
 def constant_array_definition(element: str, name: str, values) -> str:

@@ -23,6 +23,8 @@ struct nm_env {
     uint lane;      // thread_index_in_simdgroup
     uint sgid;      // simdgroup_index_in_threadgroup
     device uint* err;  // debug error record (debug=True), else null
+    device uint* out;  // the print buffer (the kernel prints), else null
+    thread uint* raised;  // set when the thread raised (the kernel raises), else null
     threadgroup atomic_int* tgcount;  // counter for syncthreads_count/and/or, else null
     threadgroup uchar* tgpool;        // shared arrays declared in device functions, else null
     threadgroup uchar* dynshared;     // dynamic shared memory (the launch's sharedmem), else null
@@ -43,8 +45,8 @@ NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }
 //@@ boundscheck requires: env
 // debug=True: report the first out-of-bounds access (the host raises it at the next wait) and
 // tell the caller to skip the access.
-// Record layout (uint words): 0 flag, 1 array id, 2 axis, 3 line, 4-6 thread position,
-// 7 reserved, 8-9 index (lo, hi), 10-11 extent (lo, hi).
+// Record layout (uint words; compiler/kernel_io.py RECORD): 0 flag, 1 array id, 2 axis, 3 line,
+// 4-6 thread position, 7 kind (0: bounds), 8-9 index (lo, hi), 10-11 extent (lo, hi).
 NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_env& c, uint array_id, uint axis, uint line) {
     if (i >= 0 && i < n) {
         return true;
@@ -65,11 +67,132 @@ NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_env& c, uint array_i
     c.err[4] = c.gid.x;
     c.err[5] = c.gid.y;
     c.err[6] = c.gid.z;
+    c.err[7] = 0u;
     c.err[8] = uint(ulong(i) & 0xffffffffu);
     c.err[9] = uint(ulong(i) >> 32);
     c.err[10] = uint(ulong(n) & 0xffffffffu);
     c.err[11] = uint(ulong(n) >> 32);
     return false;
+}
+
+//@@ raise requires: env
+// `raise` (and a failed `assert`): the thread stops; with debug=True the first raising thread of the
+// launch records the raise site (an index into the kernel's table of sites) for the host.
+// Record words as nm_in_bounds', with 1 the site and 7 kind 1.
+NM_INLINE void nm_raise(thread const nm_env& c, uint site, uint line) {
+    *c.raised = 1u;
+    if (c.err == nullptr) {
+        return;
+    }
+    device atomic_uint* flag = (device atomic_uint*)c.err;
+    uint expected = 0u;
+    // Retried while the flag is still 0: a weak compare-exchange may fail spuriously.
+    while (!atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+        if (expected != 0u) {
+            return;
+        }
+    }
+    c.err[1] = site;
+    c.err[3] = line;
+    c.err[4] = c.gid.x;
+    c.err[5] = c.gid.y;
+    c.err[6] = c.gid.z;
+    c.err[7] = 1u;
+}
+
+//@@ print requires: env
+// print(): reserve `words` words of the print buffer (header: 0 words used, 1 records lost,
+// 2 capacity in words; records from word 4) and write the format's key; null when the buffer is full
+// (the record is counted as lost). A compare-and-swap loop, so that the count of used words never
+// passes the capacity however many prints fail.
+NM_INLINE device uint* nm_print_begin(thread const nm_env& c, uint words, uint key_lo, uint key_hi) {
+    device atomic_uint* used = (device atomic_uint*)c.out;
+    uint capacity = c.out[2];
+    uint at = atomic_load_explicit(used, memory_order_relaxed);
+    while (true) {
+        if (at > capacity || words > capacity - at) {
+            atomic_fetch_add_explicit((device atomic_uint*)(c.out + 1), 1u, memory_order_relaxed);
+            return nullptr;
+        }
+        if (atomic_compare_exchange_weak_explicit(used, &at, at + words, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            break;
+        }
+    }
+    device uint* r = c.out + 4 + at;
+    r[0] = key_lo;
+    r[1] = key_hi;
+    return r;
+}
+
+// Value k of a print record, as 64 bits.
+NM_INLINE void nm_print_put(device uint* r, uint k, ulong v) {
+    if (r != nullptr) {
+        r[2 + 2 * k] = uint(v & 0xffffffffu);
+        r[3 + 2 * k] = uint(v >> 32);
+    }
+}
+
+//@@ records requires: base
+// Fields of packed records (NumPy structured dtypes without align=True) whose offset is not a multiple
+// of their size: read and written a byte at a time, since Metal requires aligned loads and stores.
+// Little-endian, as Apple GPUs and NumPy's native dtypes are.
+template <typename T, typename P> NM_INLINE T nm_load_packed2(P p) {
+    return as_type<T>(uchar2(p[0], p[1]));
+}
+template <typename T, typename P> NM_INLINE T nm_load_packed4(P p) {
+    return as_type<T>(uchar4(p[0], p[1], p[2], p[3]));
+}
+template <typename T, typename P> NM_INLINE T nm_load_packed8(P p) {
+    return as_type<T>(uint2(as_type<uint>(uchar4(p[0], p[1], p[2], p[3])),
+                            as_type<uint>(uchar4(p[4], p[5], p[6], p[7]))));
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed2(P p, T v) {
+    uchar2 b = as_type<uchar2>(v);
+    p[0] = b.x;
+    p[1] = b.y;
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed4(P p, T v) {
+    uchar4 b = as_type<uchar4>(v);
+    p[0] = b.x;
+    p[1] = b.y;
+    p[2] = b.z;
+    p[3] = b.w;
+}
+template <typename T, typename P> NM_INLINE void nm_store_packed8(P p, T v) {
+    uint2 w = as_type<uint2>(v);
+    nm_store_packed4<uint>(p, w.x);
+    nm_store_packed4<uint>(p + 4, w.y);
+}
+// A whole record copied (ary[i] = ary[j]): byte by byte, the only access every layout allows.
+template <typename P, typename Q> NM_INLINE void nm_copy_record(P dst, Q src, int n) {
+    for (int k = 0; k < n; ++k) {
+        dst[k] = src[k];
+    }
+}
+
+//@@ nested_copy requires: array
+// A whole nested array of a record assigned from an array (r.h = src): at most n elements, taken from
+// src in C order through its strides and converted to the field's type (NumPy's assignment).
+template <typename Q, int N> NM_INLINE long nm_arr_size(nm_arr<Q, N> a) {
+    long size = 1;
+    for (int d = 0; d < N; ++d) {
+        size *= a.shape[d];
+    }
+    return size;
+}
+template <typename P, typename Q, int N> NM_INLINE void nm_copy_to_nested(P dst, nm_arr<Q, N> src, long n) {
+    long count = min(n, nm_arr_size(src));
+    for (long k = 0; k < count; ++k) {
+        long rem = k;
+        long off = 0;
+        for (int d = N - 1; d >= 0; --d) {
+            off += (rem % src.shape[d]) * src.strides[d];
+            rem /= src.shape[d];
+        }
+        dst[k] = src.data[off];
+    }
 }
 
 //@@ pair requires: base

@@ -56,6 +56,8 @@ def arg_key(value, position: int):
         return array_key(value.dtype, value.ndim, layout_of(value.shape, value.strides, value.itemsize))
     if isinstance(value, tuple):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
+    if isinstance(value, np.void) and value.dtype.names:
+        return array_key(value.dtype, 0, "C")   # a record (structured dtype): typed as numba.cuda does
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
     if isinstance(value, complex):
@@ -179,7 +181,27 @@ def bind_array(ctx, value, argi, kernel_name, written_at="?") -> BoundArray:
                 f"and the kernel may write it ({written_at}), which would be lost; pass a writable array "
                 "(e.g. a.copy()), or metal.to_device(a) and copy the results back yourself")
         return _bind_host_array(ctx, value, argi, kernel_name)
+    if isinstance(value, np.void) and value.dtype.names:
+        return _bind_record(ctx, value, argi, kernel_name)
     raise KernelLaunchError(f"argument {argi} of {kernel_name}() must be an array")
+
+
+def _bind_record(ctx, value: np.void, argi, kernel_name) -> BoundArray:
+    """A record argument: passed by reference as numba.cuda passes it, through a copy of its bytes that
+    is copied back into it (into the array it belongs to, when it is an element of one) after the kernel."""
+    host = np.array([value])
+    bound = _bind_host_array(ctx, host, argi, kernel_name)
+    copy_host = bound.copy_back
+
+    def copy_back():
+        if copy_host is not None:
+            copy_host()
+        for name in value.dtype.names:
+            value[name] = host[0][name]
+
+    bound.shape = bound.strides = ()
+    bound.copy_back = copy_back
+    return bound
 
 
 def _bind_host_array(ctx, value: np.ndarray, argi, kernel_name) -> BoundArray:

@@ -464,11 +464,13 @@ def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, por
 
 
 def mapped_array_like(ary, stream=0):
+    """A mapped array with the shape and dtype (and C/F order) of ``ary``."""
     order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
 
 
 def is_device_array(obj) -> bool:
+    """True if ``obj`` is a ``DeviceNDArray`` (a mapped array is a NumPy array, not a device array)."""
     return isinstance(obj, DeviceNDArray)
 
 

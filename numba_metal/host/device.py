@@ -31,7 +31,8 @@ class DeviceContext:
         self.info = device.info
         self.default_queue = device.new_queue()
         self.streams: "weakref.WeakSet" = weakref.WeakSet()
-        self.pending_checks: dict = {}  # debug kernels launched since the last wait: id -> checker
+        # per launching thread: what its next wait reads (host/kernel_output.py)
+        self.pending_checks: dict = {}
         self.lock = threading.Lock()
 
     @property

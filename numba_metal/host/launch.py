@@ -17,17 +17,13 @@ from __future__ import annotations
 import struct
 import threading
 
-import numpy as np
-
 from numba_metal import profiling
-from numba_metal.errors import KernelBoundsError, KernelLaunchError
+from numba_metal.errors import KernelLaunchError
 
 from . import streams as _streams
 from .arguments import bind_array
 from .arrays import DeviceNDArray
-
-#: Words of a debug kernel's error record (written by the prelude's nm_in_bounds).
-_ERROR_RECORD_WORDS = 12
+from .kernel_output import KernelOutput
 
 
 class LaunchState:
@@ -48,17 +44,22 @@ class LaunchState:
                            end_ns=profiling.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))
         self.max_threads = self.pipeline.max_total_threads_per_threadgroup
         slots = [a.slot for a in abi.arrays]
+        error_index = print_index = None
         if abi.error_slot is not None:
+            error_index = len(slots)
             slots.append(abi.error_slot)
+        if abi.print_slot is not None:
+            print_index = len(slots)
+            slots.append(abi.print_slot)
         self.dispatch = runtime.DispatchPlan(self.pipeline, slots, abi.arg_slot if abi.arg_slot is not None else 0,
                                              max(abi.arg_size, 1), [0] if abi.dynamic_threadgroup_memory else [],
                                              label=f"{kernel.name} ({abi.entry_name})")
         self.view = self.dispatch.arg_view
         self.arg_size = abi.arg_size
-        self.error_buffer = None
-        if abi.error_slot is not None:
-            self.error_buffer = ctx.device.new_buffer(64)
-            self.dispatch.set_buffer(len(abi.arrays), self.error_buffer, 0)
+        # debug records and print output, per launching thread
+        self.output = None
+        if error_index is not None or print_index is not None:
+            self.output = KernelOutput(self, error_index, print_index)
         self._encode, self._encode_bound = abi.encoder()
         self.queue = ctx.default_queue
         n = len(abi.arrays)
@@ -94,8 +95,11 @@ class LaunchState:
             if griddim is not self._griddim or blockdim is not self._blockdim:
                 if griddim != self._griddim or blockdim != self._blockdim:
                     self._set_grid(griddim, blockdim)
+            output = self.output.bind(queue) if self.output is not None else None
             work_id = queue.submit(self.dispatch, self.arg_size)
-        if start or bound or self.error_buffer is not None:
+        if output is not None:
+            self.output.pending(output)
+        if start or bound:
             self._finish(work_id, config, queue, start, bound)
 
     # The encoder's interface (see KernelABI.encoder).
@@ -145,15 +149,12 @@ class LaunchState:
         self._blockdim = blockdim
 
     def _finish(self, work_id, config, queue, start, bound):
-        """After a submit: the profiler's event, the debug error check, and for host NumPy arguments
-        the wait and the copies back."""
+        """After a submit: the profiler's event, and for host NumPy arguments the wait and the copies
+        back."""
         ctx = self.ctx
         if start:
             profiling.emit("launch", name=self.kernel.name, start_ns=start, end_ns=profiling.now_ns(),
                            work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim)
-        if self.error_buffer is not None:
-            with ctx.lock:
-                ctx.pending_checks[id(self)] = self._check_error_record
         if bound:
             # NumPy arguments: as numba.cuda, the launch is synchronous and results are copied back.
             _streams.timed_wait(queue, "launch")
@@ -186,26 +187,6 @@ class LaunchState:
         kernel = self.kernel
         raise KernelLaunchError(f"kernel {kernel.name}(): an argument does not fit its type "
                                 f"({', '.join(map(str, kernel.argtypes))}): {e}") from None
-
-    def _check_error_record(self):
-        words = np.frombuffer(self.error_buffer.memory(), dtype=np.uint32, count=_ERROR_RECORD_WORDS)
-        if words[0] == 0:
-            return
-        record = [int(w) for w in words]
-        np.frombuffer(self.error_buffer.memory(), dtype=np.uint32)[:] = 0
-        names = self.abi.array_names
-        array = names[record[1]] if record[1] < len(names) else "?"
-        index = record[8] | (record[9] << 32)
-        if index >= 1 << 63:
-            index -= 1 << 64
-        extent = record[10] | (record[11] << 32)
-        line = record[3]
-        code = getattr(self.kernel.dispatcher.py_func, "__code__", None)
-        filename = code.co_filename if code is not None else "?"
-        raise KernelBoundsError(
-            f"index {index} is out of bounds for axis {record[2]} with size {extent} in array "
-            f"'{array}' of kernel {self.kernel.name}(), thread ({record[4]}, {record[5]}, {record[6]})",
-            (filename, line))
 
 
 # ``profiling.listeners`` is only ever changed in place, so the launch may hold the list itself.

@@ -15,6 +15,7 @@ from numba_metal import profiling
 from numba_metal.errors import NumbaMetalError
 
 from . import device as _device
+from . import kernel_output
 
 
 class Stream:
@@ -126,14 +127,10 @@ def wait_for_host_access(ctx, stream) -> None:
 
 
 def check_faults(ctx) -> None:
-    """Raise the first debug-mode fault (e.g. an out-of-bounds index) recorded by a finished kernel."""
-    if not ctx.pending_checks:
-        return
-    with ctx.lock:
-        checks = list(ctx.pending_checks.items())
-        ctx.pending_checks.clear()
-    for _, check in checks:
-        check()
+    """Print the output of the calling thread's finished kernels and raise the first failure one of
+    them recorded (debug mode: an out-of-bounds index, a raised exception)."""
+    if ctx.pending_checks:
+        kernel_output.report(ctx)
 
 
 class Event:
@@ -194,6 +191,7 @@ class Event:
 
 
 def event(timing: bool = True) -> Event:
+    """A new event (numba.cuda's ``cuda.event``); ``record`` it on a stream."""
     return Event(timing)
 
 

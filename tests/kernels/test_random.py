@@ -118,6 +118,25 @@ def test_reinitialise_existing_states(ref):
         init_xoroshiro128p_states(metal.device_array(4, np.uint64), 1)
 
 
+def test_a_million_states_follow_numba_cudas_rule(ref):
+    """Each state is its predecessor jumped 2**64 steps (numba.cuda's rule), for a million states: computed
+    on the host as numba.cuda does (n * 128 dependent steps on one GPU thread would meet the GPU's watchdog)."""
+    n = 1 << 20
+    states = metal.device_array((n, 2), np.uint64)
+    stream = metal.stream()
+    init_xoroshiro128p_states(states, 5, stream=stream)
+    stream.synchronize()
+    got = states.copy_to_host()
+    head = _as_pairs(_ref_states(ref, 3, 5))
+    np.testing.assert_array_equal(got[:3], head)
+    rs = np.zeros(1, dtype=cuda_random.xoroshiro128p_dtype)
+    rs["s0"], rs["s1"] = got[n - 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref.xoroshiro128p_jump(rs, 0)
+    np.testing.assert_array_equal(got[n - 1], _as_pairs(rs)[0])
+
+
 def test_float64_generators_are_refused_clearly():
     from numba_metal.errors import UnsupportedFeatureError
     with pytest.raises(UnsupportedFeatureError, match="no float64.*xoroshiro128p_uniform_float32"):

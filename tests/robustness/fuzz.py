@@ -3,8 +3,8 @@
 A fuzz program is a small generated module (tests/differential/gen.py, two cases) with one to
 three random mutations of its AST: an expression replaced by something a kernel cannot have (a
 list, a string, None, a complex number, a float64 scalar, an unknown name, a slice, a lambda...),
-a statement replaced by an unsupported one (print, raise, try, with, global, import, yield, a
-nested def...), a call's arity changed, a literal made extreme, a statement deleted or duplicated,
+a statement replaced by an unsupported one (try, with, global, import, yield, a nested def...)
+or by a print or raise (which compile), a call's arity changed, a literal made extreme, a statement deleted or duplicated,
 a name swapped for another. Some mutants stay valid.
 
 Every program must either be refused with a NumbaMetalError whose message is not a C++ compiler

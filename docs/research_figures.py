@@ -1,0 +1,103 @@
+"""Derives the figures of docs/research-report.md that no benchmark prints directly (rates of the
+arithmetic-intensity sweep, ratios) from the committed results, into docs/research-figures.json.
+
+    python docs/research_figures.py            # rewrite docs/research-figures.json
+    python docs/research_figures.py --check    # exit 1 if it differs from what the results give
+
+Everything here is arithmetic on benchmarks/results/*.json: rerunning the benchmarks and then this
+script refreshes the report's figures, and tests/docs/test_figures.py checks both the JSON and every
+figure the report cites from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+OUT = os.path.join(ROOT, "docs", "research-figures.json")
+
+#: The implementations of the sweep whose rates the roofline section compares.
+SWEEP_IMPLEMENTATIONS = ("metal_kernel", "numba_parallel", "numba_1t", "numpy")
+
+
+def _load(name: str) -> dict:
+    with open(os.path.join(RESULTS, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _program(doc: dict, name: str) -> dict:
+    return next(p for p in doc["programs"] if p["name"] == name)
+
+
+def roofline(full: dict, throughput: dict) -> dict:
+    """Per variant and R: intensity, and per implementation the median time, GFLOP/s and GB/s; the
+    machine's measured copy bandwidth; the highest rate each implementation reached."""
+    sweep = _program(full, "arithmetic_intensity_sweep")
+    out: dict = {"source": "benchmarks/results/full_cpu_device.json", "variants": {}}
+    best: dict = {}
+    for case in sweep["cases"]:
+        p = case["params"]
+        flops, nbytes = p["n"] * p["flops_per_element"], p["n"] * p["bytes_per_element"]
+        row = {"n": p["n"], "reps": p["reps"], "flops_per_byte": p["flops_per_byte"]}
+        for impl in SWEEP_IMPLEMENTATIONS:
+            ns = case["timings"].get(impl, {}).get("median_ns")
+            if ns:
+                row[impl] = {"median_ms": ns / 1e6, "gflop_s": flops / ns, "gb_s": nbytes / ns}
+                key = (case["variant"], impl)
+                best[key] = max(best.get(key, 0.0), flops / ns)
+        out["variants"].setdefault(case["variant"], {})[f"R={p['reps']}"] = row
+    out["highest_gflop_s"] = {v: {impl: best[(v, impl)] for impl in SWEEP_IMPLEMENTATIONS if (v, impl) in best}
+                              for v in out["variants"]}
+    largest = max(throughput["results"], key=lambda r: r["n"])
+    out["copy_bandwidth"] = {"source": "benchmarks/results/throughput.json", "n": largest["n"],
+                             "metal_gb_s": largest["metal_gb_s"], "numpy_gb_s": largest["numpy_gb_s"]}
+    large = out["variants"]["large"]
+    r0 = large["R=0"]["metal_kernel"]["median_ms"]
+    out["metal_time_over_R0"] = {r: row["metal_kernel"]["median_ms"] / r0 for r, row in large.items()}
+    out["metal_R0_share_of_copy_bandwidth"] = large["R=0"]["metal_kernel"]["gb_s"] / largest["metal_gb_s"]
+    return out
+
+
+def compile_and_launch(full: dict, launch: dict, compile_: dict, startup: dict) -> dict:
+    cache = _program(full, "device_function_compile_cache")["cases"][0]["timings"]
+    three = next(r for r in launch["results"] if r["arrays"] == 3)
+    return {
+        "thirty_kernels_over_njit": cache["metal_shared"]["median_ns"] / cache["numba_njit"]["median_ns"],
+        "thirty_kernels_disk_cache_speedup": cache["metal_shared"]["median_ns"] / cache["metal_disk_cache"]["median_ns"],
+        "launch_3_arrays_over_njit_call": three["launch_us"]["median"] / three["njit_call_us"]["median"],
+        "pipeline_over_numba_metal_compile": (compile_["device_pipeline_ms"]["median"]
+                                              / compile_["numba_metal_compile_ms"]["median"]),
+        "warm_over_cold_first_launch": startup["warm_over_cold_first_launch"],
+    }
+
+
+def figures() -> dict:
+    full = _load("full_cpu_device.json")
+    return {"roofline": roofline(full, _load("throughput.json")),
+            "compile_and_launch": compile_and_launch(full, _load("launch.json"), _load("compile.json"),
+                                                     _load("startup.json"))}
+
+
+def render() -> str:
+    return json.dumps(figures(), indent=1, sort_keys=True) + "\n"
+
+
+def main(argv) -> int:
+    text = render()
+    if "--check" in argv:
+        with open(OUT, encoding="utf-8") as f:
+            if f.read() != text:
+                print("docs/research-figures.json is out of date: run `python docs/research_figures.py`",
+                      file=sys.stderr)
+                return 1
+        return 0
+    with open(OUT, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

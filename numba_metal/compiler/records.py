@@ -1,0 +1,140 @@
+"""Records (NumPy structured dtypes) in kernels, as numba.cuda has them: arrays of records, record
+arguments (by reference: the kernel's writes reach the host), fields read and written by attribute
+(``r.a``) or by name (``r['a']``), nested arrays (``r.h[0, 1]``), whole records copied (``a[i] = a[j]``).
+
+A record value is a pointer to its bytes in device memory (as Numba's records are references); its
+layout (the MSL struct, each field's offset, which fields are packed) is the kernel ABI's
+(:func:`~numba_metal.compiler.abi.record_layout`).
+"""
+
+from __future__ import annotations
+
+from numba.core import types
+
+from . import abi, arrays, msl
+from .lowering import Value
+
+#: Bytes of each MSL element type a field may have.
+_SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "int": 4, "uint": 4,
+          "float": 4, "long": 8, "ulong": 8}
+
+
+def layout(rec: types.Record) -> abi.RecordLayout:
+    """The layout of a Numba record type (raises TypeError naming a field Metal kernels cannot hold)."""
+    fields = []
+    for name, f in rec.fields.items():
+        ty = f.type
+        shape = ()
+        if isinstance(ty, types.NestedArray):
+            shape = tuple(ty.shape)
+            ty = ty.dtype
+        element = msl.scalar_type(ty)
+        if element is None or ty == types.float64:
+            what = "float64, which Apple GPUs do not have" if ty == types.float64 else str(ty)
+            raise TypeError(f"record field '{name}' is {what}; Metal kernels take records of integer, bool, "
+                            "float16 and float32 fields and nested arrays of them")
+        fields.append((name, f.offset, element, _SIZES[element], shape))
+    return abi.record_layout(rec.size, fields)
+
+
+def _field(lc, rec: Value, name: str) -> abi.RecordField:
+    fields = lc.module.record_layout(types.unliteral(rec.type)).fields
+    if name not in fields:
+        lc.error(f"record {rec.type} has no field '{name}'")
+    return fields[name]
+
+
+def _pointer(lc, rec: Value, field: abi.RecordField, element: str) -> str:
+    return msl.field_pointer(lc.pointer("device", element), lc.pointer("device", "uchar"), rec.expr, field.offset)
+
+
+def get_field(lc, rec: Value, name: str, result_type) -> Value:
+    """``rec.name`` / ``rec['name']``: a scalar, or a view of a nested array."""
+    field = _field(lc, rec, name)
+    if field.shape:
+        if field.packed:
+            lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
+                     "Metal requires; use a dtype with align=True")
+        return arrays.array_value(lc, result_type, _pointer(lc, rec, field, field.element), list(field.shape))
+    if field.packed:
+        lc.need("records")
+        load = msl.template(msl.numbered("nm_load_packed", field.size), field.element)
+        return Value(msl.call(load, _pointer(lc, rec, field, "uchar")), result_type)
+    return Value(msl.index(_pointer(lc, rec, field, field.element), 0), result_type)
+
+
+def set_field(lc, rec: Value, name: str, value: Value) -> None:
+    """``rec.name = value`` / ``rec['name'] = value`` for a scalar field."""
+    field = _field(lc, rec, name)
+    rty = types.unliteral(rec.type)
+    if field.shape:
+        _set_nested(lc, rec, name, field, value)
+        return
+    x = lc.cast(value, rty.typeof(name))
+    if field.packed:
+        lc.need("records")
+        store = msl.template(msl.numbered("nm_store_packed", field.size), field.element)
+        lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar"), x)))
+        return
+    lc.emit(msl.assign(msl.index(_pointer(lc, rec, field, field.element), 0), x))
+
+
+def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value) -> None:
+    """``rec.name = src`` for a nested array field: the field's elements from ``src`` in C order (numba.cuda
+    copies them without looking at ``src``'s shape; here at most ``src.size`` are copied, and debug=True
+    reports a ``src`` smaller than the field as an out-of-bounds index)."""
+    if field.packed:
+        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
+                 "Metal requires; use a dtype with align=True")
+    if not isinstance(types.unliteral(value.type), types.Array):
+        lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
+    lc.need("nested_copy")
+    n = 1
+    for extent in field.shape:
+        n *= extent
+    src = lc.tmp(value.type, value.expr)
+    if lc.debug:
+        lc.need("boundscheck")
+        lc.emit(msl.statement(msl.call("nm_in_bounds", msl.long_literal(n - 1), msl.call("nm_arr_size", src),
+                                       msl.ENV_PARAM, msl.uint_literal(lc.array_id(name)), msl.uint_literal(0),
+                                       msl.uint_literal(lc.line()))))
+    lc.emit(msl.statement(msl.call("nm_copy_to_nested", _pointer(lc, rec, field, field.element), src,
+                                   msl.long_literal(n))))
+
+
+def field_name(lc, rec: Value, key) -> str:
+    """The field ``rec[key]`` names: ``key`` is a field name or a position (Numba's ``r[0]``)."""
+    if isinstance(key, str):
+        return key
+    members = types.unliteral(rec.type).members
+    if not -len(members) <= key < len(members):
+        lc.error(f"record index {key} is out of range for a record of {len(members)} fields")
+    return members[key][0]
+
+
+def element(lc, arr: Value, index: Value) -> Value:
+    """``arr[index]`` of an array of records, fully indexed: the record (a reference into the array)."""
+    aty = types.unliteral(arr.type)
+    _check_full_index(lc, aty, index)
+    return Value(arrays.element_address(lc, arr, index), aty.dtype)
+
+
+def set_element(lc, arr: Value, index: Value, value: Value) -> None:
+    """``arr[index] = record``: the record's bytes copied."""
+    aty = types.unliteral(arr.type)
+    _check_full_index(lc, aty, index)
+    if types.unliteral(value.type) != aty.dtype:
+        lc.error(f"only a record of the same dtype can be assigned to an element of {aty}, not {value.type}")
+    lc.need("records")
+    byte = lc.pointer("device", "uchar")
+    dst = msl.pointer_cast(byte, arrays.element_address(lc, arr, index))
+    lc.emit(msl.statement(msl.call("nm_copy_record", dst, msl.pointer_cast(byte, value.expr),
+                                   msl.int_literal(aty.dtype.size, "int"))))
+
+
+def _check_full_index(lc, aty, index: Value) -> None:
+    ity = types.unliteral(index.type)
+    n = len(ity) if isinstance(ity, types.BaseTuple) else 1
+    if n != aty.ndim:
+        lc.error(f"an array of records is indexed with one integer per axis ({aty.ndim}); views of it are "
+                 "not supported in Metal kernels")

@@ -1,0 +1,203 @@
+"""``numba-metal doctor``: checks that this machine can compile and run kernels, and says what to fix.
+
+It reports the versions in use, the runtime library, every device with its limits, the device
+numba-metal would use (``--device``, else ``NUMBA_METAL_DEVICE``, else the Metal GPU), a compile and
+a run of a small kernel on it (checked against NumPy), the disk caches and the ``NUMBA_METAL_*``
+settings. Each check prints ``ok``, ``FAIL`` or ``info``; the exit status is 1 if any check failed,
+so scripts and CI can call it. docs/installation.md explains each failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import sys
+import time
+
+from numba_metal import metal
+
+
+def doctor_axpy(a, x, y, out):
+    """The kernel the doctor compiles and runs."""
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+class _Report:
+    def __init__(self, out):
+        self.out = out
+        self.failed = 0
+
+    def line(self, status: str, what: str, detail: str) -> None:
+        if status == "FAIL":
+            self.failed += 1
+        first, *rest = detail.split("\n")
+        self.out.write(f"{status:<5} {what:<18} {first}\n")
+        for more in rest:
+            self.out.write(f"{'':<24} {more}\n")
+
+
+def _versions(report: _Report) -> None:
+    import numpy
+
+    from numba_metal import __version__
+    try:
+        from importlib.metadata import version
+        numba_version = version("numba")
+    except Exception:  # noqa: BLE001 - a missing distribution is reported, not raised
+        numba_version = "not installed"
+    report.line("info", "versions", f"numba-metal {__version__}, Python {platform.python_version()}, "
+                                    f"Numba {numba_version}, NumPy {numpy.__version__}")
+    _ranges(report, numba_version, numpy.__version__)
+    report.line("info", "platform", f"{platform.system()} {platform.release()} {platform.machine()}"
+                + (f" (macOS {platform.mac_ver()[0]})" if sys.platform == "darwin" else ""))
+
+
+def _release(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def _within(have: str, spec: str) -> bool:
+    """``have`` satisfies ``spec``, a comma-separated list of ``>=``, ``>``, ``<=``, ``<``, ``==`` bounds
+    (the forms pyproject.toml uses)."""
+    ops = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b,
+           "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+    for op, bound in re.findall(r"(>=|<=|==|>|<)\s*([\d.]+)", spec):
+        width = len(_release(bound))
+        if not ops[op](_release(have)[:width], _release(bound)):
+            return False
+    return True
+
+
+def _ranges(report: _Report, numba_version: str, numpy_version: str) -> None:
+    """Python, Numba and NumPy against the ranges the installed numba-metal declares (pyproject.toml)."""
+    from importlib import metadata
+    try:
+        meta = metadata.metadata("numba-metal")
+        requires = metadata.requires("numba-metal") or []
+    except metadata.PackageNotFoundError:
+        report.line("info", "version ranges", "numba-metal is not installed (run from a source tree): "
+                                              "the ranges of pyproject.toml were not checked")
+        return
+    wanted = {"python": meta.get("Requires-Python") or ""}
+    for requirement in requires:
+        m = re.match(r"\s*(numba|numpy)\s*([^;]*)", requirement)
+        if m:
+            wanted[m.group(1)] = m.group(2).strip().strip("()")
+    have = {"python": platform.python_version(), "numba": numba_version, "numpy": numpy_version}
+    bad = [f"{name} {have[name]} is outside {spec}" for name, spec in wanted.items()
+           if spec and not _within(have[name], spec)]
+    if bad:
+        report.line("FAIL", "version ranges", "; ".join(bad) + ": install versions inside these ranges "
+                                                             "(see docs/installation.md)")
+    else:
+        report.line("ok", "version ranges", ", ".join(f"{n} {s}" for n, s in wanted.items() if s))
+
+
+def _devices(report: _Report):
+    from numba_metal import runtime
+    try:
+        runtime.load()
+    except Exception as e:  # noqa: BLE001 - every failure to load is the finding
+        report.line("FAIL", "runtime library", f"{runtime.library_path()}\n{e}")
+        return None
+    report.line("ok", "runtime library", str(runtime.library_path()))
+    devices = runtime.list_devices()
+    for info in devices:
+        report.line("info", f"device {info.index}", f"{info.name} (kind '{info.kind}')\n" + _limits(info))
+    if not any(d.kind == "metal" for d in devices):
+        report.line("info", "Metal GPU", "none on this machine: kernels run only on the CPU reference device "
+                                         "(NUMBA_METAL_DEVICE=cpu or metal.select_device('cpu'))")
+    return devices
+
+
+def _limits(info) -> str:
+    return (f"threads per threadgroup <= {info.max_threads_per_threadgroup}, threadgroup memory "
+            f"{info.max_threadgroup_memory // 1024} KiB, SIMD width {info.simd_width}, "
+            f"{info.max_buffer_slots} buffer slots, {info.max_argument_bytes} argument bytes, "
+            f"unified memory {'yes' if info.unified_memory else 'no'}")
+
+
+def _kernel_run(report: _Report, kind: str | None) -> None:
+    import numpy as np
+
+    want = kind or os.environ.get("NUMBA_METAL_DEVICE", "").strip() or "metal"
+    try:
+        ctx = metal.select_device(want)
+    except Exception as e:  # noqa: BLE001
+        report.line("FAIL", f"device '{want}'", str(e))
+        return
+    report.line("ok", f"device '{want}'", f"{ctx.info.name}")
+
+    start = time.perf_counter()
+    try:
+        metal.compile_msl(doctor_axpy, "void(float32, float32[:], float32[:], float32[:])")
+    except Exception as e:  # noqa: BLE001
+        report.line("FAIL", "compiler", f"Python -> MSL failed: {e}")
+        return
+    report.line("ok", "compiler", f"Python -> MSL in {1e3 * (time.perf_counter() - start):.0f} ms (no device; the "
+                                  "process's first compile, Numba's set-up included)")
+    x = np.arange(1000, dtype=np.float32)
+    y = np.ones(1000, dtype=np.float32)
+    out = np.zeros_like(x)
+    stats = ctx.device.stats()
+    start = time.perf_counter()
+    try:
+        kernel = metal.jit(doctor_axpy)
+        kernel[4, 256](np.float32(2.0), x, y, out)
+        metal.synchronize()
+    except Exception as e:  # noqa: BLE001
+        report.line("FAIL", "kernel run", f"{type(e).__name__}: {e}")
+        return
+    seconds = time.perf_counter() - start
+    after = ctx.device.stats()
+    if not np.array_equal(out, 2.0 * x + y):
+        report.line("FAIL", "kernel run", f"a kernel computing 2*x + y gave wrong values on {ctx.info.name}")
+        return
+    cached = after["pipelines_from_cache"] > stats["pipelines_from_cache"]
+    report.line("ok", "kernel run", f"compiled {'(pipeline from the disk cache) ' if cached else ''}"
+                                    f"and ran in {seconds:.2f} s; results equal NumPy's")
+
+
+def _caches(report: _Report) -> None:
+    from numba_metal.host import cache
+    root = cache.cache_root()
+    if root is None:
+        report.line("FAIL", "disk cache", "no cache directory: HOME is not set; set NUMBA_METAL_CACHE_DIR")
+        return
+    kernels = cache.kernels_dir()
+    if kernels is None:
+        report.line("FAIL", "disk cache",
+                    f"disabled: {root} (or its kernels/ directory) is not a directory owned by you and private "
+                    f"to you; fix it with `chmod 700 {root}` or set NUMBA_METAL_CACHE_DIR")
+        return
+    for name in ("kernels", "cpu-objects"):
+        path = os.path.join(root, name)
+        files = [os.path.join(path, f) for f in os.listdir(path)] if os.path.isdir(path) else []
+        size = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+        report.line("ok" if name == "kernels" else "info", f"cache {name}",
+                    f"{path}: {len(files)} entries, {size / 2**20:.1f} MiB")
+
+
+def _settings(report: _Report) -> None:
+    names = sorted(n for n in os.environ if n.startswith("NUMBA_METAL_"))
+    report.line("info", "settings", ", ".join(f"{n}={os.environ[n]}" for n in names) or "no NUMBA_METAL_* set")
+
+
+def main(argv: list[str] | None = None, out=None) -> int:
+    parser = argparse.ArgumentParser(prog="numba-metal doctor", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("metal", "cpu", "metal-sim"),
+                        help="the device to check (default: NUMBA_METAL_DEVICE, else the Metal GPU)")
+    args = parser.parse_args(argv)
+    report = _Report(out or sys.stdout)
+    _versions(report)
+    _settings(report)
+    if _devices(report) is not None:
+        _kernel_run(report, args.device)
+    _caches(report)
+    report.out.write("numba-metal doctor: " + (f"{report.failed} problem(s) found, see FAIL above\n"
+                                               if report.failed else "everything works\n"))
+    return 1 if report.failed else 0
