@@ -174,14 +174,15 @@ def bind_array(ctx, value, argi, kernel_name, written_at="?") -> BoundArray:
         check_same_device(ctx, value, f"argument {argi} of {kernel_name}()")
         bind, strides, origin = value.binding()
         return BoundArray(value.buffer, bind, value.shape, strides, origin)
+    is_record = isinstance(value, np.void) and value.dtype.names
+    if (is_record or isinstance(value, np.ndarray)) and written_at and not value.flags.writeable:
+        raise KernelLaunchError(
+            f"argument {argi} of {kernel_name}() is read-only NumPy memory (its flags.writeable is False) and "
+            f"the kernel may write it ({written_at}), which would be lost; pass a writable array (e.g. a.copy()), "
+            "or metal.to_device(a) and copy the results back yourself")
     if isinstance(value, np.ndarray):
-        if written_at and not value.flags.writeable:
-            raise KernelLaunchError(
-                f"argument {argi} of {kernel_name}() is a read-only NumPy array (its flags.writeable is False) "
-                f"and the kernel may write it ({written_at}), which would be lost; pass a writable array "
-                "(e.g. a.copy()), or metal.to_device(a) and copy the results back yourself")
         return _bind_host_array(ctx, value, argi, kernel_name)
-    if isinstance(value, np.void) and value.dtype.names:
+    if is_record:
         return _bind_record(ctx, value, argi, kernel_name)
     raise KernelLaunchError(f"argument {argi} of {kernel_name}() must be an array")
 

@@ -120,7 +120,7 @@ def test_read_only_memory_is_never_written_by_a_kernel():
     start = (-ro.ctypes.data % _page()) // 4
     view = ro[start:start + 256]
     assert view.ctypes.data % _page() == 0 and not view.flags.writeable
-    with pytest.raises(KernelLaunchError, match="read-only NumPy array"):
+    with pytest.raises(KernelLaunchError, match="read-only NumPy memory"):
         add_one[1, 256](view)                      # a kernel that writes it is refused
     assert data == bytes(3 * _page())              # the bytes object is unchanged
     np.testing.assert_array_equal(view, 0)

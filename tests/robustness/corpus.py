@@ -187,7 +187,7 @@ CORPUS: list[Bad] = [
     Bad("too_many_buffers",
         "\n@metal.jit\ndef k(" + ", ".join(f"a{j}" for j in range(32)) + "):\n    a0[0] = 1\n", UF,
         "buffer slots", launch="k[1, 1](*[np.zeros(1, np.float32) for _ in range(32)])"),
-    Bad("read_only_array_written", VADD, KL, "read-only NumPy array .* may write it",
+    Bad("read_only_array_written", VADD, KL, "read-only NumPy memory .* may write it",
         launch="ro = np.zeros(8, np.float32); ro.flags.writeable = False; k[1, 8](ro)", located=False),
     Bad("keyword_arguments_at_launch", VADD, KL, "keyword arguments \\(a\\)", launch=f"k[1, 8](a={A1})",
         located=False),

@@ -98,13 +98,28 @@ def test_a_kernel_that_only_reads_a_read_only_array_accepts_it():
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_kernel_that_may_write_a_read_only_array_refuses_it_naming_the_write(kernel, args):
     a = _read_only(np.zeros(8, np.float32))
-    with pytest.raises(KernelLaunchError, match=rf"argument 0 of {kernel.__name__}\(\) is a read-only NumPy "
-                                                rf"array .* may write it \(.*:{_line(kernel)}\)"):
+    with pytest.raises(KernelLaunchError, match=rf"argument 0 of {kernel.__name__}\(\) is read-only NumPy "
+                                                rf"memory .* may write it \(.*:{_line(kernel)}\)"):
         kernel[1, 8](*args(a))
     assert not a.any()
     writable = np.zeros(8, np.float32)   # the same kernel with a writable array works
     kernel[1, 8](*args(writable))
     assert writable.any()
+
+
+@metal.jit
+def writes_a_record_field(r):
+    r.y = 5  # writes
+
+
+def test_a_record_of_a_read_only_array_is_refused_when_the_kernel_writes_it():
+    a = np.zeros(2, dtype=[("x", np.float32), ("y", np.int32)])
+    a.flags.writeable = False
+    with pytest.raises(KernelLaunchError, match=rf"read-only NumPy memory .* may write it \(.*:{_line(writes_a_record_field)}\)"):
+        writes_a_record_field[1, 1](a[0])
+    w = np.zeros(2, dtype=[("x", np.float32), ("y", np.int32)])
+    writes_a_record_field[1, 1](w[1])
+    assert w["y"].tolist() == [0, 5]
 
 
 def test_written_arguments_come_from_the_typed_ir():
