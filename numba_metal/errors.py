@@ -46,6 +46,10 @@ class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
 
+class NumbaMetalWarning(UserWarning):
+    """Something numba-metal could not do as asked but could do without (e.g. an unsafe cache directory)."""
+
+
 class KernelRaisedError(MetalRuntimeError):
     """An exception a ``debug=True`` kernel raised (``raise``, a failed ``assert``), raised at the next
     wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
@@ -77,6 +81,7 @@ class CopyRequiredError(UnsupportedFeatureError, NotImplementedError):
 
 
 __all__ = [
+    "NumbaMetalWarning",
     "NumbaMetalError",
     "UnsupportedFeatureError",
     "UnsupportedPlatformError",

@@ -20,8 +20,9 @@ from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,
                                      pinned_array, pinned_array_like, to_device)
 from numba_metal.host.decorators import declare_device, device_func, jit  # noqa: F401
 from numba_metal.host.device import (close, current_context, detect, get_current_device,  # noqa: F401
-                                     get_device_info, gpus, is_available, is_bfloat16_supported,
-                                     is_float16_supported, list_devices, require_context, select_device)
+                                     get_device_info, get_kernel_time_limit, gpus, is_available, is_bfloat16_supported,
+                                     is_float16_supported, list_devices, require_context, select_device,
+                                     set_kernel_time_limit)
 from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
 from numba_metal.host.dispatcher import normalize_signature as _normalize_signature
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401

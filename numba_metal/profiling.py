@@ -19,19 +19,31 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from dataclasses import dataclass, field
 
 #: The registered listeners; host code tests it (``if profiling.listeners:``) before making an event.
 listeners: list = []
 _lock = threading.Lock()
 
 
-@dataclass
 class Event:
-    """One runtime event: its ``kind`` and its fields, also readable as attributes (``event.nbytes``)."""
+    """One runtime event: its ``kind`` and its fields, also readable as attributes (``event.nbytes``). A
+    plain class: importing ``dataclasses`` would be a tenth of ``import numba_metal``."""
 
-    kind: str
-    fields: dict = field(default_factory=dict)
+    __slots__ = ("kind", "fields")
+
+    def __init__(self, kind: str, fields: dict | None = None):
+        self.kind = kind
+        self.fields = {} if fields is None else fields
+
+    def __repr__(self) -> str:
+        return f"Event(kind={self.kind!r}, fields={self.fields!r})"
+
+    def __eq__(self, other):
+        if type(other) is not Event:
+            return NotImplemented
+        return (self.kind, self.fields) == (other.kind, other.fields)
+
+    __hash__ = None
 
     def __getattr__(self, name):
         try:

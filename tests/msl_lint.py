@@ -24,6 +24,9 @@ the section of the Metal Shading Language Specification (version 4, 2025) it com
   that needs more than MSL 3.0 (the newest on macOS 13, the oldest macOS numba-metal supports) requests
   its version explicitly: Metal compiles an unversioned source with the newest version of the Mac's OS,
   so on an older macOS it would fail with an unrelated error.
+- ``weak-cas-retry``: every ``atomic_compare_exchange_weak_explicit`` is inside a loop (in its condition or
+  its body): MSL has only the weak compare-exchange, which may fail spuriously although the value equals
+  the expected one (§6.15.4.4, as C++'s ``compare_exchange_weak``), so a single attempt may do nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ RULES = {
     "buffer-count": "at most 31 buffers, indices 0..30 (Metal feature set tables)",
     "argument-size": "the argument struct's MSL size equals the bytes the host packs (MSL §2.2-2.3)",
     "language-version": "features within the requested MSL version; versions above 3.0 requested explicitly",
+    "weak-cas-retry": "a weak compare-exchange, which may fail spuriously, is retried in a loop (MSL §6.15.4.4)",
 }
 
 #: The MSL version an unversioned request gets on the oldest macOS numba-metal supports (macOS 13).
@@ -560,6 +564,48 @@ class _Linter:
                                                     r"device)", args[2]):
                 self.add("atomics", at, f"'{args[2]}' is not a thread_scope (§6.15.2)")
 
+    def weak_compare_exchange(self):
+        s = self.src
+        for at in s.occurrences("atomic_compare_exchange_weak_explicit"):
+            if not self._in_loop(at):
+                self.add("weak-cas-retry", at, "atomic_compare_exchange_weak_explicit may fail spuriously "
+                         "(§6.15.4.4): retry it in a loop while the value read equals the expected one")
+
+    def _in_loop(self, i: int) -> bool:
+        """Token i is in a loop's condition or braced body within its function."""
+        s, depth = self.src, 0
+        for j in range(i - 1, -1, -1):
+            w = s.t(j)
+            if w in (")", "}", "]"):
+                depth += 1
+            elif w in ("(", "{", "[") and depth:
+                depth -= 1
+            elif w == "(" and s.t(j - 1) in ("while", "for"):
+                return True
+            elif w == "{":
+                if s.t(j - 1) == "do":
+                    return True
+                opener = self._opening(j - 1) if s.t(j - 1) == ")" else None
+                head = s.t(opener - 1) if opener is not None else ""
+                if head in ("while", "for"):
+                    return True
+                if opener is not None and head not in ("if", "switch"):
+                    return False   # a function's body
+        return False
+
+    def _opening(self, close: int) -> int | None:
+        """The token opening the parenthesis closed at `close`."""
+        s, depth = self.src, 0
+        for j in range(close, -1, -1):
+            w = s.t(j)
+            if w == ")":
+                depth += 1
+            elif w == "(":
+                depth -= 1
+                if depth == 0:
+                    return j
+        return None
+
     # -- versions --------------------------------------------------------------------------------
     def _uses(self, words, follow) -> int | None:
         """The first token that is one of `words` followed by the tokens `follow`, or None."""
@@ -679,6 +725,7 @@ class _Linter:
         self.kernel_attributes()
         self.address_spaces()
         self.atomics()
+        self.weak_compare_exchange()
         self.coherent_device()
         self.language_version()
         self.argument_size()

@@ -10,7 +10,8 @@ error-record buffer after it, and a kernel that prints a print buffer after that
 inputs. The struct's members are the arrays' (all 8 bytes, in argument order) and then the others by
 decreasing size, so it has no padding inside; its size is rounded up to its alignment. Metal's limits on
 these are checked at compile time: 31 buffers and 4 KB of arguments here, 32 KB of threadgroup memory
-(this module's limit) by the code generator as shared arrays are declared.
+and numba-metal's 8 KB of local arrays per thread (this module's limits) by the code generator as
+shared and local arrays are declared.
 
 From the one :class:`KernelABI` come: its parameter list, which the runtime receives with every compile
 (:attr:`KernelABI.params`, the C ABI's ``nm_kernel_abi``); the MSL kernel signature and argument struct
@@ -34,6 +35,11 @@ from numba_metal.runtime import (PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILT
 MAX_BUFFER_SLOTS = 31
 MAX_ARGUMENT_BYTES = 4096
 MAX_THREADGROUP_MEMORY = 32 * 1024
+#: numba-metal's limit on the local arrays of one thread (a kernel and its device functions together).
+#: Apple documents none; WebGPU, whose conformance tests showed larger function-scope arrays failing
+#: on Metal on Apple silicon, settled on 8 KB for the same memory (gpuweb/gpuweb#4545, #4578), so
+#: kernels within it run on every Apple GPU.
+MAX_LOCAL_MEMORY = 8 * 1024
 
 #: Byte size and struct-module code of each MSL scalar type in the argument struct.
 SCALAR_LAYOUT = {
@@ -141,6 +147,7 @@ class ArrayArgument(NamedTuple):
     ndim: int
     layout: str       # 'C', 'F' or 'A' (which carries an origin)
     coherent: bool    # declared coherent(device): the kernel fences device memory across threadgroups
+    written_at: str   # "file:line" of a statement that may write it ("" if the kernel only reads it)
 
 
 class ScalarArgument(NamedTuple):
@@ -228,8 +235,8 @@ class KernelABI(NamedTuple):
                                    None if builtin is None else str(builtin))
                        for kind, index, size, type_, name, builtin in data["params"])
         arrays = tuple(ArrayArgument(int(arg), int(slot), str(name), str(element), int(ndim), str(layout),
-                                     bool(coherent))
-                       for arg, slot, name, element, ndim, layout, coherent in data["arrays"])
+                                     bool(coherent), str(written_at))
+                       for arg, slot, name, element, ndim, layout, coherent, written_at in data["arrays"])
         fields = tuple(Field(str(name), str(msl_type), tuple(source)) for name, msl_type, source in data["fields"])
         for f in fields:
             if f.msl_type not in SCALAR_LAYOUT or not f.source or f.source[0] not in ("array", "scalar", "sharedmem"):

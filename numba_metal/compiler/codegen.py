@@ -19,7 +19,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, kernel_io, libraries, msl, operators, records
+from . import abi, arrays, calls, constants, conversions, effects, kernel_io, libraries, msl, operators, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -72,6 +72,7 @@ class ModuleBuilder:
         self.uses_dynamic_shared = False
         self.shared_bytes = 0  # static shared arrays of the kernel itself
         self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
+        self.local_bytes = 0   # local arrays of the kernel and its device functions, per thread
         self.array_names: list[str] = []
         self.print_formats: list[str] = []   # kernel_io descriptions of the print() calls
         self.raise_sites: list = []          # kernel_io.RaiseSite of each raise (debug=True)
@@ -238,6 +239,17 @@ class ModuleBuilder:
                 f"shared arrays of kernel {self.kernel_name}() and its device functions need {total} bytes of "
                 f"threadgroup memory, more than Metal's {abi.MAX_THREADGROUP_MEMORY}; use smaller arrays")
         return offset
+
+    def reserve_local_memory(self, nbytes: int) -> None:
+        """Count ``nbytes`` of a local array against the per-thread limit. A thread's private memory at any
+        moment is at most that of the kernel and all its device functions together (MSL has no recursion),
+        which is what is checked, here, the one place it grows."""
+        self.local_bytes += nbytes
+        if self.local_bytes > abi.MAX_LOCAL_MEMORY:
+            raise UnsupportedFeatureError(
+                f"local arrays of kernel {self.kernel_name}() and its device functions need {self.local_bytes} "
+                f"bytes per thread, more than numba-metal's limit of {abi.MAX_LOCAL_MEMORY}; use smaller local "
+                "arrays, or shared arrays or a device array for larger data")
 
     def constant_array(self, element: str, values: list[str]) -> str:
         """Define a program-scope constant array and return its name."""
@@ -450,6 +462,16 @@ class FunctionLowering:
             return False
         return False
 
+    def local_array(self, element: str, length: int, nbytes: int) -> str:
+        """A zero-initialised array of ``length`` elements private to each thread; returns its name."""
+        try:
+            self.module.reserve_local_memory(nbytes)
+        except UnsupportedFeatureError as e:
+            self.error(e.message)
+        name = self.fresh_name("nm_local")
+        self.declare(msl.declare_array(element, name, length, zero=True))
+        return name
+
     def shared_array(self, element: str, length: int, nbytes: int) -> str:
         """A static threadgroup array of ``length`` elements for this call site; returns a pointer
         expression to its data. A kernel declares it; a device function's array lives at a fixed offset
@@ -628,14 +650,17 @@ class FunctionLowering:
     def _kernel_abi(self) -> abi.KernelABI:
         """The kernel's ABI, from its argument types and what lowering its body needed."""
         arguments = []
+        written = effects.written_arguments(self.tf)
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            at = ":".join(map(str, written[i])) if i in written else ""
             if isinstance(ty, types.Record):
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.record_layout(ty).struct, 0, "C",
-                                                   self.module.coherent))
+                                                   self.module.coherent, at))
                 continue
             if isinstance(ty, types.Array):
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
-                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
+                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent,
+                                                   at))
                 continue
             for path, sty in _flatten_scalars(ty):
                 mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)

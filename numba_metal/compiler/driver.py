@@ -10,7 +10,7 @@ import inspect
 
 from numba.core import types
 
-from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from . import precision
 from .abi import CompiledKernel
@@ -38,7 +38,11 @@ def argument_types(signature) -> tuple:
     if isinstance(signature, (tuple, list)) and all(isinstance(t, types.Type) for t in signature):
         return tuple(signature)
     from numba.core import sigutils
-    argtypes, _ = sigutils.normalize_signature(signature)
+    try:
+        argtypes, _ = sigutils.normalize_signature(signature)
+    except Exception as e:  # noqa: BLE001 - Numba raises several kinds (NameError, SyntaxError, TypeError...)
+        raise NumbaMetalError(f"invalid signature {signature!r}: {e}; write it as Numba does, e.g. "
+                              "\"void(float32[:], int32)\" or (float32[:], int32)") from None
     return tuple(argtypes)
 
 

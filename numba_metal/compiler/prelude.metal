@@ -52,21 +52,26 @@ NM_INLINE bool nm_in_bounds(long i, long n, thread const nm_env& c, uint array_i
         return true;
     }
     device atomic_uint* flag = (device atomic_uint*)c.err;
+    // MSL has only the weak compare-exchange, which may fail spuriously: retry while the flag is still 0,
+    // or the first fault's report would be lost.
     uint expected = 0u;
-    if (atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-        c.err[1] = array_id;
-        c.err[2] = axis;
-        c.err[3] = line;
-        c.err[4] = c.gid.x;
-        c.err[5] = c.gid.y;
-        c.err[6] = c.gid.z;
-        c.err[7] = 0u;
-        c.err[8] = uint(ulong(i) & 0xffffffffu);
-        c.err[9] = uint(ulong(i) >> 32);
-        c.err[10] = uint(ulong(n) & 0xffffffffu);
-        c.err[11] = uint(ulong(n) >> 32);
+    while (!atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+        if (expected != 0u) {
+            return false;
+        }
     }
+    c.err[1] = array_id;
+    c.err[2] = axis;
+    c.err[3] = line;
+    c.err[4] = c.gid.x;
+    c.err[5] = c.gid.y;
+    c.err[6] = c.gid.z;
+    c.err[7] = 0u;
+    c.err[8] = uint(ulong(i) & 0xffffffffu);
+    c.err[9] = uint(ulong(i) >> 32);
+    c.err[10] = uint(ulong(n) & 0xffffffffu);
+    c.err[11] = uint(ulong(n) >> 32);
     return false;
 }
 
@@ -81,15 +86,19 @@ NM_INLINE void nm_raise(thread const nm_env& c, uint site, uint line) {
     }
     device atomic_uint* flag = (device atomic_uint*)c.err;
     uint expected = 0u;
-    if (atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-        c.err[1] = site;
-        c.err[3] = line;
-        c.err[4] = c.gid.x;
-        c.err[5] = c.gid.y;
-        c.err[6] = c.gid.z;
-        c.err[7] = 1u;
+    // Retried while the flag is still 0: a weak compare-exchange may fail spuriously.
+    while (!atomic_compare_exchange_weak_explicit(flag, &expected, 1u, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+        if (expected != 0u) {
+            return;
+        }
     }
+    c.err[1] = site;
+    c.err[3] = line;
+    c.err[4] = c.gid.x;
+    c.err[5] = c.gid.y;
+    c.err[6] = c.gid.z;
+    c.err[7] = 1u;
 }
 
 //@@ print requires: env

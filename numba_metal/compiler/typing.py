@@ -90,6 +90,14 @@ class MetalTypingContext(BaseContext):
         ty = self._registered_value_type(val)
         return ty if ty is not None else super().resolve_value_type(val)
 
+    def resolve_module_constants(self, typ, attr):
+        # An array reached as a module's attribute (``module.ARR``) is a constant baked into the kernel, as
+        # a global array is, and gets the read-only type Numba gives global arrays.
+        ty = super().resolve_module_constants(typ, attr)
+        if type(ty) is types.Array and ty.mutable:
+            ty = ty.copy(readonly=True)
+        return ty
+
     def _registered_value_type(self, val):
         """The type Numba's resolve_value_type gives ``val`` when its typeof rules cannot apply (then
         Numba uses the registered globals, and modules are Module types), else None (ask Numba)."""

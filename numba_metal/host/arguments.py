@@ -206,16 +206,23 @@ class BoundArray:
         self.sync = sync
 
 
-def bind_array(ctx, value, argi, kernel_name) -> BoundArray:
+def bind_array(ctx, value, argi, kernel_name, written_at="?") -> BoundArray:
     """Array argument ``argi`` of kernel ``kernel_name`` as a binding on device ``ctx`` (raises
-    KernelLaunchError for an array that cannot be passed)."""
+    KernelLaunchError for an array that cannot be passed). ``written_at`` is where the kernel may write
+    the argument ("" if it only reads it): a read-only NumPy array is refused then."""
     if isinstance(value, DeviceNDArray):
         check_same_device(ctx, value, f"argument {argi} of {kernel_name}()")
         bind, strides, origin = value.binding()
         return BoundArray(value.buffer, bind, value.shape, strides, origin)
+    is_record = isinstance(value, np.void) and value.dtype.names
+    if (is_record or isinstance(value, np.ndarray)) and written_at and not value.flags.writeable:
+        raise KernelLaunchError(
+            f"argument {argi} of {kernel_name}() is read-only NumPy memory (its flags.writeable is False) and "
+            f"the kernel may write it ({written_at}), which would be lost; pass a writable array (e.g. a.copy()), "
+            "or metal.to_device(a) and copy the results back yourself")
     if isinstance(value, np.ndarray):
         return _bind_host_array(ctx, value, argi, kernel_name)
-    if isinstance(value, np.void) and value.dtype.names:
+    if is_record:
         return _bind_record(ctx, value, argi, kernel_name)
     if isinstance(value, ArgHint):
         return _bind_hinted(ctx, value, argi, kernel_name)

@@ -22,9 +22,12 @@ from . import streams as _streams
 
 def _as_dtype(dtype) -> np.dtype:
     try:
-        return np.dtype(dtype)
+        dtype = np.dtype(dtype)
     except TypeError as e:
         raise NumbaMetalError(f"{dtype!r} is not a NumPy dtype: {e}") from None
+    if dtype.hasobject:  # references to Python objects mean nothing on the device (and copied back, crash)
+        raise NumbaMetalError(f"device arrays cannot hold Python objects (dtype {dtype}); use a numeric dtype")
+    return dtype
 
 
 def _normalize_shape(shape) -> tuple[int, ...]:
@@ -528,12 +531,24 @@ def _derived_from(dev, sub: np.ndarray, stream=None) -> DeviceNDArray:
                          dev.stream if stream is None else stream)
 
 
+class _BufferMemory:
+    """A buffer's memory as NumPy sees it: the base of every host view of the buffer, so that the buffer
+    lives as long as any view of it (``mapped_array(...).base``, views of views), as NumPy's own memory does."""
+
+    __slots__ = ("buffer", "__array_interface__")
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+        self.__array_interface__ = {"data": (buffer.address, False), "shape": (buffer.nbytes,), "typestr": "|u1",
+                                    "version": 3}
+
+
 def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if any(s == 0 for s in shape):
         return np.empty(shape, dtype)
     # (0-d views too are at their offset: ``d[3, ...]`` is element 3.)
-    return np.ndarray(shape, dtype, buffer=buffer.memory(), offset=offset, strides=strides)
+    return np.ndarray(shape, dtype, buffer=np.asarray(_BufferMemory(buffer)), offset=offset, strides=strides)
 
 
 def broadcast_to(dev: DeviceNDArray, shape) -> DeviceNDArray:
@@ -618,7 +633,13 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     """
     if isinstance(obj, DeviceNDArray):
         return obj
+    if obj is None:
+        raise NumbaMetalError("to_device(None): there is nothing to copy; pass a NumPy array (or a sequence "
+                              "of numbers), or use metal.device_array(shape, dtype) for an uninitialised one")
     ary = np.asarray(obj)
+    if ary.dtype.hasobject:
+        raise NumbaMetalError(f"to_device: {type(obj).__name__} becomes a NumPy array of Python objects, "
+                              "which cannot go to the device; pass an array or sequence of numbers")
     if to is not None:
         to.copy_to_device(ary, stream=stream)
         return to

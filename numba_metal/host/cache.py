@@ -30,9 +30,14 @@ whole old or new entry); an entry is ``NMKC1 <sha256 of payload>\\n`` + a JSON p
 loading must not execute anything), and one that is truncated, corrupt, unparsable or for another key is
 ignored and rebuilt. The directory is ``<cache>/kernels`` where ``<cache>`` is ``NUMBA_METAL_CACHE_DIR``,
 else ``$NUMBA_CACHE_DIR/numba-metal``, else ``$XDG_CACHE_HOME/numba-metal``, else ``~/.cache/numba-metal``
-(the runtime's rule); directories are created 0700 and one not owned by the user or writable by group or
-others is refused, as are entries that are not regular files owned by the user (the MSL of an entry is
-compiled and run, so only the user may write entries).
+(the runtime's rule). The rules for what is trusted are the runtime's for its compiled objects
+(ObjectCache.swift), so that the two caches are on or off together: ``<cache>`` and ``<cache>/kernels`` are
+created 0700 and opened without following a symlink in their place (symlinks further up the path are
+followed), and used only if owned by the user and not writable by group or others; entries are opened
+relative to the directory's descriptor, without following a symlink or blocking on a FIFO, and used only if
+they are regular files owned by the user, not writable by group or others, and at most 256 MB (the MSL of
+an entry is compiled and run, so only the user may write entries). A directory that fails these checks turns
+the disk cache off with a NumbaMetalWarning naming it and saying why.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import types as pytypes
 import numpy as np
 
 from numba_metal._version import __version__
+from numba_metal.errors import NumbaMetalWarning
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.abi import CompiledKernel, KernelABI
 
@@ -110,12 +116,32 @@ def cache_root() -> str | None:
     return os.path.join(home, ".cache", "numba-metal")
 
 
-def _private(path: str) -> bool:
+class _Unsafe(Exception):
+    """A cache directory that must not be used (the message says why)."""
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_private_directory(path: str, name: str, dir_fd=None) -> int:
+    """A descriptor of directory ``name`` (relative to ``dir_fd``; ``path`` names it in messages) that is not
+    a symlink and is owned by this user and not writable by group or others: the runtime's rule for its
+    object cache (ObjectCache.swift), on the open descriptor. Raises _Unsafe."""
     try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        try:
+            is_link = stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+        except OSError:
+            is_link = False
+        raise _Unsafe(f"{path} is a symbolic link" if is_link else f"{path} cannot be opened: {e.strerror}") from None
+    st = os.fstat(fd)
+    problem = ("is owned by another user" if st.st_uid != os.geteuid() else
+               "is writable by group or others" if st.st_mode & 0o022 else None)
+    if problem is not None:
+        os.close(fd)
+        raise _Unsafe(f"{path} {problem}")
+    return fd
 
 
 def _makedirs(path: str) -> None:
@@ -130,8 +156,10 @@ def _makedirs(path: str) -> None:
         pass
 
 
-def kernels_dir() -> str | None:
-    """``<cache>/kernels``, created private; None (nothing is cached) if it is missing or not safe."""
+def _directory() -> tuple[str, int] | None:
+    """(``<cache>/kernels``, its open descriptor: entries are opened relative to it), created private; None
+    (and a warning, once per directory) when it cannot be used safely: then nothing is cached here, and
+    the runtime, which applies the same rules to ``<cache>``, caches no compiled objects there either."""
     root = cache_root()
     if root is None:
         return None
@@ -139,22 +167,38 @@ def kernels_dir() -> str | None:
     if found is not None:
         return found or None
     with _dirs_lock:
+        found = _dirs.get(root)
+        if found is not None:
+            return found or None
         path = os.path.join(root, "kernels")
         try:
             _makedirs(root)
-            ok = _private(root)
-            if ok:
-                _makedirs(path)
-                ok = _private(path)
-        except OSError as e:
-            _log.debug("kernel cache disabled: cannot create %s: %s", path, e)
-            ok = False
-        else:
-            if not ok:
-                _log.debug("kernel cache disabled: %s or %s is not a directory owned by this user and "
-                           "private to it", root, path)
-        _dirs[root] = path if ok else ""
-        return path if ok else None
+            root_fd = _open_private_directory(root, root)
+            try:
+                try:
+                    os.mkdir("kernels", 0o700, dir_fd=root_fd)
+                except FileExistsError:
+                    pass
+                fd = _open_private_directory(path, "kernels", root_fd)
+            finally:
+                os.close(root_fd)
+        except (_Unsafe, OSError) as e:
+            reason = str(e) if isinstance(e, _Unsafe) else f"{root} cannot be created: {e.strerror}"
+            import warnings
+            warnings.warn(f"numba-metal's disk cache is off: {reason}. Kernels are compiled but not cached (nor "
+                          "are the CPU device's compiled objects); set NUMBA_METAL_CACHE_DIR to a directory "
+                          "of your own that only you can write, not a symbolic link", NumbaMetalWarning,
+                          stacklevel=5)
+            _dirs[root] = ()
+            return None
+        _dirs[root] = (path, fd)
+        return path, fd
+
+
+def kernels_dir() -> str | None:
+    """``<cache>/kernels``, created private; None (nothing is cached) if it is missing or not safe."""
+    found = _directory()
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,20 +538,31 @@ def _value_matches(value, record) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def _entry_path(directory: str, pyfunc, key: str) -> str:
+#: Larger entries are not read (the runtime's limit for its objects).
+MAX_ENTRY_BYTES = 256 << 20
+_ENTRY_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+_ENTRY_WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                      | getattr(os, "O_CLOEXEC", 0))
+
+
+def _entry_name(pyfunc, key: str) -> str:
     name = "".join(c if c.isalnum() or c in "_-" else "_" for c in getattr(pyfunc, "__qualname__", "kernel"))
-    return os.path.join(directory, f"{name[:60]}-{key}.nmk")
+    return f"{name[:60]}-{key}.nmk"
 
 
-def _read_private_file(path: str) -> bytes | None:
+def _read_private_file(name: str, dir_fd: int) -> bytes | None:
+    """The bytes of entry ``name`` if it is a regular file of this user that group and others cannot write
+    (opened without following a symlink and without blocking on a FIFO), else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(name, _ENTRY_READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            _log.debug("kernel cache: ignoring %s (not a private file of this user)", path)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+                or st.st_size > MAX_ENTRY_BYTES):
+            _log.debug("kernel cache: ignoring %s (not a private file of this user)", name)
             return None
         chunks = []
         while True:
@@ -537,17 +592,17 @@ def _decode(data: bytes | None, key: str):
     return entry
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    import tempfile
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".nmk", dir=directory)  # mode 0600
+def _write_atomically(name: str, dir_fd: int, data: bytes) -> None:
+    """Write entry ``name`` as a private temporary file renamed over it (readers see a whole entry)."""
+    tmp = f".tmp-{os.urandom(8).hex()}.nmk"
+    fd = os.open(tmp, _ENTRY_WRITE_FLAGS, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
@@ -559,7 +614,7 @@ def _write_atomically(path: str, data: bytes) -> None:
 def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None):
     """The cached compile of ``pyfunc`` for canonical ``argtypes`` (a CompiledKernel without typed IR), or
     None (a miss, a stale or a bad entry)."""
-    directory = kernels_dir()
+    directory = _directory()
     if directory is None:
         return None
     try:
@@ -567,8 +622,8 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str 
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return None
-    path = _entry_path(directory, pyfunc, key)
-    entry = _decode(_read_private_file(path), key)
+    name = _entry_name(pyfunc, key)
+    entry = _decode(_read_private_file(name, directory[1]), key)
     if entry is None:
         return None
     if not dependencies_match(pyfunc, entry.get("deps")):
@@ -580,13 +635,13 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str 
         return None
     if not isinstance(source, str):
         return None
-    _log.debug("kernel cache: hit %s", path)
+    _log.debug("kernel cache: hit %s", os.path.join(directory[0], name))
     return CompiledKernel(source, kernel_abi, None)
 
 
 def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled, float64: str | None = None) -> bool:
     """Write the entry for a compile; False (and nothing written) if it cannot be cached safely."""
-    directory = kernels_dir()
+    directory = _directory()
     if directory is None:
         return False
     try:
@@ -600,7 +655,7 @@ def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled, fl
     payload = json.dumps(entry, separators=(",", ":")).encode("utf-8")
     data = _MAGIC + _sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
-        _write_atomically(_entry_path(directory, pyfunc, key), data)
+        _write_atomically(_entry_name(pyfunc, key), directory[1], data)
     except OSError as e:
         _log.debug("kernel cache: could not write an entry for %s: %s", _qualname(pyfunc), e)
         return False

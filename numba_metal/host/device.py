@@ -256,6 +256,24 @@ def is_available() -> bool:
         return False
 
 
+def set_kernel_time_limit(seconds: float | None) -> float | None:
+    """Limit how long one kernel launch may run on the device in use: a launch still running after
+    ``seconds`` is stopped and the next wait for it raises MetalRuntimeError naming the kernel (its
+    results are incomplete); later work runs normally. ``None`` (or 0): no limit, the default. Returns the
+    previous limit. numba-metal's own API (numba.cuda has none); the CPU reference device and the simulated
+    Metal device only: on a Metal GPU macOS's watchdog already stops a command buffer that runs too long
+    (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit."""
+    device = current().device
+    previous = device.time_limit
+    device.set_time_limit(seconds)
+    return previous
+
+
+def get_kernel_time_limit() -> float | None:
+    """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None."""
+    return current().device.time_limit
+
+
 def get_device_info():
     """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...)."""
     return current().info

@@ -527,7 +527,10 @@ class LaunchConfig:
         self.checked = None
         perf_warnings.check_grid(self.griddim)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise KernelLaunchError(f"kernel {self.dispatcher.__name__}() was launched with keyword arguments "
+                                    f"({', '.join(kwargs)}); Metal kernels take their arguments by position")
         disp = self.dispatcher
         try:
             key = disp.raw_key(args)

@@ -128,7 +128,7 @@ class LaunchState:
         values = ()
         self.last = (None,) * len(self.last)  # bindings change here: the next fast launch rebinds
         for j, a in enumerate(self.abi.arrays):
-            b = bind_array(ctx, args[a.arg], a.arg, kernel.name)
+            b = bind_array(ctx, args[a.arg], a.arg, kernel.name, a.written_at)
             if b.copy_back is not None or b.sync:
                 waited_for = waited_for or []
                 waited_for.append(b)

@@ -125,12 +125,11 @@ def _lower_local(lc, sig, args, **kws):
     rt = sig.return_type
     shape = _literal_shape(sig.args[0])
     elem = lc.element_type(rt.dtype)
+    itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
     total = int(np.prod(shape, dtype=np.int64)) if shape else 0
     if total <= 0:
         lc.error("metal.local.array needs a positive constant size")
-    name = lc.fresh_name("nm_local")
-    lc.declare(msl.declare_array(elem, name, total, zero=True))
-    return array_value(lc, rt, name, list(shape))
+    return array_value(lc, rt, lc.local_array(elem, total, total * itemsize), list(shape))
 
 
 @lowering.call(const_array_like)

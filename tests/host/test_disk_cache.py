@@ -17,6 +17,7 @@ import pytest
 
 from numba_metal import metal
 from numba_metal.compiler.abi import CompiledKernel
+from numba_metal.errors import NumbaMetalWarning
 from numba_metal.host import cache
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -221,10 +222,47 @@ def test_a_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
     os.chmod(root, 0o777)
     monkeypatch.setenv("NUMBA_METAL_CACHE_DIR", str(root))
     mod = _module("nm_cache_shared", SRC, LIMIT=1.0)
-    out, kernel = _launch(mod.fill)
+    with pytest.warns(NumbaMetalWarning, match="disk cache is off: .*shared is writable by group or others"):
+        out, kernel = _launch(mod.fill)
     np.testing.assert_array_equal(out, [1, 2, 3, 4])
     assert not (root / "kernels").exists()
     assert cache.kernels_dir() is None
+
+
+def test_a_symlinked_cache_directory_is_refused_alike_by_the_kernel_cache_and_the_runtime(tmp_path):
+    # The runtime opens <cache> with O_NOFOLLOW: a symlink in its place means no compiled objects are
+    # cached. The kernel cache applies the same rule and says so; a symlink further up is followed by both
+    # (an ordinary ~/.cache on another disk). New processes: the runtime opens its cache once.
+    _write_kernel(tmp_path)
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real)
+    for _ in range(2):
+        res = subprocess.run([sys.executable, str(tmp_path / "src" / "driver.py")], capture_output=True, text=True,
+                             env=_env(tmp_path, NUMBA_METAL_CACHE_DIR=str(tmp_path / "link")), timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout.splitlines()[-1])["from_cache"] == [False]
+        assert "NumbaMetalWarning: numba-metal's disk cache is off: " in res.stderr
+        assert "link is a symbolic link" in res.stderr
+        assert os.listdir(real) == []
+    below = str(tmp_path / "link" / "below")
+    assert _run(tmp_path, NUMBA_METAL_CACHE_DIR=below)["from_cache"] == [False]
+    assert _run(tmp_path, NUMBA_METAL_CACHE_DIR=below)["from_cache"] == [True]
+    assert sorted(os.listdir(real / "below")) == ["cpu-objects", "kernels"]
+    assert os.listdir(real / "below" / "cpu-objects") and _entries(real / "below" / "kernels")
+
+
+def test_a_fifo_in_place_of_an_entry_does_not_block(cache_dir):
+    mod = _module("nm_cache_fifo", SRC, LIMIT=1.0)
+    _launch(mod.fill)
+    kernels = cache_dir / "kernels"
+    (name,) = _entries(kernels)
+    os.unlink(kernels / name)
+    os.mkfifo(kernels / name, 0o600)
+    out, kernel = _launch(mod.fill)   # opened without blocking, refused, replaced by a new entry
+    np.testing.assert_array_equal(out, [1, 2, 3, 4])
+    assert not kernel.from_cache and stat.S_ISREG(os.stat(kernels / name).st_mode)
+    assert _launch(mod.fill)[1].from_cache
 
 
 def test_entries_that_are_links_or_writable_by_others_are_ignored(cache_dir):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal, profiling
+from numba_metal.errors import KernelLaunchError
 from numba_metal.host import device as _device
 
 
@@ -119,7 +120,8 @@ def test_read_only_memory_is_never_written_by_a_kernel():
     start = (-ro.ctypes.data % _page()) // 4
     view = ro[start:start + 256]
     assert view.ctypes.data % _page() == 0 and not view.flags.writeable
-    add_one[1, 256](view)
+    with pytest.raises(KernelLaunchError, match="read-only NumPy memory"):
+        add_one[1, 256](view)                      # a kernel that writes it is refused
     assert data == bytes(3 * _page())              # the bytes object is unchanged
     np.testing.assert_array_equal(view, 0)
 

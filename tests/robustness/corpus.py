@@ -32,9 +32,10 @@ def k(a):
 
 SYNC_LAUNCH = f"k[1, 8](metal.to_device({A1})); metal.synchronize()"
 
-# More private memory than a work-item's stack (8 MB threads; 128 KiB fibers, for kernels with barriers).
+# Local arrays larger than numba-metal's per-thread limit (8 KB): refused when the kernel compiles (as
+# private memory larger than a work-item's stack, they once crashed the process on the CPU device).
 LOCAL_ARRAY = """
-l = metal.local.array({n}, np.float32)
+l = metal.local.array({n}, np.float32)  # <-
 for j in range({n}):
     l[j] = j + i
 {sync}
@@ -182,6 +183,20 @@ CORPUS: list[Bad] = [
     Bad("too_many_buffers",
         "\n@metal.jit\ndef k(" + ", ".join(f"a{j}" for j in range(32)) + "):\n    a0[0] = 1\n", UF,
         "buffer slots", launch="k[1, 1](*[np.zeros(1, np.float32) for _ in range(32)])"),
+    Bad("read_only_array_written", VADD, KL, "read-only NumPy memory .* may write it",
+        launch="ro = np.zeros(8, np.float32); ro.flags.writeable = False; k[1, 8](ro)", located=False),
+    Bad("keyword_arguments_at_launch", VADD, KL, "keyword arguments \\(a\\)", launch=f"k[1, 8](a={A1})",
+        located=False),
+    Bad("arguments_over_4096_bytes", VADD.replace("def k(a)", "def k(a, t)").replace("a[i] = i", "a[i] = t[i]"),
+        UF, "more than the 4096", launch=f"k[1, 8]({A1}, tuple(range(3000)))", located=False),
+    Bad("compile_msl_bad_signature", VADD, NumbaMetalError, "invalid signature 'abc'",
+        launch="metal.compile_msl(k, 'abc')", located=False),
+    Bad("to_device_none", VADD, NumbaMetalError, "to_device\\(None\\)", launch="metal.to_device(None)",
+        located=False),
+    Bad("to_device_objects", VADD, NumbaMetalError, "Python objects", launch="metal.to_device([None, 'x'])",
+        located=False),
+    Bad("device_array_of_objects", VADD, NumbaMetalError, "Python objects",
+        launch="metal.device_array(4, dtype=object)", located=False),
     Bad("scalar_does_not_fit", VADD.replace("def k(a)", "def k(a, n)"), KL, "does not fit",
         launch=f"k[1, 8]({A1}, 2 ** 70)", located=False),
     Bad("eager_signature_mismatch", VADD.replace("@metal.jit", "@metal.jit('void(float32[:])')"), KL,
@@ -201,10 +216,14 @@ CORPUS: list[Bad] = [
     # -- faults while kernels run: a MetalRuntimeError naming the kernel, never a dead or hung process -------
     Bad("wild_write_fault", k("a[i + (1 << 40)] = 1"), MetalRuntimeError, "'k.*faulted with SIG(SEGV|BUS)",
         launch=SYNC_LAUNCH, located=False),
-    Bad("local_array_16mb", k(LOCAL_ARRAY.format(n=4 * 1024 * 1024, sync="")), MetalRuntimeError,
-        "'k.*overflowed the .* stack", launch=SYNC_LAUNCH, located=False),
+    Bad("local_array_16mb", k(LOCAL_ARRAY.format(n=4 * 1024 * 1024, sync="")), UF,
+        "16777216 bytes per thread, more than numba-metal's limit of 8192", launch=SYNC_LAUNCH),
     Bad("local_array_512k_with_barrier", k(LOCAL_ARRAY.format(n=128 * 1024, sync="metal.syncthreads()")),
-        MetalRuntimeError, "'k.*overflowed its work-item's .* stack", launch=SYNC_LAUNCH, located=False),
+        UF, "524288 bytes per thread, more than numba-metal's limit of 8192", launch=SYNC_LAUNCH),
+    Bad("local_arrays_over_limit_with_device_function",
+        "\n@metal.jit(device=True)\ndef f(x):\n    t = metal.local.array(1024, np.int32)  # <-\n    t[0] = x\n"
+        "    return t[0]\n\n@metal.jit\ndef k(a):\n    l = metal.local.array(1025, np.float32)\n"
+        "    l[0] = f(1)\n    a[0] = l[0]\n", UF, "8196 bytes per thread", launch=SYNC_LAUNCH),
     Bad("runaway_kernel", k("while metal.atomic.add(flag, 0, 0) == 0:\n    pass\na[i] = 1", params="a, flag"),
         MetalRuntimeError, "'k.*ran longer than its time limit of 0.500 s", located=False,
         launch=TIME_LIMITED.format(launch=f"k[1, 8](metal.to_device({A1}), metal.to_device(np.zeros(1, np.int32)))")),

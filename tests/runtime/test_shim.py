@@ -66,7 +66,8 @@ kernel void surface(device float* f [[buffer(0)]], device int* i [[buffer(1)]],
     i[4] = atomic_load_explicit(&local_count, memory_order_relaxed);       // 64
     i[5] = int(addsat(2147483647, 5) == 2147483647) + int(subsat(0u, 1u) == 0u);  // 2
     int expected = 0;
-    atomic_compare_exchange_weak_explicit(counter, &expected, 42, memory_order_relaxed, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(counter, &expected, 42, memory_order_relaxed, memory_order_relaxed)
+           && expected == 0) {}  // a weak compare-exchange may fail spuriously
     i[6] = atomic_exchange_explicit(counter, 7, memory_order_relaxed);  // 42
     i[7] = atomic_fetch_max_explicit(counter, 100, memory_order_relaxed) + atomic_load_explicit(counter, memory_order_relaxed); // 107
 }
