@@ -46,6 +46,11 @@ class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
 
+class DLPackError(NumbaMetalError, BufferError):
+    """A DLPack exchange numba-metal cannot make as asked: a device, dtype or layout it cannot use, or a
+    copy needed where ``copy=False`` forbids one (a ``BufferError``, as the array API specifies)."""
+
+
 __all__ = [
     "NumbaMetalError",
     "UnsupportedFeatureError",
@@ -54,4 +59,5 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "KernelBoundsError",
+    "DLPackError",
 ]

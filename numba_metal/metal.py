@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from numba_metal.errors import (KernelBoundsError, KernelCompilationError, KernelLaunchError,  # noqa: F401
-                                MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError,
+from numba_metal.errors import (DLPackError, KernelBoundsError, KernelCompilationError,  # noqa: F401
+                                KernelLaunchError, MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError,
                                 UnsupportedPlatformError)
 from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,  # noqa: F401
                                      device_array_like, is_device_array, mapped_array, mapped_array_like,
@@ -21,6 +21,7 @@ from numba_metal.host.dispatcher import DeviceFunction, Dispatcher  # noqa: F401
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, stream, synchronize)
 from numba_metal.host.batch import batch  # noqa: F401
+from numba_metal.host.interop import as_metal_array, from_dlpack, is_metal_array  # noqa: F401
 from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
 from numba_metal import vectorize as _vectorize
 
