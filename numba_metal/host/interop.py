@@ -29,11 +29,15 @@ _REQUEST = _dlpack.VERSION
 
 def _capsule_of(obj, stream):
     """``obj.__dlpack__`` asked for a versioned capsule, or a legacy one from a producer that predates
-    ``max_version`` (the array API's rule: retry without it on TypeError)."""
+    ``max_version`` (the array API's rule: retry without it on TypeError). A producer's refusal (e.g.
+    PyTorch's for a tensor that requires grad) becomes a DLPackError quoting it."""
     try:
-        return obj.__dlpack__(stream=stream, max_version=_REQUEST)
-    except TypeError:
-        return obj.__dlpack__(stream=stream)
+        try:
+            return obj.__dlpack__(stream=stream, max_version=_REQUEST)
+        except TypeError:
+            return obj.__dlpack__(stream=stream)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise DLPackError(f"the {type(obj).__name__} refused to export DLPack: {e}") from e
 
 
 def _device_of(obj) -> tuple[int, int]:
@@ -145,8 +149,9 @@ def is_metal_array(obj) -> bool:
 
 def kernel_arguments(args) -> tuple:
     """A launch's arguments with objects exporting DLPack turned into arrays a kernel takes: host memory
-    becomes a NumPy view (then used in place or copied in and back, as NumPy arrays are), Metal memory a
-    device array. Other arguments are returned as they are."""
+    becomes a NumPy view (then used in place or copied in and back, as NumPy arrays are; read-only only
+    when a versioned capsule says so), Metal memory a device array. Other arguments are returned as they
+    are."""
     if not any(_exports_dlpack(a) for a in args):
         return args
     return tuple(_kernel_argument(a, i) if _exports_dlpack(a) else a for i, a in enumerate(args))
@@ -161,7 +166,11 @@ def _kernel_argument(value, position):
     try:
         kind, index = _device_of(value)
         if kind == _CPU:
-            return np.from_dlpack(value)
+            # Our own view rather than np.from_dlpack's: NumPy makes legacy (unversioned) capsules read-only,
+            # and a kernel's writes into a read-only argument would go to a copy nobody sees.
+            tensor = _dlpack.consume(_capsule_of(value, None))
+            return host_view(tensor, tensor.address, tensor.shape, tensor.strides, tensor.dtype,
+                             readonly=tensor.read_only)
         return from_dlpack(value, copy=False)
     except (DLPackError, BufferError, RuntimeError, TypeError, ValueError) as e:
         raise KernelLaunchError(f"argument {position} ({type(value).__name__}) exports DLPack but cannot be "
