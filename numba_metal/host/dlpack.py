@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 
+from numba_metal import runtime
 from numba_metal.errors import DLPackError
 
 #: The DLPack version numba-metal produces and reads (the structures are the same across 1.x).
@@ -106,9 +107,9 @@ _api = ctypes.PyDLL(None)
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
@@ -126,21 +127,7 @@ def _deleter(managed_address):
         _exports.pop(managed_address, None)
 
 
-_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-@_CapsuleDestructor
-def _capsule_destructor(capsule):
-    # A capsule nobody consumed still has its original name: then its tensor is deleted here (the spec:
-    # "the capsule's destructor calls the deleter if the capsule was not consumed").
-    for name in (_VERSIONED, _LEGACY):
-        if _api.PyCapsule_IsValid(capsule, name):
-            _deleter(_api.PyCapsule_GetPointer(capsule, name))
-            return
-
-
 _DELETER_ADDRESS = ctypes.cast(_deleter, ctypes.c_void_p).value
-_DESTRUCTOR_ADDRESS = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
 
 def dl_dtype(dtype: np.dtype) -> tuple[int, int, int]:
@@ -196,7 +183,9 @@ def export(data: int, byte_offset: int, shape, byte_strides, dtype, device: tupl
     managed.manager_ctx = address
     with _exports_lock:
         _exports[address] = (managed, shape_arr, strides_arr, owner)
-    return _api.PyCapsule_New(address, _VERSIONED if versioned else _LEGACY, _DESTRUCTOR_ADDRESS)
+    # The capsule's destructor is the runtime's, in C: it runs while a refusing consumer's exception is
+    # pending, which a Python (ctypes) destructor would clobber.
+    return _api.PyCapsule_New(address, _VERSIONED if versioned else _LEGACY, runtime.dlpack_capsule_destructor())
 
 
 def live_exports() -> int:
@@ -267,8 +256,8 @@ class Imported:
 def consume(capsule) -> Imported:
     """Take the tensor out of a producer's capsule (renaming it ``used_...``), or DLPackError."""
     for name, used, versioned in ((_VERSIONED, _USED_VERSIONED, True), (_LEGACY, _USED_LEGACY, False)):
-        if _api.PyCapsule_IsValid(id(capsule), name):
-            address = _api.PyCapsule_GetPointer(id(capsule), name)
+        if _api.PyCapsule_IsValid(capsule, name):
+            address = _api.PyCapsule_GetPointer(capsule, name)
             if versioned:
                 major = _ManagedVersioned.from_address(address).version.major
                 if major != 1:

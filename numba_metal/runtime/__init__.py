@@ -330,6 +330,13 @@ def _dump_msl(directory: str, source: str) -> None:
     os.replace(tmp, path)
 
 
+def dlpack_capsule_destructor() -> int:
+    """The address of ``nm_dlpack_capsule_destructor``: a PyCapsule destructor for DLPack capsules, in C
+    because it must keep a pending exception intact."""
+    ffi, lib = load()
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, "nm_dlpack_capsule_destructor")))
+
+
 class Buffer:
     """A shared-storage buffer. ``address`` is its host pointer, valid until release()."""
 

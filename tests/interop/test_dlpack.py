@@ -343,6 +343,22 @@ def test_metal_devices_export_mtlbuffers_and_wrap_them_back():
         # A consumer that wants host memory gets the shared memory's address.
         cap = sub.__dlpack__(dl_device=(1, 0), max_version=(1, 1))
         assert '"dltensor_versioned"' in repr(cap)
+        del cap
+        v = np.from_dlpack(sub, device="cpu")  # NumPy asks for kDLCPU: a view of the shared memory
+        assert v.ctypes.data == d.buffer.address + 16 and v.tolist() == list(range(5, 17))
+        # NumPy refuses a kDLMetal capsule: its error comes through intact and the capsule is released.
+        import gc
+        from numba_metal.host import dlpack
+        del v, back, s
+        gc.collect()
+        before = dlpack.live_exports()
+        try:
+            np.from_dlpack(sub)
+        except RuntimeError as e:
+            assert "device" in str(e), e
+        else:
+            raise AssertionError("NumPy took a kDLMetal capsule")
+        assert dlpack.live_exports() == before
         print("ok")
     """)
     env = dict(os.environ, PYTHONPATH=ROOT)

@@ -177,6 +177,11 @@ nm_status nm_buffer_wrap_native(nm_device *device, void *mtl_buffer, nm_buffer *
                                                shared. The pointer is trusted to be an MTLBuffer. CPU device:
                                                NM_ERR_UNAVAILABLE */
 void nm_buffer_release(nm_buffer *buffer);
+void nm_dlpack_capsule_destructor(void *capsule);
+                                            /* a PyCapsule destructor for DLPack capsules (the Python layer's
+                                               exports): calls the tensor's deleter if the capsule was never
+                                               consumed, keeping any pending Python exception. Needs the
+                                               Python C API of the running process */
 void *nm_buffer_contents(nm_buffer *buffer);
 uint64_t nm_buffer_length(nm_buffer *buffer);
 nm_status nm_buffer_write(nm_buffer *buffer, uint64_t offset, const void *src, uint64_t n);
