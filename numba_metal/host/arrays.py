@@ -14,7 +14,6 @@ from numba_metal import profiling
 from numba_metal.errors import DLPackError, KernelLaunchError, NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
-from . import dlpack as _dlpack
 from . import streams as _streams
 
 
@@ -325,6 +324,7 @@ class DeviceNDArray:
 
     def __dlpack_device__(self) -> tuple:
         """(kDLCPU, 0) on the CPU reference device; (kDLMetal, 0) on a Metal device (DLPack's device types)."""
+        from . import dlpack as _dlpack   # deferred: ctypes and DLPack's structures load on first exchange
         kind = _dlpack.DeviceType.kDLCPU if self.context.kind == "cpu" else _dlpack.DeviceType.kDLMetal
         return (kind, 0)
 
@@ -338,6 +338,7 @@ class DeviceNDArray:
         nothing (the consumer synchronises) and a ``metal.stream()`` makes that stream's later work wait
         for the others' instead of the host.
         """
+        from . import dlpack as _dlpack
         own = self.__dlpack_device__()
         target = own if dl_device is None else (int(dl_device[0]), int(dl_device[1]))
         if target[1] != 0 or target[0] not in (own[0], _dlpack.DeviceType.kDLCPU):

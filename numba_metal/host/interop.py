@@ -19,12 +19,13 @@ import numpy as np
 from numba_metal.errors import DLPackError, KernelLaunchError
 
 from . import device as _device
-from . import dlpack as _dlpack
 from .arrays import DeviceNDArray, device_array, host_view, to_device
 
-_CPU = _dlpack.DeviceType.kDLCPU
-_METAL = _dlpack.DeviceType.kDLMetal
-_REQUEST = _dlpack.VERSION
+
+def _dl():
+    """The DLPack module, loaded on the first exchange (with ctypes), not with numba-metal."""
+    from . import dlpack
+    return dlpack
 
 
 def _capsule_of(obj, stream):
@@ -33,7 +34,7 @@ def _capsule_of(obj, stream):
     PyTorch's for a tensor that requires grad) becomes a DLPackError quoting it."""
     try:
         try:
-            return obj.__dlpack__(stream=stream, max_version=_REQUEST)
+            return obj.__dlpack__(stream=stream, max_version=_dl().VERSION)
         except TypeError:
             return obj.__dlpack__(stream=stream)
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
@@ -66,13 +67,13 @@ def from_dlpack(obj, *, device=None, copy=None) -> DeviceNDArray:
             raise DLPackError(f"the device array lives on {obj.context.info.name!r}, not on the current device")
         return _copy(obj) if copy else obj
     kind, index = _device_of(obj)
-    if kind not in (_CPU, _METAL) or index != 0:
-        raise DLPackError(f"the {type(obj).__name__}'s memory is on {_dlpack.device_name(kind)} device {index}, "
+    if kind not in (_dl().DeviceType.kDLCPU, _dl().DeviceType.kDLMetal) or index != 0:
+        raise DLPackError(f"the {type(obj).__name__}'s memory is on {_dl().device_name(kind)} device {index}, "
                           "which a Metal device cannot use; move it to the CPU (or to Metal) first")
-    if kind == _METAL and ctx.kind == "cpu":
+    if kind == _dl().DeviceType.kDLMetal and ctx.kind == "cpu":
         raise DLPackError(f"the {type(obj).__name__} is in a Metal buffer, which the CPU reference device "
                           "cannot use; move it to the CPU first (e.g. tensor.cpu())")
-    tensor = _dlpack.consume(_capsule_of(obj, None))
+    tensor = _dl().consume(_capsule_of(obj, None))
     return _from_tensor(ctx, tensor, copy, type(obj).__name__)
 
 
@@ -82,8 +83,8 @@ def _copy(dev: DeviceNDArray) -> DeviceNDArray:
     return out
 
 
-def _from_tensor(ctx, tensor: _dlpack.Imported, copy, what: str) -> DeviceNDArray:
-    if tensor.device[0] == _METAL:
+def _from_tensor(ctx, tensor: "dlpack.Imported", copy, what: str) -> DeviceNDArray:
+    if tensor.device[0] == _dl().DeviceType.kDLMetal:
         if copy:
             return _copy(_wrap_metal(ctx, tensor))
         return _wrap_metal(ctx, tensor)
@@ -113,7 +114,7 @@ def _from_tensor(ctx, tensor: _dlpack.Imported, copy, what: str) -> DeviceNDArra
     return to_device(view)
 
 
-def _wrap_metal(ctx, tensor: _dlpack.Imported) -> DeviceNDArray:
+def _wrap_metal(ctx, tensor: "dlpack.Imported") -> DeviceNDArray:
     buf = ctx.device.wrap_native_buffer(tensor.data, tensor)
     low, span = tensor.extent() if tensor.size else (0, 0)
     if tensor.byte_offset + low < 0 or tensor.byte_offset + low + span > buf.nbytes:
@@ -131,8 +132,8 @@ def as_metal_array(obj, sync=True) -> DeviceNDArray:
     if not sync:
         ctx = _device.current()
         kind, _ = _device_of(obj)
-        if kind == _METAL and ctx.kind != "cpu":
-            return _from_tensor(ctx, _dlpack.consume(_capsule_of(obj, -1)), False, type(obj).__name__)
+        if kind == _dl().DeviceType.kDLMetal and ctx.kind != "cpu":
+            return _from_tensor(ctx, _dl().consume(_capsule_of(obj, -1)), False, type(obj).__name__)
     return from_dlpack(obj, copy=False)
 
 
@@ -142,7 +143,7 @@ def is_metal_array(obj) -> bool:
     if isinstance(obj, DeviceNDArray):
         return True
     try:
-        return int(obj.__dlpack_device__()[0]) == _METAL
+        return int(obj.__dlpack_device__()[0]) == _dl().DeviceType.kDLMetal
     except Exception:  # noqa: BLE001 - "is it" must not raise for any object
         return False
 
@@ -165,10 +166,10 @@ def _exports_dlpack(value) -> bool:
 def _kernel_argument(value, position):
     try:
         kind, index = _device_of(value)
-        if kind == _CPU:
+        if kind == _dl().DeviceType.kDLCPU:
             # Our own view rather than np.from_dlpack's: NumPy makes legacy (unversioned) capsules read-only,
             # and a kernel's writes into a read-only argument would go to a copy nobody sees.
-            tensor = _dlpack.consume(_capsule_of(value, None))
+            tensor = _dl().consume(_capsule_of(value, None))
             return host_view(tensor, tensor.address, tensor.shape, tensor.strides, tensor.dtype,
                              readonly=tensor.read_only)
         return from_dlpack(value, copy=False)
