@@ -347,8 +347,10 @@ class DeviceNDArray:
                               f"to {_dlpack.device_name(own[0])} 0 or kDLCPU 0")
         _synchronize_for_export(self.context, stream, on_host=target[0] == _dlpack.DeviceType.kDLCPU)
         src = self
-        if copy:
-            src = device_array(self.shape, self.dtype, order="F" if self.layout == "F" else "C")
+        if copy:   # a new buffer on this array's device (which need not be the current one)
+            strides = _contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
+            src = DeviceNDArray(_new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
+                                self.context)
             np.copyto(src._host_view(), self._host_view())
         versioned = max_version is not None and int(max_version[0]) >= 1
         version = min(_dlpack.VERSION, (int(max_version[0]), int(max_version[1]))) if versioned else None
