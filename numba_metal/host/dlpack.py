@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import math
 import threading
 
 import numpy as np
@@ -115,16 +116,15 @@ _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 # Exports alive in a consumer's hands: address of the managed structure -> (the structure, its shape and
 # strides arrays, the owner). The deleter drops the entry, which releases the owner (the array, hence its
-# buffer).
+# buffer). No lock: a single dict operation is atomic under the GIL, and the deleter can run inside a
+# garbage collection triggered anywhere, also while this module is adding an entry.
 _exports: dict = {}
-_exports_lock = threading.Lock()
 
 
 @_Deleter
 def _deleter(managed_address):
     # Called by the consumer, from any thread (ctypes takes the GIL).
-    with _exports_lock:
-        _exports.pop(managed_address, None)
+    _exports.pop(managed_address, None)
 
 
 _DELETER_ADDRESS = ctypes.cast(_deleter, ctypes.c_void_p).value
@@ -181,8 +181,7 @@ def export(data: int, byte_offset: int, shape, byte_strides, dtype, device: tupl
         managed.flags = (FLAG_READ_ONLY if read_only else 0) | (FLAG_IS_COPIED if copied else 0)
     address = ctypes.addressof(managed)
     managed.manager_ctx = address
-    with _exports_lock:
-        _exports[address] = (managed, shape_arr, strides_arr, owner)
+    _exports[address] = (managed, shape_arr, strides_arr, owner)
     # The capsule's destructor is the runtime's, in C: it runs while a refusing consumer's exception is
     # pending, which a Python (ctypes) destructor would clobber.
     return _api.PyCapsule_New(address, _VERSIONED if versioned else _LEGACY, runtime.dlpack_capsule_destructor())
@@ -229,10 +228,7 @@ class Imported:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     def extent(self) -> tuple[int, int]:
         """(lowest byte offset from element 0, bytes spanned) of the elements, for a non-empty tensor."""
