@@ -108,8 +108,8 @@ def _from_tensor(ctx, tensor: "dlpack.Imported", copy, what: str) -> DeviceNDArr
         return DeviceNDArray(buf, -low, tensor.shape, tensor.strides, tensor.dtype, ctx)
     if copy is False:
         tensor.release()
-        raise DLPackError(f"the {what} cannot be used without a copy: {reason}; pass copy=None to allow one "
-                          "(or allocate it page-aligned, e.g. with metal.mapped_array)")
+        raise DLPackError(f"the {what} cannot be used without a copy: {reason}; metal.from_dlpack(x) (copy=None) "
+                          "copies it, or allocate it page-aligned (e.g. metal.mapped_array) to share it")
     view = host_view(tensor, tensor.address, tensor.shape, tensor.strides, tensor.dtype, readonly=True)
     return to_device(view)
 
