@@ -4,6 +4,8 @@ worker processes (started with spawn, each opening its own device), checked agai
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -39,16 +41,31 @@ def test_map_blocks_with_the_threaded_scheduler():
     np.testing.assert_array_equal(got, 2 * x + y)
 
 
-def _worker_device():
-    import os
+CLUSTER_SCRIPT = """
+import os, sys
+import numpy as np
+import dask, dask.array as da, distributed
+from numba_metal import metal
 
+@metal.jit(cache=True)
+def saxpy(a, x, y, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+def block_result(x, y):
+    out = np.empty_like(x)
+    saxpy[(x.size + 127) // 128, 128](np.float32(2), x, y, out)
+    return out
+
+def worker_device():
+    import os
     from numba_metal import metal
     return os.getpid(), metal.get_device_info().kind
 
-
-def test_kernels_in_local_cluster_worker_processes(tmp_path):
-    # Two spawned worker processes share one disk cache (a private directory for this test).
-    env = {"NUMBA_METAL_DEVICE": "cpu", "PYTHONPATH": ROOT, "NUMBA_METAL_CACHE_DIR": str(tmp_path)}
+if __name__ == "__main__":
+    env = {"NUMBA_METAL_DEVICE": "cpu", "PYTHONPATH": os.environ["PYTHONPATH"],
+           "NUMBA_METAL_CACHE_DIR": os.environ["NUMBA_METAL_CACHE_DIR"]}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
                                   env=env) as cluster, distributed.Client(cluster) as client:
         assert dask.config.get("distributed.worker.multiprocessing-method") == "spawn"
@@ -59,17 +76,31 @@ def test_kernels_in_local_cluster_worker_processes(tmp_path):
         np.testing.assert_array_equal(got, np.float32(2) * x + y)
         # Each worker process runs the kernel on a device of its own.
         workers = sorted(client.scheduler_info()["workers"])
-        assert len(workers) == 2
+        assert len(workers) == 2, workers
         for address in workers:
             out = client.submit(block_result, x[:1000], y[:1000], workers=[address], pure=False).result()
             np.testing.assert_array_equal(out, np.float32(2) * x[:1000] + y[:1000])
-        devices = client.run(_worker_device)
-        assert sorted(devices) == workers and all(kind == "cpu" for _, kind in devices.values())
-        assert len({pid for pid, _ in devices.values()} | {os.getpid()}) == 3
+        devices = client.run(worker_device)
+        assert sorted(devices) == workers and all(kind == "cpu" for _, kind in devices.values()), devices
+        assert len({pid for pid, _ in devices.values()} | {os.getpid()}) == 3, devices
         # A device array sent to a worker arrives as its data on the worker's device.
         d = metal.to_device(y[:100])
-        back = client.submit(lambda a: (type(a).__name__, a.copy_to_host() * 2), d).result()
-        assert back[0] == "DeviceNDArray"
-        np.testing.assert_array_equal(back[1], y[:100] * 2)
-    entries = list((tmp_path / "kernels").iterdir())
+        kind, doubled = client.submit(lambda a: (type(a).__name__, a.copy_to_host() * 2), d).result()
+        assert kind == "DeviceNDArray", kind
+        np.testing.assert_array_equal(doubled, y[:100] * 2)
+    print("ok")
+"""
+
+
+def test_kernels_in_local_cluster_worker_processes(tmp_path):
+    # The cluster runs from a script of its own, as a user's program would (its workers are spawned and
+    # import the script as their main module), bounded in time; the two workers share one disk cache.
+    script = tmp_path / "cluster.py"
+    script.write_text(CLUSTER_SCRIPT)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_METAL_DEVICE="cpu", NUMBA_METAL_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+    entries = list((cache / "kernels").iterdir())
     assert len(entries) == 1, entries   # one cache entry, written by whichever worker compiled first
