@@ -13,6 +13,7 @@ typed (and lowered into each calling kernel) per tuple of argument types.
 
 from __future__ import annotations
 
+import pickle
 import sys
 import threading
 from typing import NamedTuple
@@ -24,8 +25,8 @@ from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.errors import KernelLaunchError, NumbaMetalError
 
 from . import device as _device
-from .interop import kernel_arguments
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
+from .interop import kernel_arguments
 
 
 class JitOptions(NamedTuple):
@@ -327,7 +328,6 @@ def _unpickle(cls, pickled: bytes, options, sigs):
     key = (cls, pickled, options, None if sigs is None else tuple(sigs))
     made = _unpickled.get(key)
     if made is None:
-        import pickle
         made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options)))
     return made
 
