@@ -10,35 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from numba_metal import metal
-
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@metal.jit(cache=True)
-def saxpy(a, x, y, out):
-    i = metal.grid(1)
-    if i < out.size:
-        out[i] = a * x[i] + y[i]
-
-
-def block_result(x, y):
-    """One chunk: the kernel on the worker's own device (x and y are NumPy arrays)."""
-    out = np.empty_like(x)
-    saxpy[(x.size + 127) // 128, 128](np.float32(2), x, y, out)
-    return out
-
-
-def test_map_blocks_with_the_threaded_scheduler():
-    x = np.arange(10_000, dtype=np.float32)
-    y = np.ones_like(x)
-    dx, dy = da.from_array(x, chunks=2_500), da.from_array(y, chunks=2_500)
-    got = da.map_blocks(block_result, dx, dy, dtype=np.float32).compute(scheduler="threads")
-    np.testing.assert_array_equal(got, 2 * x + y)
 
 
 CLUSTER_SCRIPT = """
@@ -90,6 +66,16 @@ if __name__ == "__main__":
         np.testing.assert_array_equal(doubled, y[:100] * 2)
     print("ok")
 """
+
+
+def test_map_blocks_with_the_threaded_scheduler():
+    script = {"__name__": "dask_kernels"}   # the cluster script's kernel and block function, in this process
+    exec(CLUSTER_SCRIPT, script)
+    x = np.arange(10_000, dtype=np.float32)
+    y = np.ones_like(x)
+    dx, dy = da.from_array(x, chunks=2_500), da.from_array(y, chunks=2_500)
+    got = da.map_blocks(script["block_result"], dx, dy, dtype=np.float32).compute(scheduler="threads")
+    np.testing.assert_array_equal(got, 2 * x + y)
 
 
 def test_kernels_in_local_cluster_worker_processes(tmp_path):
