@@ -80,6 +80,11 @@ class CopyRequiredError(UnsupportedFeatureError, NotImplementedError):
     """A device-array view (reshape, ravel) that would need a copy (numba.cuda's NotImplementedError)."""
 
 
+class DLPackError(NumbaMetalError, BufferError):
+    """A DLPack exchange numba-metal cannot make as asked: a device, dtype or layout it cannot use, or a
+    copy needed where ``copy=False`` forbids one (a ``BufferError``, as the array API specifies)."""
+
+
 __all__ = [
     "NumbaMetalWarning",
     "NumbaMetalError",
@@ -95,4 +100,5 @@ __all__ = [
     "MetalValueError",
     "MetalTypeError",
     "CopyRequiredError",
+    "DLPackError",
 ]

@@ -169,6 +169,28 @@ public func nmBufferWrap(_ device: OpaquePointer?, _ host: UnsafeMutableRawPoint
     }
 }
 
+/// The MTLBuffer under a buffer (DLPack's kDLMetal data pointer).
+@_cdecl("nm_buffer_native")
+public func nmBufferNative(_ buffer: OpaquePointer?, _ result: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> nm_status {
+    guarded {
+        let b = try object(buffer, Buffer.self, "nm_buffer_native")
+        let r = try out(result, "nm_buffer_native")
+        r.pointee = try b.device.nativeHandle(of: b)
+    }
+}
+
+/// Wraps another library's shared-storage MTLBuffer without copying.
+@_cdecl("nm_buffer_wrap_native")
+public func nmBufferWrapNative(_ device: OpaquePointer?, _ native: UnsafeMutableRawPointer?,
+                               _ result: UnsafeMutablePointer<OpaquePointer?>?) -> nm_status {
+    guarded {
+        let d = try object(device, (any Device).self, "nm_buffer_wrap_native")
+        let r = try out(result, "nm_buffer_wrap_native")
+        guard let native else { throw RuntimeError.invalid("nm_buffer_wrap_native: the MTLBuffer is NULL") }
+        r.pointee = handle(try d.wrapNative(native))
+    }
+}
+
 /// Releases a buffer handle (work in flight keeps the memory valid until it completes).
 @_cdecl("nm_buffer_release")
 public func nmBufferRelease(_ buffer: OpaquePointer?) { releaseHandle(buffer) }

@@ -14,6 +14,11 @@ protocol Device: AnyObject {
     func makeBuffer(length: UInt64) throws -> Buffer
     /// A buffer over page-aligned host memory, without a copy.
     func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer
+    /// The MTLBuffer under `buffer` (not retained), whose contents are the buffer's from byte 0; DLPack's
+    /// kDLMetal data pointer. NM_ERR_UNAVAILABLE on a device without MTLBuffers.
+    func nativeHandle(of buffer: Buffer) throws -> UnsafeMutableRawPointer
+    /// A buffer over another library's shared-storage MTLBuffer of this device (retained), without a copy.
+    func wrapNative(_ handle: UnsafeMutableRawPointer) throws -> Buffer
     /// Compiles kernel `name` from MSL source; `abi`, when given, is the parameter layout the MSL must declare.
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline
     /// A new in-order queue.

@@ -46,6 +46,19 @@ public struct MTLResourceOptions: OptionSet, Sendable {
     public static let storageModePrivate = MTLResourceOptions(rawValue: 2 << 4)
 }
 
+/// Where a resource's memory lives and who may access it (MTLResource.storageMode).
+@available(macOS 10.11, *)
+public enum MTLStorageMode: UInt, Sendable {
+    /// CPU and GPU share the memory.
+    case shared = 0
+    /// Separate CPU and GPU copies kept in sync explicitly (Intel Macs).
+    case managed = 1
+    /// GPU-only memory: contents() has no meaning.
+    case `private` = 2
+    /// Tile memory of render passes.
+    case memoryless = 3
+}
+
 /// Families of GPU features (supportsFamily(_:)).
 @available(macOS 10.15, *)
 public enum MTLGPUFamily: Int, Sendable {
@@ -268,6 +281,9 @@ public protocol MTLBuffer: AnyObject {
     var length: Int { get }
     /// The CPU address of the contents (shared storage).
     func contents() -> UnsafeMutableRawPointer
+    /// Where the memory lives (declared by MTLResource, which MTLBuffer refines).
+    @available(macOS 10.11, *)
+    var storageMode: MTLStorageMode { get }
 }
 
 /// Compiled MSL.

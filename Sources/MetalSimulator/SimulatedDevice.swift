@@ -43,7 +43,8 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
             validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
             return nil
         }
-        return SimBuffer(device: self, length: length)
+        return SimBuffer(device: self, length: length,
+                         storageMode: options.contains(.storageModePrivate) ? .private : .shared)
     }
 
     func makeBuffer(bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
@@ -124,19 +125,21 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
     let device: SimDevice
     let length: Int
+    let storageMode: MTLStorageMode
     /// The memory.
     private let base: UnsafeMutableRawPointer
     /// For wrapped memory: what to call when the buffer is released; nil for owned memory.
     private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
     private let owned: Bool
 
-    init(device: SimDevice, length: Int) {
+    init(device: SimDevice, length: Int, storageMode: MTLStorageMode) {
         var p: UnsafeMutableRawPointer? = nil
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         if posix_memalign(&p, page, length) != 0 || p == nil { fatalError("MetalSimulator: out of memory for a \(length)-byte buffer") }
         memset(p!, 0, length)
         self.device = device
         self.length = length
+        self.storageMode = storageMode
         base = p!
         deallocator = nil
         owned = true
@@ -146,6 +149,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
          deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?) {
         self.device = device
         self.length = length
+        storageMode = .shared
         base = pointer
         self.deallocator = deallocator
         owned = false

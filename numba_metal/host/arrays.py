@@ -13,7 +13,7 @@ import contextlib
 import numpy as np
 
 from numba_metal import profiling
-from numba_metal.errors import (MetalTypeError, MetalValueError, CopyRequiredError, KernelLaunchError,
+from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError)
 
 from . import device as _device
@@ -457,12 +457,6 @@ class DeviceNDArray:
         import ctypes
         return ctypes.c_void_p(self.buffer.address + self.offset)
 
-    def __array__(self, dtype=None, copy=None):
-        if copy is False:
-            raise MetalValueError("`copy=False` is not supported. A copy is always created.")
-        host = self.copy_to_host()
-        return host if dtype is None else host.astype(dtype)
-
     def get_ipc_handle(self):
         raise UnsupportedFeatureError(
             "get_ipc_handle(): CUDA IPC handles have no Metal equivalent; to share data between processes "
@@ -478,6 +472,63 @@ class DeviceNDArray:
 
     def get_numba_type(self):
         return self._numba_type()
+
+    # -- interoperability: NumPy's array protocol, DLPack, pickling ---------------------------
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(d)``: a NumPy view of the array's memory (unified memory), after waiting for the work
+        on every stream; it keeps the memory alive. ``copy=True``, or another ``dtype``, gives a copy."""
+        _streams.wait_for_host_access(self.context, 0)
+        view = _owning_view(self, self.buffer.address + self.offset)
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(copy=False) of a {self.dtype} device array as {np.dtype(dtype)} "
+                                 "needs a copy")
+            return view.astype(dtype)
+        return view.copy() if copy else view
+
+    def __dlpack_device__(self) -> tuple:
+        """(kDLCPU, 0) on the CPU reference device; (kDLMetal, 0) on a Metal device (DLPack's device types)."""
+        from . import dlpack as _dlpack   # deferred: ctypes and DLPack's structures load on first exchange
+        kind = _dlpack.DeviceType.kDLCPU if self.context.kind == "cpu" else _dlpack.DeviceType.kDLMetal
+        return (kind, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array (the array API's ``__dlpack__``; see docs/scaling.md).
+
+        ``max_version``: a versioned capsule (DLPack 1.x) when its major version is 1 or more, else the
+        legacy one. ``dl_device``: this array's device, or (kDLCPU, 0) on a Metal device (its shared
+        memory is host memory). ``copy``: True exports a copy, False and None never copy. ``stream``:
+        None waits for the work on every stream of the device first; on a Metal device -1 waits for
+        nothing (the consumer synchronises) and a ``metal.stream()`` makes that stream's later work wait
+        for the others' instead of the host.
+        """
+        from . import dlpack as _dlpack
+        own = self.__dlpack_device__()
+        target = own if dl_device is None else (int(dl_device[0]), int(dl_device[1]))
+        if target[1] != 0 or target[0] not in (own[0], _dlpack.DeviceType.kDLCPU):
+            raise DLPackError(f"a device array on {self.context.info.name!r} cannot be exported to "
+                              f"{_dlpack.device_name(target[0])} device {target[1]}; it can be exported "
+                              f"to {_dlpack.device_name(own[0])} 0 or kDLCPU 0")
+        _synchronize_for_export(self.context, stream, on_host=target[0] == _dlpack.DeviceType.kDLCPU)
+        src = self
+        if copy:   # a new buffer on this array's device (which need not be the current one)
+            strides = _contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
+            src = DeviceNDArray(_new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
+                                self.context)
+            np.copyto(src._host_view(), self._host_view())
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        version = min(_dlpack.VERSION, (int(max_version[0]), int(max_version[1]))) if versioned else None
+        if target[0] == _dlpack.DeviceType.kDLCPU:
+            data, byte_offset = src.buffer.address + src.offset, 0
+        else:
+            data, byte_offset = src.buffer.native_handle(), src.offset
+        return _dlpack.export(data, byte_offset, src.shape, src.strides, src.dtype, target, src,
+                              versioned=versioned, version=version or _dlpack.VERSION, copied=bool(copy))
+
+    def __reduce__(self):
+        # As numba.cuda's: a device array pickles as its host data and unpickles onto the current device.
+        return (to_device, (self.copy_to_host(),))
 
     def _numba_type(self):
         ty = self._nbtype
@@ -549,6 +600,54 @@ def _view_of(buffer, offset, shape, strides, dtype) -> np.ndarray:
         return np.empty(shape, dtype)
     # (0-d views too are at their offset: ``d[3, ...]`` is element 3.)
     return np.ndarray(shape, dtype, buffer=np.asarray(_BufferMemory(buffer)), offset=offset, strides=strides)
+
+
+class _MemoryOwner:
+    """What a NumPy view handed out of numba-metal keeps alive: the buffer (or any owner), with the view's
+    geometry as NumPy's array interface."""
+
+    def __init__(self, owner, address, shape, strides, dtype, readonly=False):
+        self.owner = owner
+        self.__array_interface__ = {"version": 3, "shape": tuple(shape), "typestr": np.dtype(dtype).str,
+                                    "descr": np.dtype(dtype).descr, "data": (address, readonly),
+                                    "strides": tuple(strides)}
+
+
+def _owning_view(dev: DeviceNDArray, address: int) -> np.ndarray:
+    """A NumPy view of ``dev``'s elements (element 0 at ``address``) that keeps its buffer alive."""
+    if dev.size == 0:
+        return np.empty(dev.shape, dev.dtype)
+    return np.asarray(_MemoryOwner(dev.buffer, address, dev.shape, dev.strides, dev.dtype))
+
+
+def host_view(owner, address, shape, strides, dtype, readonly=False) -> np.ndarray:
+    """A NumPy view of host memory at ``address`` that keeps ``owner`` alive."""
+    if any(n == 0 for n in shape):
+        return np.empty(shape, dtype)
+    return np.asarray(_MemoryOwner(owner, address, shape, strides, dtype, readonly))
+
+
+def _synchronize_for_export(ctx, stream, on_host: bool) -> None:
+    """The wait DLPack asks of a producer before it hands its memory over (see ``__dlpack__``)."""
+    if stream is None:
+        _streams.wait_for_host_access(ctx, 0)
+        return
+    if on_host:
+        raise DLPackError(f"stream={stream!r}: a kDLCPU export takes stream=None (the array API: device types "
+                          "without streams accept only None); numba-metal then waits for the device's work")
+    if isinstance(stream, int) and not isinstance(stream, bool) and stream == -1:
+        return
+    if isinstance(stream, _streams.Stream):
+        # The consumer will use the memory on ``stream``: its later work waits for every other queue's
+        # work so far, on the device, without blocking the host.
+        target = _streams.resolve(stream, ctx)
+        for queue in ctx.all_queues():
+            if queue is not target:
+                target.wait_for(queue, queue.marker())
+                queue.flush()
+        return
+    raise DLPackError(f"stream={stream!r} is not a stream numba-metal knows: pass None (wait for the work), "
+                      "-1 (no synchronisation: the consumer synchronises) or a metal.stream()")
 
 
 def broadcast_to(dev: DeviceNDArray, shape) -> DeviceNDArray:

@@ -14,6 +14,7 @@ typed (and lowered into each calling kernel) per tuple of argument types.
 from __future__ import annotations
 
 import inspect
+import pickle
 import sys
 import threading
 from typing import NamedTuple
@@ -28,6 +29,7 @@ from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchCo
 from . import device as _device
 from . import perf_warnings
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
+from .interop import kernel_arguments
 
 
 class JitOptions(NamedTuple):
@@ -88,6 +90,9 @@ class DeviceFunction(DeviceFunctionBase):
     def __repr__(self) -> str:
         return f"<numba_metal device function {self.__name__}>"
 
+    def __reduce__(self):
+        return (_unpickle, (DeviceFunction, _pickled_function(self.py_func), self.options, None))
+
     def inspect_msl(self, signature):
         """The MSL of this device function for ``signature`` (on its own, with the helpers it needs)."""
         from numba_metal.compiler.driver import compile_device_function
@@ -128,6 +133,13 @@ class Dispatcher:
 
     def __repr__(self) -> str:
         return f"<numba_metal kernel {self.__name__}>"
+
+    def __reduce__(self):
+        # The Python function travels by value (Numba's cloudpickle), so the kernel unpickles in a process
+        # that cannot import where it was defined (a Dask worker, a notebook's kernel); it is compiled there
+        # again, or loaded from the disk cache.
+        sigs = list(self._specializations) if self._eager else None
+        return (_unpickle, (Dispatcher, _pickled_function(self.py_func), self.options, sigs))
 
     # -- launch configuration -------------------------------------------------------------
 
@@ -375,6 +387,24 @@ class Dispatcher:
             print(annotate_types(kernel.typed), file=file)
 
 
+# Kernels and device functions unpickled in this process, by what was pickled: a Dask worker that receives
+# the same kernel with every task makes it once, and so compiles it once.
+_unpickled: dict = {}
+
+
+def _pickled_function(pyfunc) -> bytes:
+    from numba import cloudpickle
+    return cloudpickle.dumps(pyfunc, protocol=-1)
+
+
+def _unpickle(cls, pickled: bytes, options, sigs):
+    key = (cls, pickled, options, None if sigs is None else tuple(sigs))
+    made = _unpickled.get(key)
+    if made is None:
+        made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options)))
+    return made
+
+
 def _parameter_count(pyfunc) -> int:
     code = getattr(pyfunc, "__code__", None)
     return code.co_argcount if code is not None else 0
@@ -538,6 +568,7 @@ class LaunchConfig:
             key = None
         kernel = disp._by_key.get(key)
         if kernel is None:
+            args = kernel_arguments(args)   # objects exporting DLPack (PyTorch, MLX...) become arrays
             kernel = disp.kernel_for_args(args)
         ctx = _device.selected or _device.current()
         state = kernel.launch_states.get(ctx)

@@ -211,6 +211,16 @@ class Device:
             _raise(rc)
         return Buffer(self, out[0], nbytes, owner)
 
+    def wrap_native_buffer(self, mtl_buffer: int, owner: object) -> "Buffer":
+        """A buffer over another library's shared-storage MTLBuffer (an ``id<MTLBuffer>`` address) of this
+        Metal device, without a copy; keeps owner alive. UnsupportedPlatformError on the CPU device."""
+        ffi, lib = load()
+        out = ffi.new("nm_buffer **")
+        rc = lib.nm_buffer_wrap_native(self.handle, ffi.cast("void *", mtl_buffer), out)
+        if rc:
+            _raise(rc)
+        return Buffer(self, out[0], int(lib.nm_buffer_length(out[0])), owner)
+
     def compile(self, source: str, kernel_name: str, fast_math: int = MATH_SAFE, language_version: int = 0,
                 params: "list[KernelParam] | None" = None) -> "Pipeline":
         """Compiles kernel_name from MSL source; raises KernelCompilationError with the compiler log.
@@ -320,6 +330,13 @@ def _dump_msl(directory: str, source: str) -> None:
     os.replace(tmp, path)
 
 
+def dlpack_capsule_destructor() -> int:
+    """The address of ``nm_dlpack_capsule_destructor``: a PyCapsule destructor for DLPack capsules, in C
+    because it must keep a pending exception intact."""
+    ffi, lib = load()
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, "nm_dlpack_capsule_destructor")))
+
+
 class Buffer:
     """A shared-storage buffer. ``address`` is its host pointer, valid until release()."""
 
@@ -351,6 +368,16 @@ class Buffer:
         """A writable memoryview of the buffer's nbytes bytes (shared memory; valid until release())."""
         ffi, _ = load()
         return memoryview(ffi.buffer(ffi.cast("char *", self.address), self.nbytes))
+
+    def native_handle(self) -> int:
+        """The address of the MTLBuffer under this buffer (a Metal device's; its contents start at byte 0 of
+        this buffer); UnsupportedPlatformError on the CPU device."""
+        ffi, lib = load()
+        out = ffi.new("void **")
+        rc = lib.nm_buffer_native(self._live(), out)
+        if rc:
+            _raise(rc)
+        return int(ffi.cast("uintptr_t", out[0]))
 
     def _live(self):
         if self.handle is None:

@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 4
+#define NM_ABI_VERSION 5
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -167,7 +167,21 @@ nm_status nm_buffer_new(nm_device *device, uint64_t length, nm_buffer **out);   
 nm_status nm_buffer_wrap(nm_device *device, void *host, uint64_t length, nm_buffer **out);
                                             /* host must be page-aligned; no copy; the caller keeps the
                                                memory alive until the buffer is released */
+nm_status nm_buffer_native(nm_buffer *buffer, void **mtl_buffer);
+                                            /* the id<MTLBuffer> under a Metal device's buffer (not retained;
+                                               valid while the buffer is), its contents at byte 0: DLPack's
+                                               kDLMetal data pointer. NM_ERR_UNAVAILABLE on the CPU device */
+nm_status nm_buffer_wrap_native(nm_device *device, void *mtl_buffer, nm_buffer **out);
+                                            /* a buffer over another library's id<MTLBuffer> of this device,
+                                               retained until release, no copy; its storage mode must be
+                                               shared. The pointer is trusted to be an MTLBuffer. CPU device:
+                                               NM_ERR_UNAVAILABLE */
 void nm_buffer_release(nm_buffer *buffer);
+void nm_dlpack_capsule_destructor(void *capsule);
+                                            /* a PyCapsule destructor for DLPack capsules (the Python layer's
+                                               exports): calls the tensor's deleter if the capsule was never
+                                               consumed, keeping any pending Python exception. Needs the
+                                               Python C API of the running process */
 void *nm_buffer_contents(nm_buffer *buffer);
 uint64_t nm_buffer_length(nm_buffer *buffer);
 nm_status nm_buffer_write(nm_buffer *buffer, uint64_t offset, const void *src, uint64_t n);

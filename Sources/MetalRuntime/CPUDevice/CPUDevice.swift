@@ -55,6 +55,14 @@ final class CPUDevice: Device {
         return Buffer(device: self, contents: host, length: length, storage: nil)
     }
 
+    func nativeHandle(of buffer: Buffer) throws -> UnsafeMutableRawPointer {
+        throw RuntimeError.unavailable("the CPU reference device has no MTLBuffers: its buffers are host memory")
+    }
+
+    func wrapNative(_ handle: UnsafeMutableRawPointer) throws -> Buffer {
+        throw RuntimeError.unavailable("the CPU reference device cannot use an MTLBuffer; copy the data to host memory")
+    }
+
     /// Compiles with clang (or finds the object in a cache).
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
         let compiled = try compiler.compile(source: source, kernelName: name, options: options, abi: abi)

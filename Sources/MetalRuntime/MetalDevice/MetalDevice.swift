@@ -118,6 +118,27 @@ final class MetalDevice: Device {
         return Buffer(device: self, contents: host, length: length, storage: b)
     }
 
+    func nativeHandle(of buffer: Buffer) throws -> UnsafeMutableRawPointer {
+        guard let b = buffer.storage as? any MTLBuffer, b.contents() == buffer.contents else {
+            throw RuntimeError.internal("this Metal buffer has no MTLBuffer starting at its contents")
+        }
+        return Unmanaged.passUnretained(b as AnyObject).toOpaque()
+    }
+
+    /// Trusts `handle` to be an MTLBuffer (e.g. from PyTorch's MPS or MLX through DLPack): Metal offers no
+    /// way to check an arbitrary pointer. Its storage mode is checked: only shared memory has contents.
+    func wrapNative(_ handle: UnsafeMutableRawPointer) throws -> Buffer {
+        guard let b = Unmanaged<AnyObject>.fromOpaque(handle).takeUnretainedValue() as? any MTLBuffer else {
+            throw RuntimeError.invalid("nm_buffer_wrap_native: \(handle) is not an MTLBuffer")
+        }
+        if b.storageMode != .shared {
+            throw RuntimeError.invalid("nm_buffer_wrap_native: the MTLBuffer's storage mode is \(b.storageMode.rawValue), "
+                + "not shared (0): its memory is not the host's, so numba-metal cannot use it in place; copy it to "
+                + "a shared buffer (e.g. tensor.cpu()) first")
+        }
+        return Buffer(device: self, contents: b.contents(), length: UInt64(b.length), storage: b)
+    }
+
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
         let t0 = nm_clock_ns()
