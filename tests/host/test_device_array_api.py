@@ -274,8 +274,9 @@ def test_len_nbytes_alloc_size_array_and_pointer():
     assert d[1:3].alloc_size == 24 and d[:, 0].alloc_size == 4 * 12 + 4
     np.testing.assert_array_equal(np.asarray(d), host)
     np.testing.assert_array_equal(np.array(d, dtype=np.float64), host.astype(np.float64))
-    with pytest.raises(ValueError, match="copy=False"):
-        d.__array__(copy=False)
+    with pytest.raises(ValueError, match="copy=False"):   # another dtype needs a copy
+        d.__array__(np.float64, copy=False)
+    assert np.shares_memory(d.__array__(copy=False), np.asarray(d))   # unified memory: a view, no copy
     assert d[2:].device_ctypes_pointer.value == d.device_ctypes_pointer.value + 24
     with pytest.raises(TypeError):
         len(metal.device_array(()))
