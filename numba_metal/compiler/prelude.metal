@@ -391,3 +391,14 @@ NM_INLINE ulong nm_simd_broadcast_64(ulong x, ushort lane) {
     uint2 v = as_type<uint2>(x);
     return as_type<ulong>(uint2(simd_broadcast(v.x, lane), simd_broadcast(v.y, lane)));
 }
+
+//@@ bits requires: base
+// CUDA's __ffs/__ffsll for every integer width: the 1-based position of the lowest set bit, 0 for 0
+// (the lowest set bit does not depend on the width the value is read in).
+template <typename T> NM_INLINE uint nm_ffs(T x) { return x == T(0) ? 0u : uint(ctz(x)) + 1u; }
+
+//@@ fp16 requires: base
+// numba.cuda's cuda.fp16.hmax/hmin (`a if a > b else b`: a NaN gives b) and hrcp.
+NM_INLINE half nm_hmax(half a, half b) { return a > b ? a : b; }
+NM_INLINE half nm_hmin(half a, half b) { return a < b ? a : b; }
+NM_INLINE half nm_hrcp(half x) { return half(1.0f) / x; }

@@ -14,8 +14,8 @@ _index: dict | None = None
 
 def families() -> tuple:
     """Every family module, imported (so registered with the compiler)."""
-    from . import atomics, indexing, memory, pybuiltins, pymath, simd, sync
-    return (indexing, memory, sync, atomics, simd, pybuiltins, pymath)
+    from . import atomics, fp16, indexing, intrinsics, memory, pybuiltins, pymath, scalartypes, simd, sync
+    return (scalartypes, indexing, memory, sync, atomics, simd, intrinsics, fp16, pybuiltins, pymath)
 
 
 def index() -> dict:

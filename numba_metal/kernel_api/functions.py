@@ -215,5 +215,76 @@ MATH: tuple[Function, ...] = (
 
 MATH_BY_NAME = {f.name: f for f in MATH}
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "argument_types", "result_type",
+
+# ---------------------------------------------------------------------------------------------
+# metal.<name>: numba.cuda's bit and arithmetic intrinsics (cuda.popc ...), with numba.cuda's
+# signatures (numba-cuda's cudadecl.py): popc and clz keep the argument's type and count in its
+# width, ffs gives a uint32 (1-based position of the lowest set bit, 0 for 0, as CUDA's __ffs),
+# brev reverses 32 or 64 bits.
+# ---------------------------------------------------------------------------------------------
+
+INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _bits(name, routine, result=None, argument_types=INTEGERS):
+    return Function(name, tuple(f"{result or t}({t})" for t in argument_types),
+                    {t: routine for t in argument_types}, EXACT)
+
+
+INTRINSICS: tuple[Function, ...] = (
+    _bits("popc", metal("popcount")),
+    _bits("clz", metal("clz")),
+    _bits("ffs", Routine(PRELUDE, "nm_ffs", "bits", result="uint32"), result="uint32"),
+    _bits("brev", metal("reverse_bits"), argument_types=("uint32", "uint64")),
+    Function("fma", ("float32(float32, float32, float32)", "float64(float64, float64, float64)"),
+             floats(metal("fma")), CORRECTLY_ROUNDED),
+    Function("cbrt", ("float32(float32)", "float64(float64)"), floats(mathlib("nm_cbrt")), mathlib_bound(4)),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# metal.fp16.<name>: numba.cuda's cuda.fp16 functions, on MSL's half. MSL Table 8.3 (half): the
+# arithmetic, fma, sqrt, rsqrt, 1/x and the roundings are correctly rounded, the transcendental
+# functions within 1 ulp. hmax/hmin are numba.cuda's `a if a > b else b` (NaN gives b).
+# ---------------------------------------------------------------------------------------------
+
+HALF_CORRECTLY_ROUNDED = Accuracy(0.5, "MSL Table 8.3")
+HALF_ONE_ULP = Accuracy(1.0, "MSL Table 8.3")
+_H1, _H2, _H3 = ("float16(float16)",), ("float16(float16, float16)",), ("float16(float16, float16, float16)",)
+
+
+def _half(name, routine, accuracy, signatures=_H1):
+    return Function(name, signatures, {"float16": routine}, accuracy)
+
+
+def _half_operator(name, symbol, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED):
+    return _half(name, Routine(OPERATOR, symbol), accuracy, signatures)
+
+
+FP16: tuple[Function, ...] = (
+    _half_operator("hadd", "+"),
+    _half_operator("hsub", "-"),
+    _half_operator("hmul", "*"),
+    _half_operator("hdiv", "/"),
+    _half("hfma", metal("fma"), HALF_CORRECTLY_ROUNDED, _H3),
+    _half_operator("hneg", "-", _H1, EXACT),
+    _half("habs", metal("fabs"), EXACT),
+    _half("hmax", prelude("nm_hmax", "fp16"), EXACT, _H2),
+    _half("hmin", prelude("nm_hmin", "fp16"), EXACT, _H2),
+    *(_half_operator(name, symbol, ("bool(float16, float16)",), EXACT)
+      for name, symbol in (("heq", "=="), ("hne", "!="), ("hlt", "<"), ("hle", "<="), ("hgt", ">"), ("hge", ">="))),
+    _half("hsqrt", metal("sqrt"), HALF_CORRECTLY_ROUNDED),
+    _half("hrsqrt", metal("rsqrt"), HALF_CORRECTLY_ROUNDED),
+    _half("hrcp", prelude("nm_hrcp", "fp16"), HALF_CORRECTLY_ROUNDED),
+    _half("hceil", metal("ceil"), EXACT),
+    _half("hfloor", metal("floor"), EXACT),
+    _half("htrunc", metal("trunc"), EXACT),
+    _half("hrint", metal("rint"), EXACT),
+    *(_half(f"h{name}", metal(name), HALF_ONE_ULP)
+      for name in ("sin", "cos", "exp", "exp2", "exp10", "log", "log2", "log10", "tanh")),
+    # numba.cuda's tanh.approx.f16 (relative error 2^-10.987); MSL's precise tanh is within 1 ulp.
+    _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
+)
+
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "argument_types", "result_type",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME"]
