@@ -402,3 +402,26 @@ template <typename T> NM_INLINE uint nm_ffs(T x) { return x == T(0) ? 0u : uint(
 NM_INLINE half nm_hmax(half a, half b) { return a > b ? a : b; }
 NM_INLINE half nm_hmin(half a, half b) { return a < b ? a : b; }
 NM_INLINE half nm_hrcp(half x) { return half(1.0f) / x; }
+
+//@@ simdmatch requires: simd64
+// numba.cuda's match_any_sync/match_all_sync on a SIMD group: values are compared as bit patterns
+// (PTX match.sync's b32/b64), among the active lanes. Every active lane runs the same loop, so each
+// broadcast has a uniform source lane, as MSL requires.
+NM_INLINE uint nm_ballot32(bool p) { return uint(static_cast<simd_vote::vote_t>(simd_ballot(p)) & 0xffffffffu); }
+NM_INLINE uint nm_bcast(uint x, ushort lane) { return simd_broadcast(x, lane); }
+NM_INLINE ulong nm_bcast(ulong x, ushort lane) { return nm_simd_broadcast_64(x, lane); }
+template <typename T> NM_INLINE uint nm_match_any(T x, uint lane) {
+    uint active = nm_ballot32(true);
+    uint result = 0u;
+    for (ushort k = 0; k < 32; ++k) {
+        if (((active >> k) & 1u) != 0u) {
+            uint same = nm_ballot32(x == nm_bcast(x, k));
+            if (uint(k) == lane) result = same;
+        }
+    }
+    return result;
+}
+template <typename T> NM_INLINE uint nm_match_all(T x) {
+    uint active = nm_ballot32(true);
+    return nm_ballot32(x == nm_bcast(x, ushort(ctz(active)))) == active ? active : 0u;
+}
