@@ -25,6 +25,7 @@ from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
+from .vectortypes import VectorType
 
 #: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
@@ -126,6 +127,13 @@ class ModuleBuilder:
         elif isinstance(ty, types.RangeIteratorType):
             self.need("range")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
+        elif isinstance(ty, VectorType):
+            element = self.require_type(ty.element)
+            if ty.native:
+                name = msl.vector_type(element, ty.count)
+            else:
+                name = msl.numbered("nm_vec", len(self._definitions))
+                self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))
