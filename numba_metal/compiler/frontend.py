@@ -20,7 +20,7 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from numba.core.rewrites.static_raise import RewriteConstRaises
 from numba.core.typed_passes import type_inference_stage
 
-from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError, typing_error
 
 from .typing import TARGET_CONTEXT, typing_context
 
@@ -176,10 +176,18 @@ def check_constructs(func_ir) -> None:
 
 
 def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
-    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context."""
+    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context. A kernel
+    that fails to type raises a numba-metal error that is also Numba's ``TypingError``, as numba.cuda's."""
     argtypes = tuple(argtypes)
     func_ir = build_ir(pyfunc, argtypes)
     check_constructs(func_ir)
+    try:
+        return _infer_types(pyfunc, func_ir, argtypes, return_type)
+    except NumbaMetalError as e:
+        raise typing_error(e) from None
+
+
+def _infer_types(pyfunc, func_ir, argtypes, return_type) -> TypedFunction:
     typingctx = typing_context()
     try:
         typemap, restype, calltypes, _ = type_inference_stage(typingctx, TARGET_CONTEXT, func_ir, argtypes,
