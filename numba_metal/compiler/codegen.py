@@ -97,6 +97,8 @@ class ModuleBuilder:
         name = msl.scalar_type(ty)
         if name is not None:
             return name
+        if isinstance(ty, types.EnumMember):  # a member is its value
+            return self.type_name(ty.dtype)
         if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
             return None
         if isinstance(ty, types.SliceType):
@@ -516,7 +518,8 @@ class FunctionLowering:
                     raise UnsupportedFeatureError(
                         f"argument '{argname}' is float64, which Apple GPUs do not have; pass "
                         "np.float32 (a Python float is passed as float32)", self.tf.location)
-                mtype = msl.scalar_type(sty)
+                # An Enum or IntEnum member is passed as its value.
+                mtype = msl.scalar_type(sty.dtype if isinstance(sty, types.EnumMember) else sty)
                 if mtype is None:
                     raise UnsupportedFeatureError(
                         f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
@@ -788,6 +791,8 @@ class FunctionLowering:
             if self.module.type_name(tty) is None:
                 return None
             return self.lower_constant(obj, tty)
+        if isinstance(base.type, types.EnumClass):
+            return self.lower_constant(getattr(base.type.instance_class, expr.attr), tty)
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)

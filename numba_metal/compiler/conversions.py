@@ -14,6 +14,8 @@ def cast_expr(lc, value: Value, to) -> str:
     to = types.unliteral(to)
     if frm == to:
         return value.expr
+    if isinstance(frm, types.EnumMember):  # an IntEnum member converts as its value
+        return cast_expr(lc, Value(value.expr, frm.dtype), to)
     if isinstance(to, types.Boolean):
         return truth(lc, value)
     src = msl.scalar_type(frm)

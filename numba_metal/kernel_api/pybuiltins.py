@@ -1,5 +1,6 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``len``, ``pow`` and ``range``.
+``float``, ``bool``, ``len``, ``pow`` and ``range``; and ``.value`` of ``Enum``/``IntEnum`` members (which
+kernels use as constants, as in numba.cuda).
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
 ``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
@@ -173,6 +174,12 @@ def _pow(lc, sig, args):
     if len(args) != 2:
         lc.error("pow() with a modulus is not supported in Metal kernels")
     return lower_binop(lc, "**", sig, args[0], args[1])
+
+
+@lowering.attribute(types.EnumMember, "value")
+def _enum_value(lc, member, attr, result_ty):
+    # A member is its value at run time (Enum and IntEnum members, as Numba's typing of them).
+    return Value(member.expr, result_ty)
 
 
 @lowering.call(builtins.range)
