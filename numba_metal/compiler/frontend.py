@@ -23,6 +23,7 @@ from numba.core.typed_passes import type_inference_stage
 from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError, typing_error
 
 from .typing import TARGET_CONTEXT, typing_context
+from .unroll import unroll_literal_loops
 
 _UNTYPED_REWRITES = (RewriteConstGetitems, RewriteConstSetitems, RewriteConstRaises, DetectStaticBinops,
                      RewritePrintCalls)
@@ -88,6 +89,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, args=tuple(argtypes),
                             typingctx=typing_context(), targetctx=TARGET_CONTEXT)
     try:
+        unroll_literal_loops(func_ir, tuple(argtypes))
         _apply_rewrites(state)
         rewrite_semantic_constants(func_ir, tuple(argtypes))
         dead_branch_prune(func_ir, tuple(argtypes))
