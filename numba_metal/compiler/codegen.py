@@ -62,6 +62,7 @@ class ModuleBuilder:
         self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
+        self._linked: set[str] = set()
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
@@ -205,6 +206,12 @@ class ModuleBuilder:
     def define(self, definition: str) -> None:
         """A program-scope definition (a struct) placed before the functions."""
         self._definitions.append(definition)
+
+    def link(self, path: str, source: str) -> None:
+        """Hand-written MSL (a linked .metal file), placed once before the functions that call it."""
+        if path not in self._linked:
+            self._linked.add(path)
+            self._definitions.append(source)
 
     def render(self) -> str:
         parts = [msl.HEADER]
@@ -509,6 +516,8 @@ class FunctionLowering:
         """The kernel's ABI, from its argument types and what lowering its body needed."""
         arguments = []
         for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
+            if _function_of_type(ty) is not None:
+                continue  # a device function argument is known at compile time: nothing is passed
             if isinstance(ty, types.Array):
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
                                                    ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent))
@@ -778,6 +787,11 @@ class FunctionLowering:
         if isinstance(d, ir.Expr) and d.op == "getattr":
             base = self.resolve(d.value)
             return getattr(base, d.attr)
+        if isinstance(d, ir.Arg):
+            # A device function passed as an argument: its type (one per function) names it.
+            key = _function_of_type(self.tf.argtypes[d.index])
+            if key is not None:
+                return key
         self.error(f"cannot tell at compile time which function '{var.name}' is; call functions by name")
 
     def lower_getattr(self, expr: ir.Expr, target) -> Value | None:
@@ -813,6 +827,14 @@ class FunctionLowering:
             self.emit(msl.statement(call))
             return None
         return Value(call, rtype)
+
+
+def _function_of_type(ty):
+    """The device function a function type stands for (the key of its one template), or None."""
+    templates = getattr(ty, "templates", None) if isinstance(ty, types.Function) else None
+    if templates and len(templates) == 1 and isinstance(templates[0].key, DeviceFunctionBase):
+        return templates[0].key
+    return None
 
 
 def _flatten_scalars(ty, path=()):

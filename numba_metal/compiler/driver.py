@@ -10,7 +10,7 @@ import inspect
 
 from numba.core import types
 
-from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError, typing_error
 
 from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel
@@ -61,7 +61,7 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False) -> CompiledKernel:
     """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses)."""
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
-    tf = infer_types(pyfunc, argtypes)
+    tf = _typed(pyfunc, argtypes)
     source, kernel_abi = lower_kernel(tf, debug=debug)
     return CompiledKernel(source, kernel_abi, tf)
 
@@ -70,4 +70,14 @@ def compile_device_function(pyfunc, argtypes) -> str:
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
-    return lower_device_function(infer_types(pyfunc, argtypes))
+    return lower_device_function(_typed(pyfunc, argtypes))
+
+
+def _typed(pyfunc, argtypes):
+    """``pyfunc`` typed; a function that fails to type raises a numba-metal error that is also Numba's
+    ``TypingError``, as numba.cuda's. (Only here, at the top: inside Numba's type inference of a caller,
+    a Numba error from a device function would read as "this template does not apply".)"""
+    try:
+        return infer_types(pyfunc, argtypes)
+    except NumbaMetalError as e:
+        raise typing_error(e) from None

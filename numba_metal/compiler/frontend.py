@@ -20,7 +20,7 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from numba.core.rewrites.static_raise import RewriteConstRaises
 from numba.core.typed_passes import type_inference_stage
 
-from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError, typing_error
+from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
 
 from .typing import TARGET_CONTEXT, typing_context
 from .unroll import unroll_literal_loops
@@ -89,7 +89,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, args=tuple(argtypes),
                             typingctx=typing_context(), targetctx=TARGET_CONTEXT)
     try:
-        unroll_literal_loops(func_ir, tuple(argtypes))
+        func_ir = state.func_ir = unroll_literal_loops(func_ir, tuple(argtypes))
         _apply_rewrites(state)
         rewrite_semantic_constants(func_ir, tuple(argtypes))
         dead_branch_prune(func_ir, tuple(argtypes))
@@ -178,18 +178,10 @@ def check_constructs(func_ir) -> None:
 
 
 def infer_types(pyfunc, argtypes, return_type=None) -> TypedFunction:
-    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context. A kernel
-    that fails to type raises a numba-metal error that is also Numba's ``TypingError``, as numba.cuda's."""
+    """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context."""
     argtypes = tuple(argtypes)
     func_ir = build_ir(pyfunc, argtypes)
     check_constructs(func_ir)
-    try:
-        return _infer_types(pyfunc, func_ir, argtypes, return_type)
-    except NumbaMetalError as e:
-        raise typing_error(e) from None
-
-
-def _infer_types(pyfunc, func_ir, argtypes, return_type) -> TypedFunction:
     typingctx = typing_context()
     try:
         typemap, restype, calltypes, _ = type_inference_stage(typingctx, TARGET_CONTEXT, func_ir, argtypes,

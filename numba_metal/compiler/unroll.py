@@ -22,14 +22,16 @@ from numba.misc.literal import literal_unroll
 from numba_metal.errors import UnsupportedFeatureError
 
 
-def unroll_literal_loops(func_ir: ir.FunctionIR, argtypes: tuple) -> None:
-    """Unroll every ``for ... in literal_unroll(...)`` loop of ``func_ir`` in place."""
+def unroll_literal_loops(func_ir: ir.FunctionIR, argtypes: tuple) -> ir.FunctionIR:
+    """``func_ir`` with every ``for ... in literal_unroll(...)`` loop unrolled."""
     while True:
         site = _find(func_ir)
         if site is None:
-            return
+            return func_ir
         _unroll(func_ir, argtypes, *site)
-        func_ir._definitions = build_definitions(func_ir.blocks)
+        # The same function with its variables' definitions recomputed.
+        func_ir = ir.FunctionIR(func_ir.blocks, func_ir.is_generator, func_ir.func_id, func_ir.loc,
+                                build_definitions(func_ir.blocks), func_ir.arg_count, func_ir.arg_names)
 
 
 def _where(loc):
@@ -105,7 +107,7 @@ def _unroll(func_ir, argtypes, pre_label, getiter, call):
     next_label = max(blocks) + 1
     copies = []
     for k in range(n):
-        renames = {name: f"{name}.unroll{k}" for name in local}
+        renames = {name: name + ".unroll" + str(k) for name in local}
         relabel = {}
         for label in body:
             relabel[label] = next_label
@@ -128,7 +130,7 @@ def _unroll(func_ir, argtypes, pre_label, getiter, call):
                     if stmt.falsebr == header:
                         stmt.falsebr = first_labels[k + 1]
             if label == entry:
-                index_var = ir.Var(new.scope, f"$unroll_index.{k}", loc)
+                index_var = ir.Var(new.scope, "$unroll_index." + str(k), loc)
                 start = [ir.Assign(ir.Const(k, loc), index_var, loc)]
                 for name in items:
                     item = ir.Var(new.scope, renames.get(name, name), loc)

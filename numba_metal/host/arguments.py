@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.errors import KernelLaunchError
 
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
@@ -58,6 +59,8 @@ def arg_key(value, position: int):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
+    if isinstance(value, DeviceFunctionBase):
+        return value  # a device function argument specialises the kernel on the function; nothing is passed
     if isinstance(value, complex):
         raise KernelLaunchError(f"argument {position} is complex, which Metal kernels do not support")
     raise KernelLaunchError(f"argument {position} has type {type(value).__name__}, which cannot be passed "
@@ -96,6 +99,9 @@ def numba_type_of_key(key):
         if key.ndim == 0:  # a NumPy scalar of a dtype without a Python scalar type
             return array_type(key.dtype, 1, "C").dtype
         return array_type(key.dtype, key.ndim, key.layout, key.readonly)
+    if isinstance(key, DeviceFunctionBase):
+        from numba import typeof
+        return typeof(key)
     if type(key) is tuple:
         from numba.core import types
         items = tuple(numba_type_of_key(k) for k in key[1:])
@@ -124,6 +130,8 @@ def canonical(key) -> str:
         return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
+    if isinstance(key, DeviceFunctionBase):
+        raise NotCanonical(key.__name__)
     return _SCALAR_NAMES[key]
 
 

@@ -227,7 +227,7 @@ INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uin
 
 
 def _bits(name, routine, result=None, argument_types=INTEGERS):
-    return Function(name, tuple(f"{result or t}({t})" for t in argument_types),
+    return Function(name, tuple((result or t) + "(" + t + ")" for t in argument_types),
                     {t: routine for t in argument_types}, EXACT)
 
 
@@ -280,7 +280,7 @@ FP16: tuple[Function, ...] = (
     _half("hfloor", metal("floor"), EXACT),
     _half("htrunc", metal("trunc"), EXACT),
     _half("hrint", metal("rint"), EXACT),
-    *(_half(f"h{name}", metal(name), HALF_ONE_ULP)
+    *(_half("h" + name, metal(name), HALF_ONE_ULP)
       for name in ("sin", "cos", "exp", "exp2", "exp10", "log", "log2", "log10", "tanh")),
     # numba.cuda's tanh.approx.f16 (relative error 2^-10.987); MSL's precise tanh is within 1 ulp.
     _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),

@@ -39,7 +39,7 @@ def _overloads(vty: VectorType):
     for sizes in _compositions(vty.count):
         choices = [[]]
         for size in sizes:
-            options = [VECTOR_TYPES[f"{name}x{size}"]] + ([vty.element] if size == 1 else [])
+            options = [VECTOR_TYPES[name + "x" + str(size)]] + ([vty.element] if size == 1 else [])
             choices = [c + [o] for c in choices for o in options]
         cases += [signature(vty, *c) for c in choices]
     return cases
@@ -51,7 +51,7 @@ for _name, _vty in VECTOR_TYPES.items():
     _STUBS[_name].vector_type = _vty
 for _alias, _element in ALIASES.items():
     for _n in range(1, 5):
-        _STUBS[f"{_alias}{_n}"] = _STUBS[f"{_element}x{_n}"]
+        _STUBS[_alias + str(_n)] = _STUBS[_element + "x" + str(_n)]
 
 # Numba registers a global by its module and name: each constructor is a module attribute.
 globals().update(_STUBS)
