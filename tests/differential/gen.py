@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba.core import types as T
 
-from numba_metal.kernel_api.functions import MATH as MATH_TABLE
+from numba_metal.kernel_api.functions import INTEGERS, INTRINSICS as INTRINSICS_TABLE, MATH as MATH_TABLE
+from numba_metal.kernel_api.functions import argument_types as F_argument_types, result_type as F_result_type
 
 from . import semantics as S
 
@@ -399,7 +400,7 @@ class Generator:
                                 (3, self.p_shift), (3, self.p_bitwise), (2, self.p_unary),
                                 (2, self.p_minmax), (1, self.p_abs), (3, self.p_cast),
                                 (3, self.p_float_to_int), (1, self.p_ternary), (2, self.p_helper),
-                                (1, self.p_tuple_item)])
+                                (1, self.p_tuple_item), (2, self.p_bits)])
         if kind == "float":
             return ch.weighted([(10, self.p_arith), (3, self.p_truediv), (6, self.p_divmod),
                                 (2, self.p_power), (2, self.p_unary), (2, self.p_minmax),
@@ -816,6 +817,21 @@ class Generator:
         if all(a.const for a in args):
             return None
         return self.math_call(name, args)
+
+    #: numba.cuda's integer intrinsics (metal.popc, clz, ffs, brev): rows of numba-metal's table of them,
+    #: argument type name -> result type name.
+    BITS = {f.name: {F_argument_types(sig)[0]: F_result_type(sig) for sig in f.signatures}
+            for f in INTRINSICS_TABLE if all(F_argument_types(sig)[0] in INTEGERS for sig in f.signatures)}
+
+    def p_bits(self, fn, d, kind):
+        a = self.gen(fn, d, "int")
+        at = T.unliteral(a.ty)
+        name = self.ch.choice(sorted(self.BITS))
+        result = self.BITS[name].get(str(at))
+        if a.const or result is None:
+            return None
+        self.feat(f"bits_{name}")
+        return E(f"metal.{name}({a.src})", getattr(T, result), a.taint)
 
     def callable_helpers(self, fn):
         """Helpers whose array parameters this function can pass (an input array of the dtype)."""

@@ -591,8 +591,28 @@ class _Atomic:
             setattr(self, op, _atomic(op))
 
 
+def _bits(name):
+    """numba.cuda's popc/clz/ffs/brev on a reference integer, in the width of its type."""
+    def fn(x):
+        ty = nbt(x)
+        width = ty.bitwidth
+        b = int(x) & ((1 << width) - 1)
+        if name == "popc":
+            return make(bin(b).count("1"), ty)
+        if name == "clz":
+            return make(width - b.bit_length(), ty)
+        if name == "ffs":
+            return make((b & -b).bit_length(), T.uint32)
+        if name == "brev":
+            return make(int(format(b, f"0{width}b")[::-1], 2), ty)
+        raise GeneratorError(f"metal.{name}")
+    return fn
+
+
 class _MetalNS:
     def __init__(self):
+        for name in ("popc", "clz", "ffs", "brev"):
+            setattr(self, name, _bits(name))
         self.grid = _position("gid")
         self.gridsize = _position("gsize")
         self.threadgroup_position = _position("tgid")
