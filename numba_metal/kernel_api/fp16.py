@@ -3,7 +3,7 @@
 
 Numba's core typing computes ``float16 + float16`` in float32; numba.cuda (and NumPy) give a float16,
 rounded after every operation, so ``(h(2048) + h(1)) - h(2048)`` is 0. The templates here type ``+ - *
-/`` (and their in-place forms), unary ``-``/``+`` and ``abs`` of float16 operands as float16, and
+/`` (and their in-place forms), unary ``-``/``+``, ``abs`` and ``float()`` of float16 operands as float16, and
 float16 with an int8, uint8 or bool operand as float16 (NumPy's ``result_type``); MSL's half arithmetic
 rounds each operation (MSL Table 8.3).
 """
@@ -72,10 +72,13 @@ def _unary(op):
     return Float16Unary
 
 
-for _op in (operator.add, operator.iadd, operator.sub, operator.isub, operator.mul, operator.imul,
-            operator.truediv, operator.itruediv):
-    typing.register_global(_op)(_binary(_op))
-for _op in (operator.neg, operator.pos, builtins.abs):
-    typing.register_global(_op)(_unary(_op))
+#: (function, template) of float16's typing: arithmetic operators, unary -/+, abs, and float() of a float16
+#: (a float16, as numba.cuda's). The differential test's model of Numba's typing installs them too.
+TEMPLATES = tuple([(op, _binary(op)) for op in (operator.add, operator.iadd, operator.sub, operator.isub,
+                                                 operator.mul, operator.imul, operator.truediv,
+                                                 operator.itruediv)]
+                  + [(op, _unary(op)) for op in (operator.neg, operator.pos, builtins.abs, builtins.float)])
+for _op, _template in TEMPLATES:
+    typing.register_global(_op)(_template)
 
 __all__ = ["fp16"]

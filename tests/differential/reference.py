@@ -598,7 +598,7 @@ def _bits(name):
         width = ty.bitwidth
         b = int(x) & ((1 << width) - 1)
         if name == "popc":
-            return make(bin(b).count("1"), ty)
+            return make(b.bit_count(), ty)
         if name == "clz":
             return make(width - b.bit_length(), ty)
         if name == "ffs":
