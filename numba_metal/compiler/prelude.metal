@@ -425,3 +425,15 @@ template <typename T> NM_INLINE uint nm_match_all(T x) {
     uint active = nm_ballot32(true);
     return nm_ballot32(x == nm_bcast(x, ushort(ctz(active)))) == active ? active : 0u;
 }
+
+//@@ libdevice requires: base
+// CUDA libdevice's __nv_mul24/__nv_umul24: the product of the low 24 bits of each operand (sign-extended
+// for int), its low 32 bits; __nv_sad/__nv_usad: |x - y| + z, in unsigned arithmetic.
+NM_INLINE int nm_mul24(int x, int y) {
+    int sx = int((uint(x) & 0xffffffu) ^ 0x800000u) - 0x800000;
+    int sy = int((uint(y) & 0xffffffu) ^ 0x800000u) - 0x800000;
+    return int(uint(sx) * uint(sy));
+}
+NM_INLINE uint nm_mul24(uint x, uint y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+NM_INLINE uint nm_sad(int x, int y, uint z) { return (x > y ? uint(x) - uint(y) : uint(y) - uint(x)) + z; }
+NM_INLINE uint nm_sad(uint x, uint y, uint z) { return (x > y ? x - y : y - x) + z; }

@@ -243,6 +243,38 @@ INTRINSICS: tuple[Function, ...] = (
 
 
 # ---------------------------------------------------------------------------------------------
+# metal.libdevice.<name>: the integer functions of numba.cuda's cuda.libdevice (CUDA's libdevice
+# __nv_<name>), with libdevice's signatures: the 32-bit forms take int/uint, the `ll` forms 64-bit ones,
+# counts are int32. mul24 multiplies the low 24 bits (sign-extended for mul24), keeping the low 32 bits of
+# the product; mulhi and mul64hi give the high half of the full product; sad is |x - y| + z.
+# ---------------------------------------------------------------------------------------------
+
+
+def _int_fn(name, signature, routine):
+    ctype = computation_type(signature)
+    return Function(name, (signature,), {ctype: routine}, EXACT)
+
+
+LIBDEVICE: tuple[Function, ...] = (
+    _int_fn("popc", "int32(int32)", metal("popcount")),
+    _int_fn("popcll", "int32(int64)", Routine(METAL, "popcount", result="int64")),
+    _int_fn("clz", "int32(int32)", metal("clz")),
+    _int_fn("clzll", "int32(int64)", Routine(METAL, "clz", result="int64")),
+    _int_fn("ffs", "int32(int32)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
+    _int_fn("ffsll", "int32(int64)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
+    _int_fn("brev", "uint32(uint32)", metal("reverse_bits")),
+    _int_fn("brevll", "uint64(uint64)", metal("reverse_bits")),
+    _int_fn("mulhi", "int32(int32, int32)", metal("mulhi")),
+    _int_fn("umulhi", "uint32(uint32, uint32)", metal("mulhi")),
+    _int_fn("mul64hi", "int64(int64, int64)", metal("mulhi")),
+    _int_fn("umul64hi", "uint64(uint64, uint64)", metal("mulhi")),
+    _int_fn("mul24", "int32(int32, int32)", prelude("nm_mul24", "libdevice")),
+    _int_fn("umul24", "uint32(uint32, uint32)", prelude("nm_mul24", "libdevice")),
+    _int_fn("sad", "uint32(int32, int32, uint32)", prelude("nm_sad", "libdevice", ("int32", "int32", "uint32"))),
+    _int_fn("usad", "uint32(uint32, uint32, uint32)", prelude("nm_sad", "libdevice")),
+)
+
+# ---------------------------------------------------------------------------------------------
 # metal.fp16.<name>: numba.cuda's cuda.fp16 functions, on MSL's half. MSL Table 8.3 (half): the
 # arithmetic, fma, sqrt, rsqrt, 1/x and the roundings are correctly rounded, the transcendental
 # functions within 1 ulp. hmax/hmin are numba.cuda's `a if a > b else b` (NaN gives b).
@@ -286,5 +318,5 @@ FP16: tuple[Function, ...] = (
     _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
 )
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "argument_types", "result_type",
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE", "argument_types", "result_type",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME"]
