@@ -6,7 +6,9 @@ accepted, as a constant. Shuffles follow numba.cuda's (CUDA hardware's) rules fo
 the lane, delta or xor mask is taken modulo 32 (its low 5 bits), and ``shfl_up/down_sync`` leave lanes
 whose source is outside the SIMD group unchanged.
 Reductions and scans take int32, uint32, float32 and float16; shuffles also take 64-bit integers
-(split into two 32-bit shuffles) and booleans.
+(split into two 32-bit shuffles) and booleans. ``match_any_sync``/``match_all_sync`` compare values as
+bit patterns (PTX ``match.sync``) of any integer or float, with numba.cuda's int32 results;
+``eq_sync`` and ``lanemask_lt`` are numba.cuda's.
 """
 
 from __future__ import annotations
