@@ -215,7 +215,9 @@ NM_IPOW(uint, uint)
 
 //@@ powi requires: base
 // float ** integer as Numba computes it: repeated multiplication, then 1/r for a negative exponent.
-NM_INLINE float nm_powi(float a, long b) {
+// (The half overload calls it by another name: a call of an overload of the same name reads as
+// recursion to MSL's call-graph rule.)
+NM_INLINE float nm_powi_f32(float a, long b) {
     ulong e = b < 0l ? 0ul - ulong(b) : ulong(b);
     if (e > 65536ul) return pow(a, float(b));
     float r = 1.0f;
@@ -227,7 +229,8 @@ NM_INLINE float nm_powi(float a, long b) {
     }
     return b < 0l ? 1.0f / r : r;
 }
-NM_INLINE half nm_powi(half a, long b) { return half(nm_powi(float(a), b)); }
+NM_INLINE float nm_powi(float a, long b) { return nm_powi_f32(a, b); }
+NM_INLINE half nm_powi(half a, long b) { return half(nm_powi_f32(float(a), b)); }
 
 //@@ shifts requires: base
 // Shift counts are taken modulo the bit width, as MSL defines them; shifting is done on the
