@@ -3,6 +3,14 @@
 Every error numba-metal raises derives from :class:`NumbaMetalError`. Each message says what was
 wrong, where (the Python ``file:line`` when there is one) and what to do about it. After any of
 these errors the process stays usable: the next compile or launch works normally.
+
+Where numba.cuda raises a built-in or Numba exception for the same misuse, numba-metal's error is also
+an instance of that class (multiple inheritance), so code written for numba.cuda catches it: a refused
+launch is a ``ValueError`` (numba.cuda's class for a missing or malformed launch configuration), a
+launch configuration of the wrong type a ``TypeError`` (:class:`LaunchTypeError`), and a kernel that
+fails to type (a wrong shared-array dtype, a call with the wrong types) is also a Numba
+``TypingError``: :func:`typing_error` gives that form of a compile error (Numba is imported only then,
+so that importing numba-metal does not import it).
 """
 
 from __future__ import annotations
@@ -34,8 +42,9 @@ class KernelCompilationError(NumbaMetalError):
     """Typing or MSL compilation failed; keeps Numba's or the Metal compiler's explanation."""
 
 
-class KernelLaunchError(NumbaMetalError):
-    """A launch was refused before any work was queued (configuration or arguments)."""
+class KernelLaunchError(NumbaMetalError, ValueError):
+    """A launch was refused before any work was queued (configuration or arguments); a ``ValueError``
+    as numba.cuda's."""
 
 
 class MetalRuntimeError(NumbaMetalError):
@@ -85,6 +94,38 @@ class DLPackError(NumbaMetalError, BufferError):
     copy needed where ``copy=False`` forbids one (a ``BufferError``, as the array API specifies)."""
 
 
+_TYPING_CLASSES: dict = {}
+
+
+def typing_error(error: NumbaMetalError) -> NumbaMetalError:
+    """``error`` (a compile error) as numba.cuda raises a typing failure: the same class, message and
+    location, and also an instance of ``numba.core.errors.TypingError``. Imports Numba."""
+    cls = _typing_class(type(error))
+    if cls is type(error):
+        return error
+    typed = cls(error.message, error.location)
+    typed.msg = error.args[0]  # without the terminal highlighting Numba's errors add
+    typed.args = error.args
+    return typed
+
+
+def _typing_class(cls):
+    from numba.core.errors import TypingError
+    if issubclass(cls, TypingError):
+        return cls
+    typed = _TYPING_CLASSES.get(cls)
+    if typed is None:
+        typed = type(cls.__name__, (cls, TypingError), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+            "__reduce__": lambda self: (_rebuild_typing_error, (cls, self.message, self.location))})
+        _TYPING_CLASSES[cls] = typed
+    return typed
+
+
+def _rebuild_typing_error(cls, message, location):
+    return typing_error(cls(message, location))
+
+
 __all__ = [
     "NumbaMetalWarning",
     "NumbaMetalError",
@@ -101,4 +142,5 @@ __all__ = [
     "MetalTypeError",
     "CopyRequiredError",
     "DLPackError",
+    "typing_error",
 ]

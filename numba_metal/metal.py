@@ -1,13 +1,12 @@
 """The ``metal`` namespace: ``from numba_metal import metal``.
 
 Host-side names (``jit``, ``to_device``, streams...) are defined on import; kernel-side names
-(``grid``, ``threadIdx``, ``shared.array``, ``atomic.add``...) are the kernel API's, loaded on first
+(``grid``, ``threadIdx``, ``shared.array``, ``atomic.add``...) and the scalar types (``int32``,
+``float32``, ``void``: Numba's type objects, as numba.cuda's) are the kernel API's, loaded on first
 use, so importing numba-metal does not import Numba's compiler.
 """
 
 from __future__ import annotations
-
-import numpy as _np
 
 from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBoundsError, KernelCompilationError,  # noqa: F401
                                 KernelLaunchError, KernelRaisedError, LaunchArgumentError,
@@ -59,15 +58,9 @@ def math_functions() -> frozenset[str]:
     return frozenset(f.name for f in MATH)
 
 
-# NumPy dtypes by their usual names, for shared/local array declarations.
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32 = _np.float16, _np.float32
-
-
 def __getattr__(name):
-    # Kernel-side names (``grid``, ``shared``, ``atomic``...) come from the kernel API's index of its
+    # Kernel-side names (``grid``, ``shared``, ``atomic``...) and the scalar types (``int32``, Numba's
+    # type objects, as numba.cuda's) come from the kernel API's index of its
     # families' ``__all__``, loaded on first use: importing numba-metal does not import Numba.
     if not name.startswith("__"):
         from numba_metal import kernel_api

@@ -150,17 +150,52 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
                  "device arrays on the host, or index elements one at a time")
     if len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
-    comps, cond = _components(lc, base, idx, _array_name(expr.value))
     if len(idx) < bty.ndim:
+        comps, cond = _components(lc, base, idx, _array_name(expr.value))
         if cond:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
-    element = msl.index(_data(base), _offset(base, comps))
-    dtype = bty.dtype
+    return _load(lc, base, idx, _array_name(expr.value))
+
+
+def _load(lc, arr: Value, idx: list[Value], name: str) -> Value:
+    comps, cond = _components(lc, arr, idx, name)
+    element = msl.index(_data(arr), _offset(arr, comps))
+    dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
+
+
+def _store(lc, arr: Value, idx: list[Value], value: Value, name: str) -> None:
+    comps, cond = _components(lc, arr, idx, name)
+    dtype = arr.type.dtype
+    store = msl.assign(msl.index(_data(arr), _offset(arr, comps)), lc.store(dtype, lc.cast(value, dtype)))
+    lc.emit(msl.if_statement(cond, store) if cond else store)
+
+
+def _full_index(lc, arr: Value, index: Value, what: str) -> list[Value]:
+    aty = types.unliteral(arr.type)
+    if not isinstance(aty, types.Array):
+        lc.error(f"{what} takes an array, not {aty}")
+    idx = _index_values(lc, index)
+    if idx is None or len(idx) != aty.ndim:
+        lc.error(f"{what} on a {aty.ndim}-d array needs {aty.ndim} integer indices")
+    return idx
+
+
+def load_element(lc, arr: Value, index: Value, what: str) -> Value:
+    """``arr[index]`` for an integer (or tuple of integers) index of every axis; ``what`` names the
+    operation in errors. Bounds-checked as indexing is."""
+    return _load(lc, arr, _full_index(lc, arr, index, what), arr.expr)
+
+
+def store_element(lc, arr: Value, index: Value, value: Value, what: str) -> None:
+    """``arr[index] = value``, as :func:`load_element` reads."""
+    if not types.unliteral(arr.type).mutable:
+        lc.error(f"{what}: this array is read-only (constant memory)")
+    _store(lc, arr, _full_index(lc, arr, index, what), value, arr.expr)
 
 
 def _static_tuple_item(lc, base: Value, index, tty) -> Value:
@@ -192,10 +227,7 @@ def lower_setitem(lc, stmt) -> None:
         lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    value = lc.store(tty.dtype, lc.cast(lc.value(stmt.value), tty.dtype))
-    comps, cond = _components(lc, target, idx, _array_name(stmt.target))
-    store = msl.assign(msl.index(_data(target), _offset(target, comps)), value)
-    lc.emit(msl.if_statement(cond, store) if cond else store)
+    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target))
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:

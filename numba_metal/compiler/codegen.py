@@ -25,6 +25,7 @@ from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
+from .vectortypes import VectorType
 
 #: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
 _COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
@@ -67,6 +68,7 @@ class ModuleBuilder:
         self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
+        self._linked: set[str] = set()
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
@@ -125,6 +127,8 @@ class ModuleBuilder:
         name = msl.scalar_type(ty)
         if name is not None:
             return name
+        if isinstance(ty, types.EnumMember):  # a member is its value
+            return self.type_name(ty.dtype)
         if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
             return None
         if isinstance(ty, types.SliceType):
@@ -158,6 +162,13 @@ class ModuleBuilder:
         elif isinstance(ty, types.Record):
             # A record is a reference to its bytes (records.py).
             name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
+        elif isinstance(ty, VectorType):
+            element = self.require_type(ty.element)
+            if ty.native:
+                name = msl.vector_type(element, ty.count)
+            else:
+                name = msl.numbered("nm_vec", len(self._definitions))
+                self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))
@@ -264,6 +275,12 @@ class ModuleBuilder:
     def define(self, definition: str) -> None:
         """A program-scope definition (a struct) placed before the functions."""
         self._definitions.append(definition)
+
+    def link(self, path: str, source: str) -> None:
+        """Hand-written MSL (a linked .metal file), placed once before the functions that call it."""
+        if path not in self._linked:
+            self._linked.add(path)
+            self._definitions.append(source)
 
     def render(self) -> str:
         parts = [msl.HEADER]
@@ -657,12 +674,16 @@ class FunctionLowering:
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.record_layout(ty).struct, 0, "C",
                                                    self.module.coherent, at))
                 continue
+            if _function_of_type(ty) is not None:
+                continue  # a device function argument is known at compile time: nothing is passed
             if isinstance(ty, types.Array):
                 arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
                                                    ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent,
                                                    at))
                 continue
             for path, sty in _flatten_scalars(ty):
+                # An Enum or IntEnum member is passed as its value.
+                sty = sty.dtype if isinstance(sty, types.EnumMember) else sty
                 mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)
                 if mtype is None:
                     raise UnsupportedFeatureError(
@@ -971,6 +992,11 @@ class FunctionLowering:
         if isinstance(d, ir.Expr) and d.op == "getattr":
             base = self.resolve(d.value)
             return getattr(base, d.attr)
+        if isinstance(d, ir.Arg):
+            # A device function passed as an argument: its type (one per function) names it.
+            key = _function_of_type(self.tf.argtypes[d.index])
+            if key is not None:
+                return key
         self.error(f"cannot tell at compile time which function '{var.name}' is; call functions by name")
 
     def lower_getattr(self, expr: ir.Expr, target) -> Value | None:
@@ -986,6 +1012,8 @@ class FunctionLowering:
             return self.lower_constant(obj, tty)
         if isinstance(base.type, types.Record):
             return records.get_field(self, base, expr.attr, tty)
+        if isinstance(base.type, types.EnumClass):
+            return self.lower_constant(getattr(base.type.instance_class, expr.attr), tty)
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)
@@ -1016,6 +1044,14 @@ class FunctionLowering:
             self.emit(msl.statement(call))
             return None
         return Value(call, rtype)
+
+
+def _function_of_type(ty):
+    """The device function a function type stands for (the key of its one template), or None."""
+    templates = getattr(ty, "templates", None) if isinstance(ty, types.Function) else None
+    if templates and len(templates) == 1 and isinstance(templates[0].key, DeviceFunctionBase):
+        return templates[0].key
+    return None
 
 
 def _flatten_scalars(ty, path=()):

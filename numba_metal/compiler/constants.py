@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 from numba.core import types
 
@@ -16,6 +18,9 @@ MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
 
 def lower_constant(lc, pyvalue, ty) -> Value:
     ty_u = types.unliteral(ty)
+    if isinstance(ty_u, types.EnumMember) and isinstance(pyvalue, enum.Enum):
+        # A member is its value at run time.
+        return Value(lower_constant(lc, pyvalue.value, ty_u.dtype).expr, ty_u)
     scalar = msl.scalar_type(ty_u)
     if scalar is not None:
         scalar = lc.msl_type(ty_u)

@@ -34,6 +34,8 @@ def cast_expr(lc, value: Value, to) -> str:
     to = types.unliteral(to)
     if frm == to:
         return value.expr
+    if isinstance(frm, types.EnumMember):  # an IntEnum member converts as its value
+        return cast_expr(lc, Value(value.expr, frm.dtype), to)
     if isinstance(to, types.Boolean):
         return truth(lc, value)
     if isinstance(to, types.Complex) or isinstance(frm, types.Complex):

@@ -10,7 +10,7 @@ import inspect
 
 from numba.core import types
 
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError, typing_error
 
 from . import precision
 from .abi import CompiledKernel
@@ -53,7 +53,7 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
     argtypes = tuple(argtypes)
     check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
-    tf = infer_types(pyfunc, argtypes)
+    tf = _typed(pyfunc, argtypes)
     exact = precision.exact_float64(tf, float64)
     if exact:
         # Python literals next to float32 data stay float32 (NumPy 2's weak scalars): typed again with
@@ -64,7 +64,7 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
             if not more:
                 break
             weak |= more
-            tf = infer_types(pyfunc, argtypes, float32_constants=weak)
+            tf = _typed(pyfunc, argtypes, float32_constants=weak)
     source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=exact)
     return CompiledKernel(source, kernel_abi, tf)
 
@@ -74,5 +74,15 @@ def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> 
     argtypes = argument_types(argtypes)
     check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
-    tf = infer_types(pyfunc, argtypes)
+    tf = _typed(pyfunc, argtypes)
     return lower_device_function(tf, exact_float64=precision.exact_float64(tf, float64))
+
+
+def _typed(pyfunc, argtypes, **options):
+    """``pyfunc`` typed; a function that fails to type raises a numba-metal error that is also Numba's
+    ``TypingError``, as numba.cuda's. (Only here, at the top: inside Numba's type inference of a caller,
+    a Numba error from a device function would read as "this template does not apply".)"""
+    try:
+        return infer_types(pyfunc, argtypes, **options)
+    except NumbaMetalError as e:
+        raise typing_error(e) from None

@@ -24,6 +24,7 @@ from numba_metal.errors import KernelCompilationError, NumbaMetalError, Unsuppor
 
 from .typing import TARGET_CONTEXT, typing_context
 from .uninitialized import warn_uninitialized
+from .unroll import unroll_literal_loops
 
 _UNTYPED_REWRITES = (RewriteConstGetitems, RewriteConstSetitems, RewriteConstRaises, DetectStaticBinops,
                      RewritePrintCalls)
@@ -89,6 +90,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, args=tuple(argtypes),
                             typingctx=typing_context(), targetctx=TARGET_CONTEXT)
     try:
+        func_ir = state.func_ir = unroll_literal_loops(func_ir, tuple(argtypes))
         _apply_rewrites(state)
         rewrite_semantic_constants(func_ir, tuple(argtypes))
         dead_branch_prune(func_ir, tuple(argtypes))

@@ -65,6 +65,11 @@ def scalar_type(ty) -> str | None:
     return SCALAR_TYPES.get(str(getattr(ty, "literal_type", ty)))
 
 
+def vector_type(element: str, count: int) -> str:
+    """An MSL vector type: ``float4``, ``long2``."""
+    return f"{element}{count}"
+
+
 def pointer(space: str, element: str, coherent: bool = False) -> str:
     """A pointer type: ``device float*``; ``coherent`` (MSL 3.2, device memory shared through fences
     across threadgroups) gives ``coherent(device) device float*``."""

@@ -343,7 +343,9 @@ NM_IPOW(uint, uint)
 
 //@@ powi requires: base
 // float ** integer as Numba computes it: repeated multiplication, then 1/r for a negative exponent.
-NM_INLINE float nm_powi(float a, long b) {
+// (The half overload calls it by another name: a call of an overload of the same name reads as
+// recursion to MSL's call-graph rule.)
+NM_INLINE float nm_powi_f32(float a, long b) {
     ulong e = b < 0l ? 0ul - ulong(b) : ulong(b);
     if (e > 65536ul) return pow(a, float(b));
     float r = 1.0f;
@@ -355,7 +357,8 @@ NM_INLINE float nm_powi(float a, long b) {
     }
     return b < 0l ? 1.0f / r : r;
 }
-NM_INLINE half nm_powi(half a, long b) { return half(nm_powi(float(a), b)); }
+NM_INLINE float nm_powi(float a, long b) { return nm_powi_f32(a, b); }
+NM_INLINE half nm_powi(half a, long b) { return half(nm_powi_f32(float(a), b)); }
 
 //@@ shifts requires: base
 // Shift counts are taken modulo the bit width, as MSL defines them; shifting is done on the
@@ -519,3 +522,49 @@ NM_INLINE ulong nm_simd_broadcast_64(ulong x, ushort lane) {
     uint2 v = as_type<uint2>(x);
     return as_type<ulong>(uint2(simd_broadcast(v.x, lane), simd_broadcast(v.y, lane)));
 }
+
+//@@ bits requires: base
+// CUDA's __ffs/__ffsll for every integer width: the 1-based position of the lowest set bit, 0 for 0
+// (the lowest set bit does not depend on the width the value is read in).
+template <typename T> NM_INLINE uint nm_ffs(T x) { return x == T(0) ? 0u : uint(ctz(x)) + 1u; }
+
+//@@ fp16 requires: base
+// numba.cuda's cuda.fp16.hmax/hmin (`a if a > b else b`: a NaN gives b) and hrcp.
+NM_INLINE half nm_hmax(half a, half b) { return a > b ? a : b; }
+NM_INLINE half nm_hmin(half a, half b) { return a < b ? a : b; }
+NM_INLINE half nm_hrcp(half x) { return half(1.0f) / x; }
+
+//@@ simdmatch requires: simd64
+// numba.cuda's match_any_sync/match_all_sync on a SIMD group: values are compared as bit patterns
+// (PTX match.sync's b32/b64), among the active lanes. Every active lane runs the same loop, so each
+// broadcast has a uniform source lane, as MSL requires.
+NM_INLINE uint nm_ballot32(bool p) { return uint(static_cast<simd_vote::vote_t>(simd_ballot(p)) & 0xffffffffu); }
+NM_INLINE uint nm_bcast(uint x, ushort lane) { return simd_broadcast(x, lane); }
+NM_INLINE ulong nm_bcast(ulong x, ushort lane) { return nm_simd_broadcast_64(x, lane); }
+template <typename T> NM_INLINE uint nm_match_any(T x, uint lane) {
+    uint active = nm_ballot32(true);
+    uint result = 0u;
+    for (ushort k = 0; k < 32; ++k) {
+        if (((active >> k) & 1u) != 0u) {
+            uint same = nm_ballot32(x == nm_bcast(x, k));
+            if (uint(k) == lane) result = same;
+        }
+    }
+    return result;
+}
+template <typename T> NM_INLINE uint nm_match_all(T x) {
+    uint active = nm_ballot32(true);
+    return nm_ballot32(x == nm_bcast(x, ushort(ctz(active)))) == active ? active : 0u;
+}
+
+//@@ libdevice requires: base
+// CUDA libdevice's __nv_mul24/__nv_umul24: the product of the low 24 bits of each operand (sign-extended
+// for int), its low 32 bits; __nv_sad/__nv_usad: |x - y| + z, in unsigned arithmetic.
+NM_INLINE int nm_mul24(int x, int y) {
+    int sx = int((uint(x) & 0xffffffu) ^ 0x800000u) - 0x800000;
+    int sy = int((uint(y) & 0xffffffu) ^ 0x800000u) - 0x800000;
+    return int(uint(sx) * uint(sy));
+}
+NM_INLINE uint nm_mul24(uint x, uint y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+NM_INLINE uint nm_sad(int x, int y, uint z) { return (x > y ? uint(x) - uint(y) : uint(y) - uint(x)) + z; }
+NM_INLINE uint nm_sad(uint x, uint y, uint z) { return (x > y ? x - y : y - x) + z; }

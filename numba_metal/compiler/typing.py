@@ -78,9 +78,12 @@ class MetalTypingContext(BaseContext):
     """Typing context of numba-metal kernels and device functions."""
 
     def load_additional_registries(self):
+        from numba.core.typing import enumdecl
+
         from numba_metal import kernel_api
         kernel_api.families()  # each family fills ``registry`` (and the lowering registry) when imported
         self.install_registry(registry)
+        self.install_registry(enumdecl.registry)  # Enum and IntEnum classes and members
 
     def resolve_value_type(self, val):
         # Numba's typeof has no rule for modules, builtin functions, kernel-API stubs or builtin classes

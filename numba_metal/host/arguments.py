@@ -13,8 +13,11 @@ mapped array through the buffer it lives in; a plain NumPy array in place when u
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
+from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.errors import KernelLaunchError
 
 from . import perf_warnings
@@ -100,6 +103,13 @@ def arg_key(value, position: int):
         return arg_key(value.value, position)
     if isinstance(value, np.generic):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
+    if isinstance(value, DeviceFunctionBase):
+        return value  # a device function argument specialises the kernel on the function; nothing is passed
+    if isinstance(value, enum.IntEnum):
+        return t  # an IntEnum member specialises the kernel on its class and is passed as its int value
+    if isinstance(value, enum.Enum):
+        raise KernelLaunchError(f"argument {position} is a member of the Enum {t.__name__}, which a launch "
+                                "cannot pass yet; use an IntEnum, or pass its .value")
     if isinstance(value, complex):
         raise KernelLaunchError(f"argument {position} is complex, which Metal kernels do not support")
     raise KernelLaunchError(f"argument {position} has type {type(value).__name__}, which cannot be passed "
@@ -138,6 +148,12 @@ def numba_type_of_key(key):
         if key.ndim == 0:  # a NumPy scalar of a dtype without a Python scalar type
             return array_type(key.dtype, 1, "C").dtype
         return array_type(key.dtype, key.ndim, key.layout, key.readonly)
+    if isinstance(key, DeviceFunctionBase):
+        from numba import typeof
+        return typeof(key)
+    if isinstance(key, type) and issubclass(key, enum.IntEnum):
+        from numba import typeof
+        return typeof(next(iter(key)))
     if type(key) is tuple:
         from numba.core import types
         items = tuple(numba_type_of_key(k) for k in key[1:])
@@ -166,6 +182,8 @@ def canonical(key) -> str:
         return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
+    if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.IntEnum):
+        raise NotCanonical(key.__name__)
     return _SCALAR_NAMES[key]
 
 

@@ -230,5 +230,109 @@ MATH: tuple[Function, ...] = (
 
 MATH_BY_NAME = {f.name: f for f in MATH}
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "argument_types", "result_type",
+
+# ---------------------------------------------------------------------------------------------
+# metal.<name>: numba.cuda's bit and arithmetic intrinsics (cuda.popc ...), with numba.cuda's
+# signatures (numba-cuda's cudadecl.py): popc and clz keep the argument's type and count in its
+# width, ffs gives a uint32 (1-based position of the lowest set bit, 0 for 0, as CUDA's __ffs),
+# brev reverses 32 or 64 bits.
+# ---------------------------------------------------------------------------------------------
+
+INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _bits(name, routine, result=None, argument_types=INTEGERS):
+    return Function(name, tuple((result or t) + "(" + t + ")" for t in argument_types),
+                    {t: routine for t in argument_types}, EXACT)
+
+
+INTRINSICS: tuple[Function, ...] = (
+    _bits("popc", metal("popcount")),
+    _bits("clz", metal("clz")),
+    _bits("ffs", Routine(PRELUDE, "nm_ffs", "bits", result="uint32"), result="uint32"),
+    _bits("brev", metal("reverse_bits"), argument_types=("uint32", "uint64")),
+    Function("fma", ("float32(float32, float32, float32)", "float64(float64, float64, float64)"),
+             floats(metal("fma"), _f64("fma")), CORRECTLY_ROUNDED),
+    Function("cbrt", ("float32(float32)", "float64(float64)"), floats(mathlib("nm_cbrt"), _f64("cbrt")), mathlib_bound(4)),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# metal.libdevice.<name>: the integer functions of numba.cuda's cuda.libdevice (CUDA's libdevice
+# __nv_<name>), with libdevice's signatures: the 32-bit forms take int/uint, the `ll` forms 64-bit ones,
+# counts are int32. mul24 multiplies the low 24 bits (sign-extended for mul24), keeping the low 32 bits of
+# the product; mulhi and mul64hi give the high half of the full product; sad is |x - y| + z.
+# ---------------------------------------------------------------------------------------------
+
+
+def _int_fn(name, signature, routine):
+    ctype = computation_type(signature)
+    return Function(name, (signature,), {ctype: routine}, EXACT)
+
+
+LIBDEVICE: tuple[Function, ...] = (
+    _int_fn("popc", "int32(int32)", metal("popcount")),
+    _int_fn("popcll", "int32(int64)", Routine(METAL, "popcount", result="int64")),
+    _int_fn("clz", "int32(int32)", metal("clz")),
+    _int_fn("clzll", "int32(int64)", Routine(METAL, "clz", result="int64")),
+    _int_fn("ffs", "int32(int32)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
+    _int_fn("ffsll", "int32(int64)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
+    _int_fn("brev", "uint32(uint32)", metal("reverse_bits")),
+    _int_fn("brevll", "uint64(uint64)", metal("reverse_bits")),
+    _int_fn("mulhi", "int32(int32, int32)", metal("mulhi")),
+    _int_fn("umulhi", "uint32(uint32, uint32)", metal("mulhi")),
+    _int_fn("mul64hi", "int64(int64, int64)", metal("mulhi")),
+    _int_fn("umul64hi", "uint64(uint64, uint64)", metal("mulhi")),
+    _int_fn("mul24", "int32(int32, int32)", prelude("nm_mul24", "libdevice")),
+    _int_fn("umul24", "uint32(uint32, uint32)", prelude("nm_mul24", "libdevice")),
+    _int_fn("sad", "uint32(int32, int32, uint32)", prelude("nm_sad", "libdevice", ("int32", "int32", "uint32"))),
+    _int_fn("usad", "uint32(uint32, uint32, uint32)", prelude("nm_sad", "libdevice")),
+)
+
+# ---------------------------------------------------------------------------------------------
+# metal.fp16.<name>: numba.cuda's cuda.fp16 functions, on MSL's half. MSL Table 8.3 (half): the
+# arithmetic, fma, sqrt, rsqrt, 1/x and the roundings are correctly rounded, the transcendental
+# functions within 1 ulp. hmax/hmin are numba.cuda's `a if a > b else b` (NaN gives b).
+# ---------------------------------------------------------------------------------------------
+
+HALF_CORRECTLY_ROUNDED = Accuracy(0.5, "MSL Table 8.3")
+HALF_ONE_ULP = Accuracy(1.0, "MSL Table 8.3")
+_H1, _H2, _H3 = ("float16(float16)",), ("float16(float16, float16)",), ("float16(float16, float16, float16)",)
+
+
+def _half(name, routine, accuracy, signatures=_H1):
+    return Function(name, signatures, {"float16": routine}, accuracy)
+
+
+def _half_operator(name, symbol, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED):
+    return _half(name, Routine(OPERATOR, symbol), accuracy, signatures)
+
+
+FP16: tuple[Function, ...] = (
+    _half_operator("hadd", "+"),
+    _half_operator("hsub", "-"),
+    _half_operator("hmul", "*"),
+    _half_operator("hdiv", "/"),
+    _half("hfma", metal("fma"), HALF_CORRECTLY_ROUNDED, _H3),
+    _half_operator("hneg", "-", _H1, EXACT),
+    _half("habs", metal("fabs"), EXACT),
+    _half("hmax", prelude("nm_hmax", "fp16"), EXACT, _H2),
+    _half("hmin", prelude("nm_hmin", "fp16"), EXACT, _H2),
+    *(_half_operator(name, symbol, ("bool(float16, float16)",), EXACT)
+      for name, symbol in (("heq", "=="), ("hne", "!="), ("hlt", "<"), ("hle", "<="), ("hgt", ">"), ("hge", ">="))),
+    _half("hsqrt", metal("sqrt"), HALF_CORRECTLY_ROUNDED),
+    _half("hrsqrt", metal("rsqrt"), HALF_CORRECTLY_ROUNDED),
+    _half("hrcp", prelude("nm_hrcp", "fp16"), HALF_CORRECTLY_ROUNDED),
+    _half("hceil", metal("ceil"), EXACT),
+    _half("hfloor", metal("floor"), EXACT),
+    _half("htrunc", metal("trunc"), EXACT),
+    _half("hrint", metal("rint"), EXACT),
+    *(_half("h" + name, metal(name), HALF_ONE_ULP)
+      for name in ("sin", "cos", "exp", "exp2", "exp10", "log", "log2", "log10", "tanh")),
+    # numba.cuda's tanh.approx.f16 (relative error 2^-10.987); MSL's precise tanh is within 1 ulp.
+    _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
+)
+
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE",
+           "argument_types", "result_type",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED"]

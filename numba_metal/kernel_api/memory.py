@@ -44,10 +44,18 @@ local = _namespace("local", "Per-thread (local) memory.", array=local_array)
 const = _namespace("const", "Constant memory.", array_like=const_array_like)
 
 
+def _dtype(stub, dtype):
+    nbdtype = parse_dtype(dtype)
+    if nbdtype is None:
+        raise UnsupportedFeatureError(f"metal.{stub.path}(shape, dtype): {dtype} is not a dtype; use a "
+                                      "Numba type such as metal.float32 or a NumPy dtype such as np.float32")
+    return nbdtype
+
+
 def _shape_and_dtype(stub, shape, dtype):
     ndims = parse_shape(shape)
-    nbdtype = parse_dtype(dtype)
-    if ndims is None or nbdtype is None:
+    nbdtype = _dtype(stub, dtype)
+    if ndims is None:
         raise UnsupportedFeatureError(
             f"metal.{stub.path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
             f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
@@ -63,6 +71,8 @@ def _array_template(stub, space):
 
         def generic(self):
             def typer(shape, dtype, alignment=None):
+                # The dtype first: Numba retries without literals, where the shape error would hide it.
+                _dtype(stub, dtype)
                 _literal_shape(shape, stub)
                 ndims, nbdtype = _shape_and_dtype(stub, shape, dtype)
                 return MetalArray(nbdtype, ndims, "C", space)

@@ -1,6 +1,7 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, and the attributes and
-methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows).
+``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, the attributes and
+methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows), and
+``.value`` of ``Enum``/``IntEnum`` members (which kernels use as constants, as in numba.cuda).
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
 ``int``, which Numba types with ``@overload`` implementations numba-metal cannot run: declared here.
@@ -241,6 +242,12 @@ def _conjugate(lc, sig, z, args):
     if ty == types.complex128:
         return Value(lc.library_call("nm_c128_conj", z.expr), ty)
     return Value(lc.library_call("nm_c64_conj", z.expr), ty)
+
+
+@lowering.attribute(types.EnumMember, "value")
+def _enum_value(lc, member, attr, result_ty):
+    # A member is its value at run time (Enum and IntEnum members, as Numba's typing of them).
+    return Value(member.expr, result_ty)
 
 
 @lowering.call(builtins.range)

@@ -19,7 +19,7 @@ from numba.core.typing.templates import AbstractTemplate, ConcreteTemplate, sign
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.compiler.operators import lower_binop
+from numba_metal.compiler.operators import lower_binop, lower_unary
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
@@ -54,6 +54,8 @@ def lowering_of(function: F.Function):
         routine = function.routines[lc.op_kind(types.float64) if ctype == "float64" else ctype]
         rt = types.unliteral(sig.return_type)
         if routine.source == F.OPERATOR:
+            if len(args) == 1:
+                return lower_unary(lc, routine.name, sig, args[0])
             return lower_binop(lc, routine.name, sig, args[0], args[1])
         if routine.source == F.CONSTANT:
             return Value(msl.literal(routine.value, lc.msl_type(rt)), rt)

@@ -7,7 +7,9 @@ the lane, delta or xor mask is taken modulo 32 (its low 5 bits), and ``shfl_up/d
 whose source is outside the SIMD group unchanged.
 Reductions and scans take int32, uint32, float32 and float16 (and float64 in a kernel that computes
 float64 in float32, precision.py); shuffles also take 64-bit integers and float64 (split into two 32-bit
-shuffles) and booleans.
+shuffles) and booleans. ``match_any_sync``/``match_all_sync`` compare values as
+bit patterns (PTX ``match.sync``) of any integer or float, with numba.cuda's int32 results;
+``eq_sync`` and ``lanemask_lt`` are numba.cuda's.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ all_sync = Stub("all_sync", "all_sync(mask, pred)")
 any_sync = Stub("any_sync", "any_sync(mask, pred)")
 ballot_sync = Stub("ballot_sync", "ballot_sync(mask, pred): uint32 bit mask")
 activemask = Stub("activemask", "activemask(): uint32 mask of the active lanes")
+eq_sync = Stub("eq_sync", "eq_sync(mask, pred): pred is the same on every active lane")
+lanemask_lt = Stub("lanemask_lt", "lanemask_lt(): uint32 mask of the lanes below this one")
+match_any_sync = Stub("match_any_sync", "match_any_sync(mask, value): int32 mask of the active lanes whose "
+                                        "value has the same bits as this lane's")
+match_all_sync = Stub("match_all_sync", "match_all_sync(mask, value): (int32 mask of the active lanes, True) "
+                                        "if every active lane has the same value bits, else (0, False)")
 
 _REDUCE_TYPES = (types.int32, types.uint32, types.float32, types.float16)
 _CUDA_TO_METAL = {shfl_sync: "simd_shuffle", shfl_up_sync: "simd_shuffle_up",
@@ -103,9 +111,19 @@ def _make_template(stub, kind):
                     raise UnsupportedFeatureError(f"metal.{name}(mask, pred) takes two arguments")
                 rt = types.uint32 if name == "ballot_sync" else types.boolean
                 return signature(rt, types.unliteral(args[0]), types.boolean)
+            if kind == "match":
+                if len(args) != 2:
+                    raise UnsupportedFeatureError(f"metal.{name}(mask, value) takes two arguments")
+                t = types.unliteral(args[1])
+                if not isinstance(t, (types.Integer, types.Float, types.Boolean)):
+                    raise UnsupportedFeatureError(f"metal.{name}: values of type {t} are not supported (use an "
+                                                  "integer or a float)")
+                # numba.cuda's: an int32 mask, and for match_all_sync whether all values matched.
+                rt = types.int32 if name == "match_any_sync" else types.Tuple((types.int32, types.boolean))
+                return signature(rt, types.unliteral(args[0]), t)
             if kind == "activemask":
                 if args:
-                    raise UnsupportedFeatureError("metal.activemask() takes no arguments")
+                    raise UnsupportedFeatureError(f"metal.{name}() takes no arguments")
                 return signature(types.uint32)
             raise AssertionError(kind)
 
@@ -122,9 +140,12 @@ for _n in _VOTE:
     _KINDS[globals()[_n]] = "vote"
 for _s in _CUDA_TO_METAL:
     _KINDS[_s] = "cuda_shuffle"
-for _s in (all_sync, any_sync, ballot_sync):
+for _s in (all_sync, any_sync, ballot_sync, eq_sync):
     _KINDS[_s] = "cuda_vote"
+for _s in (match_any_sync, match_all_sync):
+    _KINDS[_s] = "match"
 _KINDS[activemask] = "activemask"
+_KINDS[lanemask_lt] = "activemask"
 
 for _stub, _kind in _KINDS.items():
     typing.register_global(_stub, _make_template(_stub, _kind))
@@ -218,14 +239,46 @@ def _lower_cuda_shuffle(lc, sig, args):
     return _shuffle(lc, _CUDA_TO_METAL[stub], args[1], _lane(lc, args[2]), sig.return_type)
 
 
-@lowering.call(all_sync, any_sync, ballot_sync)
+@lowering.call(all_sync, any_sync, ballot_sync, eq_sync)
 def _lower_cuda_vote(lc, sig, args):
     stub = lc.callee
     require_full_mask(lc, stub.__name__)
     pred = lc.cast(args[1], types.boolean)
     if stub is ballot_sync:
         return Value(msl.cast("uint", msl.binary("&", _ballot(pred), _LOW_32_BITS)), types.uint32)
+    if stub is eq_sync:
+        pred = lc.tmp(types.boolean, pred)
+        same = msl.binary("||", msl.call("simd_all", pred), msl.unary("!", msl.call("simd_any", pred)))
+        return Value(same, types.boolean)
     return Value(msl.call("simd_all" if stub is all_sync else "simd_any", pred), types.boolean)
+
+
+def _value_bits(lc, value: Value) -> str:
+    """The bits of a match_*_sync value: a uint for 32 bits or fewer (narrow integers widened, which keeps
+    equality), else a ulong."""
+    t = types.unliteral(value.type)
+    if isinstance(t, types.Boolean) or (isinstance(t, types.Integer) and t.bitwidth < 32):
+        return msl.cast("uint", lc.cast(value, types.int32))
+    return msl.reinterpret("uint" if lc.msl_type(t) in ("float", "int", "uint") else "ulong", value.expr)
+
+
+@lowering.call(match_any_sync, match_all_sync)
+def _lower_match(lc, sig, args):
+    stub = lc.callee
+    require_full_mask(lc, stub.__name__)
+    lc.need("simdmatch")
+    bits = _value_bits(lc, args[1])
+    if stub is match_any_sync:
+        return Value(msl.cast("int", msl.call("nm_match_any", bits, lc.env("lane"))), types.int32)
+    mask = lc.tmp(types.uint32, msl.call("nm_match_all", bits))
+    rt = sig.return_type
+    return Value(msl.aggregate(lc.msl_type(rt), [msl.cast("int", mask), msl.binary("!=", mask, "0u")]), rt)
+
+
+@lowering.call(lanemask_lt)
+def _lower_lanemask_lt(lc, sig, args):
+    below = msl.binary("-", msl.binary("<<", msl.uint_literal(1), lc.env("lane")), msl.uint_literal(1))
+    return Value(below, types.uint32)
 
 
 @lowering.call(activemask)
@@ -235,4 +288,5 @@ def _lower_activemask(lc, sig, args):
 
 
 __all__ = list(_REDUCE + _SHUFFLE + _VOTE) + ["shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
-                                               "all_sync", "any_sync", "ballot_sync", "activemask"]
+                                               "all_sync", "any_sync", "ballot_sync", "eq_sync", "activemask",
+                                               "lanemask_lt", "match_any_sync", "match_all_sync"]

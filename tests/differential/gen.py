@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba.core import types as T
 
+from numba_metal.kernel_api.functions import INTEGERS, INTRINSICS as INTRINSICS_TABLE, LIBDEVICE as LIBDEVICE_TABLE
 from numba_metal.kernel_api.functions import MATH as MATH_TABLE
+from numba_metal.kernel_api.functions import argument_types as F_argument_types, result_type as F_result_type
 
 from . import semantics as S
 
@@ -412,7 +414,7 @@ class Generator:
                                 (3, self.p_shift), (3, self.p_bitwise), (2, self.p_unary),
                                 (2, self.p_minmax), (1, self.p_abs), (3, self.p_cast),
                                 (3, self.p_float_to_int), (1, self.p_ternary), (2, self.p_helper),
-                                (1, self.p_tuple_item)])
+                                (1, self.p_tuple_item), (1, self.p_bits), (1, self.p_selp)])
         if kind == "float":
             return ch.weighted([(10, self.p_arith), (3, self.p_truediv), (6, self.p_divmod),
                                 (2, self.p_power), (2, self.p_unary), (2, self.p_minmax),
@@ -829,6 +831,46 @@ class Generator:
         if all(a.const for a in args):
             return None
         return self.math_call(name, args)
+
+    #: numba.cuda's integer intrinsics (metal.popc, clz, ffs, brev): rows of numba-metal's table of them,
+    #: argument type name -> result type name.
+    BITS = {f.name: {F_argument_types(sig)[0]: F_result_type(sig) for sig in f.signatures}
+            for f in INTRINSICS_TABLE if all(F_argument_types(sig)[0] in INTEGERS for sig in f.signatures)}
+
+    #: numba.cuda's libdevice integer functions (metal.libdevice.<name>) of one signature each.
+    LIBDEVICE = {f.name: f.signatures[0] for f in LIBDEVICE_TABLE}
+    #: numba.cuda's types for metal.selp.
+    SELP_TYPES = (T.int16, T.uint16, T.int32, T.uint32, T.int64, T.uint64, T.float32)
+
+    def p_bits(self, fn, d, kind):
+        ch = self.ch
+        if ch.bool(0.4):
+            return self.p_libdevice(fn, d, kind)
+        a = self.gen(fn, d, "int")
+        at = T.unliteral(a.ty)
+        name = ch.choice(sorted(self.BITS))
+        result = self.BITS[name].get(str(at))
+        if a.const or result is None:
+            return None
+        self.feat(f"bits_{name}")
+        return E(f"metal.{name}({a.src})", getattr(T, result), a.taint)
+
+    def p_libdevice(self, fn, d, kind):
+        """A libdevice function, its arguments converted to its signature's types."""
+        name = self.ch.choice(sorted(self.LIBDEVICE))
+        sig = self.LIBDEVICE[name]
+        args = [self.g_cast(self.gen(fn, d, "int"), getattr(T, t)) for t in F_argument_types(sig)]
+        self.feat(f"libdevice_{name}")
+        return E(f"metal.libdevice.{name}({', '.join(a.src for a in args)})", getattr(T, F_result_type(sig)),
+                 any(a.taint for a in args))
+
+    def p_selp(self, fn, d, kind):
+        c = self.cond(fn, d)
+        t = self.ch.choice(self.SELP_TYPES if kind != "int" else self.SELP_TYPES[:-1])
+        a = self.g_cast(self.gen(fn, d, kind), t)
+        b = self.g_cast(self.gen(fn, d, kind), t)
+        self.feat("selp")
+        return E(f"metal.selp({c.src}, {a.src}, {b.src})", t, a.taint or b.taint or c.taint)
 
     def callable_helpers(self, fn):
         """Helpers whose array parameters this function can pass (an input array of the dtype)."""

@@ -591,8 +591,70 @@ class _Atomic:
             setattr(self, op, _atomic(op))
 
 
+def _bits(name):
+    """numba.cuda's popc/clz/ffs/brev on a reference integer, in the width of its type."""
+    def fn(x):
+        ty = nbt(x)
+        width = ty.bitwidth
+        b = int(x) & ((1 << width) - 1)
+        if name == "popc":
+            return make(b.bit_count(), ty)
+        if name == "clz":
+            return make(width - b.bit_length(), ty)
+        if name == "ffs":
+            return make((b & -b).bit_length(), T.uint32)
+        if name == "brev":
+            return make(int(format(b, f"0{width}b")[::-1], 2), ty)
+        raise GeneratorError(f"metal.{name}")
+    return fn
+
+
+def _high(bits):
+    """mulhi-style: the high ``bits`` of the full product, in the arguments' type."""
+    def fn(x, y):
+        return make((int(x) * int(y)) >> bits, nbt(x))
+    return fn
+
+
+def _mul24(x, y):
+    """CUDA's __mul24/__umul24: the low 24 bits of each (sign-extended if signed), the product's low 32."""
+    ty = nbt(x)
+    a, b = int(x) & 0xFFFFFF, int(y) & 0xFFFFFF
+    if ty.signed:
+        a = a - 0x1000000 if a >= 0x800000 else a
+        b = b - 0x1000000 if b >= 0x800000 else b
+    return make(S.wrap(a * b, ty), ty)
+
+
+def _sad(x, y, z):
+    return make(S.wrap(abs(int(x) - int(y)) + int(z), T.uint32), T.uint32)
+
+
+class _Libdevice:
+    """numba.cuda's libdevice integer functions (the rows of numba-metal's LIBDEVICE table)."""
+
+    def __init__(self):
+        width_fns = {"popc": ("popc", T.int32), "popcll": ("popc", T.int64), "clz": ("clz", T.int32),
+                     "clzll": ("clz", T.int64), "ffs": ("ffs", T.int32), "ffsll": ("ffs", T.int64)}
+        for name, (base, arg) in width_fns.items():
+            setattr(self, name, lambda x, base=base, arg=arg: make(int(_bits(base)(cast(x, arg))), T.int32))
+        self.brev = self.brevll = _bits("brev")
+        self.mulhi = self.umulhi = _high(32)
+        self.mul64hi = self.umul64hi = _high(64)
+        self.mul24 = self.umul24 = _mul24
+        self.sad = self.usad = _sad
+
+
+def _selp(test, a, b):
+    return a if S.truth(test) else b
+
+
 class _MetalNS:
     def __init__(self):
+        for name in ("popc", "clz", "ffs", "brev"):
+            setattr(self, name, _bits(name))
+        self.libdevice = _Libdevice()
+        self.selp = _selp
         self.grid = _position("gid")
         self.gridsize = _position("gsize")
         self.threadgroup_position = _position("tgid")

@@ -127,16 +127,19 @@ _sig_cache: dict = {}
 
 def typing_context():
     """Numba's typing (its CPU target's registries), plus the math functions of numba-metal's math table
-    that Numba does not type (math.cbrt), with the table's signatures."""
+    that Numba does not type (math.cbrt), with the table's signatures, and numba-metal's float16 typing."""
     global _ctx
     if _ctx is None:
         from numba.core.typing.context import Context
         from numba.core.typing.templates import Registry
 
-        from numba_metal.kernel_api import functions, pymath
+        from numba_metal.kernel_api import fp16, functions, pymath
         ctx = Context()
         ctx.refresh()
         missing = Registry()
+        for fn, template in fp16.TEMPLATES:  # float16 arithmetic stays float16 (numba.cuda's typing)
+            # Before Numba's own templates, as in numba-metal's typing (there for target 'metal').
+            missing.register_global(fn)(type(template.__name__, (template,), {"metadata": {"target": "cpu"}}))
         for f in functions.MATH:
             fn = getattr(math, f.name)
             try:

@@ -39,6 +39,9 @@ REQUIRED = {
     "kernel_return_or": 3, "shared_barrier": 10, "barrier_loop": 5, "shared_atomic": 5,
     "global_atomic_in_kernel": 3, "atomic_add": 3, "atomic_max": 2, "atomic_xor": 2,
     "atomic_u_inc": 1, "atomic_f_add": 1,
+    # numba.cuda's integer intrinsics
+    "bits_popc": 2, "bits_clz": 2, "bits_ffs": 2, "bits_brev": 1, "selp": 2, "libdevice_mulhi": 1,
+    "libdevice_mul24": 1, "libdevice_popcll": 1,
 }
 
 

@@ -1,0 +1,75 @@
+"""Enum and IntEnum members in kernels (compiler: a member is its value at run time; typing: Numba's
+enumdecl): as constants, compared, converted, `.value`; IntEnum members as kernel arguments (a plain
+Enum member argument is refused clearly at launch: docs/limitations.md). Oracle: Python's enum semantics."""
+
+import enum
+
+import numpy as np
+import pytest
+from numba import typeof
+from numba.core import types
+
+from numba_metal import metal
+from numba_metal.compiler import driver
+from numba_metal.errors import KernelLaunchError
+
+
+class Color(enum.IntEnum):
+    RED = 1
+    GREEN = 2
+    BLUE = 7
+
+
+class Shape(enum.Enum):
+    SQUARE = 4
+    TRIANGLE = 3
+
+
+@metal.jit
+def enum_constants(out, c):
+    out[0] = Color.BLUE
+    out[1] = Shape.TRIANGLE.value
+    s = Shape.SQUARE
+    out[2] = 1 if s == Shape.SQUARE else 0
+    out[3] = 1 if s != Shape.TRIANGLE else 0
+    out[4] = Color.RED + c
+    out[5] = 1 if c == Color.GREEN else 0
+    out[6] = Color.BLUE * 2 - Color.GREEN
+
+
+def test_members_are_constants_compared_and_converted_as_python_does():
+    out = np.zeros(7, np.int64)
+    enum_constants[1, 1](out, 2)
+    c = 2
+    expected = [Color.BLUE, Shape.TRIANGLE.value, Shape.SQUARE == Shape.SQUARE, Shape.SQUARE != Shape.TRIANGLE,
+                Color.RED + c, c == Color.GREEN, Color.BLUE * 2 - Color.GREEN]
+    np.testing.assert_array_equal(out, [int(v) for v in expected])
+
+
+def test_an_int_enum_member_argument_compiles_to_its_value():
+    def k(out, c):
+        if c == Color.GREEN:
+            out[0] = c.value + 1
+
+    compiled = driver.compile_kernel(k, (types.float32[:], typeof(Color.RED)))
+    # The member travels as its int64 value: one scalar field of the argument struct.
+    assert [f.msl_type for f in compiled.abi.fields if f.source[0] == "scalar"] == ["long"]
+
+
+@metal.jit
+def enum_argument(out, c):
+    out[0] = c
+    out[1] = 1 if c == Color.BLUE else 0
+    out[2] = c.value * 2
+
+
+def test_an_int_enum_member_is_a_kernel_argument():
+    out = np.zeros(3, np.int64)
+    for member in Color:
+        enum_argument[1, 1](out, member)
+        np.testing.assert_array_equal(out, [member, member == Color.BLUE, member.value * 2])
+
+
+def test_a_plain_enum_member_argument_is_refused_clearly():
+    with pytest.raises(KernelLaunchError, match="Enum Shape"):
+        enum_argument[1, 1](np.zeros(3, np.int64), Shape.SQUARE)
