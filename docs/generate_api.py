@@ -130,6 +130,10 @@ def docstring(qualified: str) -> str | None:
         return inspect.getdoc(value)
     if type(value).__module__ == "builtins" and not callable(value):
         return _value_comment(_defining_module(modname, name, value), name)
+    if type(value).__module__.startswith("numba.core.types"):  # metal.int32...: Numba's own type objects
+        return (f"Numba's type `{value}` (`numba.core.types.{name}`), as numba.cuda's `cuda.{name}`: it builds "
+                f"array types and signatures (`{name}[:]`, `{name}(...)`), converts values inside kernels, and is "
+                "accepted wherever a dtype is expected.")
     doc = value.__doc__ if isinstance(value, type) else inspect.getdoc(value)
     if not doc or (dataclasses.is_dataclass(value) and doc.startswith(f"{value.__name__}(")):
         return None  # a dataclass's generated docstring only repeats its signature

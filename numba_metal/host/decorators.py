@@ -64,13 +64,6 @@ def jit(func_or_sig=None, device=False, **options):
     return decorate
 
 
-def declare_device(name, sig, link=None, use_cooperative=False):
-    """numba.cuda's declaration of an external (CUDA C/C++) device function: Metal pipelines link no
-    external code, so this is refused."""
-    raise UnsupportedFeatureError(f"declare_device({name!r}): Metal kernels cannot call external device code; "
-                                  "write the function in Python with @metal.jit(device=True)")
-
-
 def device_func(pyfunc=None, **options):
     """Decorator for a device function (the earlier numba-metal's spelling of ``jit(device=True)``)."""
     if pyfunc is None:

@@ -21,7 +21,7 @@ from numba.core.typing.templates import ConcreteTemplate
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.errors import NumbaMetalError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -65,9 +65,13 @@ class ExternalFunction:
         return self._type
 
 
-def declare_device(name, sig, link=None):
+def declare_device(name, sig, link=None, use_cooperative=False):
     """A function defined in hand-written MSL (the ``.metal`` files of ``link``) that kernels may call,
-    with the Numba signature ``sig`` (a string such as ``"float32(float32, float32)"`` or a signature)."""
+    with the Numba signature ``sig`` (a string such as ``"float32(float32, float32)"`` or a signature).
+    ``use_cooperative`` (numba.cuda's cooperative-groups launch) has no Metal counterpart."""
+    if use_cooperative:
+        raise UnsupportedFeatureError(f"metal.declare_device({name!r}, use_cooperative=True): Metal has no "
+                                      "cooperative (grid-synchronising) launch")
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise NumbaMetalError(f"metal.declare_device: the name must be the MSL function's name (an identifier), "
                               f"not {name!r}")

@@ -169,9 +169,12 @@ def test_low_occupancy_warns_as_numba_cuda(monkeypatch):
         kernel[(3, 1), 32](d, 1)
 
 
-def test_declare_device_is_refused_because_metal_links_no_external_code():
-    with pytest.raises(UnsupportedFeatureError, match="cannot call external device code"):
+def test_declare_device_needs_the_metal_source_and_refuses_cooperative_launches():
+    from numba_metal.errors import NumbaMetalError
+    with pytest.raises(NumbaMetalError, match="pass link=.*the .metal files"):
         metal.declare_device("my_cuda_function", "int32(int32)")
+    with pytest.raises(UnsupportedFeatureError, match="cooperative"):
+        metal.declare_device("my_cuda_function", "int32(int32)", use_cooperative=True)
 
 
 def test_numba_cudas_error_classes_have_numba_metal_counterparts():
