@@ -161,7 +161,8 @@ def check(path: str, fn: ast.FunctionDef, dec, class_name: str | None, aliases: 
             status32, _, _ = _compile(metal, NumbaMetalError, pyfunc, signatures.parse(sig32), device)
             if status32 == "compiles":
                 return result("compiles-as-float32",
-                              f"refused as written (Apple GPUs have no float64); compiles with the "
+                              f"refused as written (a float64 operation the emulated float64 lacks, such as an atomic); "
+                              f"compiles with the "
                               f"signature {sig32!r}", signature=sig, device=device, error=err, error_line=line)
         if status != "compiles":
             return result(status, f"compiling {'as a device function ' if device else ''}with {sig!r}",
