@@ -360,12 +360,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "02eb30142de0ad0585ca82dbdabad744e7c071954a3643707bf97b2313e7175f",
-    "literals_and_int_division": "b4337ec777461858ac863568295165952710ed4ba186d8c2f60da14f2662fe61",
-    "math_of_ints_and_floats": "ebd0ad5163120625e34ee5faea5e97f425d6ccc060cf3dcf277d76956db65c0c",
-    "minmax_round_compare": "1691dd7ecf03d252036be403a98e6630db9970328c1e4726289ba637f3efb2af",
-    "shared_reduction": "be4876b7bff39b924c7ca064d594bca779e7b8341910eaf62d366fac65dbac88",
-    "halves_and_casts": "595c36551411c4d52b995b0806243e879c7b5d599bc78697924d9ddb56c6a280",
+    "axpy": "45ed29e5112eac3cc0249d8e57702dd825fb44e17c999840771874bfac925037",
+    "literals_and_int_division": "9d8390c4b3d9df4d056fc095389e4082f595a161659dffcf46c295c128fbde4e",
+    "math_of_ints_and_floats": "4be148ea2c50052ecd7c930671db33cd8912fb6b4e94784b7c730b554668c598",
+    "minmax_round_compare": "fba2881c896ae59699c0d5041f2d2d436904659fd561783aee3c1746035be089",
+    "shared_reduction": "bd78d42c1c2c8355ca3eea57600c7d85352414e5e3a52e9d4523fb543ea97e36",
+    "halves_and_casts": "793c114f1a24922d4192b4a334c932a9f4f29ca47dfbb94bec25a22d4f7a2021",
 }
 
 
