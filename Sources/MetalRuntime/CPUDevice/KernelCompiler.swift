@@ -250,7 +250,18 @@ final class KernelCompiler {
         guard let (identity, digest, cache) = try? lock.locked({ () -> (String, String, ObjectCache?) in
             (try toolchainLocked().1, try shimLocked().1, cacheLocked())
         }) else { return nil }
-        let key = hex(sha256(Array("numba-metal pch v1\u{0}\(identity)\u{0}\(digest)\u{0}\(shimDir)\u{0}\(flags.joined(separator: " "))".utf8)))
+        // The header file's identity and modification time too: clang (with -fno-validate-pch) matches
+        // `#pragma once` against the file the header was built from, so a header built from an earlier file at the same path (a reinstall) would let a
+        // source's own `#include <metal_stdlib>` include the shim a second time.
+        var st = stat()
+        guard stat("\(shimDir)/metal_stdlib", &st) == 0 else { return nil }
+        #if os(Linux)
+        let modified = "\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+        #else
+        let modified = "\(st.st_mtimespec.tv_sec).\(st.st_mtimespec.tv_nsec)"
+        #endif
+        let fileIdentity = "\(st.st_dev):\(st.st_ino):\(st.st_size):\(modified)"
+        let key = hex(sha256(Array("numba-metal pch v2\u{0}\(identity)\u{0}\(digest)\u{0}\(shimDir)\u{0}\(fileIdentity)\u{0}\(flags.joined(separator: " "))".utf8)))
         if let known = lock.locked({ headers[key] }) { return known }
         var bytes = cache?.read(key: key, kind: .precompiledHeader)
         if bytes == nil {
