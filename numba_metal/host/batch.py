@@ -31,6 +31,13 @@ class batch:
             for step in range(100):
                 update[blocks, threads](state)
         metal.synchronize()
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
+            the device.
     """
 
     __slots__ = ("_ctx",)
