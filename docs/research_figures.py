@@ -61,6 +61,50 @@ def roofline(full: dict, throughput: dict) -> dict:
     return out
 
 
+def controlled_roofline(sweep_doc: dict, bandwidth: dict, peak: dict) -> dict:
+    """The roofline of the CPU reference device from three runs on one machine: the sweep's large
+    variant, the vector add's bandwidth and the measured float32 peak (benchmarks/perf_peak_flops.py).
+    The memory roof is the vector add's rate at the size nearest the sweep's, whose working set is
+    alike; the rate at the largest size (beyond the caches) is kept beside it."""
+    machines = {sweep_doc["machine"]["cpu"], bandwidth["machine"]["cpu"], peak["machine"]["cpu"]}
+    if len(machines) != 1:
+        raise ValueError(f"the roofline's three runs come from different machines: {sorted(machines)}")
+    sweep = _program(sweep_doc, "arithmetic_intensity_sweep")
+    cases = [c for c in sweep["cases"] if c["variant"] == "large"]
+    n = cases[0]["params"]["n"]
+    near = min(bandwidth["results"], key=lambda r: abs(r["n"] - n))
+    largest = max(bandwidth["results"], key=lambda r: r["n"])
+    peak_gflop_s = peak["peak"]["gflop_s"]
+    bw = near["metal_gb_s"]
+    one_chain = next(r for r in peak["results"]["mul_add"] if r["chains"] == 1)
+    out: dict = {
+        "machine": peak["machine"]["cpu"],
+        "sources": ["benchmarks/results/roofline_sweep.json", "benchmarks/results/roofline_bandwidth.json",
+                    "benchmarks/results/peak_flops.json"],
+        "peak_gflop_s": peak_gflop_s, "peak_form": peak["peak"]["form"], "peak_chains": peak["peak"]["chains"],
+        "one_chain_gflop_s": one_chain["gflop_s"],
+        "fma_best_gflop_s": max(r["gflop_s"] for r in peak["results"]["fma"]),
+        "bandwidth": {"n": near["n"], "metal_gb_s": bw, "numpy_gb_s": near["numpy_gb_s"],
+                      "largest_n": largest["n"], "largest_metal_gb_s": largest["metal_gb_s"],
+                      "largest_numpy_gb_s": largest["numpy_gb_s"]},
+        "ridge_flops_per_byte": peak_gflop_s / bw,
+        "sweep": {},
+    }
+    for case in cases:
+        p = case["params"]
+        ns = case["timings"]["metal_kernel"]["median_ns"]
+        rate = p["n"] * p["flops_per_element"] / ns
+        roof = min(peak_gflop_s, p["flops_per_byte"] * bw)
+        par_ns = case["timings"]["numba_parallel"]["median_ns"]
+        out["sweep"][f"R={p['reps']}"] = {
+            "flops_per_byte": p["flops_per_byte"], "median_ms": ns / 1e6, "gflop_s": rate,
+            "gb_s": p["n"] * p["bytes_per_element"] / ns, "roof_gflop_s": roof, "share_of_roof": rate / roof,
+            "share_of_peak": rate / peak_gflop_s,
+            "numba_parallel_gflop_s": p["n"] * p["flops_per_element"] / par_ns}
+    out["n"] = n
+    return out
+
+
 def compile_and_launch(full: dict, launch: dict, compile_: dict, startup: dict) -> dict:
     cache = _program(full, "device_function_compile_cache")["cases"][0]["timings"]
     three = next(r for r in launch["results"] if r["arrays"] == 3)
@@ -77,6 +121,8 @@ def compile_and_launch(full: dict, launch: dict, compile_: dict, startup: dict) 
 def figures() -> dict:
     full = _load("full_cpu_device.json")
     return {"roofline": roofline(full, _load("throughput.json")),
+            "controlled_roofline": controlled_roofline(_load("roofline_sweep.json"), _load("roofline_bandwidth.json"),
+                                                       _load("peak_flops.json")),
             "compile_and_launch": compile_and_launch(full, _load("launch.json"), _load("compile.json"),
                                                      _load("startup.json"))}
 
