@@ -15,7 +15,8 @@ entry per class it raises (`nothing: why` for one that cannot fail); a kernel-si
 has the errors every kernel-side function has, from the `Raises:` section of `Stub`'s docstring, then
 its own. The page renders them as an "Errors" list, saying which built-in class each error also is.
 tests/docs/test_api_reference.py fails, naming what to add, when a public name has no docstring, a
-public callable no errors, its module no section, or docs/api.md was not regenerated.
+public callable no errors (or not an error class its own body raises), its module no section, or
+docs/api.md was not regenerated.
 """
 
 from __future__ import annotations

@@ -107,6 +107,7 @@ class Reduce:
         KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
         KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
             also an instance of the class the kernel raised.
+        ValueError: ``reduce_elements`` of an empty array given ``empty_error`` (a plain ``ValueError``).
     """
 
     def __init__(self, functor):

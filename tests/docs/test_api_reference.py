@@ -107,3 +107,33 @@ def test_a_public_function_without_errors_is_reported_by_name(monkeypatch):
     monkeypatch.setitem(generate_api.SECTIONS, __name__, "Kernels and device functions")
     assert "numba_metal.metal.brand_new_function" in _callables()
     assert generate_api.errors("numba_metal.metal.brand_new_function") == []
+
+
+def _raised_by_name(value) -> set[str]:
+    """The exception classes the source of a function (or a class's methods) raises by name."""
+    import ast
+    import inspect
+    import textwrap
+    tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(value, "py_func", value))))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and generate_api.error_class(exc.id) is not None:
+                found.add(exc.id)
+    return found
+
+
+def test_every_error_class_a_public_callable_raises_itself_is_listed():
+    """What a function (or a class's methods) raises in its own body is in its errors: a new `raise` needs
+    a `Raises:` line. (What it raises through the functions it calls is read by hand.)"""
+    unlisted = []
+    for q in _callables():
+        _, value = generate_api._resolve(q)
+        if type(value).__name__ == "Stub":
+            continue
+        missing = _raised_by_name(value) - {name for name, _ in generate_api.errors(q)}
+        if missing:
+            unlisted.append(f"{generate_api.display(q)}: {', '.join(sorted(missing))}")
+    assert not unlisted, ("public callables raising error classes their `Raises:` section does not list: "
+                          + "; ".join(unlisted) + ". " + _FIX)
