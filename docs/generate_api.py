@@ -150,7 +150,9 @@ def docstring(qualified: str) -> str | None:
 
 
 _RAISES = re.compile(r"^Raises:[ \t]*\n((?:[ \t]+\S.*\n?|[ \t]*\n(?=[ \t]+\S))+)", re.M)
-_RAISES_ENTRY = re.compile(r"^ {4}(\w+):\s+(.*)$")
+_RAISES_ENTRY = re.compile(r"^ {4}(\w+(?:, \w+)*):\s+(.*)$")
+# An entry "A, B: as ``name``." lists errors another public callable owns: its entries for A and B.
+_SAME_AS = re.compile(r"^as `+([\w.]+)`+\.?$")
 
 
 def split_raises(doc: str) -> tuple[str, list[tuple[str, str]]]:
@@ -163,8 +165,10 @@ def split_raises(doc: str) -> tuple[str, list[tuple[str, str]]]:
         head = _RAISES_ENTRY.match(line)
         if head:
             entries.append((head.group(1), head.group(2).strip()))
-        elif entries and line.strip():
+        elif entries and line.startswith(" " * 8):
             entries[-1] = (entries[-1][0], f"{entries[-1][1]} {line.strip()}")
+        elif line.strip():
+            raise ValueError(f"a `Raises:` line is neither `ErrorClass: when` nor its continuation: {line.strip()!r}")
     rest = [part.strip() for part in (doc[:m.start()], (doc + "\n")[m.end():]) if part.strip()]
     return "\n\n".join(rest), entries
 
@@ -182,12 +186,34 @@ def needs_errors(qualified: str) -> bool:
 
 
 def errors(qualified: str) -> list[tuple[str, str]]:
-    """The name's errors: (error class name or "nothing", when), in order."""
+    """The name's errors: (error class name or "nothing", when), in order; entries that refer to another
+    public callable's (`A, B: as ``device_array``.`) are replaced by that callable's entries for A, B."""
     _, value = _resolve(qualified)
-    own = split_raises(inspect.cleandoc(value.__doc__ or ""))[1] if needs_errors(qualified) else []
+    own = []
+    for names, when in (split_raises(inspect.cleandoc(value.__doc__ or ""))[1] if needs_errors(qualified) else []):
+        same = _SAME_AS.match(when)
+        if same is None:
+            own += [(name, when) for name in names.split(", ")]
+            continue
+        owner = {n: w for n, w in errors(_referenced(same.group(1), qualified))}
+        for name in names.split(", "):
+            if name not in owner:
+                raise LookupError(f"{display(qualified)}: `{name}: as {same.group(1)}`, which lists no {name}")
+            own.append((name, owner[name]))
     if type(value).__name__ == "Stub":
         return stub_errors() + own
     return own
+
+
+def _referenced(name: str, where: str) -> str:
+    """The qualified public name an errors entry of `where` refers to (`device_array`, `random.x`)."""
+    for candidate in (f"numba_metal.metal.{name}", f"numba_metal.{name}"):
+        try:
+            _resolve(candidate)
+            return candidate
+        except (LookupError, AttributeError):
+            continue
+    raise LookupError(f"{display(where)}: an errors entry refers to `{name}`, which is not a public name")
 
 
 def stub_errors() -> list[tuple[str, str]]:

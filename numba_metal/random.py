@@ -82,9 +82,7 @@ def xoroshiro128p_uniform_float32(states, index):
     """A float32 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit).
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
-        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
     """
     # numba.cuda rounds the 53-bit fraction (x >> 11) / 2**53 to float32; rounding the 53-bit
     # integer to float32 and then scaling by the power of two 2**-53 is the same single rounding.
@@ -96,9 +94,7 @@ def xoroshiro128p_normal_float32(states, index):
     """A standard-normal float32 from generator ``index`` (Box–Muller; uses two uniforms).
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
-        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
     """
     u1 = xoroshiro128p_uniform_float32(states, index)
     u2 = xoroshiro128p_uniform_float32(states, index)
@@ -111,9 +107,7 @@ def xoroshiro128p_uniform_float64(states, index):
     times 2**-53, exact).
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
-        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
     """
     return np.float64(xoroshiro128p_next(states, index) >> _U11) * _TWO_NEG53_F64
 
@@ -124,9 +118,7 @@ def xoroshiro128p_normal_float64(states, index):
     it, from two *float32* uniforms (so the same stream), log in float32, the rest in float64.
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
-        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
     """
     u1 = xoroshiro128p_uniform_float32(states, index)
     u2 = xoroshiro128p_uniform_float32(states, index)
@@ -138,9 +130,7 @@ def xoroshiro128p_jump(states, index):
     """Advance generator ``index`` by 2**64 steps.
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
-        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
     """
     s0 = _U0
     s1 = _U0
@@ -221,10 +211,7 @@ def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
     """``n`` generator states for ``seed`` as an (n, 2) uint64 device array.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     states = device_array((int(n), 2), dtype=np.uint64, stream=stream)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)

@@ -657,13 +657,8 @@ def vectorize(*args, **kwargs):
             an ``out`` of another shape or dtype, or not an array.
         TypeError: when the ufunc is called: another number of inputs, or no signature matching them.
         ValueError: ``.reduce`` of an empty array for a ufunc without an identity.
-        UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
-        KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
-            device compiler rejects the MSL.
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     import numba
     kwargs.setdefault("target", "metal")
@@ -682,13 +677,8 @@ def guvectorize(*args, **kwargs):
         ValueError: when called: inputs with fewer dimensions than their core dimensions, or core dimensions of
             different sizes.
         MetalValueError: when called: ``out`` given both positionally and as a keyword.
-        UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
-        KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
-            device compiler rejects the MSL.
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     import numba
     kwargs.setdefault("target", "metal")

@@ -746,14 +746,8 @@ def device_array_like(ary, stream=0) -> DeviceNDArray:
     """A device array with the shape and dtype (and C/F order) of ``ary``.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
         AttributeError: ``ary`` has no ``shape`` or ``dtype``.
     """
     order = "F" if (getattr(ary, "ndim", 1) > 1 and _flag(ary, "F_CONTIGUOUS")
@@ -776,10 +770,7 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
         NumbaMetalError: ``obj`` is None or becomes a NumPy array of Python objects.
         MetalTypeError: ``to`` is a device array of another dtype.
         MetalValueError: ``to`` is a device array of another shape.
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     if isinstance(obj, DeviceNDArray):
         return obj
@@ -811,14 +802,8 @@ def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, por
     Launches that use it are asynchronous: synchronize before reading results on the host.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
     """
     ctx = _device.current()
     dev = device_array(shape, dtype, strides=strides, order=order)
@@ -832,14 +817,8 @@ def mapped_array_like(ary, stream=0):
     """A mapped array with the shape and dtype (and C/F order) of ``ary``.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
         AttributeError: ``ary`` is not an array (no ``shape``, ``dtype`` or ``flags``).
     """
     order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
@@ -851,14 +830,8 @@ def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
     :func:`mapped_array`: host memory that kernels also use without copies.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
     """
     return mapped_array(shape, dtype, strides=strides, order=order)
 
@@ -867,14 +840,8 @@ def pinned_array_like(ary):
     """numba.cuda's ``pinned_array_like``: on unified memory, the same as :func:`mapped_array_like`.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
         AttributeError: ``ary`` is not an array.
     """
     return mapped_array_like(ary)
@@ -885,14 +852,8 @@ def managed_array(shape, dtype=np.float32, strides=None, order="C", stream=0, at
     :func:`mapped_array`.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
     """
     return mapped_array(shape, dtype, strides=strides, order=order, stream=stream)
 
@@ -917,13 +878,10 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
 
     Raises:
         MetalTypeError: an argument is not a NumPy array.
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        UnsupportedPlatformError: as ``get_current_device``.
         MetalRuntimeError: a copy cannot be allocated, or, when the block ends, the work waited for before
             copying back failed.
-        KernelBoundsError: that wait finds a ``debug=True`` kernel's out-of-bounds index.
-        KernelRaisedError: that wait finds an exception a ``debug=True`` kernel raised.
+        KernelBoundsError, KernelRaisedError: as ``synchronize``.
     """
     ctx = _device.current()
     devices, copies = [], []

@@ -33,11 +33,7 @@ class batch:
         metal.synchronize()
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
 
     __slots__ = ("_ctx",)

@@ -139,8 +139,7 @@ def select_device(kind) -> DeviceContext:
     Raises:
         UnsupportedPlatformError: an unknown device kind, a GPU index this machine does not have, or a kind with
             no device here (``'metal'`` without a Metal GPU).
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        MetalRuntimeError: as ``get_current_device``.
     """
     global selected, _requested
     if isinstance(kind, GPU):
@@ -308,11 +307,7 @@ def get_kernel_time_limit() -> float | None:
     """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     return current().device.time_limit
 
@@ -321,11 +316,7 @@ def get_device_info():
     """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...).
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     return current().info
 
@@ -334,11 +325,7 @@ def current_context() -> DeviceContext:
     """numba.cuda's ``current_context``: the device in use.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     return current()
 
@@ -349,8 +336,7 @@ def require_context(fn):
     Raises:
         UnsupportedPlatformError: when the decorated function is called and no device can be used (as
             ``get_current_device``); decorating raises nothing.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        MetalRuntimeError: as ``get_current_device``.
     """
     import functools
 

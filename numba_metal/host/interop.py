@@ -63,10 +63,7 @@ def from_dlpack(obj, *, device=None, copy=None) -> DeviceNDArray:
         DLPackError: ``obj`` does not export DLPack or its export fails; its memory is on a device Metal cannot
             use (CUDA, or a Metal buffer on the CPU reference device); its dtype or strides have no device-array
             form; ``copy=False`` where a copy is needed; ``device`` is not the current device.
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     ctx = _device.current()
     if device is not None and device is not ctx and device != ctx.kind:
@@ -141,10 +138,7 @@ def as_metal_array(obj, sync=True) -> DeviceNDArray:
     Raises:
         DLPackError: as ``from_dlpack(obj, copy=False)``: no DLPack export, memory a Metal device cannot use, or
             memory that cannot be shared without a copy (not page-aligned, read-only).
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     if isinstance(obj, DeviceNDArray):
         return obj

@@ -102,9 +102,7 @@ def stream() -> Stream:
     """A new stream on the current device.
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        UnsupportedPlatformError: as ``get_current_device``.
         MetalRuntimeError: the runtime library cannot be loaded or cannot make a queue.
     """
     ctx = _device.current()
@@ -122,11 +120,7 @@ def default_stream() -> Stream:
     """The current device's default stream (what ``stream=0`` means).
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     ctx = _device.current()
     s = _default_streams.get(id(ctx))
@@ -140,11 +134,7 @@ def legacy_default_stream() -> Stream:
     waits for the others; use events or ``metal.synchronize()``.)
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     return default_stream()
 
@@ -158,11 +148,7 @@ def per_thread_default_stream() -> Stream:
     stream).
 
     Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
-            the device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
     ctx = _device.current()
     streams = getattr(_per_thread, "streams", None)

@@ -1,9 +1,11 @@
-"""docs/api.md names every public name of numba-metal and nothing else, each with a docstring, and is
-what docs/generate_api.py generates from the code now."""
+"""docs/api.md names every public name of numba-metal and nothing else, each with a docstring (every
+callable with its errors), and is what docs/generate_api.py generates from the code now."""
 
 import importlib.util
 import os
 import re
+
+import pytest
 
 import doc_pages
 
@@ -137,3 +139,39 @@ def test_every_error_class_a_public_callable_raises_itself_is_listed():
             unlisted.append(f"{generate_api.display(q)}: {', '.join(sorted(missing))}")
     assert not unlisted, ("public callables raising error classes their `Raises:` section does not list: "
                           + "; ".join(unlisted) + ". " + _FIX)
+
+
+def test_an_entry_may_take_another_callables_errors_and_a_malformed_line_is_refused(monkeypatch):
+    from numba_metal import metal
+
+    def borrows():
+        """Borrows.
+
+        Raises:
+            UnsupportedPlatformError, MetalValueError: as ``device_array``.
+            KeyError: its own.
+        """
+
+    def borrows_what_is_not_there():
+        """Borrows.
+
+        Raises:
+            KeyError: as ``device_array``.
+        """
+
+    def malformed():
+        """Malformed.
+
+        Raises:
+            this is not an entry
+        """
+    for f in (borrows, borrows_what_is_not_there, malformed):
+        monkeypatch.setattr(metal, f.__name__, f, raising=False)
+    owner = dict(generate_api.errors("numba_metal.metal.device_array"))
+    assert generate_api.errors("numba_metal.metal.borrows") == [
+        ("UnsupportedPlatformError", owner["UnsupportedPlatformError"]),
+        ("MetalValueError", owner["MetalValueError"]), ("KeyError", "its own.")]
+    with pytest.raises(LookupError, match="lists no KeyError"):
+        generate_api.errors("numba_metal.metal.borrows_what_is_not_there")
+    with pytest.raises(ValueError, match="neither"):
+        generate_api.errors("numba_metal.metal.malformed")
