@@ -1,5 +1,5 @@
-"""Derives the figures of docs/research-report.md that no benchmark prints directly (rates of the
-arithmetic-intensity sweep, ratios) from the committed results, into docs/research-figures.json.
+"""Derives the figures of docs/research-report.md that no benchmark prints directly (the roofline's rates
+and ridge, ratios) from the committed results, into docs/research-figures.json.
 
     python docs/research_figures.py            # rewrite docs/research-figures.json
     python docs/research_figures.py --check    # exit 1 if it differs from what the results give
@@ -19,9 +19,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 OUT = os.path.join(ROOT, "docs", "research-figures.json")
 
-#: The implementations of the sweep whose rates the roofline section compares.
-SWEEP_IMPLEMENTATIONS = ("metal_kernel", "numba_parallel", "numba_1t", "numpy")
-
 
 def _load(name: str) -> dict:
     with open(os.path.join(RESULTS, name), encoding="utf-8") as f:
@@ -30,35 +27,6 @@ def _load(name: str) -> dict:
 
 def _program(doc: dict, name: str) -> dict:
     return next(p for p in doc["programs"] if p["name"] == name)
-
-
-def roofline(full: dict, throughput: dict) -> dict:
-    """Per variant and R: intensity, and per implementation the median time, GFLOP/s and GB/s; the
-    machine's measured copy bandwidth; the highest rate each implementation reached."""
-    sweep = _program(full, "arithmetic_intensity_sweep")
-    out: dict = {"source": "benchmarks/results/full_cpu_device.json", "variants": {}}
-    best: dict = {}
-    for case in sweep["cases"]:
-        p = case["params"]
-        flops, nbytes = p["n"] * p["flops_per_element"], p["n"] * p["bytes_per_element"]
-        row = {"n": p["n"], "reps": p["reps"], "flops_per_byte": p["flops_per_byte"]}
-        for impl in SWEEP_IMPLEMENTATIONS:
-            ns = case["timings"].get(impl, {}).get("median_ns")
-            if ns:
-                row[impl] = {"median_ms": ns / 1e6, "gflop_s": flops / ns, "gb_s": nbytes / ns}
-                key = (case["variant"], impl)
-                best[key] = max(best.get(key, 0.0), flops / ns)
-        out["variants"].setdefault(case["variant"], {})[f"R={p['reps']}"] = row
-    out["highest_gflop_s"] = {v: {impl: best[(v, impl)] for impl in SWEEP_IMPLEMENTATIONS if (v, impl) in best}
-                              for v in out["variants"]}
-    largest = max(throughput["results"], key=lambda r: r["n"])
-    out["copy_bandwidth"] = {"source": "benchmarks/results/throughput.json", "n": largest["n"],
-                             "metal_gb_s": largest["metal_gb_s"], "numpy_gb_s": largest["numpy_gb_s"]}
-    large = out["variants"]["large"]
-    r0 = large["R=0"]["metal_kernel"]["median_ms"]
-    out["metal_time_over_R0"] = {r: row["metal_kernel"]["median_ms"] / r0 for r, row in large.items()}
-    out["metal_R0_share_of_copy_bandwidth"] = large["R=0"]["metal_kernel"]["gb_s"] / largest["metal_gb_s"]
-    return out
 
 
 def controlled_roofline(sweep_doc: dict, bandwidth: dict, peak: dict) -> dict:
@@ -120,8 +88,7 @@ def compile_and_launch(full: dict, launch: dict, compile_: dict, startup: dict) 
 
 def figures() -> dict:
     full = _load("full_cpu_device.json")
-    return {"roofline": roofline(full, _load("throughput.json")),
-            "controlled_roofline": controlled_roofline(_load("roofline_sweep.json"), _load("roofline_bandwidth.json"),
+    return {"controlled_roofline": controlled_roofline(_load("roofline_sweep.json"), _load("roofline_bandwidth.json"),
                                                        _load("peak_flops.json")),
             "compile_and_launch": compile_and_launch(full, _load("launch.json"), _load("compile.json"),
                                                      _load("startup.json"))}
