@@ -42,7 +42,15 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, fl
     """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
     ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
     compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)
-    ``float64="exact"``: see ``jit``."""
+    ``float64="exact"``: see ``jit``.
+
+    Raises:
+        UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
+        KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
+            device compiler rejects the MSL.
+        NumbaMetalError: ``signature`` is not a signature.
+        UnsupportedFeatureError: ``float64=`` is not one of its values.
+    """
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     argtypes, _ = _normalize_signature(signature)
@@ -53,7 +61,11 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, fl
 
 def math_functions() -> frozenset[str]:
     """The names of the functions of Python's ``math`` module kernels can call (each with its types and
-    accuracy in docs/supported-features.md and docs/math-accuracy.md)."""
+    accuracy in docs/supported-features.md and docs/math-accuracy.md).
+
+    Raises:
+        nothing: it reads the math table.
+    """
     from numba_metal.kernel_api.functions import MATH
     return frozenset(f.name for f in MATH)
 

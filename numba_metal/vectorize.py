@@ -648,14 +648,38 @@ __all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc", "v
 
 
 def vectorize(*args, **kwargs):
-    """``numba.vectorize`` with ``target='metal'`` (numba.cuda's ``cuda.vectorize``)."""
+    """``numba.vectorize`` with ``target='metal'`` (numba.cuda's ``cuda.vectorize``).
+
+    Raises:
+        MetalTypeError: ``cache=True``.
+        KeyError: a target option other than ``nopython``, ``fastmath`` and ``debug`` (numba.cuda's error).
+        NumbaMetalError: a signature with another number of inputs than the function; when the ufunc is called:
+            an ``out`` of another shape or dtype, or not an array.
+        TypeError: when the ufunc is called: another number of inputs, or no signature matching them.
+        ValueError: ``.reduce`` of an empty array for a ufunc without an identity.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     import numba
     kwargs.setdefault("target", "metal")
     return numba.vectorize(*args, **kwargs)
 
 
 def guvectorize(*args, **kwargs):
-    """``numba.guvectorize`` with ``target='metal'`` (numba.cuda's ``cuda.guvectorize``)."""
+    """``numba.guvectorize`` with ``target='metal'`` (numba.cuda's ``cuda.guvectorize``).
+
+    Raises:
+        MetalTypeError: ``cache=True``, ``writable_args``, ``nopython=False`` or an unsupported target option; a
+            signature returning a value; when called, an input that only a cast would fit.
+        NumbaMetalError: a layout or signature whose number of operands differs from the function's.
+        TypeError: when called: no signature matches the inputs, or outputs of a gufunc without signatures not
+            passed.
+        ValueError: when called: inputs with fewer dimensions than their core dimensions, or core dimensions of
+            different sizes.
+        MetalValueError: when called: ``out`` given both positionally and as a keyword.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     import numba
     kwargs.setdefault("target", "metal")
     return numba.guvectorize(*args, **kwargs)

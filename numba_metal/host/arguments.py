@@ -58,20 +58,35 @@ class ArgHint:
 
 class In(ArgHint):
     """An input only: copied to the device before the kernel, never copied back (the launch does not
-    wait for the kernel)."""
+    wait for the kernel).
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
     copy_out = False
 
 
 class Out(ArgHint):
     """An output only: not copied to the device (the kernel sees zeros, or the array itself where
-    unified memory lets the kernel use it in place), copied back after the kernel."""
+    unified memory lets the kernel use it in place), copied back after the kernel.
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
     copy_in = False
 
 
 class InOut(ArgHint):
-    """Copied in and back: what a plain NumPy array argument gets anyway."""
+    """Copied in and back: what a plain NumPy array argument gets anyway.
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
 
 def _scalars() -> dict:

@@ -135,6 +135,11 @@ def select_device(kind) -> DeviceContext:
     ``select_device(0)`` never quietly picks it).
 
     Arrays and streams belong to the device they were made on.
+
+    Raises:
+        UnsupportedPlatformError: an unknown device kind, a GPU index this machine does not have, or a kind with
+            no device here (``'metal'`` without a Metal GPU).
+        MetalRuntimeError: as ``get_current_device``.
     """
     global selected, _requested
     if isinstance(kind, GPU):
@@ -162,7 +167,15 @@ def select_device(kind) -> DeviceContext:
 
 
 def get_current_device() -> DeviceContext:
-    """The device in use (numba.cuda's ``get_current_device``): ``id``, ``name``, ``kind``, ``info``."""
+    """The device in use (numba.cuda's ``get_current_device``): ``id``, ``name``, ``kind``, ``info``.
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
+            the device.
+    """
     return current()
 
 
@@ -196,7 +209,11 @@ class GPU:
 
 def list_devices() -> list:
     """The Metal GPUs numba-metal can use (numba.cuda's ``list_devices``); the CPU reference device is
-    chosen by name, ``select_device('cpu')``."""
+    chosen by name, ``select_device('cpu')``.
+
+    Raises:
+        nothing: a runtime library that cannot be loaded gives an empty list.
+    """
     try:
         from numba_metal import runtime
         infos = runtime.list_devices()
@@ -230,7 +247,11 @@ gpus = _GPUList()
 
 def detect() -> bool:
     """Print the devices numba-metal can use and return whether a Metal GPU is among them (numba.cuda's
-    ``detect``)."""
+    ``detect``).
+
+    Raises:
+        nothing: it prints why the runtime library cannot be loaded and returns False.
+    """
     try:
         from numba_metal import runtime
         infos = runtime.list_devices()
@@ -248,7 +269,11 @@ def detect() -> bool:
 
 
 def is_available() -> bool:
-    """True if a Metal GPU is available (the CPU reference device does not count)."""
+    """True if a Metal GPU is available (the CPU reference device does not count).
+
+    Raises:
+        nothing: any failure answers False.
+    """
     try:
         from numba_metal import runtime
         return any(d.kind == "metal" for d in runtime.list_devices())
@@ -262,7 +287,16 @@ def set_kernel_time_limit(seconds: float | None) -> float | None:
     results are incomplete); later work runs normally. ``None`` (or 0): no limit, the default. Returns the
     previous limit. numba-metal's own API (numba.cuda has none); the CPU reference device and the simulated
     Metal device only: on a Metal GPU macOS's watchdog already stops a command buffer that runs too long
-    (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit."""
+    (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit.
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        UnsupportedPlatformError: the device is a Metal GPU (macOS's watchdog limits it instead).
+        MetalRuntimeError: ``seconds`` is negative or NaN, or the runtime library cannot be loaded.
+        TypeError: ``seconds`` is not a number (the comparison with 0 fails).
+    """
     device = current().device
     previous = device.time_limit
     device.set_time_limit(seconds)
@@ -270,22 +304,40 @@ def set_kernel_time_limit(seconds: float | None) -> float | None:
 
 
 def get_kernel_time_limit() -> float | None:
-    """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None."""
+    """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None.
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current().device.time_limit
 
 
 def get_device_info():
-    """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...)."""
+    """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...).
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current().info
 
 
 def current_context() -> DeviceContext:
-    """numba.cuda's ``current_context``: the device in use."""
+    """numba.cuda's ``current_context``: the device in use.
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current()
 
 
 def require_context(fn):
-    """numba.cuda's decorator making sure a device is in use before ``fn`` runs."""
+    """numba.cuda's decorator making sure a device is in use before ``fn`` runs.
+
+    Raises:
+        UnsupportedPlatformError: when the decorated function is called and no device can be used (as
+            ``get_current_device``); decorating raises nothing.
+        MetalRuntimeError: as ``get_current_device``.
+    """
     import functools
 
     @functools.wraps(fn)
@@ -297,7 +349,11 @@ def require_context(fn):
 
 def close() -> None:
     """numba.cuda's ``close``: here it waits for all the device's work. Buffers are freed when the arrays
-    holding them are, and the device stays open for the process."""
+    holding them are, and the device stays open for the process.
+
+    Raises:
+        MetalRuntimeError: work waited for failed (a device fault, a kernel stopped by the time limit).
+    """
     ctx = selected
     if ctx is not None:
         for queue in ctx.all_queues():
@@ -305,10 +361,18 @@ def close() -> None:
 
 
 def is_float16_supported() -> bool:
-    """float16 arrays and arithmetic are supported (MSL's ``half``)."""
+    """float16 arrays and arithmetic are supported (MSL's ``half``).
+
+    Raises:
+        nothing: it returns a constant.
+    """
     return True
 
 
 def is_bfloat16_supported() -> bool:
-    """bfloat16 is not a numba-metal type."""
+    """bfloat16 is not a numba-metal type.
+
+    Raises:
+        nothing: it returns a constant.
+    """
     return False

@@ -57,7 +57,14 @@ def from_dlpack(obj, *, device=None, copy=None) -> DeviceNDArray:
     Zero-copy where the memory allows it (page-aligned writable host memory, Metal buffers on a Metal
     device); ``copy=None`` copies otherwise, ``copy=True`` always copies, ``copy=False`` never does
     (DLPackError when it would have to). ``device``: None or the current device. The producer's pending
-    work is waited for first (it is asked with ``stream=None``)."""
+    work is waited for first (it is asked with ``stream=None``).
+
+    Raises:
+        DLPackError: ``obj`` does not export DLPack or its export fails; its memory is on a device Metal cannot
+            use (CUDA, or a Metal buffer on the CPU reference device); its dtype or strides have no device-array
+            form; ``copy=False`` where a copy is needed; ``device`` is not the current device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     ctx = _device.current()
     if device is not None and device is not ctx and device != ctx.kind:
         raise DLPackError(f"from_dlpack(device={device!r}): numba-metal imports to the current device "
@@ -126,7 +133,13 @@ def _wrap_metal(ctx, tensor: "dlpack.Imported") -> DeviceNDArray:
 def as_metal_array(obj, sync=True) -> DeviceNDArray:
     """``obj`` as a device array sharing its memory (numba.cuda's ``as_cuda_array``); DLPackError when that
     needs a copy. ``sync=False`` lets a Metal producer skip waiting for its work (DLPack's ``stream=-1``:
-    the caller synchronises)."""
+    the caller synchronises).
+
+    Raises:
+        DLPackError: as ``from_dlpack(obj, copy=False)``: no DLPack export, memory a Metal device cannot use, or
+            memory that cannot be shared without a copy (not page-aligned, read-only).
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     if isinstance(obj, DeviceNDArray):
         return obj
     if not sync:
@@ -139,7 +152,11 @@ def as_metal_array(obj, sync=True) -> DeviceNDArray:
 
 def is_metal_array(obj) -> bool:
     """True for a device array and for objects whose DLPack device is Metal (numba.cuda's
-    ``is_cuda_array``): the objects kernels use in place on a Metal device."""
+    ``is_cuda_array``): the objects kernels use in place on a Metal device.
+
+    Raises:
+        nothing: any failure answers False.
+    """
     if isinstance(obj, DeviceNDArray):
         return True
     try:
