@@ -26,6 +26,7 @@ import math
 import numba
 import numpy as np
 
+from numba_metal.errors import MetalValueError
 from numba_metal.host.arrays import device_array
 from numba_metal.host.decorators import jit
 
@@ -195,11 +196,12 @@ def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
     The states are computed on the host and copied in on ``stream`` (as numba.cuda does).
 
     Raises:
-        ValueError: ``states`` is not an (n, 2) uint64 array (a plain ``ValueError``).
+        MetalValueError: ``states`` is not an (n, 2) uint64 array.
         MetalRuntimeError: the copy to the device fails, or work waited for before it failed.
     """
     if states.ndim != 2 or states.shape[1] != 2 or states.dtype != np.uint64:
-        raise ValueError("states must be an (n, 2) uint64 array from create_xoroshiro128p_states")
+        raise MetalValueError(f"states must be an (n, 2) uint64 device array from create_xoroshiro128p_states, "
+                              f"not shape {states.shape} {states.dtype}")
     if states.shape[0] == 0:
         return
     host = np.empty(states.shape, np.uint64)

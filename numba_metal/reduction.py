@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
 from numba_metal.host.dispatcher import DeviceFunction
@@ -107,7 +107,7 @@ class Reduce:
         KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
         KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
             also an instance of the class the kernel raised.
-        ValueError: ``reduce_elements`` of an empty array given ``empty_error`` (a plain ``ValueError``).
+        MetalValueError: ``reduce_elements`` of an empty array given ``empty_error``.
     """
 
     def __init__(self, functor):
@@ -137,7 +137,7 @@ class Reduce:
 
     def reduce_elements(self, arr, res=None, stream=0, empty_error=None):
         """Reduce ``arr`` combining only its elements (no ``init``), as ``ufunc.reduce`` and
-        ``reduce_sum/min/max``; an empty array gives 0, or raises ValueError(empty_error) if given."""
+        ``reduce_sum/min/max``; an empty array gives 0, or raises MetalValueError(empty_error) if given."""
         return self._reduce(arr, None, res, 0, False, stream, empty_error)
 
     def _reduce(self, arr, size, res, init, use_init, stream, empty_error=None):
@@ -156,7 +156,7 @@ class Reduce:
         n = arr.size
         if n == 0:
             if empty_error is not None:
-                raise ValueError(empty_error)
+                raise MetalValueError(empty_error)
             if res is None:
                 return init
             res[:1].copy_to_device(np.array([init], dtype=arr.dtype), stream=stream)
@@ -237,9 +237,10 @@ def reduce_min(arr, res=None, stream=0):
         NumbaMetalError, UnsupportedFeatureError: as ``reduce_sum``.
         UnsupportedPlatformError, MetalRuntimeError: as ``reduce_sum``.
         KernelBoundsError, KernelRaisedError: as ``reduce_sum``.
-        ValueError: ``arr`` is empty (a plain ``ValueError``, as NumPy's).
+        MetalValueError: ``arr`` is empty (as NumPy's).
     """
-    return _min.reduce_elements(arr, res, stream, empty_error="reduce_min of an empty array, which has no minimum")
+    return _min.reduce_elements(arr, res, stream, empty_error="reduce_min of an empty array, which has no minimum: "
+                               "check arr.size first, or use metal.Reduce with an init value")
 
 
 def reduce_max(arr, res=None, stream=0):
@@ -249,9 +250,10 @@ def reduce_max(arr, res=None, stream=0):
         NumbaMetalError, UnsupportedFeatureError: as ``reduce_sum``.
         UnsupportedPlatformError, MetalRuntimeError: as ``reduce_sum``.
         KernelBoundsError, KernelRaisedError: as ``reduce_sum``.
-        ValueError: ``arr`` is empty (a plain ``ValueError``, as NumPy's).
+        MetalValueError: ``arr`` is empty (as NumPy's).
     """
-    return _max.reduce_elements(arr, res, stream, empty_error="reduce_max of an empty array, which has no maximum")
+    return _max.reduce_elements(arr, res, stream, empty_error="reduce_max of an empty array, which has no maximum: "
+                               "check arr.size first, or use metal.Reduce with an init value")
 
 
 __all__ = ["Reduce", "reduce", "reduce_sum", "reduce_min", "reduce_max", "THREADS"]

@@ -9,12 +9,13 @@ for testing that backend where there is no Mac); it is only ever used when asked
 
 from __future__ import annotations
 
+import numbers
 import os
 import platform
 import threading
 import weakref
 
-from numba_metal.errors import UnsupportedPlatformError
+from numba_metal.errors import MetalTypeError, MetalValueError, UnsupportedPlatformError
 
 _KINDS = ("metal", "cpu", "metal-sim")
 _lock = threading.RLock()
@@ -294,9 +295,16 @@ def set_kernel_time_limit(seconds: float | None) -> float | None:
             reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         UnsupportedPlatformError: the device is a Metal GPU (macOS's watchdog limits it instead).
-        MetalRuntimeError: ``seconds`` is negative or NaN, or the runtime library cannot be loaded.
-        TypeError: ``seconds`` is not a number (the comparison with 0 fails).
+        MetalTypeError: ``seconds`` is not a real number or None.
+        MetalValueError: ``seconds`` is negative or NaN.
+        MetalRuntimeError: the runtime library cannot be loaded.
     """
+    if seconds is not None:
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise MetalTypeError(f"set_kernel_time_limit: seconds must be a real number or None (no limit), "
+                                 f"not {type(seconds).__name__}")
+        if not seconds >= 0:
+            raise MetalValueError(f"set_kernel_time_limit: seconds must be >= 0 (None or 0: no limit), not {seconds!r}")
     device = current().device
     previous = device.time_limit
     device.set_time_limit(seconds)
