@@ -13,10 +13,14 @@ import os
 import platform
 import threading
 import weakref
+from collections import namedtuple
 
 from numba_metal.errors import UnsupportedPlatformError
 
 _KINDS = ("metal", "cpu", "metal-sim")
+
+#: numba.cuda's ``get_memory_info()`` result: bytes free and in total.
+MemoryInfo = namedtuple("MemoryInfo", "free,total")
 _lock = threading.RLock()
 #: The device context in use, None until a device is first used (the launch path reads it directly).
 selected: "DeviceContext | None" = None
@@ -50,6 +54,15 @@ class DeviceContext:
     @property
     def name(self) -> str:
         return self.info.name
+
+    def get_memory_info(self) -> MemoryInfo:
+        """numba.cuda's ``get_memory_info()``: ``(free, total)`` in bytes. Host and GPU share memory, so
+        ``total`` is a budget, Metal's ``recommendedMaxWorkingSetSize`` (the CPU reference device: the
+        host's physical memory), and ``free`` is what this process's device has not yet allocated of it
+        (Metal's ``currentAllocatedSize``). Unlike CUDA's, ``free`` does not subtract what other processes
+        or host code use: it can exceed what the OS could actually give."""
+        info = self.device.memory_info()
+        return MemoryInfo(info["free"], info["total"])
 
     def all_queues(self):
         """The default queue, the queue of every live stream and those of dropped streams with work

@@ -59,6 +59,24 @@ def test_current_device_and_context_have_numba_cuda_attributes():
     assert metal.is_float16_supported() and not metal.is_bfloat16_supported()
 
 
+def test_get_memory_info_is_free_and_total_bytes_of_the_devices_budget():
+    import gc
+    ctx = metal.current_context()
+    gc.collect()
+    info = ctx.get_memory_info()
+    free, total = info                                    # numba.cuda's MemoryInfo named tuple
+    assert (info.free, info.total) == (free, total) and type(info).__name__ == "MemoryInfo"
+    assert 0 < free <= total
+    assert total == ctx.device.memory_info()["total"]
+    d = metal.device_array(32 << 20, np.uint8)
+    gc.collect()
+    during = ctx.get_memory_info()
+    assert during.total == total and free - during.free >= 32 << 20
+    del d
+    gc.collect()
+    assert ctx.get_memory_info().free - during.free >= 32 << 20
+
+
 def test_close_waits_for_the_work_and_the_device_stays_usable():
     d = metal.device_array(64, np.int32)
     spin_then_set[1, 64](d, 10000, 3)

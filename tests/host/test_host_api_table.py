@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from numba_metal import errors, metal
+from numba_metal.host.device import DeviceContext
 
 ROOT = Path(__file__).resolve().parents[2]
 FEATURES = ROOT / "docs" / "supported-features.md"
@@ -20,7 +21,7 @@ HEADING = "### numba.cuda's host API, name by name"
 
 #: What a spelling's first word names.
 OWNERS = {"metal": metal, "DeviceNDArray": metal.DeviceNDArray, "Dispatcher": metal.Dispatcher,
-          "Stream": metal.Stream, "Event": metal.Event}
+          "Stream": metal.Stream, "Event": metal.Event, "Context": DeviceContext}
 
 
 def _rows():
