@@ -473,6 +473,12 @@ class DispatchPlan:
         self._offsets[i] = offset
         self._refs[i] = buffer
 
+    def clear_buffer(self, i: int) -> None:
+        """Unbinds the i-th slot, dropping its reference (a submit needs it bound again first)."""
+        self._buffers[i] = load()[0].NULL
+        self._offsets[i] = 0
+        self._refs[i] = None
+
     def set_grid(self, groups: tuple[int, int, int], threads: tuple[int, int, int]) -> None:
         """Threadgroups per grid and threads per threadgroup."""
         d = self._desc

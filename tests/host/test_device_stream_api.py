@@ -77,6 +77,37 @@ def test_get_memory_info_is_free_and_total_bytes_of_the_devices_budget():
     assert ctx.get_memory_info().free - during.free >= 32 << 20
 
 
+def test_deallocations_clear_frees_the_memory_of_dropped_arrays_a_kernel_last_used():
+    import gc
+    ctx = metal.current_context()
+    kept = metal.device_array(64, np.int32)
+    spin_then_set[1, 64](kept, 1, 1)
+    gc.collect()
+    before = ctx.get_memory_info().free
+    d = metal.device_array(16 << 20, np.uint8)
+    spin_then_set[1, 64](d, 1000, 1)             # the kernel keeps its last launch's arrays bound
+    assert ctx.get_memory_info().free <= before - (16 << 20)
+    del d
+    metal.synchronize()
+    ctx.deallocations.clear()                    # numba.cuda's idiom for "free what I dropped now"
+    assert len(ctx.deallocations) == 0
+    assert ctx.get_memory_info().free >= before
+    for value in (7, 8):                         # the kernel binds its arguments again
+        spin_then_set[1, 64](kept, 1, value)
+        np.testing.assert_array_equal(kept.copy_to_host(), value)
+
+
+def test_reset_waits_for_the_work_and_arrays_stay_valid():
+    ctx = metal.current_context()
+    d = metal.device_array(64, np.int32)
+    spin_then_set[1, 64](d, 20000, 5)
+    ctx.reset()
+    assert all(queue.query(0) for queue in ctx.all_queues())   # nothing left running: reset waited
+    np.testing.assert_array_equal(np.asarray(d), 5)
+    spin_then_set[1, 64](d, 1, 6)
+    np.testing.assert_array_equal(d.copy_to_host(), 6)
+
+
 def test_close_waits_for_the_work_and_the_device_stays_usable():
     d = metal.device_array(64, np.int32)
     spin_then_set[1, 64](d, 10000, 3)
