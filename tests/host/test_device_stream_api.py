@@ -13,16 +13,7 @@ import pytest
 from numba_metal import metal
 from numba_metal.errors import UnsupportedFeatureError, UnsupportedPlatformError
 from numba_metal.runtime import list_devices as runtime_devices
-
-
-@metal.jit
-def spin_then_set(a, n, value):
-    i = metal.grid(1)
-    if i < a.size:
-        acc = 0
-        for k in range(n):
-            acc += k % 7
-        a[i] = value + acc * 0
+from shared_kernels import spin_then_set
 
 
 def _has_metal_gpu():
