@@ -53,6 +53,8 @@ def test_cuda_memory_is_refused_saying_what_to_use():
         metal.from_cuda_array_interface(CudaOnly().__cuda_array_interface__)
     with pytest.raises(DLPackError, match="CUDA device memory"):
         metal.from_dlpack(CudaOnly())
+    with pytest.raises(metal.KernelLaunchError, match="argument 0 is a CudaOnly in CUDA device memory.*DLPack"):
+        double[1, 4](CudaOnly())
 
 
 def test_device_arrays_have_no_cuda_array_interface():
