@@ -127,6 +127,10 @@ def arg_key(value, position: int):
                                 "cannot pass yet; use an IntEnum, or pass its .value")
     if isinstance(value, complex):
         raise KernelLaunchError(f"argument {position} is complex, which Metal kernels do not support")
+    if hasattr(value, "__cuda_array_interface__"):
+        raise KernelLaunchError(f"argument {position} is a {type(value).__name__} in CUDA device memory (it "
+                                "exports only the CUDA Array Interface), which a Mac does not have; pass "
+                                "device arrays, NumPy arrays or arrays exporting DLPack (PyTorch, MLX, JAX)")
     raise KernelLaunchError(f"argument {position} has type {type(value).__name__}, which cannot be passed "
                             "to a Metal kernel; pass device arrays, NumPy arrays, numbers or tuples of numbers")
 

@@ -158,6 +158,8 @@ class DeviceNDArray:
         MetalRuntimeError: a copy to the host waits for the work before it, and that work failed.
         KernelBoundsError: that wait finds a ``debug=True`` kernel's out-of-bounds index.
         KernelRaisedError: that wait finds an exception a ``debug=True`` kernel raised.
+        AttributeError: ``__cuda_array_interface__`` (no CUDA memory on a Mac; the message names DLPack), so
+            that ``hasattr`` is False for libraries that probe for it.
     """
 
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
@@ -489,6 +491,17 @@ class DeviceNDArray:
         return self._numba_type()
 
     # -- interoperability: NumPy's array protocol, DLPack, pickling ---------------------------
+
+    @property
+    def __cuda_array_interface__(self):
+        """Absent, deliberately: the CUDA Array Interface describes CUDA device memory, and a Metal array
+        has no CUDA pointer. Raising AttributeError keeps ``hasattr(d, "__cuda_array_interface__")``, the
+        probe libraries use, False; the message says what to use instead."""
+        raise AttributeError(
+            "a numba-metal DeviceNDArray has no __cuda_array_interface__: that interface describes CUDA device "
+            "memory, which a Mac does not have. Hand the array to other libraries with DLPack "
+            "(np.from_dlpack(d), torch.from_dlpack(d), mx.array(d)) or as NumPy (np.asarray(d), a view of the "
+            "unified memory)")
 
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(d)``: a NumPy view of the array's memory (unified memory), after waiting for the work

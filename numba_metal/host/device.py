@@ -14,10 +14,14 @@ import os
 import platform
 import threading
 import weakref
+from collections import namedtuple
 
 from numba_metal.errors import MetalTypeError, MetalValueError, UnsupportedPlatformError
 
 _KINDS = ("metal", "cpu", "metal-sim")
+
+#: numba.cuda's ``get_memory_info()`` result: bytes free and in total.
+MemoryInfo = namedtuple("MemoryInfo", "free,total")
 _lock = threading.RLock()
 #: The device context in use, None until a device is first used (the launch path reads it directly).
 selected: "DeviceContext | None" = None
@@ -37,6 +41,8 @@ class DeviceContext:
         self.retired_queues: list = []
         # per launching thread: what its next wait reads (host/kernel_output.py)
         self.pending_checks: dict = {}
+        #: the kernels' launch states on this device (host/launch.py), which hold their last arrays
+        self.launch_states: "weakref.WeakSet" = weakref.WeakSet()
         self.lock = threading.Lock()
 
     @property
@@ -51,6 +57,29 @@ class DeviceContext:
     @property
     def name(self) -> str:
         return self.info.name
+
+    def get_memory_info(self) -> MemoryInfo:
+        """numba.cuda's ``get_memory_info()``: ``(free, total)`` in bytes. Host and GPU share memory, so
+        ``total`` is a budget, Metal's ``recommendedMaxWorkingSetSize`` (the CPU reference device: the
+        host's physical memory), and ``free`` is what this process's device has not yet allocated of it
+        (Metal's ``currentAllocatedSize``). Unlike CUDA's, ``free`` does not subtract what other processes
+        or host code use: it can exceed what the OS could actually give."""
+        info = self.device.memory_info()
+        return MemoryInfo(info["free"], info["total"])
+
+    @property
+    def deallocations(self) -> "_Deallocations":
+        """numba.cuda's pending frees: ``current_context().deallocations.clear()`` frees the memory of arrays
+        the program has dropped. A buffer is freed once no array, no queued work and no kernel's last
+        launch uses it; ``clear()`` makes the kernels forget their last launch's arrays."""
+        return _Deallocations(self)
+
+    def reset(self) -> None:
+        """numba.cuda's ``reset()``: here it waits for the device's work. numba.cuda frees every allocation
+        of the context, leaving its arrays dangling; numba-metal frees a buffer when its arrays are gone, so
+        arrays stay valid and the device stays usable."""
+        for queue in self.all_queues():
+            queue.wait()
 
     def all_queues(self):
         """The default queue, the queue of every live stream and those of dropped streams with work
@@ -75,6 +104,22 @@ class DeviceContext:
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"
+
+
+class _Deallocations:
+    """``DeviceContext.deallocations``: numba.cuda's queue of pending frees. Nothing is queued here (a
+    buffer is freed as soon as nothing uses it), but each kernel keeps the arrays of its last launch bound,
+    so that launching again with the same arrays rebinds nothing; ``clear()`` drops those bindings."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def clear(self) -> None:
+        for state in list(self._ctx.launch_states):
+            state.forget_arrays()
+
+    def __len__(self) -> int:
+        return 0
 
 
 def _want_from_env() -> str | None:
@@ -364,8 +409,7 @@ def close() -> None:
     """
     ctx = selected
     if ctx is not None:
-        for queue in ctx.all_queues():
-            queue.wait()
+        ctx.reset()
 
 
 def is_float16_supported() -> bool:
