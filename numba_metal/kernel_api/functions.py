@@ -36,6 +36,8 @@ CONSTANT = "constant"  # the constant `value` whatever the argument (isnan of an
 EMULATED = "emulated"  # an entry point of the emulated float64 libraries (rows of compiler/float64_ops.py,
                        # compiler/float64_math_ops.py)
 SAME = "same"          # the argument itself (floor of an integer)
+TUPLE = "tuple"        # a tuple of the values of the routines `parts`, on the same arguments
+REFUSED = "refused"    # no routine: a compile-time error saying `name` (why)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class Routine:
     params: tuple[str, ...] | None = None  # parameter types when not all the computation type
     result: str | None = None            # result type when not the computation type
     value: object = None                 # CONSTANT: the Python value
+    extra: tuple[int, ...] = ()          # constant int arguments passed after the call's own
+    via: str | None = None               # a type the result is converted to before the signature's result
+    parts: tuple["Routine", ...] = ()    # TUPLE: one routine per member of the tuple result
+    member: str = ""                     # the member of the routine's (struct) result that is the value
 
 
 @dataclass(frozen=True)
@@ -96,14 +102,31 @@ class Function:
         return None
 
 
+def _split(signature: str) -> tuple[str, str]:
+    """The result and the argument list of a signature; a result may be a tuple ``Tuple(a, b)``."""
+    depth = 0
+    for i in range(len(signature) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(signature[i], 0)
+        if depth == 0:
+            return signature[:i].strip(), signature[i + 1:-1]
+    raise ValueError(f"not a signature: {signature!r}")
+
+
 def argument_types(signature: str) -> tuple[str, ...]:
     """The argument type names of a signature such as ``"float32(float32, intc)"``."""
-    inner = signature[signature.index("(") + 1:signature.rindex(")")]
-    return tuple(a.strip() for a in inner.split(",") if a.strip())
+    return tuple(a.strip() for a in _split(signature)[1].split(",") if a.strip())
 
 
 def result_type(signature: str) -> str:
-    return signature[:signature.index("(")].strip()
+    """The result type name: a type, or ``Tuple(a, b)`` for numba.cuda's tuple results."""
+    return _split(signature)[0]
+
+
+def tuple_members(type_name: str) -> tuple[str, ...] | None:
+    """The member types of a ``Tuple(a, b)`` type name, None for other types."""
+    if not type_name.startswith("Tuple("):
+        return None
+    return tuple(t.strip() for t in type_name[len("Tuple("):-1].split(","))
 
 
 def computation_type(signature: str) -> str:
@@ -113,7 +136,8 @@ def computation_type(signature: str) -> str:
         if t.startswith("float"):
             return t
     result = result_type(signature)
-    return result if result.startswith("float") else args[0]
+    result = (tuple_members(result) or (result,))[0]
+    return result if result.startswith("float") or not args else args[0]
 
 
 def metal(name: str, result: str | None = None) -> Routine:
@@ -128,8 +152,9 @@ def mathlib(name: str) -> Routine:
     return Routine(MATHLIB, name)
 
 
-def emulated(name: str, params: tuple[str, ...] | None = None, result: str | None = None) -> Routine:
-    return Routine(EMULATED, name, params=params, result=result)
+def emulated(name: str, params: tuple[str, ...] | None = None, result: str | None = None,
+             member: str = "") -> Routine:
+    return Routine(EMULATED, name, params=params, result=result, member=member)
 
 
 def floats(routine: Routine, float64: Routine) -> dict[str, Routine]:
@@ -258,36 +283,213 @@ INTRINSICS: tuple[Function, ...] = (
 
 
 # ---------------------------------------------------------------------------------------------
-# metal.libdevice.<name>: the integer functions of numba.cuda's cuda.libdevice (CUDA's libdevice
-# __nv_<name>), with libdevice's signatures: the 32-bit forms take int/uint, the `ll` forms 64-bit ones,
-# counts are int32. mul24 multiplies the low 24 bits (sign-extended for mul24), keeping the low 32 bits of
-# the product; mulhi and mul64hi give the high half of the full product; sad is |x - y| + z.
+# metal.libdevice.<name>: numba.cuda's cuda.libdevice (CUDA's libdevice __nv_<name>), one row per function
+# with numba.cuda's signature from the checked-in list libdevice_signatures.py (numba.cuda types the
+# unsigned functions with signed types: umax, brev, double2uint_rn... take and give int32/int64 bit
+# patterns). The `f` forms compute in float32, the others in float64 (float32 in a kernel that computes
+# float64 in float32, except where only exact float64 can give libdevice's result: directed rounding to or
+# of float64, and bit patterns of float64, which are refused there). Each row names the routine:
+# - the math table's routine of the same function (sinf, sin -> math.sin's), MSL's functions where they
+#   are libdevice's (rsqrtf, exp10f, fmaxf, fdimf, hadd, sinpif...), fast:: for the fast_ forms;
+# - libdevice.metal's helpers (compiler/libdevice_ops.py) for bit patterns, CUDA's special values
+#   (saturatef, ilogbf, logbf...) and directed rounding (`_rz`, `_rd`, `_ru`: exact, see libdevice.metal);
+# - `_rn` forms are the plain operation or conversion (MSL's float32 + - * /, 1/x, sqrt, rsqrt and fma are
+#   correctly rounded, MSL Table 8.1);
+# - float-to-integer conversions round with floor/ceil/rint/trunc, then convert as Numba does (saturating;
+#   the unsigned forms through uint32/uint64, keeping numba.cuda's signed result type).
+# Functions no routine computes yet are LIBDEVICE_NOT_YET (absent from metal.libdevice).
 # ---------------------------------------------------------------------------------------------
 
-
-def _int_fn(name, signature, routine):
-    ctype = computation_type(signature)
-    return Function(name, (signature,), {ctype: routine}, EXACT)
+from .libdevice_signatures import SIGNATURES as LIBDEVICE_SIGNATURES  # noqa: E402
 
 
-LIBDEVICE: tuple[Function, ...] = (
-    _int_fn("popc", "int32(int32)", metal("popcount")),
-    _int_fn("popcll", "int32(int64)", Routine(METAL, "popcount", result="int64")),
-    _int_fn("clz", "int32(int32)", metal("clz")),
-    _int_fn("clzll", "int32(int64)", Routine(METAL, "clz", result="int64")),
-    _int_fn("ffs", "int32(int32)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
-    _int_fn("ffsll", "int32(int64)", Routine(PRELUDE, "nm_ffs", "bits", result="uint32")),
-    _int_fn("brev", "uint32(uint32)", metal("reverse_bits")),
-    _int_fn("brevll", "uint64(uint64)", metal("reverse_bits")),
-    _int_fn("mulhi", "int32(int32, int32)", metal("mulhi")),
-    _int_fn("umulhi", "uint32(uint32, uint32)", metal("mulhi")),
-    _int_fn("mul64hi", "int64(int64, int64)", metal("mulhi")),
-    _int_fn("umul64hi", "uint64(uint64, uint64)", metal("mulhi")),
-    _int_fn("mul24", "int32(int32, int32)", prelude("nm_mul24", "libdevice")),
-    _int_fn("umul24", "uint32(uint32, uint32)", prelude("nm_mul24", "libdevice")),
-    _int_fn("sad", "uint32(int32, int32, uint32)", prelude("nm_sad", "libdevice", ("int32", "int32", "uint32"))),
-    _int_fn("usad", "uint32(uint32, uint32, uint32)", prelude("nm_sad", "libdevice")),
-)
+def _ld(name: str, *extra: int, params=None, result=None, via=None) -> Routine:
+    """An entry point of libdevice.metal (compiler/libdevice_ops.py)."""
+    return Routine(EMULATED, name, params=params, result=result, extra=extra, via=via)
+
+
+def _refused(why: str) -> Routine:
+    return Routine(REFUSED, why)
+
+
+_NEEDS_EXACT = _refused("needs float64 computed exactly, and this kernel computes float64 in float32 (it holds "
+                        "no float64 data): pass float64 data or compile with float64='exact'")
+_ROUNDINGS = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}
+_MODES = {"rz": 1, "rd": 2, "ru": 3}     # compiler/libdevice_ops.py's TOWARD_ZERO, DOWN, UP
+FAST_MATH_BOUND = Accuracy(float("inf"), "MSL Table 8.2 (fast math)")   # Table 8.2 bounds some, not all
+#: math-table functions libdevice has under the same name (tgamma is math.gamma).
+_SAME_AS_MATH = {n: n for n in ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "copysign",
+                                "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "fmod", "hypot",
+                                "lgamma", "log", "log10", "log1p", "log2", "pow", "remainder", "sin", "sinh",
+                                "sqrt", "tan", "tanh", "ceil", "floor", "trunc", "ldexp")}
+_SAME_AS_MATH.update(tgamma="gamma", scalbn="ldexp")
+
+
+def _float_fn(base: str, f32: Routine, f64: Routine, accuracy: Accuracy):
+    return {base: ({"float32": f32, "float64": f64}, accuracy), base + "f": ({"float32": f32}, accuracy)}
+
+
+def _libdevice_routines() -> dict:
+    """libdevice name -> (routines by computation type, accuracy)."""
+    r: dict = {}
+    for base, math_name in _SAME_AS_MATH.items():
+        row = MATH_BY_NAME[math_name]
+        r.update(_float_fn(base, row.routines["float32"], row.routines["float64"], row.accuracy))
+    fma = INTRINSICS[4]
+    r.update(_float_fn("fma", fma.routines["float32"], fma.routines["float64"], fma.accuracy))
+    r["fmaf_rn"] = ({"float32": fma.routines["float32"]}, fma.accuracy)
+    r["fma_rn"] = ({"float64": fma.routines["float64"], "float32": fma.routines["float32"]}, fma.accuracy)
+    r.update(_float_fn("exp10", metal("exp10"), _ld("nm_ld_exp10"), msl_bound(4)))
+    r.update(_float_fn("rsqrt", metal("rsqrt"), _ld("nm_ld_rsqrt"), CORRECTLY_ROUNDED))
+    r.update(_float_fn("fdim", metal("fdim"), _ld("nm_ld_fdim"), EXACT))
+    r.update(_float_fn("fmax", metal("fmax"), emulated("nm_f64_np_fmax"), EXACT))
+    r.update(_float_fn("fmin", metal("fmin"), emulated("nm_f64_np_fmin"), EXACT))
+    r.update(_float_fn("nextafter", _ld("nm_ld_nextafter"), emulated("nm_f64_nextafter"), EXACT))
+    r.update(_float_fn("rint", metal("rint"), emulated("nm_f64_rint"), EXACT))
+    r.update(_float_fn("nearbyint", metal("rint"), emulated("nm_f64_rint"), EXACT))
+    r.update(_float_fn("round", metal("round"), _ld("nm_ld_round"), EXACT))
+    r.update(_float_fn("logb", _ld("nm_ld_logb"), _ld("nm_ld_logb64"), EXACT))
+    r.update(_float_fn("ilogb", _ld("nm_ld_ilogb", result="int32"), _ld("nm_ld_ilogb64", result="int32"), EXACT))
+    r["llrint"] = ({"float64": emulated("nm_f64_rint"), "float32": metal("rint")}, EXACT)
+    r["llrintf"] = ({"float32": metal("rint")}, EXACT)
+    r["llround"] = ({"float64": _ld("nm_ld_round"), "float32": metal("round")}, EXACT)
+    r["llroundf"] = ({"float32": metal("round")}, EXACT)
+    r.update(_float_fn("powi", Routine(OPERATOR, "**"), Routine(OPERATOR, "**"), msl_bound(16)))
+    r["sinpif"] = ({"float32": metal("sinpi")}, msl_bound(4))
+    r["cospif"] = ({"float32": metal("cospi")}, msl_bound(4))
+    r["sincospif"] = ({"float32": Routine(TUPLE, parts=(metal("sinpi"), metal("cospi")))}, msl_bound(4))
+    sin, cos = MATH_BY_NAME["sin"].routines, MATH_BY_NAME["cos"].routines
+    r.update(_float_fn("sincos", Routine(TUPLE, parts=(sin["float32"], cos["float32"])),
+                       Routine(TUPLE, parts=(sin["float64"], cos["float64"])), MATH_BY_NAME["sin"].accuracy))
+    r.update(_float_fn("frexp", Routine(TUPLE, parts=(_ld("nm_ld_frexp_mantissa"),
+                                                      _ld("nm_ld_frexp_exponent", result="int32"))),
+                       Routine(TUPLE, parts=(emulated("nm_f64_frexp", result="float64", member="mantissa"),
+                                             emulated("nm_f64_frexp", result="int32", member="exponent"))), EXACT))
+    r.update(_float_fn("modf", Routine(TUPLE, parts=(_ld("nm_ld_modf_fraction"), _ld("nm_ld_modf_integral"))),
+                       Routine(TUPLE, parts=(emulated("nm_f64_modf", member="first"),
+                                             emulated("nm_f64_modf", member="second"))), EXACT))
+    for name in ("isnan", "isinf"):
+        row = MATH_BY_NAME[name].routines
+        r[name + "f"] = ({"float32": row["float32"]}, EXACT)
+        r[name + "d"] = ({"float32": row["float32"], "float64": row["float64"]}, EXACT)
+    isfinite = MATH_BY_NAME["isfinite"].routines
+    r["finitef"] = ({"float32": isfinite["float32"]}, EXACT)
+    r["isfinited"] = ({"float32": isfinite["float32"], "float64": isfinite["float64"]}, EXACT)
+    r["signbitf"] = ({"float32": metal("signbit", result="bool")}, EXACT)
+    r["signbitd"] = ({"float32": metal("signbit", result="bool"),
+                      "float64": emulated("nm_f64_signbit", result="bool")}, EXACT)
+    r["saturatef"] = ({"float32": _ld("nm_ld_saturate")}, EXACT)
+    # fast_<f>: MSL's fast:: functions (Table 8.2's accuracy, as libdevice's are its own approximations).
+    for name, msl_name in (("cosf", "cos"), ("exp10f", "exp10"), ("expf", "exp"), ("log10f", "log10"),
+                           ("log2f", "log2"), ("logf", "log"), ("powf", "pow"), ("sinf", "sin"), ("tanf", "tan"),
+                           ("fdividef", "divide")):
+        r["fast_" + name] = ({"float32": metal("fast::" + msl_name)}, FAST_MATH_BOUND)
+    r["fast_sincosf"] = ({"float32": Routine(TUPLE, parts=(metal("fast::sin"), metal("fast::cos")))},
+                         FAST_MATH_BOUND)
+    # Integer functions (numba.cuda's signed types; the unsigned ones compute on the bit patterns).
+    u32, u64 = ("uint32", "uint32"), ("uint64", "uint64")
+    r["abs"] = ({"int32": _ld("nm_ld_abs")}, EXACT)
+    r["llabs"] = ({"int64": _ld("nm_ld_llabs")}, EXACT)
+    for name, fn, params, ctype in (("max", "max", None, "int32"), ("min", "min", None, "int32"),
+                                    ("umax", "max", u32, "int32"), ("umin", "min", u32, "int32"),
+                                    ("llmax", "max", None, "int64"), ("llmin", "min", None, "int64"),
+                                    ("ullmax", "max", u64, "int64"), ("ullmin", "min", u64, "int64"),
+                                    ("hadd", "hadd", None, "int32"), ("rhadd", "rhadd", None, "int32"),
+                                    ("uhadd", "hadd", u32, "int32"), ("urhadd", "rhadd", u32, "int32"),
+                                    ("mulhi", "mulhi", None, "int32"), ("umulhi", "mulhi", u32, "int32"),
+                                    ("mul64hi", "mulhi", None, "int64"), ("umul64hi", "mulhi", u64, "int64")):
+        r[name] = ({ctype: Routine(METAL, fn, params=params, result=params[0] if params else None)}, EXACT)
+    r["popc"] = ({"int32": Routine(METAL, "popcount", params=("uint32",), result="uint32")}, EXACT)
+    r["popcll"] = ({"int64": Routine(METAL, "popcount", params=("uint64",), result="uint64")}, EXACT)
+    r["clz"] = ({"int32": Routine(METAL, "clz", params=("uint32",), result="uint32")}, EXACT)
+    r["clzll"] = ({"int64": Routine(METAL, "clz", params=("uint64",), result="uint64")}, EXACT)
+    r["ffs"] = ({"int32": prelude("nm_ffs", "bits", ("uint32",))}, EXACT)
+    r["ffsll"] = ({"int64": prelude("nm_ffs", "bits", ("uint64",))}, EXACT)
+    r["brev"] = ({"int32": Routine(METAL, "reverse_bits", params=("uint32",), result="uint32")}, EXACT)
+    r["brevll"] = ({"int64": Routine(METAL, "reverse_bits", params=("uint64",), result="uint64")}, EXACT)
+    r["mul24"] = ({"int32": prelude("nm_mul24", "libdevice")}, EXACT)
+    r["umul24"] = ({"int32": Routine(PRELUDE, "nm_mul24", "libdevice", params=u32, result="uint32")}, EXACT)
+    r["sad"] = ({"int32": Routine(PRELUDE, "nm_sad", "libdevice", params=("int32", "int32", "uint32"),
+                                  result="uint32")}, EXACT)
+    r["usad"] = ({"int32": Routine(PRELUDE, "nm_sad", "libdevice", params=("uint32",) * 3, result="uint32")}, EXACT)
+    r["byte_perm"] = ({"int32": _ld("nm_ld_byte_perm", params=("uint32",) * 3, result="uint32")}, EXACT)
+    # Bit patterns and half precision.
+    r["float_as_int"] = ({"float32": _ld("nm_ld_float_as_int", result="int32")}, EXACT)
+    r["int_as_float"] = ({"float32": _ld("nm_ld_int_as_float", params=("int32",))}, EXACT)
+    r["float2half_rn"] = ({"float32": _ld("nm_ld_float2half_rn", result="int16")}, CORRECTLY_ROUNDED)
+    r["half2float"] = ({"float32": _ld("nm_ld_half2float", params=("int16",))}, EXACT)
+    r["double_as_longlong"] = ({"float64": emulated("nm_f64_to_bits", result="uint64"), "float32": _NEEDS_EXACT},
+                               EXACT)
+    r["longlong_as_double"] = ({"float64": emulated("nm_f64_from_bits", params=("uint64",)),
+                                "float32": _NEEDS_EXACT}, EXACT)
+    r["double2hiint"] = ({"float64": emulated("nm_f64_hi_word", result="uint32"), "float32": _NEEDS_EXACT}, EXACT)
+    r["double2loint"] = ({"float64": emulated("nm_f64_lo_word", result="uint32"), "float32": _NEEDS_EXACT}, EXACT)
+    r["hiloint2double"] = ({"float64": _ld("nm_ld_hiloint2double", params=("int32", "int32")),
+                            "float32": _NEEDS_EXACT}, EXACT)
+    # Conversions.
+    same = Routine(SAME)
+    for mode, fn in _ROUNDINGS.items():
+        for target, via in (("int", None), ("uint", "uint32"), ("ll", None), ("ull", "uint64")):
+            r[f"float2{target}_{mode}"] = ({"float32": Routine(METAL, fn, via=via)}, EXACT)
+            r[f"double2{target}_{mode}"] = ({"float64": Routine(EMULATED, "nm_f64_" + fn, via=via),
+                                             "float32": Routine(METAL, fn, via=via)}, EXACT)
+    r["double2float_rn"] = ({"float64": same, "float32": same}, CORRECTLY_ROUNDED)
+    r["int2float_rn"] = ({"float32": same}, CORRECTLY_ROUNDED)
+    r["uint2float_rn"] = ({"float32": Routine(SAME, params=("uint32",))}, CORRECTLY_ROUNDED)
+    r["ll2float_rn"] = ({"float32": same}, CORRECTLY_ROUNDED)
+    r["ull2float_rn"] = ({"float32": Routine(SAME, params=("uint64",))}, CORRECTLY_ROUNDED)
+    r["int2double_rn"] = ({"float64": same, "float32": same}, EXACT)
+    r["uint2double_rn"] = ({"float64": Routine(SAME, params=("uint32",)),
+                            "float32": Routine(SAME, params=("uint32",))}, EXACT)
+    r["ll2double_rn"] = ({"float64": same, "float32": same}, CORRECTLY_ROUNDED)
+    r["ull2double_rn"] = ({"float64": Routine(SAME, params=("uint64",)),
+                           "float32": Routine(SAME, params=("uint64",))}, CORRECTLY_ROUNDED)
+    for mode, code in _MODES.items():
+        r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"int2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
+        r[f"uint2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",), via=None)}, EXACT)
+        r[f"ll2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code)}, EXACT)
+        r[f"ull2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",))}, EXACT)
+        r[f"ll2double_{mode}"] = ({"float64": _ld("nm_ld_ll2double", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"ull2double_{mode}"] = ({"float64": _ld("nm_ld_ull2double", code, params=("uint64",)),
+                                    "float32": _NEEDS_EXACT}, EXACT)
+        # float32 arithmetic, exact through float64 (libdevice.metal).
+        for op in ("fadd", "fsub", "fmul", "fdiv"):
+            r[f"{op}_{mode}"] = ({"float32": _ld("nm_ld_" + op, code)}, EXACT)
+        r[f"frcp_{mode}"] = ({"float32": _ld("nm_ld_frcp", code)}, EXACT)
+        r[f"fsqrt_{mode}"] = ({"float32": _ld("nm_ld_fsqrt", code)}, EXACT)
+        r[f"fmaf_{mode}"] = ({"float32": _ld("nm_ld_fmaf", code)}, EXACT)
+        for op in ("dadd", "dmul"):
+            r[f"{op}_{mode}"] = ({"float64": _ld("nm_ld_" + op, code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"dsqrt_{mode}"] = ({"float64": _ld("nm_ld_dsqrt", code), "float32": _NEEDS_EXACT}, EXACT)
+    for op, symbol in (("fadd", "+"), ("fsub", "-"), ("fmul", "*"), ("fdiv", "/")):
+        r[op + "_rn"] = ({"float32": Routine(OPERATOR, symbol)}, CORRECTLY_ROUNDED)
+    for op, symbol in (("dadd", "+"), ("dmul", "*"), ("ddiv", "/")):
+        r[op + "_rn"] = ({"float64": Routine(OPERATOR, symbol), "float32": Routine(OPERATOR, symbol)},
+                         CORRECTLY_ROUNDED)
+    r["frcp_rn"] = ({"float32": _ld("nm_ld_rcp")}, CORRECTLY_ROUNDED)
+    r["fsqrt_rn"] = ({"float32": metal("sqrt")}, CORRECTLY_ROUNDED)
+    r["frsqrt_rn"] = ({"float32": metal("rsqrt")}, CORRECTLY_ROUNDED)
+    r["dsqrt_rn"] = ({"float64": emulated("nm_f64_sqrt"), "float32": metal("sqrt")}, CORRECTLY_ROUNDED)
+    r["drcp_rn"] = ({"float64": _ld("nm_ld_drcp"), "float32": _ld("nm_ld_rcp")}, CORRECTLY_ROUNDED)
+    return r
+
+
+_LIBDEVICE_ROUTINES = _libdevice_routines()
+
+
+def _libdevice_signature(results: tuple[str, ...], args: tuple[str, ...]) -> str:
+    result = results[0] if len(results) == 1 else "Tuple(" + ", ".join(results) + ")"
+    return f"{result}({', '.join(args)})"
+
+
+LIBDEVICE: tuple[Function, ...] = tuple(
+    Function(name, (_libdevice_signature(results, args),), *_LIBDEVICE_ROUTINES[name])
+    for name, results, args in LIBDEVICE_SIGNATURES if name in _LIBDEVICE_ROUTINES)
+
+#: numba.cuda's libdevice functions without a row yet (absent from metal.libdevice).
+LIBDEVICE_NOT_YET: tuple[str, ...] = tuple(name for name, _, _ in LIBDEVICE_SIGNATURES
+                                           if name not in _LIBDEVICE_ROUTINES)
 
 # ---------------------------------------------------------------------------------------------
 # metal.fp16.<name>: numba.cuda's cuda.fp16 functions, on MSL's half. MSL Table 8.3 (half): the
@@ -333,6 +535,6 @@ FP16: tuple[Function, ...] = (
     _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
 )
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE",
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE", "LIBDEVICE_NOT_YET",
            "argument_types", "result_type",
-           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED"]
+           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED", "TUPLE", "REFUSED", "tuple_members"]

@@ -1,0 +1,279 @@
+// numba-metal's libdevice helpers: the functions of numba.cuda's cuda.libdevice that neither MSL's
+// standard library nor the math and float64 libraries compute directly. Each entry point is a row of
+// libdevice_ops.py (its MSL types and section); the rows of kernel_api/functions.LIBDEVICE call them.
+//
+// Directed rounding. CUDA's _rz, _rd and _ru variants round toward zero, -inf and +inf; MSL has no
+// rounding-mode control, so the exact result is formed first and rounded by hand. `mode` is 1 (toward
+// zero), 2 (down) or 3 (up); round to nearest is the plain operation and never comes here.
+// - float32 operations: the operands are exact float64 values; the float64 result s of the operation
+//   (rounded to nearest) plus the sign of its error, which is exact (a product of float32 values is
+//   exact in float64; a sum's error by Knuth's TwoSum, a quotient's and a square root's by the sign of
+//   the remainder computed with one fma, which is exact for float32 operands), determines the directed
+//   float32 result: it is the float32 nearest to s or its neighbour (Muller et al., Handbook of
+//   Floating-Point Arithmetic, 2nd ed., 4.3 and 5.1).
+// - integers to floating point: the significand is cut from the integer with the lost bits deciding
+//   the step, in integer arithmetic.
+// - float64 sum, product and square root: the same error terms on the emulated float64 (float64.metal),
+//   with operands scaled by a power of two where the error term could underflow.
+// Float32 subnormal results are as exact as the others here; Apple GPUs flush them when they are next
+// used in arithmetic (docs/limitations.md).
+
+//@@ ld_bits
+// Bit patterns: CUDA's __float_as_int, __int_as_float, __float2half_rn (the half's bits as a short),
+// __half2float, __byte_perm.
+static inline int nm_ld_float_as_int(float x) { return as_type<int>(x); }
+static inline float nm_ld_int_as_float(int x) { return as_type<float>(x); }
+static inline short nm_ld_float2half_rn(float x) { return as_type<short>(half(x)); }
+static inline float nm_ld_half2float(short h) { return float(as_type<half>(h)); }
+// The bytes of (y:x) (x the low word) picked by the low three bits of each of the four nibbles of s.
+static inline uint nm_ld_byte_perm(uint x, uint y, uint s) {
+    ulong both = (ulong(y) << 32) | ulong(x);
+    uint out = 0u;
+    for (uint k = 0u; k < 4u; ++k) {
+        uint pick = (s >> (4u * k)) & 7u;
+        out |= uint((both >> (8u * pick)) & 0xFFUL) << (8u * k);
+    }
+    return out;
+}
+
+//@@ ld_int
+// Integer helpers: CUDA's abs/llabs wrap for the most negative value (no undefined behaviour).
+static inline int nm_ld_abs(int x) { return int(x < 0 ? 0u - uint(x) : uint(x)); }
+static inline long nm_ld_llabs(long x) { return long(x < 0 ? 0UL - ulong(x) : ulong(x)); }
+
+//@@ ld_float
+// float32 functions: saturatef (NaN -> 0, as CUDA), nextafterf, ilogbf and logbf with CUDA's values at
+// 0, infinities and NaN, frexpf and modff one member at a time, fast sincos.
+static inline float nm_ld_rcp(float x) { return 1.0f / x; }
+static inline float nm_ld_saturate(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
+static inline float nm_ld_nextafter(float x, float y) {
+    if (isnan(x) || isnan(y)) return x + y;
+    if (x == y) return y;
+    if (x == 0.0f) return y > 0.0f ? as_type<float>(1u) : as_type<float>(0x80000001u);
+    uint b = as_type<uint>(x);
+    return as_type<float>((x < y) == (x > 0.0f) ? b + 1u : b - 1u);
+}
+// The unbiased exponent of x's bit pattern (subnormals counted as IEEE's logb does).
+static inline int nm_ld_exponent(float x) {
+    uint b = as_type<uint>(x) & 0x7FFFFFFFu;
+    int e = int(b >> 23);
+    return e != 0 ? e - 127 : -118 - int(clz(b));
+}
+static inline int nm_ld_ilogb(float x) {
+    if (isnan(x) || x == 0.0f) return int(0x80000000u);
+    if (isinf(x)) return 0x7FFFFFFF;
+    return nm_ld_exponent(x);
+}
+static inline float nm_ld_logb(float x) {
+    if (isnan(x)) return x;
+    if (x == 0.0f) return -INFINITY;
+    if (isinf(x)) return INFINITY;
+    return float(nm_ld_exponent(x));
+}
+static inline float nm_ld_frexp_mantissa(float x) { int e; return frexp(x, e); }
+static inline int nm_ld_frexp_exponent(float x) { int e; frexp(x, e); return e; }
+static inline float nm_ld_modf_fraction(float x) { float i; return modf(x, i); }
+static inline float nm_ld_modf_integral(float x) { float i; modf(x, i); return i; }
+
+//@@ ld_directed32 requires: f64_add f64_mul f64_div f64_sqrt f64_fma f64_float f64_compare
+static inline int nm_ld_sign(nm_f64 e) {
+    nm_f64 zero = nm_f64_from_bits(0UL);
+    return nm_f64_gt(e, zero) ? 1 : (nm_f64_lt(e, zero) ? -1 : 0);
+}
+// The float32 after r toward +inf (up) or -inf; r is not NaN and not the infinity it moves towards.
+static inline float nm_ld_step(float r, bool up) {
+    if (r == 0.0f) return as_type<float>(up ? 1u : 0x80000001u);
+    uint b = as_type<uint>(r);
+    return as_type<float>(up == (r > 0.0f) ? b + 1u : b - 1u);
+}
+// The float32 that `mode` rounds s + e to, where s is a float64 and e an error smaller than half an ulp
+// of s, of sign err (0: s is exact).
+static inline float nm_ld_round_f32(nm_f64 s, int err, int mode) {
+    float r = nm_f64_to_f32(s);
+    if (isnan(r)) return r;
+    nm_f64 rb = nm_f64_from_f32(r);
+    int c = nm_f64_lt(rb, s) ? -1 : (nm_f64_gt(rb, s) ? 1 : -err);   // the sign of r - (s + e)
+    if (c == 0) return r;
+    if (mode == 2) return c > 0 ? nm_ld_step(r, false) : r;
+    if (mode == 3) return c < 0 ? nm_ld_step(r, true) : r;
+    bool positive = nm_f64_gt(s, nm_f64_from_bits(0UL));
+    return (positive ? c > 0 : c < 0) ? nm_ld_step(r, !positive) : r;
+}
+// An exact zero sum is -0 when rounding down unless both terms are +0 (IEEE 754 6.3), else as to nearest.
+static inline float nm_ld_zero_sum(float x, float y, float nearest, int mode) {
+    return mode == 2 ? ((signbit(x) || signbit(y)) ? -0.0f : 0.0f) : nearest;
+}
+static inline float nm_ld_fadd(float x, float y, int mode) {
+    nm_f64 a = nm_f64_from_f32(x), b = nm_f64_from_f32(y);
+    nm_f64 s = nm_f64_add(a, b);
+    if (nm_f64_eq(s, nm_f64_from_bits(0UL))) return nm_ld_zero_sum(x, y, x + y, mode);
+    nm_f64 bv = nm_f64_sub(s, a), av = nm_f64_sub(s, bv);
+    nm_f64 e = nm_f64_add(nm_f64_sub(a, av), nm_f64_sub(b, bv));
+    return nm_ld_round_f32(s, nm_ld_sign(e), mode);
+}
+static inline float nm_ld_fsub(float x, float y, int mode) { return nm_ld_fadd(x, -y, mode); }
+static inline float nm_ld_fmul(float x, float y, int mode) {
+    return nm_ld_round_f32(nm_f64_mul(nm_f64_from_f32(x), nm_f64_from_f32(y)), 0, mode);
+}
+static inline float nm_ld_fdiv(float x, float y, int mode) {
+    nm_f64 a = nm_f64_from_f32(x), b = nm_f64_from_f32(y);
+    nm_f64 q = nm_f64_div(a, b);
+    nm_f64 r = nm_f64_fma(nm_f64_neg(q), b, a);   // a - q b, exact
+    return nm_ld_round_f32(q, nm_ld_sign(r) * (y < 0.0f ? -1 : 1), mode);
+}
+static inline float nm_ld_frcp(float x, int mode) { return nm_ld_fdiv(1.0f, x, mode); }
+static inline float nm_ld_fsqrt(float x, int mode) {
+    nm_f64 a = nm_f64_from_f32(x);
+    nm_f64 s = nm_f64_sqrt(a);
+    return nm_ld_round_f32(s, nm_ld_sign(nm_f64_fma(nm_f64_neg(s), s, a)), mode);
+}
+static inline float nm_ld_fmaf(float x, float y, float z, int mode) {
+    nm_f64 p = nm_f64_mul(nm_f64_from_f32(x), nm_f64_from_f32(y));   // exact
+    nm_f64 c = nm_f64_from_f32(z);
+    nm_f64 s = nm_f64_add(p, c);
+    if (nm_f64_eq(s, nm_f64_from_bits(0UL))) return nm_ld_zero_sum(nm_f64_to_f32(p), z, fma(x, y, z), mode);
+    nm_f64 bv = nm_f64_sub(s, p), av = nm_f64_sub(s, bv);
+    nm_f64 e = nm_f64_add(nm_f64_sub(p, av), nm_f64_sub(c, bv));
+    return nm_ld_round_f32(s, nm_ld_sign(e), mode);
+}
+static inline float nm_ld_double2float(nm_f64 x, int mode) { return nm_ld_round_f32(x, 0, mode); }
+
+//@@ ld_int2float
+// Integers to float32 with directed rounding: |v| = m, negative if neg.
+static inline float nm_ld_u64_to_f32(ulong m, bool neg, int mode) {
+    int n = 64 - int(clz(m));
+    float f;
+    if (n <= 24) {
+        f = float(m);
+    } else {
+        int shift = n - 24;
+        ulong q = m >> uint(shift);
+        bool lost = (m & ((1UL << uint(shift)) - 1UL)) != 0UL;
+        if (lost && (mode == 3 ? !neg : mode == 2 && neg)) q += 1UL;   // away from zero
+        f = ldexp(float(q), shift);
+    }
+    return neg ? -f : f;
+}
+static inline float nm_ld_ll2float(long v, int mode) {
+    return nm_ld_u64_to_f32(v < 0 ? 0UL - ulong(v) : ulong(v), v < 0, mode);
+}
+static inline float nm_ld_ull2float(ulong v, int mode) { return nm_ld_u64_to_f32(v, false, mode); }
+
+//@@ ld_int2double requires: f64_int f64_frexp
+static inline nm_f64 nm_ld_u64_to_f64(ulong m, bool neg, int mode) {
+    int n = 64 - int(clz(m));
+    nm_f64 f;
+    if (n <= 53) {
+        f = nm_f64_from_u64(m);
+    } else {
+        int shift = n - 53;
+        ulong q = m >> uint(shift);
+        bool lost = (m & ((1UL << uint(shift)) - 1UL)) != 0UL;
+        if (lost && (mode == 3 ? !neg : mode == 2 && neg)) q += 1UL;
+        f = nm_f64_ldexp(nm_f64_from_u64(q), shift);
+    }
+    return neg ? nm_f64_neg(f) : f;
+}
+static inline nm_f64 nm_ld_ll2double(long v, int mode) {
+    return nm_ld_u64_to_f64(v < 0 ? 0UL - ulong(v) : ulong(v), v < 0, mode);
+}
+static inline nm_f64 nm_ld_ull2double(ulong v, int mode) { return nm_ld_u64_to_f64(v, false, mode); }
+
+//@@ ld_directed64 requires: ld_directed32 f64_frexp f64_nextafter
+// float64 with directed rounding: s (rounded to nearest) moved one step when its exact error e (of sign
+// err) points the other way; an overflow to infinity comes back to the largest finite value when the
+// mode rounds toward zero.
+static inline nm_f64 nm_ld_round_f64(nm_f64 s, int err, int mode) {
+    if (err == 0) return s;
+    bool up;
+    if (mode == 3) {
+        if (err < 0) return s;
+        up = true;
+    } else if (mode == 2) {
+        if (err > 0) return s;
+        up = false;
+    } else {   // toward zero: move only when |s| exceeds the exact value
+        bool positive = nm_f64_gt(s, nm_f64_from_bits(0UL)), negative = nm_f64_lt(s, nm_f64_from_bits(0UL));
+        if (!(positive && err < 0) && !(negative && err > 0)) return s;
+        up = negative;
+    }
+    return nm_f64_nextafter(s, nm_f64_from_bits(up ? 0x7FF0000000000000UL : 0xFFF0000000000000UL));
+}
+// Overflow of finite operands: infinity, or the largest finite value where the mode rounds toward it.
+static inline nm_f64 nm_ld_overflow(nm_f64 s, int mode) {
+    bool positive = nm_f64_gt(s, nm_f64_from_bits(0UL));
+    bool finite = positive ? (mode == 1 || mode == 2) : (mode == 1 || mode == 3);
+    return finite ? nm_f64_from_bits(positive ? 0x7FEFFFFFFFFFFFFFUL : 0xFFEFFFFFFFFFFFFFUL) : s;
+}
+static inline nm_f64 nm_ld_dadd(nm_f64 a, nm_f64 b, int mode) {
+    nm_f64 s = nm_f64_add(a, b);
+    if (nm_f64_isinf(s) && nm_f64_isfinite(a) && nm_f64_isfinite(b)) return nm_ld_overflow(s, mode);
+    if (nm_f64_eq(s, nm_f64_from_bits(0UL))) {
+        bool negative = nm_f64_signbit(a) || nm_f64_signbit(b);
+        return mode == 2 && negative ? nm_f64_from_bits(0x8000000000000000UL) : s;
+    }
+    if (!nm_f64_isfinite(s)) return s;
+    nm_f64 bv = nm_f64_sub(s, a), av = nm_f64_sub(s, bv);
+    return nm_ld_round_f64(s, nm_ld_sign(nm_f64_add(nm_f64_sub(a, av), nm_f64_sub(b, bv))), mode);
+}
+static inline nm_f64 nm_ld_dmul(nm_f64 a, nm_f64 b, int mode) {
+    nm_f64 p = nm_f64_mul(a, b);
+    if (nm_f64_isinf(p) && nm_f64_isfinite(a) && nm_f64_isfinite(b)) return nm_ld_overflow(p, mode);
+    if (!nm_f64_isfinite(p)) return p;
+    // a b - p by one fma is exact unless it underflows: below 2^-900, scale the smaller operand by 2^600
+    // (the error's sign is unchanged; p itself was rounded where it lies).
+    nm_f64 tiny = nm_f64_from_bits(0x07B0000000000000UL);   // 2^-900
+    nm_f64 pa = nm_f64_abs(p);
+    if (nm_f64_lt(pa, tiny)) {
+        bool scale_a = nm_f64_lt(nm_f64_abs(a), nm_f64_abs(b));
+        nm_f64 sa = scale_a ? nm_f64_ldexp(a, 600) : a, sb = scale_a ? b : nm_f64_ldexp(b, 600);
+        return nm_ld_round_f64(p, nm_ld_sign(nm_f64_fma(sa, sb, nm_f64_neg(nm_f64_ldexp(p, 600)))), mode);
+    }
+    return nm_ld_round_f64(p, nm_ld_sign(nm_f64_fma(a, b, nm_f64_neg(p))), mode);
+}
+static inline nm_f64 nm_ld_dsqrt(nm_f64 a, int mode) {
+    nm_f64 s = nm_f64_sqrt(a);
+    if (!nm_f64_isfinite(s) || nm_f64_eq(s, nm_f64_from_bits(0UL))) return s;
+    // a - s^2 by one fma is exact unless it underflows: below 2^-900, scale a by 2^600 and s by 2^300.
+    if (nm_f64_lt(a, nm_f64_from_bits(0x07B0000000000000UL))) {
+        nm_f64 ss = nm_f64_ldexp(s, 300);
+        return nm_ld_round_f64(s, nm_ld_sign(nm_f64_fma(nm_f64_neg(ss), ss, nm_f64_ldexp(a, 600))), mode);
+    }
+    return nm_ld_round_f64(s, nm_ld_sign(nm_f64_fma(nm_f64_neg(s), s, a)), mode);
+}
+
+//@@ ld_float64 requires: f64_base f64_add f64_compare f64_round f64_frexp fm_pow
+// float64 functions the float64 math library lacks, built on its entry points: exp10 as pow(10, x)
+// (within pow's bound, 10 being exact), 1/x (correctly rounded), rsqrt as 1/sqrt (two roundings: within 1 ulp), fdim, round
+// (half away from zero), logb and ilogb with CUDA's special values, hiloint2double.
+static inline nm_f64 nm_ld_exp10(nm_f64 x) { return nm_f64_pow(nm_f64_from_bits(0x4024000000000000UL), x); }
+static inline nm_f64 nm_ld_drcp(nm_f64 x) { return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), x); }
+static inline nm_f64 nm_ld_rsqrt(nm_f64 x) {
+    return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), nm_f64_sqrt(x));
+}
+static inline nm_f64 nm_ld_fdim(nm_f64 x, nm_f64 y) {
+    if (nm_f64_isnan(x) || nm_f64_isnan(y)) return nm_f64_add(x, y);
+    return nm_f64_gt(x, y) ? nm_f64_sub(x, y) : nm_f64_from_bits(0UL);
+}
+static inline nm_f64 nm_ld_round(nm_f64 x) {
+    nm_f64 t = nm_f64_trunc(x);
+    nm_f64 half_ = nm_f64_from_bits(0x3FE0000000000000UL);
+    if (!nm_f64_isfinite(x) || nm_f64_lt(nm_f64_abs(nm_f64_sub(x, t)), half_)) return t;
+    return nm_f64_add(t, nm_f64_copysign(nm_f64_from_bits(0x3FF0000000000000UL), x));
+}
+static inline int nm_ld_ilogb64(nm_f64 x) {
+    if (nm_f64_isnan(x) || nm_f64_eq(x, nm_f64_from_bits(0UL))) return int(0x80000000u);
+    if (nm_f64_isinf(x)) return 0x7FFFFFFF;
+    ulong b = x.bits & 0x7FFFFFFFFFFFFFFFUL;
+    int e = int(b >> 52);
+    return e != 0 ? e - 1023 : -1011 - int(clz(b));
+}
+static inline nm_f64 nm_ld_logb64(nm_f64 x) {
+    if (nm_f64_isnan(x)) return x;
+    if (nm_f64_eq(x, nm_f64_from_bits(0UL))) return nm_f64_from_bits(0xFFF0000000000000UL);
+    if (nm_f64_isinf(x)) return nm_f64_abs(x);
+    return nm_f64_from_i32(nm_ld_ilogb64(x));
+}
+static inline nm_f64 nm_ld_hiloint2double(int hi, int lo) {
+    return nm_f64_from_bits((ulong(uint(hi)) << 32) | ulong(uint(lo)));
+}
