@@ -445,12 +445,12 @@ def _libdevice_routines() -> dict:
     r["ull2double_rn"] = ({"float64": Routine(SAME, params=("uint64",)),
                            "float32": Routine(SAME, params=("uint64",))}, CORRECTLY_ROUNDED)
     for mode, code in _MODES.items():
-        r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code, result="float32"), "float32": _NEEDS_EXACT}, EXACT)
         r[f"int2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
-        r[f"uint2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",), via=None)}, EXACT)
-        r[f"ll2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code)}, EXACT)
+        r[f"uint2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",))}, EXACT)
+        r[f"ll2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
         r[f"ull2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",))}, EXACT)
-        r[f"ll2double_{mode}"] = ({"float64": _ld("nm_ld_ll2double", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"ll2double_{mode}"] = ({"float64": _ld("nm_ld_ll2double", code, params=("int64",)), "float32": _NEEDS_EXACT}, EXACT)
         r[f"ull2double_{mode}"] = ({"float64": _ld("nm_ld_ull2double", code, params=("uint64",)),
                                     "float32": _NEEDS_EXACT}, EXACT)
         # float32 arithmetic, exact through float64 (libdevice.metal).
@@ -480,7 +480,7 @@ _LIBDEVICE_ROUTINES = _libdevice_routines()
 
 def _libdevice_signature(results: tuple[str, ...], args: tuple[str, ...]) -> str:
     result = results[0] if len(results) == 1 else "Tuple(" + ", ".join(results) + ")"
-    return f"{result}({', '.join(args)})"
+    return result + "(" + ", ".join(args) + ")"
 
 
 LIBDEVICE: tuple[Function, ...] = tuple(

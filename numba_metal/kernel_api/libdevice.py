@@ -41,12 +41,11 @@ def _routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
     if routine.source == F.REFUSED:
         lc.error(f"metal.libdevice.{function.name} {routine.name}")
     if routine.source == F.OPERATOR:
-        operands = [Value(lc.cast(a, _scalar_type(ctype)), _scalar_type(ctype)) for a in args]
-        op_sig = signature(_scalar_type(ctype), *(o.type for o in operands))
+        op_sig = signature(_scalar_type(ctype), *(a.type for a in args))
         if len(args) == 1:
-            value = lower_unary(lc, routine.name, op_sig, operands[0])
+            value = lower_unary(lc, routine.name, op_sig, args[0])
         else:
-            value = lower_binop(lc, routine.name, op_sig, operands[0], operands[1])
+            value = lower_binop(lc, routine.name, op_sig, args[0], args[1])
         return Value(lc.cast(value, rt), rt)
     params = [_scalar_type(p) for p in (routine.params or (ctype,) * len(args))]
     actual = [lc.cast(a, p) for a, p in zip(args, params)]
