@@ -45,6 +45,29 @@ static inline long nm_ld_llabs(long x) { return long(x < 0 ? 0UL - ulong(x) : ul
 // float32 functions: saturatef (NaN -> 0, as CUDA), nextafterf, ilogbf and logbf with CUDA's values at
 // 0, infinities and NaN, frexpf and modff one member at a time, fast sincos.
 static inline float nm_ld_rcp(float x) { return 1.0f / x; }
+static inline float nm_ld_fdimf(float x, float y) { return isnan(x) || isnan(y) ? x + y : (x > y ? x - y : 0.0f); }
+// sin(pi x) and cos(pi x) with the argument reduced exactly: x = k/2 + r, |r| <= 1/4, k = rint(2x); then
+// MSL's sin or cos of pi r (Table 8.1: 4 ulp) by the quadrant of k. Integers give +-0 (sinpi, the sign of
+// x) and +-1 (cospi); x + 1/2 for an integer x gives +0 (cospi).
+static inline float nm_ld_pi_quadrant(float r, int q) {
+    float t = M_PI_F * r;
+    return q == 0 ? sin(t) : (q == 1 ? cos(t) : (q == 2 ? -sin(t) : -cos(t)));
+}
+static inline float nm_ld_sinpi(float x) {
+    if (!isfinite(x)) return x - x;
+    if (fabs(x) >= 8388608.0f) return copysign(0.0f, x);
+    float k = rint(2.0f * x);
+    float v = nm_ld_pi_quadrant(x - 0.5f * k, int(k) & 3);
+    return v == 0.0f ? copysign(0.0f, x) : v;
+}
+static inline float nm_ld_cospi(float x) {
+    if (!isfinite(x)) return x - x;
+    float a = fabs(x);
+    if (a >= 8388608.0f) return a < 16777216.0f && (int(a) & 1) != 0 ? -1.0f : 1.0f;
+    float k = rint(2.0f * x);
+    float v = nm_ld_pi_quadrant(x - 0.5f * k, (int(k) + 1) & 3);
+    return v == 0.0f ? 0.0f : v;
+}
 static inline float nm_ld_saturate(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
 static inline float nm_ld_nextafter(float x, float y) {
     if (isnan(x) || isnan(y)) return x + y;

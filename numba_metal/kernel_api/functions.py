@@ -341,7 +341,7 @@ def _libdevice_routines() -> dict:
     r["fma_rn"] = ({"float64": fma.routines["float64"], "float32": fma.routines["float32"]}, fma.accuracy)
     r.update(_float_fn("exp10", metal("exp10"), _ld("nm_ld_exp10"), msl_bound(4)))
     r.update(_float_fn("rsqrt", metal("rsqrt"), _ld("nm_ld_rsqrt"), CORRECTLY_ROUNDED))
-    r.update(_float_fn("fdim", metal("fdim"), _ld("nm_ld_fdim"), EXACT))
+    r.update(_float_fn("fdim", _ld("nm_ld_fdimf"), _ld("nm_ld_fdim"), EXACT))
     r.update(_float_fn("fmax", metal("fmax"), emulated("nm_f64_np_fmax"), EXACT))
     r.update(_float_fn("fmin", metal("fmin"), emulated("nm_f64_np_fmin"), EXACT))
     r.update(_float_fn("nextafter", _ld("nm_ld_nextafter"), emulated("nm_f64_nextafter"), EXACT))
@@ -355,9 +355,11 @@ def _libdevice_routines() -> dict:
     r["llround"] = ({"float64": _ld("nm_ld_round"), "float32": metal("round")}, EXACT)
     r["llroundf"] = ({"float32": metal("round")}, EXACT)
     r.update(_float_fn("powi", Routine(OPERATOR, "**"), Routine(OPERATOR, "**"), msl_bound(16)))
-    r["sinpif"] = ({"float32": metal("sinpi")}, msl_bound(4))
-    r["cospif"] = ({"float32": metal("cospi")}, msl_bound(4))
-    r["sincospif"] = ({"float32": Routine(TUPLE, parts=(metal("sinpi"), metal("cospi")))}, msl_bound(4))
+    # sin/cos of pi r after an exact reduction (libdevice.metal): MSL's 4 ulp plus pi r's rounding.
+    pi_bound = Accuracy(4.5, "MSL Table 8.1 (sin, cos) and one rounding of pi r")
+    r["sinpif"] = ({"float32": _ld("nm_ld_sinpi")}, pi_bound)
+    r["cospif"] = ({"float32": _ld("nm_ld_cospi")}, pi_bound)
+    r["sincospif"] = ({"float32": Routine(TUPLE, parts=(_ld("nm_ld_sinpi"), _ld("nm_ld_cospi")))}, pi_bound)
     sin, cos = MATH_BY_NAME["sin"].routines, MATH_BY_NAME["cos"].routines
     r.update(_float_fn("sincos", Routine(TUPLE, parts=(sin["float32"], cos["float32"])),
                        Routine(TUPLE, parts=(sin["float64"], cos["float64"])), MATH_BY_NAME["sin"].accuracy))

@@ -1,0 +1,216 @@
+"""metal.libdevice's floating-point, bit-pattern and tuple-returning functions (kernel_api/libdevice.py):
+every row typed exactly as numba.cuda types it (the checked-in list equals numba.cuda's own table); the
+math functions against NumPy within the bound their row records (MSL Table 8.1 for float32, the float64
+library's measured bounds); bit patterns, halves, tuples and CUDA's special values by definition."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from numba_metal import metal
+from numba_metal.compiler.frontend import infer_types
+from numba_metal.kernel_api import functions as F
+from numba_metal.kernel_api.libdevice import numba_type
+
+ld = metal.libdevice
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_checked_in_list_is_numba_cudas():
+    pytest.importorskip("numba.cuda.libdevicefuncs")
+    generated = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "language", "libdevice_signatures_gen.py")],
+                               capture_output=True, text=True, check=True).stdout
+    with open(os.path.join(ROOT, "numba_metal", "kernel_api", "libdevice_signatures.py"), encoding="utf-8") as f:
+        assert f.read() == generated
+    assert len(F.LIBDEVICE_SIGNATURES) == 317
+
+
+def test_every_function_is_a_row_or_not_yet():
+    names = [n for n, _, _ in F.LIBDEVICE_SIGNATURES]
+    assert sorted(names) == sorted([f.name for f in F.LIBDEVICE] + list(F.LIBDEVICE_NOT_YET))
+    assert not [n for n in F.LIBDEVICE_NOT_YET if hasattr(ld, n)]
+
+
+def _caller(arity):
+    return {1: lambda f: (lambda a: f(a)), 2: lambda f: (lambda a, b: f(a, b)),
+            3: lambda f: (lambda a, b, c: f(a, b, c))}[arity]
+
+
+@pytest.mark.parametrize("function", F.LIBDEVICE, ids=lambda f: f.name)
+def test_result_type_is_numba_cudas(function):
+    sig = function.signatures[0]
+    cuda_sig = {n: (r, a) for n, r, a in F.LIBDEVICE_SIGNATURES}[function.name]
+    fn = getattr(ld, function.name)
+    args = tuple(numba_type(a) for a in cuda_sig[1])
+    expected = numba_type(cuda_sig[0][0] if len(cuda_sig[0]) == 1 else "Tuple(" + ", ".join(cuda_sig[0]) + ")")
+    assert infer_types(_caller(len(args))(fn), args).return_type == expected == numba_type(F.result_type(sig))
+
+
+#: libdevice name -> NumPy's function, for the rows computed by the math table and MSL.
+NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+         "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+         "tanh": np.tanh, "asinh": np.arcsinh, "expm1": np.expm1, "log1p": np.log1p, "cbrt": np.cbrt,
+         "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "nearbyint": np.rint,
+         "fabs": np.fabs, "exp10": lambda x: np.power(10.0, x), "rsqrt": lambda x: 1 / np.sqrt(x.astype(np.float64)),
+         "logb": lambda x: np.floor(np.log2(np.abs(x))), "sinpif": lambda x: np.where(x == np.round(x), 0.0, np.sin(np.pi * x.astype(np.float64))),
+         "cospif": lambda x: np.cos(np.pi * x.astype(np.float64))}
+
+
+def _ulps(got, want, dtype):
+    want = np.asarray(want, np.float64)
+    spacing = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / spacing
+
+
+def unary(fn):
+    @metal.jit
+    def k(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = fn(x[i])
+    return k
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY))
+@pytest.mark.parametrize("suffix,dtype", [("f", np.float32), ("", np.float64)])
+def test_math_rows_against_numpy_within_their_bound(name, suffix, dtype):
+    lib_name = name if name.endswith("f") and name[:-1] in ("sinpi", "cospi") else name + suffix
+    if name in ("sinpif", "cospif"):
+        if dtype is np.float64:
+            pytest.skip("float64 sinpi/cospi are not provided yet (LIBDEVICE_NOT_YET)")
+        lib_name = name
+    row = {f.name: f for f in F.LIBDEVICE}[lib_name]
+    x = np.linspace(0.05, 3.0, 61).astype(dtype)
+    out = np.zeros_like(x)
+    unary(getattr(ld, lib_name))[1, x.size](x, out)
+    want = NUMPY[name](x.astype(np.float64))
+    bound = row.accuracy.ulps if dtype is np.float32 else 1.0   # the float64 library: measured <= 0.52 ulp
+    if lib_name == "rsqrtf":
+        bound = 2.0   # libdevice's documented bound for rsqrtf (CUDA Math API); MSL Table 8.1 promises 0.5
+    assert _ulps(out, want, dtype).max() <= max(bound, 0.5) + 1e-9, lib_name
+
+
+@metal.jit
+def tuples(x, f, i32):
+    k = metal.grid(1)
+    if k < x.size:
+        s, c = ld.sincosf(x[k])
+        m, e = ld.frexpf(x[k])
+        fr, ip = ld.modff(x[k])
+        sp, cp = ld.sincospif(x[k])
+        fs, fc = ld.fast_sincosf(x[k])
+        f[k, 0] = s; f[k, 1] = c; f[k, 2] = m; f[k, 3] = fr; f[k, 4] = ip; f[k, 5] = sp; f[k, 6] = cp
+        f[k, 7] = fs; f[k, 8] = fc
+        i32[k] = e
+
+
+@metal.jit
+def tuples64(x, f, i32):
+    k = metal.grid(1)
+    if k < x.size:
+        s, c = ld.sincos(x[k])
+        m, e = ld.frexp(x[k])
+        fr, ip = ld.modf(x[k])
+        f[k, 0] = s; f[k, 1] = c; f[k, 2] = m; f[k, 3] = fr; f[k, 4] = ip
+        i32[k] = e
+
+
+def test_tuple_results_are_numba_cudas():
+    x = np.array([0.75, -2.5, 10.125, 1e-3, -0.0, np.inf], np.float32)
+    f = np.zeros((x.size, 9), np.float32)
+    e = np.zeros(x.size, np.int32)
+    with np.errstate(invalid="ignore"):
+        tuples[1, x.size](x, f, e)
+        finite = np.isfinite(x)
+        assert (_ulps(f[finite, 0], np.sin(x[finite].astype(np.float64)), np.float32) <= 4).all()
+        assert (_ulps(f[finite, 1], np.cos(x[finite].astype(np.float64)), np.float32) <= 4).all()
+        m, ee = np.frexp(x[finite])
+        np.testing.assert_array_equal(f[finite, 2], m)
+        np.testing.assert_array_equal(e[finite], ee)
+        fr, ip = np.modf(x)
+        np.testing.assert_array_equal(f[:, 3], fr)
+        np.testing.assert_array_equal(f[:, 4], ip)
+        assert (np.abs(f[finite, 5] - np.sin(np.pi * x[finite].astype(np.float64))) < 1e-5).all()
+    x64 = x.astype(np.float64)
+    f64 = np.zeros((x.size, 5))
+    tuples64[1, x.size](x64, f64, e)
+    np.testing.assert_array_equal(f64[finite, 2], np.frexp(x64[finite])[0])
+    np.testing.assert_array_equal(e[finite], np.frexp(x64[finite])[1])
+    np.testing.assert_array_equal(f64[:, 3], np.modf(x64)[0])
+    np.testing.assert_array_equal(f64[:, 4], np.modf(x64)[1])
+    assert (_ulps(f64[finite, 0], np.sin(x64[finite]), np.float64) <= 1).all()
+
+
+@metal.jit
+def bits(x, d, i32, i64, f, f64, h):
+    i = metal.grid(1)
+    if i < x.size:
+        i32[i, 0] = ld.float_as_int(x[i])
+        f[i, 0] = ld.int_as_float(i32[i, 0])
+        i32[i, 1] = ld.double2hiint(d[i])
+        i32[i, 2] = ld.double2loint(d[i])
+        f64[i, 0] = ld.hiloint2double(i32[i, 1], i32[i, 2])
+        i64[i] = ld.double_as_longlong(d[i])
+        f64[i, 1] = ld.longlong_as_double(i64[i])
+        h[i] = ld.float2half_rn(x[i])
+        f[i, 1] = ld.half2float(h[i])
+        f[i, 2] = ld.saturatef(x[i])
+        i32[i, 3] = ld.ilogbf(x[i])
+        f[i, 3] = ld.fdimf(x[i], 1.0)
+        f[i, 4] = ld.nextafterf(x[i], 0.0)
+        i32[i, 4] = ld.signbitf(x[i])
+        i32[i, 5] = ld.isnanf(x[i])
+        i32[i, 6] = ld.finitef(x[i])
+        f[i, 5] = ld.roundf(x[i])
+        f64[i, 2] = ld.round(d[i])
+        i32[i, 7] = ld.ilogb(d[i])
+
+
+def test_bit_patterns_halves_and_cudas_special_values():
+    x = np.array([1.5, -2.5, 0.0, np.nan, np.inf, 0.3, -0.0, 65519.0], np.float32)
+    d = x.astype(np.float64) * 3.0
+    i32 = np.zeros((x.size, 8), np.int32)
+    i64 = np.zeros(x.size, np.int64)
+    f = np.zeros((x.size, 6), np.float32)
+    f64 = np.zeros((x.size, 3))
+    h = np.zeros(x.size, np.int16)
+    with np.errstate(invalid="ignore"):
+        bits[1, x.size](x, d, i32, i64, f, f64, h)
+    np.testing.assert_array_equal(i32[:, 0], x.view(np.int32))
+    np.testing.assert_array_equal(f[:, 0].view(np.int32), x.view(np.int32))
+    np.testing.assert_array_equal(i32[:, 1], (d.view(np.int64) >> 32).astype(np.int32))
+    np.testing.assert_array_equal(i32[:, 2], d.view(np.int64).astype(np.int32))
+    np.testing.assert_array_equal(f64[:, 0].view(np.int64), d.view(np.int64))
+    np.testing.assert_array_equal(i64, d.view(np.int64))
+    np.testing.assert_array_equal(f64[:, 1].view(np.int64), d.view(np.int64))
+    np.testing.assert_array_equal(h, x.astype(np.float16).view(np.int16))
+    np.testing.assert_array_equal(f[:, 1], x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(f[:, 2], [1.0, 0.0, 0.0, 0.0, 1.0, np.float32(0.3), 0.0, 1.0])
+    int_min, int_max = -2 ** 31, 2 ** 31 - 1
+    np.testing.assert_array_equal(i32[:, 3], [0, 1, int_min, int_min, int_max, -2, int_min, 15])
+    np.testing.assert_array_equal(f[:, 3], np.array([0.5, 0.0, 0.0, np.nan, np.inf, 0.0, 0.0, 65518.0], np.float32))
+    np.testing.assert_array_equal(f[:, 4], np.nextafter(x, np.float32(0)))
+    np.testing.assert_array_equal(i32[:, 4] != 0, np.signbit(x))
+    np.testing.assert_array_equal(i32[:, 5] != 0, np.isnan(x))
+    np.testing.assert_array_equal(i32[:, 6] != 0, np.isfinite(x))
+    away = lambda v: np.where(np.isfinite(v), np.trunc(v + np.copysign(0.5, v)), v)   # noqa: E731
+    np.testing.assert_array_equal(f[:, 5], away(x))
+    np.testing.assert_array_equal(f64[:, 2], away(d))
+    with np.errstate(divide="ignore"):
+        expected = np.where(np.isfinite(d) & (d != 0), np.floor(np.log2(np.abs(d))), 0)
+    np.testing.assert_array_equal(i32[:, 7], np.where(np.isinf(d), int_max,
+                                                      np.where(np.isfinite(d) & (d != 0), expected, int_min)))
+
+
+def test_bit_patterns_of_float64_are_refused_where_float64_is_computed_in_float32():
+    from numba_metal.errors import UnsupportedFeatureError
+
+    @metal.jit
+    def k(x, out):
+        out[0] = ld.double2hiint(x[0] * 0.5)
+
+    with pytest.raises(UnsupportedFeatureError, match=r"libdevice\.double2hiint needs float64 computed exactly"):
+        k.inspect_msl((metal.float32[:], metal.int32[:]))
