@@ -837,8 +837,10 @@ class Generator:
     BITS = {f.name: {F_argument_types(sig)[0]: F_result_type(sig) for sig in f.signatures}
             for f in INTRINSICS_TABLE if all(F_argument_types(sig)[0] in INTEGERS for sig in f.signatures)}
 
-    #: numba.cuda's libdevice integer functions (metal.libdevice.<name>) of one signature each.
-    LIBDEVICE = {f.name: f.signatures[0] for f in LIBDEVICE_TABLE}
+    #: numba.cuda's libdevice integer functions (metal.libdevice.<name>, the rows whose types are all
+    #: integers: exactly specified, so compared bit for bit), one signature each.
+    LIBDEVICE = {f.name: f.signatures[0] for f in LIBDEVICE_TABLE
+                 if all(t in INTEGERS for t in (F_result_type(f.signatures[0]), *F_argument_types(f.signatures[0])))}
     #: numba.cuda's types for metal.selp.
     SELP_TYPES = (T.int16, T.uint16, T.int32, T.uint32, T.int64, T.uint64, T.float32)
 
