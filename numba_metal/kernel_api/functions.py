@@ -182,7 +182,17 @@ def _f64(name: str) -> Routine:
     return emulated("nm_f64_" + name)
 
 
+#: numba.cuda's math functions of float16 that give float16 (numba-cuda's cudamath: Math_unary_with_fp16),
+#: computed by MSL's half functions: within 1 ulp of half for sin ... exp, correctly rounded or exact for
+#: sqrt, fabs and the roundings (MSL Table 8.3); the row's accuracy is its float32 one.
+FLOAT16_MATH = ("sin", "cos", "ceil", "floor", "sqrt", "log", "log2", "log10", "exp", "fabs", "trunc")
+FLOAT16_UNARY = ("float16(float16)",)
+
+
 def _unary(name, routine, accuracy, float64=None):
+    if name in FLOAT16_MATH:
+        return Function(name, UNARY + FLOAT16_UNARY,
+                        {**floats(routine, float64 or _f64(name)), "float16": metal(name)}, accuracy)
     return Function(name, UNARY, floats(routine, float64 or _f64(name)), accuracy)
 
 
@@ -191,9 +201,10 @@ def _binary(name, signatures, routine, accuracy, float64=None):
 
 
 def _rounding(name):
-    # The float64 routine rounds to an integral float64; the call converts it to the int64 result.
-    return Function(name, TO_INTEGER, {**floats(metal(name), _f64(name)), "int64": Routine(SAME),
-                                       "uint64": Routine(SAME)}, EXACT)
+    # The float64 routine rounds to an integral float64; the call converts it to the int64 result. float16
+    # gives float16, as numba.cuda's.
+    return Function(name, TO_INTEGER + FLOAT16_UNARY, {**floats(metal(name), _f64(name)), "int64": Routine(SAME),
+                                                       "uint64": Routine(SAME), "float16": metal(name)}, EXACT)
 
 
 def _predicate(name, integer_value: bool):
@@ -537,6 +548,6 @@ FP16: tuple[Function, ...] = (
     _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
 )
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE", "LIBDEVICE_NOT_YET",
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE", "LIBDEVICE_NOT_YET", "FLOAT16_MATH",
            "argument_types", "result_type",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED", "TUPLE", "REFUSED", "tuple_members"]
