@@ -300,3 +300,48 @@ static inline nm_f64 nm_ld_logb64(nm_f64 x) {
 static inline nm_f64 nm_ld_hiloint2double(int hi, int lo) {
     return nm_f64_from_bits((ulong(uint(hi)) << 32) | ulong(uint(lo)));
 }
+
+//@@ ld_half
+// CUDA-C's __h* half functions (numba.cuda's cuda.fp16.__hadd_sat ...): saturation to [0, 1] (NaN -> +0),
+// relu (negative -> +0, NaN kept), max/min propagating NaN, unordered comparisons, __hisinf's -1/0/1,
+// bit patterns, and conversions to half with directed rounding: the half nearest to the float (exact
+// here: a float holds every value these conversions start from, or one beyond the half range, which
+// rounds as that value would) stepped where it passed it.
+static inline half nm_h_sat(half x) { return x >= half(1.0f) ? half(1.0f) : (x > half(0.0f) ? x : half(0.0f)); }
+static inline half nm_h_add_sat(half a, half b) { return nm_h_sat(a + b); }
+static inline half nm_h_sub_sat(half a, half b) { return nm_h_sat(a - b); }
+static inline half nm_h_mul_sat(half a, half b) { return nm_h_sat(a * b); }
+static inline half nm_h_fma_sat(half a, half b, half c) { return nm_h_sat(fma(a, b, c)); }
+static inline half nm_h_fma_relu(half a, half b, half c) {
+    half r = fma(a, b, c);
+    return isnan(r) || r >= half(0.0f) ? r : half(0.0f);
+}
+static inline half nm_h_max_nan(half a, half b) { return isnan(a) || isnan(b) ? a + b : (a > b ? a : b); }
+static inline half nm_h_min_nan(half a, half b) { return isnan(a) || isnan(b) ? a + b : (a < b ? a : b); }
+static inline bool nm_h_unordered(half a, half b) { return isnan(a) || isnan(b); }
+static inline bool nm_h_equ(half a, half b) { return nm_h_unordered(a, b) || a == b; }
+static inline bool nm_h_neu(half a, half b) { return nm_h_unordered(a, b) || a != b; }
+static inline bool nm_h_ltu(half a, half b) { return nm_h_unordered(a, b) || a < b; }
+static inline bool nm_h_leu(half a, half b) { return nm_h_unordered(a, b) || a <= b; }
+static inline bool nm_h_gtu(half a, half b) { return nm_h_unordered(a, b) || a > b; }
+static inline bool nm_h_geu(half a, half b) { return nm_h_unordered(a, b) || a >= b; }
+static inline int nm_h_isinf(half x) { return isinf(x) ? (x > half(0.0f) ? 1 : -1) : 0; }
+static inline short nm_h_as_short(half x) { return as_type<short>(x); }
+static inline ushort nm_h_as_ushort(half x) { return as_type<ushort>(x); }
+static inline half nm_h_from_short_bits(short x) { return as_type<half>(x); }
+static inline half nm_h_from_ushort_bits(ushort x) { return as_type<half>(x); }
+static inline half nm_h_step(half r, bool up) {
+    if (r == half(0.0f)) return as_type<half>(ushort(up ? 0x0001u : 0x8001u));
+    ushort b = as_type<ushort>(r);
+    return as_type<half>(ushort(up == (r > half(0.0f)) ? b + 1u : b - 1u));
+}
+static inline half nm_h_from_float(float x, int mode) {
+    half r = half(x);
+    if (isnan(x)) return r;
+    float rb = float(r);
+    if (rb == x) return r;
+    bool above = rb > x;
+    if (mode == 2) return above ? nm_h_step(r, false) : r;
+    if (mode == 3) return above ? r : nm_h_step(r, true);
+    return (x > 0.0f) == above ? nm_h_step(r, x < 0.0f) : r;
+}

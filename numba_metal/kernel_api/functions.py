@@ -548,6 +548,62 @@ FP16: tuple[Function, ...] = (
     _half("htanh_approx", metal("tanh"), HALF_ONE_ULP),
 )
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE", "LIBDEVICE_NOT_YET", "FLOAT16_MATH",
+
+# ---------------------------------------------------------------------------------------------
+# metal.fp16.__h*: the CUDA-C spellings numba.cuda's cuda.fp16 also exports (numba-cuda's fp16.py, bound to
+# cuda_fp16.h): __hadd ... (the functions above), `_rn` forms (the plain operation: MSL's half arithmetic
+# is correctly rounded and never contracted here), `_sat` forms (clamped to [0, 1], NaN -> +0), __hfma_relu,
+# NaN-propagating __hmax_nan/__hmin_nan, NaN-ignoring __hmax/__hmin (CUDA's fmax/fmin), unordered
+# comparisons (`u`: true when either is NaN), __hisnan, __hisinf (-1, 0, 1), bit patterns, and conversions
+# to half (directed ones rounded by hand: libdevice.metal's section ld_half).
+# ---------------------------------------------------------------------------------------------
+
+def _h(name, routine, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED):
+    return _half(name, routine, accuracy, signatures)
+
+
+def _h_ld(name, entry, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED, **kw):
+    return Function(name, signatures, {computation_type(signatures[0]): Routine(EMULATED, entry, **kw)}, accuracy)
+
+
+_FP16_BY_NAME = {f.name: f for f in FP16}
+_HCMP = ("bool(float16, float16)",)
+_TO_HALF = {"float": "float32", "int": "int32", "short": "int16", "ll": "int64", "uint": "uint32",
+            "ushort": "uint16", "ull": "uint64"}
+
+FP16_CUDA_C: tuple[Function, ...] = (
+    *(Function("__" + f.name, f.signatures, f.routines, f.accuracy) for f in FP16
+      if f.name in ("habs", "hadd", "hsub", "hmul", "hdiv", "hfma", "hneg", "heq", "hne", "hlt", "hle", "hgt",
+                    "hge")),
+    *(Function("__" + op + "_rn", _FP16_BY_NAME[op].signatures, _FP16_BY_NAME[op].routines, HALF_CORRECTLY_ROUNDED)
+      for op in ("hadd", "hsub", "hmul")),
+    _h_ld("__hadd_sat", "nm_h_add_sat"), _h_ld("__hsub_sat", "nm_h_sub_sat"), _h_ld("__hmul_sat", "nm_h_mul_sat"),
+    _h_ld("__hfma_sat", "nm_h_fma_sat", _H3), _h_ld("__hfma_relu", "nm_h_fma_relu", _H3),
+    _h("__hmax", metal("fmax"), accuracy=EXACT), _h("__hmin", metal("fmin"), accuracy=EXACT),
+    _h_ld("__hmax_nan", "nm_h_max_nan", accuracy=EXACT), _h_ld("__hmin_nan", "nm_h_min_nan", accuracy=EXACT),
+    *(_h_ld(f"__h{c}u", f"nm_h_{c}u", _HCMP, EXACT, result="bool") for c in ("eq", "ne", "lt", "le", "gt", "ge")),
+    _h("__hisnan", metal("isnan", result="bool"), ("bool(float16)",), EXACT),
+    _h_ld("__hisinf", "nm_h_isinf", ("int32(float16)",), EXACT, result="int32"),
+    _h_ld("__half_as_short", "nm_h_as_short", ("int16(float16)",), EXACT, result="int16"),
+    _h_ld("__half_as_ushort", "nm_h_as_ushort", ("uint16(float16)",), EXACT, result="uint16"),
+    _h_ld("__short_as_half", "nm_h_from_short_bits", ("float16(int16)",), EXACT, params=("int16",),
+          result="float16"),
+    _h_ld("__ushort_as_half", "nm_h_from_ushort_bits", ("float16(uint16)",), EXACT, params=("uint16",),
+          result="float16"),
+    Function("__half2float", ("float32(float16)",), {"float16": Routine(SAME)}, EXACT),
+    Function("__float2half", ("float16(float32)",), {"float32": Routine(SAME)}, HALF_CORRECTLY_ROUNDED),
+    # float64 to half rounded once (the float64 library's conversion); float32 in a kernel computing float64
+    # in float32.
+    Function("__double2half", ("float16(float64)",), {"float64": Routine(SAME), "float32": Routine(SAME)},
+             HALF_CORRECTLY_ROUNDED),
+    *(Function(f"__{src}2half_rn", (f"float16({t})",), {computation_type(f"float16({t})"): Routine(SAME)},
+               HALF_CORRECTLY_ROUNDED) for src, t in _TO_HALF.items()),
+    *(Function(f"__{src}2half_{mode}", (f"float16({t})",),
+               {computation_type(f"float16({t})"): Routine(EMULATED, "nm_h_from_float", params=("float32",),
+                                                           result="float16", extra=(code,))}, EXACT)
+      for src, t in _TO_HALF.items() for mode, code in (("rz", 1), ("rd", 2), ("ru", 3))),
+)
+
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "FP16_CUDA_C", "LIBDEVICE", "LIBDEVICE_NOT_YET", "FLOAT16_MATH",
            "argument_types", "result_type",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED", "TUPLE", "REFUSED", "tuple_members"]

@@ -13,7 +13,7 @@ import pytest
 from numba_metal import metal
 from numba_metal.compiler.frontend import infer_types
 from numba_metal.kernel_api import functions as F
-from numba_metal.kernel_api.libdevice import numba_type
+from numba_metal.kernel_api.pymath import numba_type
 
 ld = metal.libdevice
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -212,5 +212,5 @@ def test_bit_patterns_of_float64_are_refused_where_float64_is_computed_in_float3
     def k(x, out):
         out[0] = ld.double2hiint(x[0] * 0.5)
 
-    with pytest.raises(UnsupportedFeatureError, match=r"libdevice\.double2hiint needs float64 computed exactly"):
+    with pytest.raises(UnsupportedFeatureError, match=r"double2hiint: needs float64 computed exactly"):
         k.inspect_msl((metal.float32[:], metal.int32[:]))
