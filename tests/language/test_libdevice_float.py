@@ -3,10 +3,12 @@ every row typed exactly as numba.cuda types it (the checked-in list equals numba
 math functions against NumPy within the bound their row records (MSL Table 8.1 for float32, the float64
 library's measured bounds); bit patterns, halves, tuples and CUDA's special values by definition."""
 
+import math
 import os
 import subprocess
 import sys
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -214,3 +216,59 @@ def test_bit_patterns_of_float64_are_refused_where_float64_is_computed_in_float3
 
     with pytest.raises(UnsupportedFeatureError, match=r"double2hiint: needs float64 computed exactly"):
         k.inspect_msl((metal.float32[:], metal.int32[:]))
+
+
+#: The unary rows computed by the math table's routines: libdevice name -> (Python's math function, inputs).
+_MATH_UNARY = {name: (getattr(math, math_name), DOMAIN) for name, math_name, DOMAIN in (
+    ("acos", "acos", (-0.99, 0.99)), ("asin", "asin", (-0.99, 0.99)), ("atan", "atan", (-5, 5)),
+    ("acosh", "acosh", (1.1, 40)), ("asinh", "asinh", (-5, 5)), ("atanh", "atanh", (-0.9, 0.9)),
+    ("cosh", "cosh", (-5, 5)), ("erf", "erf", (-3, 3)), ("erfc", "erfc", (-2, 5)), ("lgamma", "lgamma", (0.6, 20)),
+    ("tgamma", "gamma", (0.2, 15)), ("cbrt", "cbrt", (-30, 30)), ("expm1", "expm1", (-3, 3)),
+    ("log1p", "log1p", (-0.5, 30)))}
+
+
+@pytest.mark.parametrize("name", sorted(_MATH_UNARY))
+@pytest.mark.parametrize("suffix,dtype", [("f", np.float32), ("", np.float64)])
+def test_math_table_rows_against_python_within_their_bound(name, suffix, dtype):
+    fn, (lo, hi) = _MATH_UNARY[name]
+    row = {f.name: f for f in F.LIBDEVICE}[name + suffix]
+    x = np.linspace(lo, hi, 41).astype(dtype)
+    out = np.zeros_like(x)
+    unary(getattr(ld, name + suffix))[1, x.size](x, out)
+    if dtype is np.float64:   # mpmath: CPython's gamma and lgamma are not correctly rounded
+        mp_fn = {"tgamma": mpmath.gamma, "lgamma": mpmath.loggamma}.get(name)
+        want = np.array([float(mp_fn(mpmath.mpf(float(v)))) if mp_fn else fn(float(v)) for v in x])
+    else:
+        want = np.array([fn(float(v)) for v in x])
+    err = _ulps(out, want, dtype)
+    absolute = np.abs(out.astype(np.float64) - want)
+    bound = row.accuracy.ulps if dtype is np.float32 else 1.0   # the float64 library: measured <= 0.52 ulp
+    assert ((err <= bound + 1e-9) | (absolute <= row.accuracy.absolute)).all(), (name + suffix, err.max())
+
+
+@metal.jit
+def fast(x, y, out):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i, 0] = ld.fast_sinf(x[i])
+        out[i, 1] = ld.fast_cosf(x[i])
+        out[i, 2] = ld.fast_expf(x[i])
+        out[i, 3] = ld.fast_logf(y[i])
+        out[i, 4] = ld.fast_log2f(y[i])
+        out[i, 5] = ld.fast_fdividef(x[i], y[i])
+
+
+def test_fast_functions_within_msl_fast_math_bounds():
+    """MSL Table 8.2 (fast math): sin/cos absolute error <= 2^-13 on [-pi, pi]; exp <= 3 + floor(|2x|) ulp;
+    log and log2 absolute error <= 2^-21 and 2^-22 on [0.5, 2]; x/y <= 2.5 ulp."""
+    x = np.linspace(-np.pi, np.pi, 101).astype(np.float32)
+    y = np.linspace(0.5, 2.0, 101).astype(np.float32)
+    out = np.zeros((x.size, 6), np.float32)
+    fast[1, x.size](x, y, out)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    assert np.abs(out[:, 0] - np.sin(x64)).max() <= 2 ** -13
+    assert np.abs(out[:, 1] - np.cos(x64)).max() <= 2 ** -13
+    assert (_ulps(out[:, 2], np.exp(x64), np.float32) <= 3 + np.floor(np.abs(2 * x64))).all()
+    assert np.abs(out[:, 3] - np.log(y64)).max() <= 2 ** -21
+    assert np.abs(out[:, 4] - np.log2(y64)).max() <= 2 ** -22
+    assert _ulps(out[:, 5], x64 / y64, np.float32).max() <= 2.5
