@@ -272,3 +272,74 @@ def test_fast_functions_within_msl_fast_math_bounds():
     assert np.abs(out[:, 3] - np.log(y64)).max() <= 2 ** -21
     assert np.abs(out[:, 4] - np.log2(y64)).max() <= 2 ** -22
     assert _ulps(out[:, 5], x64 / y64, np.float32).max() <= 2.5
+
+
+#: Binary rows: libdevice name (float64 form) -> the reference on float64 values.
+_BINARY = {"atan2": math.atan2, "copysign": math.copysign, "fmod": math.fmod, "hypot": math.hypot,
+           "pow": math.pow, "remainder": math.remainder, "fmax": np.fmax, "fmin": np.fmin,
+           "fdim": lambda a, b: a - b if a > b else 0.0}
+
+
+def binary(fn):
+    @metal.jit
+    def k(x, y, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = fn(x[i], y[i])
+    return k
+
+
+@pytest.mark.parametrize("name", sorted(_BINARY))
+@pytest.mark.parametrize("suffix,dtype", [("f", np.float32), ("", np.float64)])
+def test_binary_rows_within_their_bound(name, suffix, dtype):
+    row = {f.name: f for f in F.LIBDEVICE}[name + suffix]
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.1, 4, 40).astype(dtype)
+    y = rng.uniform(-3, 3, 40).astype(dtype)
+    out = np.zeros_like(x)
+    binary(getattr(ld, name + suffix))[1, x.size](x, y, out)
+    want = np.array([float(_BINARY[name](float(a), float(b))) for a, b in zip(x, y)])
+    bound = row.accuracy.ulps if dtype is np.float32 else 1.0
+    assert _ulps(out, want, dtype).max() <= max(bound, 0.5) + 1e-9, name + suffix
+
+
+@metal.jit
+def misc(x, n, f, i32, i64):
+    k = metal.grid(1)
+    if k < x.size:
+        f[k, 0] = ld.fmaf(x[k], x[k], -1.0)
+        f[k, 1] = ld.ldexpf(x[k], n[k])
+        f[k, 2] = ld.scalbnf(x[k], n[k])
+        f[k, 3] = ld.powif(x[k], n[k])
+        f[k, 4] = ld.nextafterf(x[k], 10.0)
+        i64[k, 0] = ld.llrintf(x[k] * 3.0)
+        i64[k, 1] = ld.llroundf(x[k] * 3.0)
+        i32[k, 0] = ld.float2int_rn(x[k] * 3.0)
+        i32[k, 1] = ld.float2int_rz(x[k] * 3.0)
+        i32[k, 2] = ld.float2int_rd(x[k] * 3.0)
+        i32[k, 3] = ld.float2int_ru(x[k] * 3.0)
+        i64[k, 2] = ld.float2ll_rd(x[k] * 3.0)
+        i64[k, 3] = ld.float2ull_ru(abs(x[k]) * 3.0)
+        i32[k, 4] = ld.float2uint_rz(abs(x[k]) * 3.0)
+
+
+def test_fma_scaling_powers_neighbours_and_conversions_to_integers():
+    x = np.array([1.5, -2.25, 0.5, 3.1, -0.7, 2.5, -2.5, 1.0001], np.float32)
+    n = np.array([3, -2, 5, 0, 1, 2, 4, -3], np.int32)
+    f = np.zeros((x.size, 5), np.float32)
+    i32 = np.zeros((x.size, 5), np.int32)
+    i64 = np.zeros((x.size, 4), np.int64)
+    misc[1, x.size](x, n, f, i32, i64)
+    np.testing.assert_array_equal(f[:, 0], (x.astype(np.float64) * x - 1).astype(np.float32))
+    np.testing.assert_array_equal(f[:, 1], np.ldexp(x, n))
+    np.testing.assert_array_equal(f[:, 2], np.ldexp(x, n))
+    assert _ulps(f[:, 3], x.astype(np.float64) ** n, np.float32).max() <= 16   # repeated products, MSL 8.1
+    np.testing.assert_array_equal(f[:, 4], np.nextafter(x, np.float32(10)))
+    y = x * np.float32(3.0)
+    np.testing.assert_array_equal(i64[:, 0], np.rint(y))
+    np.testing.assert_array_equal(i64[:, 1], np.trunc(y + np.copysign(np.float32(0.5), y)))
+    for k, fn in enumerate((np.rint, np.trunc, np.floor, np.ceil)):
+        np.testing.assert_array_equal(i32[:, k], fn(y))
+    np.testing.assert_array_equal(i64[:, 2], np.floor(y))
+    np.testing.assert_array_equal(i64[:, 3], np.ceil(np.abs(y)))
+    np.testing.assert_array_equal(i32[:, 4], np.trunc(np.abs(y)))
