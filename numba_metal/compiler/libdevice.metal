@@ -345,3 +345,21 @@ static inline half nm_h_from_float(float x, int mode) {
     if (mode == 3) return above ? r : nm_h_step(r, true);
     return (x > 0.0f) == above ? nm_h_step(r, x < 0.0f) : r;
 }
+// half to integers (CUDA's __half2int_rn ...): rounded by `mode` (0 to nearest even, 1 toward zero, 2 down,
+// 3 up), saturated to the `bits`-wide type; NaN gives 0, or 0x8000000000000000 for the 64-bit types.
+static inline float nm_h_rounded(half x, int mode) {
+    float f = float(x);
+    return mode == 0 ? rint(f) : (mode == 1 ? trunc(f) : (mode == 2 ? floor(f) : ceil(f)));
+}
+static inline long nm_h_to_signed(half x, int mode, int bits) {
+    if (isnan(x)) return bits == 64 ? long(0x8000000000000000UL) : 0L;
+    long hi = long((1UL << uint(bits - 1)) - 1UL), lo = -hi - 1L;
+    float f = nm_h_rounded(x, mode);
+    return f <= -65536.0f ? lo : (f >= 65536.0f ? hi : clamp(long(f), lo, hi));
+}
+static inline ulong nm_h_to_unsigned(half x, int mode, int bits) {
+    if (isnan(x)) return bits == 64 ? 0x8000000000000000UL : 0UL;
+    ulong hi = bits == 64 ? ~0UL : (1UL << uint(bits)) - 1UL;
+    float f = nm_h_rounded(x, mode);
+    return f <= 0.0f ? 0UL : (f >= 65536.0f ? hi : min(ulong(f), hi));
+}

@@ -72,6 +72,8 @@ FUNCTIONS: tuple[_F, ...] = (
     _F("nm_h_as_ushort", ("half",), "ushort", "ld_half", "fp16.__half_as_ushort", None),
     _F("nm_h_from_short_bits", ("short",), "half", "ld_half", "fp16.__short_as_half", None),
     _F("nm_h_from_ushort_bits", ("ushort",), "half", "ld_half", "fp16.__ushort_as_half", None),
+    _F("nm_h_to_signed", ("half", "int", "int"), "long", "ld_half", "fp16.__half2int_rn ...", None),
+    _F("nm_h_to_unsigned", ("half", "int", "int"), "ulong", "ld_half", "fp16.__half2uint_rn ...", None),
     _F("nm_h_from_float", ("float", "int"), "half", "ld_half", "fp16.__float2half_rz/rd/ru, __int2half_* ...", 0.0),
 )
 

@@ -554,8 +554,9 @@ FP16: tuple[Function, ...] = (
 # cuda_fp16.h): __hadd ... (the functions above), `_rn` forms (the plain operation: MSL's half arithmetic
 # is correctly rounded and never contracted here), `_sat` forms (clamped to [0, 1], NaN -> +0), __hfma_relu,
 # NaN-propagating __hmax_nan/__hmin_nan, NaN-ignoring __hmax/__hmin (CUDA's fmax/fmin), unordered
-# comparisons (`u`: true when either is NaN), __hisnan, __hisinf (-1, 0, 1), bit patterns, and conversions
-# to half (directed ones rounded by hand: libdevice.metal's section ld_half).
+# comparisons (`u`: true when either is NaN), __hisnan, __hisinf (-1, 0, 1), bit patterns, conversions
+# to half (directed ones rounded by hand) and from half to integers (CUDA's saturation and NaN values):
+# libdevice.metal's section ld_half.
 # ---------------------------------------------------------------------------------------------
 
 def _h(name, routine, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED):
@@ -567,6 +568,8 @@ def _h_ld(name, entry, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED, **kw):
 
 
 _FP16_BY_NAME = {f.name: f for f in FP16}
+_HMODES = ("rn", "rz", "rd", "ru")
+_HMODE_CODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
 _HCMP = ("bool(float16, float16)",)
 _TO_HALF = {"float": "float32", "int": "int32", "short": "int16", "ll": "int64", "uint": "uint32",
             "ushort": "uint16", "ull": "uint64"}
@@ -602,6 +605,14 @@ FP16_CUDA_C: tuple[Function, ...] = (
                {computation_type(f"float16({t})"): Routine(EMULATED, "nm_h_from_float", params=("float32",),
                                                            result="float16", extra=(code,))}, EXACT)
       for src, t in _TO_HALF.items() for mode, code in (("rz", 1), ("rd", 2), ("ru", 3))),
+    *(Function(f"__half2{dst}_{mode}", (f"{t}(float16)",),
+               {"float16": Routine(EMULATED, "nm_h_to_unsigned" if t.startswith("u") else "nm_h_to_signed",
+                                   result="uint64" if t.startswith("u") else "int64",
+                                   extra=(code, int(t.strip("uint"))))}, EXACT)
+      for dst, t, modes in (("char", "int8", ("rz",)), ("uchar", "uint8", ("rz",)), ("short", "int16", _HMODES),
+                            ("ushort", "uint16", _HMODES), ("int", "int32", _HMODES), ("uint", "uint32", _HMODES),
+                            ("ll", "int64", _HMODES), ("ull", "uint64", _HMODES))
+      for mode, code in ((m, _HMODE_CODES[m]) for m in modes)),
 )
 
 __all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "FP16_CUDA_C", "LIBDEVICE", "LIBDEVICE_NOT_YET", "FLOAT16_MATH",

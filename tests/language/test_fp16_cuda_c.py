@@ -148,3 +148,47 @@ def test_the_spellings_share_the_rows_of_numba_cudas_short_names():
         if short in by_name and short not in ("hmax", "hmin"):
             assert f.routines == by_name[short].routines
     assert infer_types(lambda a, b: fp16.__hadd(a, b), (types.float16, types.float16)).return_type == types.float16
+
+
+@metal.jit
+def from_half(x, i8, i16, i32, i64, u64, u32):
+    k = metal.grid(1)
+    if k < x.size:
+        i8[k] = fp16.__half2char_rz(x[k])
+        i16[k, 0] = fp16.__half2short_rn(x[k])
+        i16[k, 1] = fp16.__half2short_rd(x[k])
+        i32[k, 0] = fp16.__half2int_rn(x[k])
+        i32[k, 1] = fp16.__half2int_rz(x[k])
+        i32[k, 2] = fp16.__half2int_rd(x[k])
+        i32[k, 3] = fp16.__half2int_ru(x[k])
+        i64[k] = fp16.__half2ll_ru(x[k])
+        u64[k] = fp16.__half2ull_rz(x[k])
+        u32[k] = fp16.__half2uint_rd(x[k])
+
+
+def test_conversions_from_half_saturate_and_map_nan_as_cuda():
+    """CUDA's cuda_fp16.h: rounded in the named direction, saturated to the type; NaN gives 0, and
+    0x8000000000000000 for the 64-bit types."""
+    x = np.array([2.5, -2.5, 3.5, 1000.0, -40000.0, np.inf, -np.inf, np.nan, 0.75, -0.75], h)
+    i8 = np.zeros(x.size, np.int8)
+    i16 = np.zeros((x.size, 2), np.int16)
+    i32 = np.zeros((x.size, 4), np.int32)
+    i64 = np.zeros(x.size, np.int64)
+    u64 = np.zeros(x.size, np.uint64)
+    u32 = np.zeros(x.size, np.uint32)
+    from_half[1, x.size](x, i8, i16, i32, i64, u64, u32)
+    f = x.astype(np.float64)
+
+    def sat(v, dtype, nan=0):
+        info = np.iinfo(dtype)
+        return np.array([nan if np.isnan(e) else min(max(e, info.min), info.max) for e in v], dtype=object)
+
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(i8, sat(np.trunc(f), np.int8).astype(np.int8))
+        np.testing.assert_array_equal(i16[:, 0], sat(np.rint(f), np.int16).astype(np.int16))
+        np.testing.assert_array_equal(i16[:, 1], sat(np.floor(f), np.int16).astype(np.int16))
+        for k, fn in enumerate((np.rint, np.trunc, np.floor, np.ceil)):
+            np.testing.assert_array_equal(i32[:, k], sat(fn(f), np.int32).astype(np.int32))
+        np.testing.assert_array_equal(i64, sat(np.ceil(f), np.int64, -2 ** 63).astype(np.int64))
+        np.testing.assert_array_equal(u64, sat(np.trunc(f), np.uint64, 2 ** 63).astype(np.uint64))
+        np.testing.assert_array_equal(u32, sat(np.floor(f), np.uint32).astype(np.uint32))
