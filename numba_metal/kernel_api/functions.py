@@ -458,12 +458,14 @@ def _libdevice_routines() -> dict:
     r["ull2double_rn"] = ({"float64": Routine(SAME, params=("uint64",)),
                            "float32": Routine(SAME, params=("uint64",))}, CORRECTLY_ROUNDED)
     for mode, code in _MODES.items():
-        r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code, result="float32"), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code, result="float32"),
+                                      "float32": _NEEDS_EXACT}, EXACT)
         r[f"int2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
         r[f"uint2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",))}, EXACT)
         r[f"ll2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
         r[f"ull2float_{mode}"] = ({"float32": _ld("nm_ld_ull2float", code, params=("uint64",))}, EXACT)
-        r[f"ll2double_{mode}"] = ({"float64": _ld("nm_ld_ll2double", code, params=("int64",)), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"ll2double_{mode}"] = ({"float64": _ld("nm_ld_ll2double", code, params=("int64",)),
+                                   "float32": _NEEDS_EXACT}, EXACT)
         r[f"ull2double_{mode}"] = ({"float64": _ld("nm_ld_ull2double", code, params=("uint64",)),
                                     "float32": _NEEDS_EXACT}, EXACT)
         # float32 arithmetic, exact through float64 (libdevice.metal).
@@ -567,6 +569,10 @@ def _h_ld(name, entry, signatures=_H2, accuracy=HALF_CORRECTLY_ROUNDED, **kw):
     return Function(name, signatures, {computation_type(signatures[0]): Routine(EMULATED, entry, **kw)}, accuracy)
 
 
+def _sig(result: str, *args: str) -> str:
+    return result + "(" + ", ".join(args) + ")"
+
+
 _FP16_BY_NAME = {f.name: f for f in FP16}
 _HMODES = ("rn", "rz", "rd", "ru")
 _HMODE_CODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
@@ -599,13 +605,13 @@ FP16_CUDA_C: tuple[Function, ...] = (
     # in float32.
     Function("__double2half", ("float16(float64)",), {"float64": Routine(SAME), "float32": Routine(SAME)},
              HALF_CORRECTLY_ROUNDED),
-    *(Function(f"__{src}2half_rn", (f"float16({t})",), {computation_type(f"float16({t})"): Routine(SAME)},
+    *(Function(f"__{src}2half_rn", (_sig("float16", t),), {computation_type(_sig("float16", t)): Routine(SAME)},
                HALF_CORRECTLY_ROUNDED) for src, t in _TO_HALF.items()),
-    *(Function(f"__{src}2half_{mode}", (f"float16({t})",),
-               {computation_type(f"float16({t})"): Routine(EMULATED, "nm_h_from_float", params=("float32",),
+    *(Function(f"__{src}2half_{mode}", (_sig("float16", t),),
+               {computation_type(_sig("float16", t)): Routine(EMULATED, "nm_h_from_float", params=("float32",),
                                                            result="float16", extra=(code,))}, EXACT)
       for src, t in _TO_HALF.items() for mode, code in (("rz", 1), ("rd", 2), ("ru", 3))),
-    *(Function(f"__half2{dst}_{mode}", (f"{t}(float16)",),
+    *(Function(f"__half2{dst}_{mode}", (_sig(t, "float16"),),
                {"float16": Routine(EMULATED, "nm_h_to_unsigned" if t.startswith("u") else "nm_h_to_signed",
                                    result="uint64" if t.startswith("u") else "int64",
                                    extra=(code, int(t.strip("uint"))))}, EXACT)
@@ -615,6 +621,7 @@ FP16_CUDA_C: tuple[Function, ...] = (
       for mode, code in ((m, _HMODE_CODES[m]) for m in modes)),
 )
 
-__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "FP16_CUDA_C", "LIBDEVICE", "LIBDEVICE_NOT_YET", "FLOAT16_MATH",
-           "argument_types", "result_type",
-           "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED", "TUPLE", "REFUSED", "tuple_members"]
+__all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "FP16_CUDA_C",
+           "LIBDEVICE", "LIBDEVICE_NOT_YET", "LIBDEVICE_SIGNATURES", "FLOAT16_MATH", "argument_types", "result_type",
+           "tuple_members", "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME",
+           "EMULATED", "TUPLE", "REFUSED"]

@@ -57,7 +57,8 @@ NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "exp2": np.
          "tanh": np.tanh, "asinh": np.arcsinh, "expm1": np.expm1, "log1p": np.log1p, "cbrt": np.cbrt,
          "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "nearbyint": np.rint,
          "fabs": np.fabs, "exp10": lambda x: np.power(10.0, x), "rsqrt": lambda x: 1 / np.sqrt(x.astype(np.float64)),
-         "logb": lambda x: np.floor(np.log2(np.abs(x))), "sinpif": lambda x: np.where(x == np.round(x), 0.0, np.sin(np.pi * x.astype(np.float64))),
+         "logb": lambda x: np.floor(np.log2(np.abs(x))),
+         "sinpif": lambda x: np.where(x == np.round(x), 0.0, np.sin(np.pi * x.astype(np.float64))),
          "cospif": lambda x: np.cos(np.pi * x.astype(np.float64))}
 
 

@@ -176,5 +176,6 @@ def test_float64_directed_rounding_is_refused_where_float64_is_computed_in_float
     def k(x, out):
         out[0] = ld.double2float_rd(x[0] * 1.5)
 
-    with pytest.raises(UnsupportedFeatureError, match=r"double2float_rd: needs float64 computed exactly.*float64=.exact."):
+    with pytest.raises(UnsupportedFeatureError,
+                       match=r"double2float_rd: needs float64 computed exactly.*float64=.exact."):
         k.inspect_msl((metal.float32[:], metal.float32[:]))
