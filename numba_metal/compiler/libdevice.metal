@@ -363,3 +363,56 @@ static inline ulong nm_h_to_unsigned(half x, int mode, int bits) {
     float f = nm_h_rounded(x, mode);
     return f <= 0.0f ? 0UL : (f >= 65536.0f ? hi : min(ulong(f), hi));
 }
+
+//@@ ld_float_math requires: mathlib
+// rcbrtf as 1/cbrt (the math library's cbrt, 4 ulp, then one correctly rounded division); remquof's
+// quotient bits: the low three bits of n = x/y rounded half to even (remainder's n) with the sign of x/y,
+// from fmod(|x|, 8|y|) (exact; n's parity survives, 8 being even) and the remainder of that by |y|
+// (exact, at most 8 times |y| apart: rint recovers the count exactly).
+static inline float nm_ld_rcbrtf(float x) { return 1.0f / nm_cbrt(x); }
+static inline int nm_ld_remquo_bitsf(float x, float y) {
+    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0f) return 0;
+    float ax = fabs(x), ay = fabs(y);
+    float r8 = ay <= FLT_MAX / 8.0f ? fmod(ax, 8.0f * ay) : ax;
+    int n = int(rint((r8 - nm_remainder(r8, ay)) / ay)) & 7;
+    return signbit(x) != signbit(y) ? -n : n;
+}
+
+//@@ ld_float64_math requires: f64_base f64_add f64_mul f64_div f64_compare f64_round f64_int f64_fmod fm_trig fm_cbrt fm_misc
+// float64 sinpi/cospi: x = k/2 + r, |r| <= 1/4, k = rint(2x), both exact; the float64 library's sin or cos
+// (0.503 ulp) of pi r (one more rounding) by k's quadrant. |x| >= 2^52 is an integer: sinpi gives +-0 (the
+// sign of x), cospi +-1. rcbrt as 1/cbrt; remquo's quotient bits as remquof's.
+static inline nm_f64 nm_ld_pi_quadrant64(nm_f64 r, int q) {
+    nm_f64 t = nm_f64_mul(nm_f64_from_bits(0x400921FB54442D18UL), r);
+    nm_f64 v = (q & 1) != 0 ? nm_f64_cos(t) : nm_f64_sin(t);
+    return q >= 2 ? nm_f64_neg(v) : v;
+}
+static inline nm_f64 nm_ld_sinpi64(nm_f64 x) {
+    if (!nm_f64_isfinite(x)) return nm_f64_sub(x, x);
+    nm_f64 zero = nm_f64_from_bits(0UL);
+    if (nm_f64_ge(nm_f64_abs(x), nm_f64_from_bits(0x4330000000000000UL))) return nm_f64_copysign(zero, x);
+    nm_f64 k = nm_f64_rint(nm_f64_add(x, x));
+    nm_f64 r = nm_f64_sub(x, nm_f64_mul(nm_f64_from_bits(0x3FE0000000000000UL), k));
+    nm_f64 v = nm_ld_pi_quadrant64(r, int(nm_f64_to_i64(k) & 3L));
+    return nm_f64_eq(v, zero) ? nm_f64_copysign(zero, x) : v;
+}
+static inline nm_f64 nm_ld_cospi64(nm_f64 x) {
+    if (!nm_f64_isfinite(x)) return nm_f64_sub(x, x);
+    nm_f64 a = nm_f64_abs(x), one = nm_f64_from_bits(0x3FF0000000000000UL);
+    if (nm_f64_ge(a, nm_f64_from_bits(0x4340000000000000UL))) return one;
+    if (nm_f64_ge(a, nm_f64_from_bits(0x4330000000000000UL))) return (nm_f64_to_i64(a) & 1L) != 0L ? nm_f64_neg(one) : one;
+    nm_f64 k = nm_f64_rint(nm_f64_add(x, x));
+    nm_f64 r = nm_f64_sub(x, nm_f64_mul(nm_f64_from_bits(0x3FE0000000000000UL), k));
+    nm_f64 v = nm_ld_pi_quadrant64(r, int((nm_f64_to_i64(k) + 1L) & 3L));
+    return nm_f64_eq(v, nm_f64_from_bits(0UL)) ? nm_f64_from_bits(0UL) : v;
+}
+static inline nm_f64 nm_ld_rcbrt64(nm_f64 x) { return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), nm_f64_cbrt(x)); }
+static inline int nm_ld_remquo_bits64(nm_f64 x, nm_f64 y) {
+    nm_f64 zero = nm_f64_from_bits(0UL);
+    if (nm_f64_isnan(x) || nm_f64_isnan(y) || nm_f64_isinf(x) || nm_f64_eq(y, zero)) return 0;
+    nm_f64 ax = nm_f64_abs(x), ay = nm_f64_abs(y), eight = nm_f64_from_bits(0x4020000000000000UL);
+    nm_f64 r8 = nm_f64_le(ay, nm_f64_from_bits(0x7FBFFFFFFFFFFFFFUL)) ? nm_f64_fmod(ax, nm_f64_mul(eight, ay)) : ax;
+    nm_f64 n = nm_f64_rint(nm_f64_div(nm_f64_sub(r8, nm_f64_remainder(r8, ay)), ay));
+    int q = int(nm_f64_to_i64(n) & 7L);
+    return nm_f64_signbit(x) != nm_f64_signbit(y) ? -q : q;
+}

@@ -371,6 +371,20 @@ def _libdevice_routines() -> dict:
     r["sinpif"] = ({"float32": _ld("nm_ld_sinpi")}, pi_bound)
     r["cospif"] = ({"float32": _ld("nm_ld_cospi")}, pi_bound)
     r["sincospif"] = ({"float32": Routine(TUPLE, parts=(_ld("nm_ld_sinpi"), _ld("nm_ld_cospi")))}, pi_bound)
+    # float64: the float64 library's sin/cos (0.503 ulp) of pi r, one more rounding (libdevice.metal).
+    pi64_bound = Accuracy(1.5, "float64 library sin/cos and one rounding of pi r")
+    sinpi, cospi = Routine(EMULATED, "nm_ld_sinpi64"), Routine(EMULATED, "nm_ld_cospi64")
+    r["sinpi"] = ({"float64": sinpi, "float32": _ld("nm_ld_sinpi")}, pi64_bound)
+    r["cospi"] = ({"float64": cospi, "float32": _ld("nm_ld_cospi")}, pi64_bound)
+    r["sincospi"] = ({"float64": Routine(TUPLE, parts=(sinpi, cospi)),
+                      "float32": Routine(TUPLE, parts=(_ld("nm_ld_sinpi"), _ld("nm_ld_cospi")))}, pi64_bound)
+    # 1/cbrt: the float32 math library's cbrt (4 ulp) and a correctly rounded division; float64: 0.52 + 0.5.
+    r.update(_float_fn("rcbrt", _ld("nm_ld_rcbrtf"), _ld("nm_ld_rcbrt64"), mathlib_bound(4.5)))
+    # remquo: (remainder(x, y), the low three bits of its quotient with the sign of x/y), as CUDA's.
+    r.update(_float_fn("remquo", Routine(TUPLE, parts=(mathlib("nm_remainder"),
+                                                       _ld("nm_ld_remquo_bitsf", result="int32"))),
+                       Routine(TUPLE, parts=(emulated("nm_f64_remainder"),
+                                             _ld("nm_ld_remquo_bits64", result="int32"))), EXACT))
     sin, cos = MATH_BY_NAME["sin"].routines, MATH_BY_NAME["cos"].routines
     r.update(_float_fn("sincos", Routine(TUPLE, parts=(sin["float32"], cos["float32"])),
                        Routine(TUPLE, parts=(sin["float64"], cos["float64"])), MATH_BY_NAME["sin"].accuracy))

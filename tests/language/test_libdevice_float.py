@@ -58,8 +58,8 @@ NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "exp2": np.
          "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "nearbyint": np.rint,
          "fabs": np.fabs, "exp10": lambda x: np.power(10.0, x), "rsqrt": lambda x: 1 / np.sqrt(x.astype(np.float64)),
          "logb": lambda x: np.floor(np.log2(np.abs(x))),
-         "sinpif": lambda x: np.where(x == np.round(x), 0.0, np.sin(np.pi * x.astype(np.float64))),
-         "cospif": lambda x: np.cos(np.pi * x.astype(np.float64))}
+         "sinpif": lambda x: np.array([float(mpmath.sinpi(mpmath.mpf(float(v)))) for v in x]),
+         "cospif": lambda x: np.array([float(mpmath.cospi(mpmath.mpf(float(v)))) for v in x])}
 
 
 def _ulps(got, want, dtype):
@@ -82,15 +82,13 @@ def unary(fn):
 def test_math_rows_against_numpy_within_their_bound(name, suffix, dtype):
     lib_name = name if name.endswith("f") and name[:-1] in ("sinpi", "cospi") else name + suffix
     if name in ("sinpif", "cospif"):
-        if dtype is np.float64:
-            pytest.skip("float64 sinpi/cospi are not provided yet (LIBDEVICE_NOT_YET)")
-        lib_name = name
+        lib_name = name if dtype is np.float32 else name[:-1]
     row = {f.name: f for f in F.LIBDEVICE}[lib_name]
     x = np.linspace(0.05, 3.0, 61).astype(dtype)
     out = np.zeros_like(x)
     unary(getattr(ld, lib_name))[1, x.size](x, out)
     want = NUMPY[name](x.astype(np.float64))
-    bound = row.accuracy.ulps if dtype is np.float32 else 1.0   # the float64 library: measured <= 0.52 ulp
+    bound = row.accuracy.ulps if dtype is np.float32 else max(1.0, row.accuracy.ulps)   # float64 library: <= 0.52
     if lib_name == "rsqrtf":
         bound = 2.0   # libdevice's documented bound for rsqrtf (CUDA Math API); MSL Table 8.1 promises 0.5
     assert _ulps(out, want, dtype).max() <= max(bound, 0.5) + 1e-9, lib_name
@@ -344,3 +342,61 @@ def test_fma_scaling_powers_neighbours_and_conversions_to_integers():
     np.testing.assert_array_equal(i64[:, 2], np.floor(y))
     np.testing.assert_array_equal(i64[:, 3], np.ceil(np.abs(y)))
     np.testing.assert_array_equal(i32[:, 4], np.trunc(np.abs(y)))
+
+
+@metal.jit
+def pi_functions(x, out):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i, 0] = ld.sinpi(x[i])
+        out[i, 1] = ld.cospi(x[i])
+        s, c = ld.sincospi(x[i])
+        out[i, 2] = s
+        out[i, 3] = c
+        out[i, 4] = ld.rcbrt(x[i])
+
+
+def test_float64_sinpi_cospi_and_rcbrt_within_their_bounds():
+    x = np.concatenate([np.linspace(-3.3, 3.3, 67), [0.5, 1.0, 1.5, -2.0, 2.0 ** 52 + 1, 2.0 ** 53, 1e300, 0.0]])
+    out = np.zeros((x.size, 5))
+    pi_functions[1, x.size](x, out)
+    with mpmath.workdps(40):
+        sinpi = np.array([float(mpmath.sinpi(mpmath.mpf(v))) for v in x])
+        cospi = np.array([float(mpmath.cospi(mpmath.mpf(v))) for v in x])
+        rcbrt = np.array([float(1 / mpmath.cbrt(mpmath.mpf(v))) if v > 0 else np.nan for v in x])
+    bound = {f.name: f for f in F.LIBDEVICE}["sinpi"].accuracy.ulps
+    for col, want in ((0, sinpi), (1, cospi), (2, sinpi), (3, cospi)):
+        exact_zero = want == 0
+        assert (out[exact_zero, col] == 0).all()
+        assert _ulps(out[~exact_zero, col], want[~exact_zero], np.float64).max() <= bound
+    positive = x > 0
+    assert _ulps(out[positive, 4], rcbrt[positive], np.float64).max() <= 1.1
+
+
+@metal.jit
+def remquo_kernel(x, y, rem, quo, rem32, quo32):
+    i = metal.grid(1)
+    if i < x.size:
+        r, q = ld.remquo(x[i], y[i])
+        rem[i] = r
+        quo[i] = q
+        r32, q32 = ld.remquof(metal.float32(x[i]), metal.float32(y[i]))
+        rem32[i] = r32
+        quo32[i] = q32
+
+
+def test_remquo_gives_the_remainder_and_the_low_bits_of_its_quotient():
+    from fractions import Fraction
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-1e4, 1e4, 40), [7.0, -7.0, 5.0, 2.5, 1e30, 9.0]]).astype(np.float32)
+    y = np.concatenate([rng.uniform(-10, 10, 40), [2.0, 2.0, -2.0, 1.0, 3.0, 2.0]]).astype(np.float32)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    rem, quo = np.zeros(x.size), np.zeros(x.size, np.int32)
+    rem32, quo32 = np.zeros(x.size, np.float32), np.zeros(x.size, np.int32)
+    remquo_kernel[1, x.size](x64, y64, rem, quo, rem32, quo32)
+    for i in range(x.size):
+        q = Fraction(float(x64[i])) / Fraction(float(y64[i]))
+        n = round(q)   # Python rounds a Fraction half to even, as remainder's quotient
+        assert rem[i] == math.remainder(x64[i], y64[i]) and rem32[i] == rem[i]
+        for got in (quo[i], quo32[i]):
+            assert abs(int(got)) == abs(n) % 8 and (got == 0 or (got < 0) == (q < 0)), (x[i], y[i], got, n)
