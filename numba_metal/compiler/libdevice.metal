@@ -254,6 +254,27 @@ static inline nm_f64 nm_ld_dmul(nm_f64 a, nm_f64 b, int mode) {
     }
     return nm_ld_round_f64(p, nm_ld_sign(nm_f64_fma(a, b, nm_f64_neg(p))), mode);
 }
+// x / y: the sign of x - q y (one fma, exact unless it underflows) times y's gives the error's. Where it
+// could underflow, both sides are scaled by 2^600 without changing q: x and q when q is tiny (then |x| <
+// 2^124: no overflow), x and y when x is tiny (then |y| <= 2^-68). A zero divisor gives an exact infinity.
+static inline nm_f64 nm_ld_ddiv(nm_f64 x, nm_f64 y, int mode) {
+    nm_f64 q = nm_f64_div(x, y), zero = nm_f64_from_bits(0UL);
+    if (nm_f64_isinf(q) && nm_f64_isfinite(x) && nm_f64_isfinite(y) && !nm_f64_eq(y, zero))
+        return nm_ld_overflow(q, mode);
+    if (!nm_f64_isfinite(q)) return q;
+    nm_f64 tiny = nm_f64_from_bits(0x07B0000000000000UL);   // 2^-900
+    nm_f64 sx = x, sy = y, sq = q;
+    if (nm_f64_lt(nm_f64_abs(q), tiny)) {
+        sx = nm_f64_ldexp(x, 600);
+        sq = nm_f64_ldexp(q, 600);
+    } else if (nm_f64_lt(nm_f64_abs(x), tiny)) {
+        sx = nm_f64_ldexp(x, 600);
+        sy = nm_f64_ldexp(y, 600);
+    }
+    int err = nm_ld_sign(nm_f64_fma(nm_f64_neg(sq), sy, sx)) * (nm_f64_signbit(y) ? -1 : 1);
+    return nm_ld_round_f64(q, err, mode);
+}
+static inline nm_f64 nm_ld_drcp(nm_f64 x, int mode) { return nm_ld_ddiv(nm_f64_from_bits(0x3FF0000000000000UL), x, mode); }
 static inline nm_f64 nm_ld_dsqrt(nm_f64 a, int mode) {
     nm_f64 s = nm_f64_sqrt(a);
     if (!nm_f64_isfinite(s) || nm_f64_eq(s, nm_f64_from_bits(0UL))) return s;
@@ -270,7 +291,7 @@ static inline nm_f64 nm_ld_dsqrt(nm_f64 a, int mode) {
 // (within pow's bound, 10 being exact), 1/x (correctly rounded), rsqrt as 1/sqrt (two roundings: within 1 ulp), fdim, round
 // (half away from zero), logb and ilogb with CUDA's special values, hiloint2double.
 static inline nm_f64 nm_ld_exp10(nm_f64 x) { return nm_f64_pow(nm_f64_from_bits(0x4024000000000000UL), x); }
-static inline nm_f64 nm_ld_drcp(nm_f64 x) { return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), x); }
+static inline nm_f64 nm_ld_drcp_rn(nm_f64 x) { return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), x); }
 static inline nm_f64 nm_ld_rsqrt(nm_f64 x) {
     return nm_f64_div(nm_f64_from_bits(0x3FF0000000000000UL), nm_f64_sqrt(x));
 }

@@ -488,9 +488,10 @@ def _libdevice_routines() -> dict:
         r[f"frcp_{mode}"] = ({"float32": _ld("nm_ld_frcp", code)}, EXACT)
         r[f"fsqrt_{mode}"] = ({"float32": _ld("nm_ld_fsqrt", code)}, EXACT)
         r[f"fmaf_{mode}"] = ({"float32": _ld("nm_ld_fmaf", code)}, EXACT)
-        for op in ("dadd", "dmul"):
+        for op in ("dadd", "dmul", "ddiv"):
             r[f"{op}_{mode}"] = ({"float64": _ld("nm_ld_" + op, code), "float32": _NEEDS_EXACT}, EXACT)
         r[f"dsqrt_{mode}"] = ({"float64": _ld("nm_ld_dsqrt", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"drcp_{mode}"] = ({"float64": _ld("nm_ld_drcp", code), "float32": _NEEDS_EXACT}, EXACT)
     for op, symbol in (("fadd", "+"), ("fsub", "-"), ("fmul", "*"), ("fdiv", "/")):
         r[op + "_rn"] = ({"float32": Routine(OPERATOR, symbol)}, CORRECTLY_ROUNDED)
     for op, symbol in (("dadd", "+"), ("dmul", "*"), ("ddiv", "/")):
@@ -500,7 +501,7 @@ def _libdevice_routines() -> dict:
     r["fsqrt_rn"] = ({"float32": metal("sqrt")}, CORRECTLY_ROUNDED)
     r["frsqrt_rn"] = ({"float32": metal("rsqrt")}, CORRECTLY_ROUNDED)
     r["dsqrt_rn"] = ({"float64": emulated("nm_f64_sqrt"), "float32": metal("sqrt")}, CORRECTLY_ROUNDED)
-    r["drcp_rn"] = ({"float64": _ld("nm_ld_drcp"), "float32": _ld("nm_ld_rcp")}, CORRECTLY_ROUNDED)
+    r["drcp_rn"] = ({"float64": _ld("nm_ld_drcp_rn"), "float32": _ld("nm_ld_rcp")}, CORRECTLY_ROUNDED)
     return r
 
 

@@ -138,37 +138,49 @@ def arith64(x, y, out):
         out[i, 6] = ld.dsqrt_rz(abs(a)); out[i, 7] = ld.dsqrt_rd(abs(a)); out[i, 8] = ld.dsqrt_ru(abs(a))
         out[i, 9] = ld.double2float_rz(a); out[i, 10] = ld.double2float_rd(a); out[i, 11] = ld.double2float_ru(a)
         out[i, 12] = ld.ll2double_rd(metal.int64(a * 1e12)); out[i, 13] = ld.ll2double_ru(metal.int64(a * 1e12))
+        out[i, 14] = ld.ddiv_rz(a, b); out[i, 15] = ld.ddiv_rd(a, b); out[i, 16] = ld.ddiv_ru(a, b)
+        out[i, 17] = ld.drcp_rz(b); out[i, 18] = ld.drcp_rd(b); out[i, 19] = ld.drcp_ru(b)
 
 
 def test_float64_directed_arithmetic_and_conversions_are_exactly_rounded():
     f64 = np.dtype(np.float64)
     x, y = _operands(f64, n=24)
-    x = np.concatenate([x, [1e-160, 3e-170, 2.0 ** 1000]])   # products that underflow / overflow
-    y = np.concatenate([y, [1e-160, 7e-170, 2.0 ** 30]])
-    out = np.zeros((x.size, 14), np.float64)
+    # products and quotients that underflow (subnormal or zero) or overflow
+    x = np.concatenate([x, [1e-160, 3e-170, 2.0 ** 1000, 3e-300, 1e-310, 5e-324, 7.0, 1e300]])
+    y = np.concatenate([y, [1e-160, 7e-170, 2.0 ** 30, 3e20, 3.0, 3.0, 3e-310, 1e-10]])
+    out = np.zeros((x.size, 20), np.float64)
     arith64[1, x.size](x, y, out)
     for i in range(x.size):
         a, b = Fraction(float(x[i])), Fraction(float(y[i]))
         for m, mode in enumerate(("rz", "rd", "ru")):
             if abs(a + b) < Fraction(float(np.finfo(f64).max)):
                 assert out[i, m] == _directed(a + b, f64, mode), (i, mode)
-            if Fraction(2) ** -1074 < abs(a * b) < Fraction(float(np.finfo(f64).max)):
+            if abs(a * b) < Fraction(float(np.finfo(f64).max)):
                 assert out[i, 3 + m] == _directed(a * b, f64, mode), (i, mode, x[i], y[i])
             assert out[i, 6 + m] == _sqrt_directed(abs(a), f64, "rd" if mode == "rz" else mode)
+            if abs(a / b) < Fraction(float(np.finfo(f64).max)):
+                assert out[i, 14 + m] == _directed(a / b, f64, mode), (i, mode, x[i], y[i])
+            if abs(1 / b) < Fraction(float(np.finfo(f64).max)):
+                assert out[i, 17 + m] == _directed(1 / b, f64, mode), (i, mode, y[i])
             if abs(a) < Fraction(float(np.finfo(np.float32).max)) and abs(a) > Fraction(2) ** -126:
                 assert out[i, 9 + m] == _directed(a, np.dtype(np.float32), mode), (i, mode)
-        n = int(np.int64(x[i] * 1e12)) if abs(x[i] * 1e12) < 2 ** 63 else None
+        n = int(float(x[i]) * 1e12) if abs(float(x[i]) * 1e12) < 2 ** 63 else None
         if n is not None:
             assert out[i, 12] == _directed(Fraction(n), f64, "rd")
             assert out[i, 13] == _directed(Fraction(n), f64, "ru")
 
 
 def test_overflow_rounds_to_the_largest_float_toward_zero():
-    out = np.zeros((1, 14), np.float64)
-    arith64[1, 1](np.array([1e308]), np.array([1e308]), out)
+    """Overflow: the largest finite float64 unless rounding away from zero; x / 0 stays infinite."""
+    out = np.zeros((1, 20), np.float64)
+    arith64[1, 1](np.array([1e308]), np.array([1e-308]), out)
     big = np.finfo(np.float64).max
+    assert list(out[0, 14:17]) == [big, big, np.inf]
+    arith64[1, 1](np.array([1e308]), np.array([1e308]), out)
     assert list(out[0, :3]) == [big, big, np.inf]
     assert list(out[0, 3:6]) == [big, big, np.inf]
+    arith64[1, 1](np.array([1.0]), np.array([0.0]), out)   # division by zero is an exact infinity
+    assert list(out[0, 14:20]) == [np.inf] * 6
 
 
 def test_float64_directed_rounding_is_refused_where_float64_is_computed_in_float32():
