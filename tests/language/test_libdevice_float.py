@@ -17,6 +17,8 @@ from numba_metal.compiler.frontend import infer_types
 from numba_metal.kernel_api import functions as F
 from numba_metal.kernel_api.pymath import numba_type
 
+from elementwise import binary, unary
+
 ld = metal.libdevice
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -66,15 +68,6 @@ def _ulps(got, want, dtype):
     want = np.asarray(want, np.float64)
     spacing = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
     return np.abs(got.astype(np.float64) - want) / spacing
-
-
-def unary(fn):
-    @metal.jit
-    def k(x, out):
-        i = metal.grid(1)
-        if i < x.size:
-            out[i] = fn(x[i])
-    return k
 
 
 @pytest.mark.parametrize("name", sorted(NUMPY))
@@ -277,15 +270,6 @@ def test_fast_functions_within_msl_fast_math_bounds():
 _BINARY = {"atan2": math.atan2, "copysign": math.copysign, "fmod": math.fmod, "hypot": math.hypot,
            "pow": math.pow, "remainder": math.remainder, "fmax": np.fmax, "fmin": np.fmin,
            "fdim": lambda a, b: a - b if a > b else 0.0}
-
-
-def binary(fn):
-    @metal.jit
-    def k(x, y, out):
-        i = metal.grid(1)
-        if i < x.size:
-            out[i] = fn(x[i], y[i])
-    return k
 
 
 @pytest.mark.parametrize("name", sorted(_BINARY))

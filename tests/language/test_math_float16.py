@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from numba.core import types
 
-from numba_metal import metal
 from numba_metal.compiler.frontend import infer_types
 from numba_metal.kernel_api import functions as F
+
+from elementwise import unary
 
 NUMPY = {"sin": np.sin, "cos": np.cos, "ceil": np.ceil, "floor": np.floor, "sqrt": np.sqrt, "log": np.log,
          "log2": np.log2, "log10": np.log10, "exp": np.exp, "fabs": np.fabs, "trunc": np.trunc}
@@ -33,21 +34,12 @@ def test_result_type_is_float16(name):
         types.int64 if name in ("ceil", "floor", "trunc") else types.float32)
 
 
-def _kernel(fn):
-    @metal.jit
-    def k(x, out):
-        i = metal.grid(1)
-        if i < x.size:
-            out[i] = fn(x[i])
-    return k
-
-
 @pytest.mark.parametrize("name", F.FLOAT16_MATH)
 def test_values_within_msl_half_bounds(name):
     lo, hi = DOMAIN.get(name, (-100, 100))
     x = np.linspace(lo, hi, 97).astype(np.float16)
     out = np.zeros_like(x)
-    _kernel(getattr(math, name))[1, x.size](x, out)
+    unary(getattr(math, name))[1, x.size](x, out)
     exact = NUMPY[name](x.astype(np.float64))
     if name not in ONE_ULP:
         np.testing.assert_array_equal(out, exact.astype(np.float16))
