@@ -58,6 +58,8 @@ FUNCTIONS: tuple[_F, ...] = (
     _F("nm_ld_hiloint2double", ("int", "int"), F64, "ld_float64", "hiloint2double", None),
     _F("nm_ld_rcbrtf", ("float",), "float", "ld_float_math", "rcbrtf", 4.5),
     _F("nm_ld_remquo_bitsf", ("float", "float"), "int", "ld_float_math", "remquof", None),
+    _F("nm_ld_normcdff", ("float",), "float", "ld_float_math", "normcdff", 5.0),
+    _F("nm_ld_normcdf64", (F64,), F64, "ld_float64_math", "normcdf", 1.5),
     _F("nm_ld_sinpi64", (F64,), F64, "ld_float64_math", "sinpi", 1.5),
     _F("nm_ld_cospi64", (F64,), F64, "ld_float64_math", "cospi", 1.5),
     _F("nm_ld_rcbrt64", (F64,), F64, "ld_float64_math", "rcbrt", 1.1),

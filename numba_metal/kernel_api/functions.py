@@ -380,6 +380,10 @@ def _libdevice_routines() -> dict:
                       "float32": Routine(TUPLE, parts=(_ld("nm_ld_sinpi"), _ld("nm_ld_cospi")))}, pi64_bound)
     # 1/cbrt: the float32 math library's cbrt (4 ulp) and a correctly rounded division; float64: 0.52 + 0.5.
     r.update(_float_fn("rcbrt", _ld("nm_ld_rcbrtf"), _ld("nm_ld_rcbrt64"), mathlib_bound(4.5)))
+    # normcdf: erfc(-x/sqrt(2))/2 with the rounding of -x/sqrt(2) corrected (libdevice.metal): the math
+    # libraries' erfc (4 ulp float32, 0.51 float64) plus the final rounding and the correction's error.
+    r["normcdff"] = ({"float32": _ld("nm_ld_normcdff")}, mathlib_bound(5))
+    r["normcdf"] = ({"float64": _ld("nm_ld_normcdf64"), "float32": _ld("nm_ld_normcdff")}, mathlib_bound(5))
     # remquo: (remainder(x, y), the low three bits of its quotient with the sign of x/y), as CUDA's.
     r.update(_float_fn("remquo", Routine(TUPLE, parts=(mathlib("nm_remainder"),
                                                        _ld("nm_ld_remquo_bitsf", result="int32"))),
