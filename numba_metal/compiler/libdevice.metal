@@ -455,3 +455,83 @@ static inline int nm_ld_remquo_bits64(nm_f64 x, nm_f64 y) {
     int q = int(nm_f64_to_i64(n) & 7L);
     return nm_f64_signbit(x) != nm_f64_signbit(y) ? -q : q;
 }
+
+//@@ ld_erfinv requires: f64_base f64_add f64_mul f64_div f64_sqrt f64_compare f64_float f64_int fm_erf fm_exp fm_log
+// erfinv, erfcinv and normcdfinv on the emulated float64 (the float32 forms round its result once more,
+// so they are slow: several float64 erf/erfc, exp and log per call). Start: Winitzki's approximation
+// (S. Winitzki, "A handy approximation for the error function and its inverse", 2008; a = 0.147, relative
+// error about 2e-3), from ln(1 - y^2) given as ln(w (2 - w)) with w = 1 - |y| exact in the tail. Then
+// Newton's method: on erf for |y| <= 1/2; in the tail on ln erfc (nearly linear there, so it converges
+// from the start even at the smallest subnormal argument), x += ln(erfc(x)/w) sqrt(pi)/2 exp(x^2 + ln
+// erfc(x)).
+static inline nm_f64 nm_ld_erfinv_start(nm_f64 ln_one_minus_y2) {
+    nm_f64 g = nm_f64_add(nm_f64_from_bits(0x401152AF46B7C65EUL),
+                          nm_f64_mul(nm_f64_from_bits(0x3FE0000000000000UL), ln_one_minus_y2));
+    nm_f64 root = nm_f64_sqrt(nm_f64_sub(nm_f64_mul(g, g),
+                                         nm_f64_mul(ln_one_minus_y2, nm_f64_from_bits(0x401B35FC845A8ECDUL))));
+    return nm_f64_sqrt(nm_f64_sub(root, g));
+}
+// erfinv(a) for 0 <= a <= 1/2.
+static inline nm_f64 nm_ld_erfinv_center(nm_f64 a) {
+    nm_f64 one = nm_f64_from_bits(0x3FF0000000000000UL), half_sqrt_pi = nm_f64_from_bits(0x3FEC5BF891B4EF6BUL);
+    if (nm_f64_eq(a, nm_f64_from_bits(0UL))) return a;
+    nm_f64 x = nm_ld_erfinv_start(nm_f64_log(nm_f64_sub(one, nm_f64_mul(a, a))));
+    for (int i = 0; i < 4; ++i) {
+        nm_f64 r = nm_f64_sub(nm_f64_erf(x), a);
+        x = nm_f64_sub(x, nm_f64_mul(nm_f64_mul(r, half_sqrt_pi), nm_f64_exp(nm_f64_mul(x, x))));
+    }
+    return x;
+}
+// ln erfc(x) for x >= 26 (erfc(x) below 2^-1000, where its subnormal values would lose the digits Newton's
+// method needs): -x^2 - ln(x sqrt(pi)) + ln(1 + sum_k (-1)^k (2k-1)!! / (2x^2)^k), the asymptotic series
+// (Abramowitz and Stegun 7.1.23), eight terms: the next is below 2^-56 there.
+static inline nm_f64 nm_ld_log_erfc_large(nm_f64 x) {
+    nm_f64 one = nm_f64_from_bits(0x3FF0000000000000UL);
+    nm_f64 u = nm_f64_div(one, nm_f64_mul(nm_f64_from_bits(0x4000000000000000UL), nm_f64_mul(x, x)));
+    nm_f64 term = one, sum = one;
+    for (int k = 1; k <= 8; ++k) {
+        term = nm_f64_neg(nm_f64_mul(term, nm_f64_mul(u, nm_f64_from_i32(2 * k - 1))));
+        sum = nm_f64_add(sum, term);
+    }
+    nm_f64 ln_sqrt_pi = nm_f64_from_bits(0x3FE250D048E7A1BDUL);
+    return nm_f64_sub(nm_f64_log(sum), nm_f64_add(nm_f64_mul(x, x), nm_f64_add(nm_f64_log(x), ln_sqrt_pi)));
+}
+// erfcinv(w) for 0 < w <= 1/2.
+static inline nm_f64 nm_ld_erfcinv_tail(nm_f64 w) {
+    nm_f64 two = nm_f64_from_bits(0x4000000000000000UL), half_sqrt_pi = nm_f64_from_bits(0x3FEC5BF891B4EF6BUL);
+    nm_f64 x = nm_ld_erfinv_start(nm_f64_log(nm_f64_mul(w, nm_f64_sub(two, w))));
+    nm_f64 lw = nm_f64_log(w);
+    for (int i = 0; i < 6; ++i) {
+        nm_f64 le = nm_f64_ge(x, nm_f64_from_bits(0x403A000000000000UL)) ? nm_ld_log_erfc_large(x)
+                                                                        : nm_f64_log(nm_f64_erfc(x));
+        nm_f64 scale = nm_f64_exp(nm_f64_add(nm_f64_mul(x, x), le));
+        x = nm_f64_add(x, nm_f64_mul(nm_f64_mul(nm_f64_sub(le, lw), half_sqrt_pi), scale));
+    }
+    return x;
+}
+static inline nm_f64 nm_ld_erfinv64(nm_f64 y) {
+    nm_f64 one = nm_f64_from_bits(0x3FF0000000000000UL), a = nm_f64_abs(y);
+    if (nm_f64_isnan(y) || nm_f64_gt(a, one)) return nm_f64_from_bits(0x7FF8000000000000UL);
+    if (nm_f64_eq(a, one)) return nm_f64_copysign(nm_f64_from_bits(0x7FF0000000000000UL), y);
+    nm_f64 x = nm_f64_le(a, nm_f64_from_bits(0x3FE0000000000000UL)) ? nm_ld_erfinv_center(a)
+                                                                   : nm_ld_erfcinv_tail(nm_f64_sub(one, a));
+    return nm_f64_copysign(x, y);
+}
+static inline nm_f64 nm_ld_erfcinv64(nm_f64 w) {
+    nm_f64 zero = nm_f64_from_bits(0UL), one = nm_f64_from_bits(0x3FF0000000000000UL);
+    nm_f64 two = nm_f64_from_bits(0x4000000000000000UL), half_ = nm_f64_from_bits(0x3FE0000000000000UL);
+    if (nm_f64_isnan(w) || nm_f64_lt(w, zero) || nm_f64_gt(w, two)) return nm_f64_from_bits(0x7FF8000000000000UL);
+    if (nm_f64_eq(w, zero)) return nm_f64_from_bits(0x7FF0000000000000UL);
+    if (nm_f64_eq(w, two)) return nm_f64_from_bits(0xFFF0000000000000UL);
+    if (nm_f64_le(w, half_)) return nm_ld_erfcinv_tail(w);
+    if (nm_f64_ge(w, nm_f64_from_bits(0x3FF8000000000000UL))) return nm_f64_neg(nm_ld_erfcinv_tail(nm_f64_sub(two, w)));
+    nm_f64 y = nm_f64_sub(one, w);   // exact, |y| < 1/2
+    return nm_f64_copysign(nm_ld_erfinv_center(nm_f64_abs(y)), y);
+}
+// normcdfinv(p) = -sqrt(2) erfcinv(2 p).
+static inline nm_f64 nm_ld_normcdfinv64(nm_f64 p) {
+    return nm_f64_mul(nm_f64_from_bits(0xBFF6A09E667F3BCDUL), nm_ld_erfcinv64(nm_f64_add(p, p)));
+}
+static inline float nm_ld_erfinvf(float y) { return nm_f64_to_f32(nm_ld_erfinv64(nm_f64_from_f32(y))); }
+static inline float nm_ld_erfcinvf(float w) { return nm_f64_to_f32(nm_ld_erfcinv64(nm_f64_from_f32(w))); }
+static inline float nm_ld_normcdfinvf(float p) { return nm_f64_to_f32(nm_ld_normcdfinv64(nm_f64_from_f32(p))); }

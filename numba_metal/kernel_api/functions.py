@@ -384,6 +384,12 @@ def _libdevice_routines() -> dict:
     # libraries' erfc (4 ulp float32, 0.51 float64) plus the final rounding and the correction's error.
     r["normcdff"] = ({"float32": _ld("nm_ld_normcdff")}, mathlib_bound(5))
     r["normcdf"] = ({"float64": _ld("nm_ld_normcdf64"), "float32": _ld("nm_ld_normcdff")}, mathlib_bound(5))
+    # erfinv, erfcinv, normcdfinv: Newton's method on the float64 library's erf/erfc (libdevice.metal); the
+    # float32 forms are its result rounded once more. Bounds: tests/language/test_libdevice_float.py's.
+    inverse_bound = Accuracy(2.0, "measured against mpmath (float32: within 1 ulp)")
+    for name in ("erfinv", "erfcinv", "normcdfinv"):
+        r[name] = ({"float64": _ld("nm_ld_" + name + "64"), "float32": _ld("nm_ld_" + name + "f")}, inverse_bound)
+        r[name + "f"] = ({"float32": _ld("nm_ld_" + name + "f")}, inverse_bound)
     # remquo: (remainder(x, y), the low three bits of its quotient with the sign of x/y), as CUDA's.
     r.update(_float_fn("remquo", Routine(TUPLE, parts=(mathlib("nm_remainder"),
                                                        _ld("nm_ld_remquo_bitsf", result="int32"))),

@@ -402,3 +402,56 @@ def test_normcdf_within_its_bound_into_the_tail():
         want64 = np.array([ref(v) for v in x64])
     assert _ulps(out32, want32, np.float32).max() <= 5
     assert _ulps(out64, want64, np.float64).max() <= 1.5
+
+
+@metal.jit
+def inverses(y, w, p, out):
+    i = metal.grid(1)
+    if i < y.size:
+        out[i, 0] = ld.erfinv(y[i])
+        out[i, 1] = ld.erfcinv(w[i])
+        out[i, 2] = ld.normcdfinv(p[i])
+
+
+@metal.jit
+def inverses32(y, w, p, out):
+    i = metal.grid(1)
+    if i < y.size:
+        out[i, 0] = ld.erfinvf(y[i])
+        out[i, 1] = ld.erfcinvf(w[i])
+        out[i, 2] = ld.normcdfinvf(p[i])
+
+
+def test_inverse_error_functions_against_mpmath():
+    """erfinv, erfcinv, normcdfinv within 2, 2 and 2.5 ulp (float64) and 1 ulp (float32: the float64
+    result rounded once more), over the centre and far into the tail (erfcinv of 1e-300 and of the
+    smallest subnormal), with the special values at the ends of the domain."""
+    y = np.concatenate([np.linspace(-0.999, 0.999, 61), [1e-300, -1e-20, 0.5, 1 - 2 ** -52]])
+    w = np.concatenate([np.geomspace(1e-300, 1.0, 40), np.linspace(0.5, 1.99, 21), [5e-324, 2 - 2 ** -51]])
+    p = np.concatenate([np.geomspace(1e-300, 0.5, 30), np.linspace(0.5, 1 - 1e-12, 21)])
+    n = max(y.size, w.size, p.size)
+    y, w, p = (np.resize(a, n) for a in (y, w, p))
+    out = np.zeros((n, 3))
+    inverses[1, n](y, w, p, out)
+    with mpmath.workdps(50):
+        want_y = [float(mpmath.erfinv(mpmath.mpf(float(a)))) for a in y]
+    with mpmath.workdps(360):   # 1 - w for w down to 5e-324
+        want = np.array([want_y, [float(mpmath.erfinv(1 - mpmath.mpf(float(a)))) for a in w],
+                         [float(-mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(float(a)))) for a in p]]).T
+    for col, bound in ((0, 2.0), (1, 2.0), (2, 2.5)):
+        assert _ulps(out[:, col], want[:, col], np.float64).max() <= bound, col
+    y32, w32, p32 = (a.astype(np.float32) for a in (y, w, p))
+    ok = (np.abs(y32) < 1) & (w32 > 1e-37) & (w32 < 2) & (p32 > 1e-37) & (p32 < 1)
+    out32 = np.zeros((n, 3), np.float32)
+    inverses32[1, n](y32, w32, p32, out32)
+    with mpmath.workdps(50):
+        want32 = np.array([[float(mpmath.erfinv(mpmath.mpf(float(a)))) for a in y32],
+                           [float(mpmath.erfinv(1 - mpmath.mpf(float(a)))) for a in w32],
+                           [float(-mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(float(a)))) for a in p32]]).T
+    assert _ulps(out32[ok], want32[ok], np.float32).max() <= 1.0
+    edge = np.zeros((4, 3))
+    inverses[1, 4](np.array([1.0, -1.0, 2.0, np.nan]), np.array([0.0, 2.0, -0.5, np.nan]),
+                   np.array([0.0, 1.0, 1.5, np.nan]), edge)
+    assert list(edge[:2, 0]) == [np.inf, -np.inf] and np.isnan(edge[2:, 0]).all()
+    assert list(edge[:2, 1]) == [np.inf, -np.inf] and np.isnan(edge[2:, 1]).all()
+    assert list(edge[:2, 2]) == [-np.inf, np.inf] and np.isnan(edge[2:, 2]).all()
