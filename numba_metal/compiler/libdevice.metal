@@ -456,7 +456,7 @@ static inline int nm_ld_remquo_bits64(nm_f64 x, nm_f64 y) {
     return nm_f64_signbit(x) != nm_f64_signbit(y) ? -q : q;
 }
 
-//@@ ld_erfinv requires: f64_base f64_add f64_mul f64_div f64_sqrt f64_compare f64_float f64_int fm_erf fm_exp fm_log
+//@@ ld_erfinv requires: f64_base f64_add f64_mul f64_div f64_sqrt f64_fma f64_compare f64_float f64_int fm_erf fm_exp fm_log
 // erfinv, erfcinv and normcdfinv on the emulated float64 (the float32 forms round its result once more,
 // so they are slow: several float64 erf/erfc, exp and log per call). Start: Winitzki's approximation
 // (S. Winitzki, "A handy approximation for the error function and its inverse", 2008; a = 0.147, relative
@@ -482,10 +482,11 @@ static inline nm_f64 nm_ld_erfinv_center(nm_f64 a) {
     }
     return x;
 }
-// ln erfc(x) for x >= 26 (erfc(x) below 2^-1000, where its subnormal values would lose the digits Newton's
-// method needs): -x^2 - ln(x sqrt(pi)) + ln(1 + sum_k (-1)^k (2k-1)!! / (2x^2)^k), the asymptotic series
-// (Abramowitz and Stegun 7.1.23), eight terms: the next is below 2^-56 there.
-static inline nm_f64 nm_ld_log_erfc_large(nm_f64 x) {
+// For x >= 26: erfc(x) = exp(-x^2) / (x sqrt(pi)) (1 + sum_k (-1)^k (2k-1)!! / (2x^2)^k), the asymptotic
+// series (Abramowitz and Stegun 7.1.23); eight terms, the next being below 2^-56 there. nm_ld_erfc_series
+// is the bracket. ln erfc(x) from it where erfc(x) is below 2^-1000 and its subnormal values would lose
+// the digits Newton's method needs; erfcx(x) = exp(x^2) erfc(x) from it where exp(x^2) would overflow.
+static inline nm_f64 nm_ld_erfc_series(nm_f64 x) {
     nm_f64 one = nm_f64_from_bits(0x3FF0000000000000UL);
     nm_f64 u = nm_f64_div(one, nm_f64_mul(nm_f64_from_bits(0x4000000000000000UL), nm_f64_mul(x, x)));
     nm_f64 term = one, sum = one;
@@ -493,9 +494,26 @@ static inline nm_f64 nm_ld_log_erfc_large(nm_f64 x) {
         term = nm_f64_neg(nm_f64_mul(term, nm_f64_mul(u, nm_f64_from_i32(2 * k - 1))));
         sum = nm_f64_add(sum, term);
     }
-    nm_f64 ln_sqrt_pi = nm_f64_from_bits(0x3FE250D048E7A1BDUL);
-    return nm_f64_sub(nm_f64_log(sum), nm_f64_add(nm_f64_mul(x, x), nm_f64_add(nm_f64_log(x), ln_sqrt_pi)));
+    return sum;
 }
+static inline nm_f64 nm_ld_log_erfc_large(nm_f64 x) {
+    nm_f64 ln_sqrt_pi = nm_f64_from_bits(0x3FE250D048E7A1BDUL);
+    return nm_f64_sub(nm_f64_log(nm_ld_erfc_series(x)),
+                      nm_f64_add(nm_f64_mul(x, x), nm_f64_add(nm_f64_log(x), ln_sqrt_pi)));
+}
+// erfcx(x) = exp(x^2) erfc(x): below 26, erfc(x) times exp(x^2) with x^2 = hi + lo split exactly by fma
+// (exp(hi) (1 + lo): a rounded x^2 would cost 2^-53 x^2, 300 ulp at x = 26); above, the series.
+static inline nm_f64 nm_ld_erfcx64(nm_f64 x) {
+    if (nm_f64_isnan(x)) return x;
+    if (nm_f64_ge(x, nm_f64_from_bits(0x403A000000000000UL))) {
+        nm_f64 x_sqrt_pi = nm_f64_mul(x, nm_f64_from_bits(0x3FFC5BF891B4EF6BUL));
+        return nm_f64_div(nm_ld_erfc_series(x), x_sqrt_pi);
+    }
+    nm_f64 hi = nm_f64_mul(x, x), lo = nm_f64_fma(x, x, nm_f64_neg(hi));
+    nm_f64 e = nm_f64_mul(nm_f64_exp(hi), nm_f64_add(nm_f64_from_bits(0x3FF0000000000000UL), lo));
+    return nm_f64_mul(nm_f64_erfc(x), e);
+}
+static inline float nm_ld_erfcxf(float x) { return nm_f64_to_f32(nm_ld_erfcx64(nm_f64_from_f32(x))); }
 // erfcinv(w) for 0 < w <= 1/2.
 static inline nm_f64 nm_ld_erfcinv_tail(nm_f64 w) {
     nm_f64 two = nm_f64_from_bits(0x4000000000000000UL), half_sqrt_pi = nm_f64_from_bits(0x3FEC5BF891B4EF6BUL);

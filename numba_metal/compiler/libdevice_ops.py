@@ -66,6 +66,8 @@ FUNCTIONS: tuple[_F, ...] = (
     _F("nm_ld_erfinvf", ("float",), "float", "ld_erfinv", "erfinvf", 0.5),
     _F("nm_ld_erfcinvf", ("float",), "float", "ld_erfinv", "erfcinvf", 0.5),
     _F("nm_ld_normcdfinvf", ("float",), "float", "ld_erfinv", "normcdfinvf", 0.5),
+    _F("nm_ld_erfcx64", (F64,), F64, "ld_erfinv", "erfcx", 3.0),
+    _F("nm_ld_erfcxf", ("float",), "float", "ld_erfinv", "erfcxf", 0.5),
     _F("nm_ld_sinpi64", (F64,), F64, "ld_float64_math", "sinpi", 1.5),
     _F("nm_ld_cospi64", (F64,), F64, "ld_float64_math", "cospi", 1.5),
     _F("nm_ld_rcbrt64", (F64,), F64, "ld_float64_math", "rcbrt", 1.1),

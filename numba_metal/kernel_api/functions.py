@@ -390,6 +390,9 @@ def _libdevice_routines() -> dict:
     for name in ("erfinv", "erfcinv", "normcdfinv"):
         r[name] = ({"float64": _ld("nm_ld_" + name + "64"), "float32": _ld("nm_ld_" + name + "f")}, inverse_bound)
         r[name + "f"] = ({"float32": _ld("nm_ld_" + name + "f")}, inverse_bound)
+    # erfcx: exp(x^2) erfc(x) on the float64 library (libdevice.metal); the float32 form rounds it once more.
+    r.update(_float_fn("erfcx", _ld("nm_ld_erfcxf"), _ld("nm_ld_erfcx64"),
+                       Accuracy(3.0, "measured against mpmath (float32: within 1 ulp)")))
     # remquo: (remainder(x, y), the low three bits of its quotient with the sign of x/y), as CUDA's.
     r.update(_float_fn("remquo", Routine(TUPLE, parts=(mathlib("nm_remainder"),
                                                        _ld("nm_ld_remquo_bitsf", result="int32"))),
