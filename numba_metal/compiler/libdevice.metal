@@ -202,7 +202,7 @@ static inline nm_f64 nm_ld_ll2double(long v, int mode) {
 }
 static inline nm_f64 nm_ld_ull2double(ulong v, int mode) { return nm_ld_u64_to_f64(v, false, mode); }
 
-//@@ ld_directed64 requires: ld_directed32 f64_frexp f64_nextafter
+//@@ ld_directed64 requires: ld_directed32 f64_frexp f64_nextafter f64_fma
 // float64 with directed rounding: s (rounded to nearest) moved one step when its exact error e (of sign
 // err) points the other way; an overflow to infinity comes back to the largest finite value when the
 // mode rounds toward zero.
@@ -275,6 +275,69 @@ static inline nm_f64 nm_ld_ddiv(nm_f64 x, nm_f64 y, int mode) {
     return nm_ld_round_f64(q, err, mode);
 }
 static inline nm_f64 nm_ld_drcp(nm_f64 x, int mode) { return nm_ld_ddiv(nm_f64_from_bits(0x3FF0000000000000UL), x, mode); }
+// x y + z: the error of s = fma(x, y, z) is p_hi + p_lo + z - s, p_hi + p_lo = x y exactly (one fma),
+// whose sign Shewchuk's expansion arithmetic gives exactly (J. R. Shewchuk, Adaptive Precision
+// Floating-Point Arithmetic and Fast Robust Geometric Predicates, 1997: Grow-Expansion with TwoSum; the
+// largest nonzero component of the expansion has the sum's sign). Scaled by 2^600 where p_lo could
+// underflow (p tiny; unless z is large, when s = z and the error is the product's sign), by 2^-64 where
+// a TwoSum could overflow.
+static inline nm_f64 nm_ld_two_sum(nm_f64 a, nm_f64 b, thread nm_f64 &err) {
+    nm_f64 sum = nm_f64_add(a, b);
+    nm_f64 bv = nm_f64_sub(sum, a), av = nm_f64_sub(sum, bv);
+    err = nm_f64_add(nm_f64_sub(a, av), nm_f64_sub(b, bv));
+    return sum;
+}
+// The sign of a + b + c + d, exactly.
+static inline int nm_ld_sign_of_sum4(nm_f64 a, nm_f64 b, nm_f64 c, nm_f64 d) {
+    nm_f64 e[4];
+    e[0] = a;
+    int n = 1;
+    nm_f64 terms[3] = {b, c, d};
+    for (int t = 0; t < 3; ++t) {
+        nm_f64 q = terms[t];
+        for (int i = 0; i < n; ++i) {
+            nm_f64 h;
+            q = nm_ld_two_sum(q, e[i], h);
+            e[i] = h;
+        }
+        e[n] = q;
+        n += 1;
+    }
+    for (int i = 3; i >= 0; --i) {
+        int sign = nm_ld_sign(e[i]);
+        if (sign != 0) return sign;
+    }
+    return 0;
+}
+static inline nm_f64 nm_ld_dfma(nm_f64 x, nm_f64 y, nm_f64 z, int mode) {
+    nm_f64 s = nm_f64_fma(x, y, z), zero = nm_f64_from_bits(0UL);
+    if (nm_f64_isinf(s) && nm_f64_isfinite(x) && nm_f64_isfinite(y) && nm_f64_isfinite(z))
+        return nm_ld_overflow(s, mode);
+    if (!nm_f64_isfinite(s)) return s;
+    if (nm_f64_eq(s, zero)) {   // an exact zero: signed as the sum of x y and z (IEEE 754 6.3)
+        nm_f64 p = nm_f64_mul(x, y);
+        bool exact = nm_ld_sign_of_sum4(p, nm_f64_fma(x, y, nm_f64_neg(p)), z, zero) == 0;
+        if (exact) return mode == 2 && (nm_f64_signbit(p) || nm_f64_signbit(z)) ? nm_f64_from_bits(0x8000000000000000UL) : s;
+    }
+    nm_f64 tiny = nm_f64_from_bits(0x07B0000000000000UL), big = nm_f64_from_bits(0x7E30000000000000UL);  // 2^-900, 2^996
+    nm_f64 sx = x, sy = y, sz = z, ss = s;
+    nm_f64 p = nm_f64_mul(x, y);
+    if (nm_f64_lt(nm_f64_abs(p), tiny)) {
+        if (nm_f64_ge(nm_f64_abs(z), nm_f64_from_bits(0x58F0000000000000UL))) {   // |z| >= 2^400: s = z
+            int product = nm_f64_eq(x, zero) || nm_f64_eq(y, zero) ? 0 : (nm_f64_signbit(x) != nm_f64_signbit(y) ? -1 : 1);
+            return nm_ld_round_f64(s, nm_f64_eq(s, z) ? product : nm_ld_sign(nm_f64_sub(z, s)), mode);
+        }
+        if (nm_f64_lt(nm_f64_abs(x), nm_f64_abs(y))) sx = nm_f64_ldexp(x, 600); else sy = nm_f64_ldexp(y, 600);
+        sz = nm_f64_ldexp(z, 600);
+        ss = nm_f64_ldexp(s, 600);
+    } else if (nm_f64_ge(nm_f64_abs(p), big) || nm_f64_ge(nm_f64_abs(z), big) || nm_f64_ge(nm_f64_abs(s), big)) {
+        if (nm_f64_lt(nm_f64_abs(x), nm_f64_abs(y))) sy = nm_f64_ldexp(y, -64); else sx = nm_f64_ldexp(x, -64);
+        sz = nm_f64_ldexp(z, -64);
+        ss = nm_f64_ldexp(s, -64);
+    }
+    nm_f64 hi = nm_f64_mul(sx, sy), lo = nm_f64_fma(sx, sy, nm_f64_neg(hi));
+    return nm_ld_round_f64(s, nm_ld_sign_of_sum4(lo, hi, sz, nm_f64_neg(ss)), mode);
+}
 static inline nm_f64 nm_ld_dsqrt(nm_f64 a, int mode) {
     nm_f64 s = nm_f64_sqrt(a);
     if (!nm_f64_isfinite(s) || nm_f64_eq(s, nm_f64_from_bits(0UL))) return s;

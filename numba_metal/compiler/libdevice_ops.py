@@ -47,6 +47,7 @@ FUNCTIONS: tuple[_F, ...] = (
     _F("nm_ld_dmul", (F64, F64, "int"), F64, "ld_directed64", "dmul_rz/rd/ru", 0.0),
     _F("nm_ld_dsqrt", (F64, "int"), F64, "ld_directed64", "dsqrt_rz/rd/ru", 0.0),
     _F("nm_ld_ddiv", (F64, F64, "int"), F64, "ld_directed64", "ddiv_rz/rd/ru", 0.0),
+    _F("nm_ld_dfma", (F64, F64, F64, "int"), F64, "ld_directed64", "fma_rz/rd/ru", 0.0),
     _F("nm_ld_drcp", (F64, "int"), F64, "ld_directed64", "drcp_rz/rd/ru", 0.0),
     _F("nm_ld_exp10", (F64,), F64, "ld_float64", "exp10", 0.502),
     _F("nm_ld_drcp_rn", (F64,), F64, "ld_float64", "drcp_rn", 0.0),

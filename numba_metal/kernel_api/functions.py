@@ -505,6 +505,7 @@ def _libdevice_routines() -> dict:
             r[f"{op}_{mode}"] = ({"float64": _ld("nm_ld_" + op, code), "float32": _NEEDS_EXACT}, EXACT)
         r[f"dsqrt_{mode}"] = ({"float64": _ld("nm_ld_dsqrt", code), "float32": _NEEDS_EXACT}, EXACT)
         r[f"drcp_{mode}"] = ({"float64": _ld("nm_ld_drcp", code), "float32": _NEEDS_EXACT}, EXACT)
+        r[f"fma_{mode}"] = ({"float64": _ld("nm_ld_dfma", code), "float32": _NEEDS_EXACT}, EXACT)
     for op, symbol in (("fadd", "+"), ("fsub", "-"), ("fmul", "*"), ("fdiv", "/")):
         r[op + "_rn"] = ({"float32": Routine(OPERATOR, symbol)}, CORRECTLY_ROUNDED)
     for op, symbol in (("dadd", "+"), ("dmul", "*"), ("ddiv", "/")):

@@ -191,3 +191,38 @@ def test_float64_directed_rounding_is_refused_where_float64_is_computed_in_float
     with pytest.raises(UnsupportedFeatureError,
                        match=r"double2float_rd: needs float64 computed exactly.*float64=.exact."):
         k.inspect_msl((metal.float32[:], metal.float32[:]))
+
+
+@metal.jit
+def fma64(x, y, z, out):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i, 0] = ld.fma_rz(x[i], y[i], z[i])
+        out[i, 1] = ld.fma_rd(x[i], y[i], z[i])
+        out[i, 2] = ld.fma_ru(x[i], y[i], z[i])
+
+
+def test_float64_directed_fma_is_exactly_rounded():
+    """fma_rz/rd/ru against the exact x y + z: random operands of mixed magnitudes, cancellations (z = -x y
+    rounded, and the exact product's opposite), products that underflow beside small and large z, sums
+    near overflow, and exact zeros."""
+    rng = np.random.default_rng(5)
+    n = 48
+    x = rng.uniform(1, 2, n) * rng.choice([-1, 1], n) * 2.0 ** rng.integers(-40, 40, n)
+    y = rng.uniform(1, 2, n) * rng.choice([-1, 1], n) * 2.0 ** rng.integers(-40, 40, n)
+    z = rng.uniform(1, 2, n) * rng.choice([-1, 1], n) * 2.0 ** rng.integers(-80, 80, n)
+    z[:8] = -(x[:8] * y[:8])                        # cancellation down to the product's rounding error
+    x = np.concatenate([x, [1e-160, 1e-160, 3e-170, 1e300, 1e308, 3.0, 2.0 ** 600, 0.5]])
+    y = np.concatenate([y, [1e-160, -1e-170, 7e-170, 1e8, 1.5, -0.0, 2.0 ** 420, 3.0]])
+    z = np.concatenate([z, [1e-320, 1.0, 1e200, -1e308, -1e308, 0.0, -1.7e308, -1.5]])
+    out = np.zeros((x.size, 3))
+    fma64[1, x.size](x, y, z, out)
+    big = Fraction(float(np.finfo(np.float64).max))
+    f64 = np.dtype(np.float64)
+    for i in range(x.size):
+        exact = Fraction(float(x[i])) * Fraction(float(y[i])) + Fraction(float(z[i]))
+        for m, mode in enumerate(("rz", "rd", "ru")):
+            if exact == 0:
+                assert out[i, m] == 0 and np.signbit(out[i, m]) == (mode == "rd"), (i, mode)
+            elif abs(exact) <= big:
+                assert out[i, m] == _directed(exact, f64, mode), (i, mode, x[i], y[i], z[i])
