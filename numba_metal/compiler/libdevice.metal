@@ -13,8 +13,9 @@
 //   Floating-Point Arithmetic, 2nd ed., 4.3 and 5.1).
 // - integers to floating point: the significand is cut from the integer with the lost bits deciding
 //   the step, in integer arithmetic.
-// - float64 sum, product and square root: the same error terms on the emulated float64 (float64.metal),
-//   with operands scaled by a power of two where the error term could underflow.
+// - float64 sum, product, quotient, square root and fma: the same error terms on the emulated float64
+//   (float64.metal), with operands scaled by a power of two where an error term could underflow or
+//   overflow; fma's error, a sum of four terms, has its sign from an exact expansion.
 // Float32 subnormal results are as exact as the others here; Apple GPUs flush them when they are next
 // used in arithmetic (docs/limitations.md).
 
@@ -42,8 +43,8 @@ static inline int nm_ld_abs(int x) { return int(x < 0 ? 0u - uint(x) : uint(x));
 static inline long nm_ld_llabs(long x) { return long(x < 0 ? 0UL - ulong(x) : ulong(x)); }
 
 //@@ ld_float
-// float32 functions: saturatef (NaN -> 0, as CUDA), nextafterf, ilogbf and logbf with CUDA's values at
-// 0, infinities and NaN, frexpf and modff one member at a time, fast sincos.
+// float32 functions: 1/x, fdimf (NaN kept), sinpif/cospif, saturatef (NaN -> 0, as CUDA), nextafterf,
+// ilogbf and logbf with CUDA's values at 0, infinities and NaN, frexpf and modff one member at a time.
 static inline float nm_ld_rcp(float x) { return 1.0f / x; }
 static inline float nm_ld_fdimf(float x, float y) { return isnan(x) || isnan(y) ? x + y : (x > y ? x - y : 0.0f); }
 // sin(pi x) and cos(pi x) with the argument reduced exactly: x = k/2 + r, |r| <= 1/4, k = rint(2x); then
