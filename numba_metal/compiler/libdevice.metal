@@ -627,7 +627,8 @@ static inline float nm_ld_normcdfinvf(float p) { return nm_f64_to_f32(nm_ld_norm
 //   normalised by 1 = J_0 + 2 sum J_2k (A&S 9.1.46), rescaled by 2^-600 when it grows past 2^600. The same
 //   pass sums Neumann's series for Y_0 (A&S 9.1.88), (pi/2) Y_0 = (ln(x/2) + gamma) J_0 - 2 sum (-1)^m
 //   J_2m / m, and its derivative for Y_1, (pi/2) Y_1 = (ln(x/2) + gamma) J_1 - J_0/x + sum_m (-1)^m
-//   (J_2m-1 - J_2m+1) / m: every term is at most 1, so the error is absolute, a few 2^-53.
+//   (J_2m-1 - J_2m+1) / m: every term is at most 1, so the error is absolute, a few 2^-53; next to the
+//   zeros below 9, the Taylor series about the zero keeps it relative (nm_ld_bessel_at_zero).
 // - |x| >= 25: Hankel's asymptotic expansion (A&S 9.2.5-9.2.10), J = sqrt(2/(pi x)) (P cos chi - Q sin chi),
 //   Y = sqrt(2/(pi x)) (P sin chi + Q cos chi), chi = x - (2 nu + 1) pi/4, summed until its terms fall below
 //   2^-60 (at x = 25 the smallest term is near e^-50); cos chi and sin chi from the float64 library's
@@ -723,6 +724,60 @@ static inline nm_ld_bessel_pair nm_ld_bessel_hankel(nm_f64 x, int nu) {
     }
     return r;
 }
+// Near the zeros below 9 (CUDA promises 7 ulp below 8), Miller's absolute error would be a large relative
+// one: there the function is its Taylor series about the zero z, sum_k a_k t^k with t = x - z (z as a
+// double-float hi + lo; x - hi is exact), a_0 = 0, a_1 the derivative at z, and the other coefficients from
+// Bessel's equation x^2 y'' + x y' + (x^2 - nu^2) y = 0 written at x = z + t:
+// z^2 (k+1)(k+2) a_k+2 = -(z (k+1)(2k+1) a_k+1 + (k^2 + z^2 - nu^2) a_k + 2 z a_k-1 + a_k-2).
+// Rows: function (0 J0, 1 J1, 2 Y0, 3 Y1), zero hi, zero lo, derivative there; from mpmath
+// (tests/language/test_libdevice_bessel.py checks them).
+constant ulong nm_ld_bessel_zeros[11][4] = {
+    {0UL, 0x40033D152E971B40UL, 0xBCA0F539D7DA258EUL, 0xBFE09CDB36551280UL},   // J0: 2.4048255576957729
+    {0UL, 0x4016148F5B2C2E45UL, 0x3C975054CD60A517UL, 0x3FD5C6E60A097823UL},   // J0: 5.5200781102863106
+    {0UL, 0x40214EB56CCCDECAUL, 0xBCB51970714C7C25UL, 0xBFD15F7977A772D4UL},   // J0: 8.6537279129110125
+    {1UL, 0x400EA75575AF6F09UL, 0xBCA60155A9D1B256UL, 0xBFD9C6CF582CBF7FUL},   // J1: 3.8317059702075125
+    {1UL, 0x401C0FF5F3B47250UL, 0xBC9B226D9D243827UL, 0x3FD33518B3874E8AUL},   // J1: 7.0155866698156188
+    {2UL, 0x3FEC982EB8D417EAUL, 0x3C7EA9D270347F83UL, 0x3FEC24371844B88AUL},   // Y0: 0.89357696627916749
+    {2UL, 0x400FA9534D98569CUL, 0xBC9F06AE7804384EUL, 0xBFD9C34256A12A0CUL},   // Y0: 3.957678419314858
+    {2UL, 0x401C581DC4E72103UL, 0xBC99774A495F56CFUL, 0x3FD334CCA0697A5BUL},   // Y0: 7.0860510603017728
+    {3UL, 0x400193BED4DFF243UL, 0xBC8BD1E50D219BFDUL, 0x3FE0AA48442F014BUL},   // Y1: 2.1971413260310171
+    {3UL, 0x4015B7FE4E87B02EUL, 0x3CBDFE7BAC228E8CUL, 0xBFD5C7C556F0C19AUL},   // Y1: 5.4296810407941347
+    {3UL, 0x40213127AE6169B4UL, 0x3CB479CC068D9046UL, 0x3FD15F993FCEAB5CUL},   // Y1: 8.5960058683311686
+};
+// The function `fn` at x by its Taylor series when x is within min(1, z/3) of one of its zeros z in the
+// table; otherwise `fallback`.
+static inline nm_f64 nm_ld_bessel_at_zero(int fn, nm_f64 x, nm_f64 fallback) {
+    for (int row = 0; row < 11; ++row) {
+        if (int(nm_ld_bessel_zeros[row][0]) != fn) continue;
+        nm_f64 z = nm_ld_bessel_const(nm_ld_bessel_zeros[row][1]);
+        nm_f64 radius = nm_f64_div(z, nm_f64_from_i32(3));
+        nm_f64 one = nm_ld_bessel_const(0x3FF0000000000000UL);
+        if (nm_f64_gt(radius, one)) radius = one;
+        nm_f64 d = nm_f64_sub(x, z);
+        if (nm_f64_gt(nm_f64_abs(d), radius)) continue;
+        nm_f64 t = nm_f64_sub(d, nm_ld_bessel_const(nm_ld_bessel_zeros[row][2]));
+        nm_f64 zero = nm_f64_from_bits(0UL), nu2 = nm_f64_from_i32(fn & 1);
+        nm_f64 z2 = nm_f64_mul(z, z);
+        // b_k = a_k / a_1: b_-2 = b_-1 = b_0 = 0, b_1 = 1; the loop makes b_k+2 from b_k+1 ... b_k-2.
+        nm_f64 bm2 = zero, bm1 = zero, b0 = zero, b1 = nm_ld_bessel_const(0x3FF0000000000000UL);
+        nm_f64 power = t, sum = t, tiny = nm_ld_bessel_const(0x3C30000000000000UL);   // 2^-60
+        for (int k = 0; k < 40; ++k) {
+            nm_f64 kk = nm_f64_from_i32(k);
+            nm_f64 c1 = nm_f64_mul(z, nm_f64_from_i32((k + 1) * (2 * k + 1)));
+            nm_f64 c0 = nm_f64_sub(nm_f64_add(nm_f64_mul(kk, kk), z2), nu2);
+            nm_f64 acc = nm_f64_add(nm_f64_mul(c1, b1), nm_f64_mul(c0, b0));
+            acc = nm_f64_add(acc, nm_f64_add(nm_f64_mul(nm_f64_add(z, z), bm1), bm2));
+            nm_f64 b2 = nm_f64_neg(nm_f64_div(acc, nm_f64_mul(z2, nm_f64_from_i32((k + 1) * (k + 2)))));
+            power = nm_f64_mul(power, t);
+            nm_f64 term = nm_f64_mul(b2, power);
+            sum = nm_f64_add(sum, term);
+            if (k > 2 && nm_f64_lt(nm_f64_abs(term), nm_f64_mul(tiny, nm_f64_abs(sum)))) break;
+            bm2 = bm1; bm1 = b0; b0 = b1; b1 = b2;
+        }
+        return nm_f64_mul(nm_ld_bessel_const(nm_ld_bessel_zeros[row][3]), sum);
+    }
+    return fallback;
+}
 static inline bool nm_ld_bessel_far(nm_f64 a) { return nm_f64_ge(a, nm_ld_bessel_const(0x4039000000000000UL)); }   // 25
 static inline bool nm_ld_bessel_tiny(nm_f64 a) { return nm_f64_lt(a, nm_ld_bessel_const(0x3E40000000000000UL)); }  // 2^-27
 static inline nm_f64 nm_ld_j0_64(nm_f64 x) {
@@ -730,7 +785,8 @@ static inline nm_f64 nm_ld_j0_64(nm_f64 x) {
     if (nm_f64_isnan(x)) return x;
     if (nm_f64_isinf(x)) return nm_f64_from_bits(0UL);
     if (nm_ld_bessel_tiny(a)) return nm_ld_bessel_const(0x3FF0000000000000UL);   // 1 - x^2/4 rounds to 1
-    return nm_ld_bessel_far(a) ? nm_ld_bessel_hankel(a, 0).j : nm_ld_bessel_miller(a, 0).j0;
+    if (nm_ld_bessel_far(a)) return nm_ld_bessel_hankel(a, 0).j;
+    return nm_ld_bessel_at_zero(0, a, nm_ld_bessel_miller(a, 0).j0);
 }
 static inline nm_f64 nm_ld_j1_64(nm_f64 x) {
     nm_f64 a = nm_f64_abs(x);
@@ -738,7 +794,7 @@ static inline nm_f64 nm_ld_j1_64(nm_f64 x) {
     if (nm_f64_isinf(x)) return nm_f64_copysign(nm_f64_from_bits(0UL), x);
     nm_f64 r;
     if (nm_ld_bessel_tiny(a)) r = nm_f64_ldexp(a, -1);   // x/2 (1 - x^2/8): the correction is below 2^-56
-    else r = nm_ld_bessel_far(a) ? nm_ld_bessel_hankel(a, 1).j : nm_ld_bessel_miller(a, 1).j1;
+    else r = nm_ld_bessel_far(a) ? nm_ld_bessel_hankel(a, 1).j : nm_ld_bessel_at_zero(1, a, nm_ld_bessel_miller(a, 1).j1);
     return nm_f64_signbit(x) ? nm_f64_neg(r) : r;
 }
 // Y_0 and Y_1 of x, with their values at 0, below 0 and at +inf.
@@ -763,8 +819,8 @@ static inline nm_ld_bessel_pair nm_ld_y01_64(nm_f64 x) {
         return r;
     }
     nm_ld_miller m = nm_ld_bessel_miller(x, 0);
-    r.j = m.y0;
-    r.y = m.y1;
+    r.j = nm_ld_bessel_at_zero(2, x, m.y0);
+    r.y = nm_ld_bessel_at_zero(3, x, m.y1);
     return r;
 }
 static inline nm_f64 nm_ld_y0_64(nm_f64 x) { return nm_ld_y01_64(x).j; }

@@ -328,8 +328,9 @@ _NEEDS_EXACT = _refused("needs float64 computed exactly, and this kernel compute
 _ROUNDINGS = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}
 _MODES = {"rz": 1, "rd": 2, "ru": 3}     # compiler/libdevice_ops.py's TOWARD_ZERO, DOWN, UP
 FAST_MATH_BOUND = Accuracy(float("inf"), "MSL Table 8.2 (fast math)")   # Table 8.2 bounds some, not all
-#: j0 j1 y0 y1 jn yn: 1e-15 absolute or 4 ulp (yn: CUDA's ceil(2 + 2.5 n) ulp), measured against mpmath.
-BESSEL_BOUND = Accuracy(4.0, "measured against mpmath (tests/language/test_libdevice_bessel.py)", 1e-15)
+#: j0 j1 y0 y1 jn yn: 1e-15 absolute or 7 ulp (j0 j1 y0 y1 below |x| = 8: 7 ulp, CUDA's bound, also at the
+#: zeros; yn: CUDA's ceil(2 + 2.5 n) ulp), measured against mpmath.
+BESSEL_BOUND = Accuracy(7.0, "measured against mpmath (tests/language/test_libdevice_bessel.py)", 1e-15)
 #: math-table functions libdevice has under the same name (tgamma is math.gamma).
 _SAME_AS_MATH = {n: n for n in ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "copysign",
                                 "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "fmod", "hypot",

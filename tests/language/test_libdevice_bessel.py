@@ -107,6 +107,42 @@ def test_the_absolute_error_near_zeros_is_far_below_cudas():
     assert np.abs(got[:, 0] - want).max() <= ROWS["j0"].accuracy.absolute <= 5e-12
 
 
+def test_within_cudas_7_ulp_below_8_also_at_the_zeros():
+    """Below |x| = 8 CUDA promises 7 ulp for j0 j1 y0 y1: relative error, also next to the zeros, where the
+    rows switch to their Taylor series about the zero (the first float64 on each side of it included)."""
+    rng = np.random.default_rng(14)
+    zeros = [float(f(nu, k)) for f in (mpmath.besseljzero, mpmath.besselyzero) for nu in (0, 1) for k in (1, 2, 3)]
+    near = [v for z in zeros for v in (z, np.nextafter(z, 0), np.nextafter(z, 9), z + 1e-9, z - 0.5, z + 0.99)]
+    x = np.concatenate([rng.uniform(0, 8, 120), np.geomspace(1e-8, 8, 20), near])
+    x = x[(x > 0) & (x < 8)]
+    got = _run(bessel64, np.full(x.size, 2, np.int32), x, np.float64)
+    want = _reference(np.full(x.size, 2), x)
+    for col, name in enumerate(NAMES[:4]):
+        ulps = np.abs(got[:, col] - want[:, col]) / np.spacing(np.abs(want[:, col]))
+        assert ulps.max() <= ROWS[name].accuracy.ulps <= 7, (name, x[ulps.argmax()], ulps.max())
+
+
+def test_the_zeros_of_the_taylor_table_are_mpmaths():
+    """libdevice.metal's table of zeros (hi + lo) and derivatives there, against mpmath."""
+    import re
+    import struct
+    from pathlib import Path
+    from numba_metal.compiler import libdevice_ops
+    source = Path(libdevice_ops.__file__).with_name("libdevice.metal").read_text(encoding="utf-8")
+    table = source[source.index("nm_ld_bessel_zeros["):]
+    table = table[:table.index("};")]
+    rows = re.findall(r"\{(\d)UL, 0x([0-9A-F]{16})UL, 0x([0-9A-F]{16})UL, 0x([0-9A-F]{16})UL\}", table)
+    assert len(rows) == int(re.search(r"nm_ld_bessel_zeros\[(\d+)\]", table).group(1))
+    value = lambda h: struct.unpack("<d", struct.pack("<Q", int(h, 16)))[0]   # noqa: E731
+    zero_of = {0: (mpmath.besselj, 0), 1: (mpmath.besselj, 1), 2: (mpmath.bessely, 0), 3: (mpmath.bessely, 1)}
+    with mpmath.workdps(50):
+        for fn, hi, lo, slope in rows:
+            f, nu = zero_of[int(fn)]
+            z = mpmath.findroot(lambda v: f(nu, v), mpmath.mpf(value(hi)))
+            assert abs(mpmath.mpf(value(hi)) + mpmath.mpf(value(lo)) - z) < mpmath.mpf(2) ** -100 * z
+            assert value(slope) == float(mpmath.diff(lambda v: f(nu, v), z))
+
+
 def test_special_values_and_negative_orders_as_glibc():
     x = np.array([np.inf, -np.inf, 0.0, -0.0, np.nan, -1.5, 3.25, -3.25, 1.0, 1.0])
     n = np.array([3, 2, 2, 3, 4, 2, -3, 3, 200, 50], np.int32)
@@ -128,8 +164,9 @@ def test_special_values_and_negative_orders_as_glibc():
 
 
 def measure(samples: int = 4000, seed: int = 1) -> None:
-    """Print, per function, the largest absolute error (|value| < 1) and the largest error in ulps where
-    the absolute error exceeds 1e-15, over `samples` random arguments in [0, 40] and a log-spread set."""
+    """Print, per function, the largest absolute error (|value| < 1), the largest error in ulps where the
+    absolute error exceeds 1e-15 and the largest in ulps below x = 8, over `samples` random arguments in
+    [0, 40] and a log-spread set."""
     rng = np.random.default_rng(seed)
     x = np.concatenate([rng.uniform(0, 40, samples), np.geomspace(1e-9, 1e6, samples // 4)])
     n = rng.integers(2, 129, x.size).astype(np.int32)
@@ -142,7 +179,10 @@ def measure(samples: int = 4000, seed: int = 1) -> None:
         error = np.abs(g - w)[finite]
         small = np.abs(w[finite]) < 1
         ulps = np.where(error > 1e-15, error / np.spacing(np.abs(w[finite])), 0)
-        print(f"{name:3} max abs error (|value| < 1) {error[small].max():.3g}   max ulps beyond 1e-15 {ulps.max():.3g}")
+        below8 = (x[finite] < 8) & (w[finite] != 0)
+        ulps8 = error[below8] / np.spacing(np.abs(w[finite][below8]))
+        print(f"{name:3} max abs error (|value| < 1) {error[small].max():.3g}   max ulps beyond 1e-15 {ulps.max():.3g}"
+              f"   max ulps for x < 8 {ulps8.max():.3g}")
 
 
 if __name__ == "__main__":
