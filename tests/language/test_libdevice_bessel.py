@@ -17,28 +17,22 @@ ROWS = {f.name: f for f in F.LIBDEVICE}
 NAMES = ("j0", "j1", "y0", "y1", "jn", "yn")
 
 
-@metal.jit
-def bessel64(n, x, out):
-    i = metal.grid(1)
-    if i < x.size:
-        out[i, 0] = ld.j0(x[i])
-        out[i, 1] = ld.j1(x[i])
-        out[i, 2] = ld.y0(x[i])
-        out[i, 3] = ld.y1(x[i])
-        out[i, 4] = ld.jn(n[i], x[i])
-        out[i, 5] = ld.yn(n[i], x[i])
+def _bessel_kernel(j0, j1, y0, y1, jn, yn):
+    @metal.jit
+    def k(n, x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i, 0] = j0(x[i])
+            out[i, 1] = j1(x[i])
+            out[i, 2] = y0(x[i])
+            out[i, 3] = y1(x[i])
+            out[i, 4] = jn(n[i], x[i])
+            out[i, 5] = yn(n[i], x[i])
+    return k
 
 
-@metal.jit
-def bessel32(n, x, out):
-    i = metal.grid(1)
-    if i < x.size:
-        out[i, 0] = ld.j0f(x[i])
-        out[i, 1] = ld.j1f(x[i])
-        out[i, 2] = ld.y0f(x[i])
-        out[i, 3] = ld.y1f(x[i])
-        out[i, 4] = ld.jnf(n[i], x[i])
-        out[i, 5] = ld.ynf(n[i], x[i])
+bessel64 = _bessel_kernel(ld.j0, ld.j1, ld.y0, ld.y1, ld.jn, ld.yn)
+bessel32 = _bessel_kernel(ld.j0f, ld.j1f, ld.y0f, ld.y1f, ld.jnf, ld.ynf)
 
 
 def _run(kernel, n, x, dtype):
