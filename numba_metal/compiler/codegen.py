@@ -682,13 +682,16 @@ class FunctionLowering:
                                                    at))
                 continue
             for path, sty in _flatten_scalars(ty):
-                # An Enum or IntEnum member is passed as its value.
-                sty = sty.dtype if isinstance(sty, types.EnumMember) else sty
+                # An Enum or IntEnum member is passed as its value (an IntEnum member is an int already).
+                attribute = ""
+                if isinstance(sty, types.EnumMember):
+                    attribute = "" if isinstance(sty, types.IntEnumMember) else "value"
+                    sty = sty.dtype
                 mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)
                 if mtype is None:
                     raise UnsupportedFeatureError(
                         f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
-                arguments.append(abi.ScalarArgument(i, path, mtype))
+                arguments.append(abi.ScalarArgument(i, path, mtype, attribute))
         module = self.module
         return abi.layout(self.name, self.tf.name, arguments, debug=self.debug,
                           dynamic_threadgroup_memory=module.uses_dynamic_shared,
@@ -753,7 +756,8 @@ class FunctionLowering:
         field = msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
         # A float64 is copied out of constant memory as its bits (the struct itself is not copied
         # across address spaces).
-        return self.load(ty, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(ty) else field
+        value_type = ty.dtype if isinstance(ty, types.EnumMember) else ty   # a member is its value
+        return self.load(value_type, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(value_type) else field
 
     # -- structured control flow -----------------------------------------------------------
 
