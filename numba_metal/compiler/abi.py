@@ -384,10 +384,12 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
 
 
 class CompiledKernel(NamedTuple):
-    """What the compiler makes of a kernel for one tuple of argument types: the MSL, its ABI, and the
+    """What the compiler makes of a kernel for one tuple of argument types: the MSL, its ABI, the
     typed IR it was lowered from (None when its owner rebuilt it without typing, e.g. from a disk
-    cache entry)."""
+    cache entry), and the hand-written MSL files the MSL holds: (path, digest of the contents read),
+    see linking.py."""
 
     source: str
     abi: KernelABI
     typed: object = None
+    linked: tuple = ()

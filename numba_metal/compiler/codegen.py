@@ -68,7 +68,8 @@ class ModuleBuilder:
         self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
-        self._linked: set[str] = set()
+        self.linked: list[tuple[str, str]] = []   # (path, digest) of each linked MSL file, in order
+        self._linked_text: dict[str, str] = {}
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
@@ -276,11 +277,17 @@ class ModuleBuilder:
         """A program-scope definition (a struct) placed before the functions."""
         self._definitions.append(definition)
 
-    def link(self, path: str, source: str) -> None:
-        """Hand-written MSL (a linked .metal file), placed once before the functions that call it."""
-        if path not in self._linked:
-            self._linked.add(path)
+    def link(self, path: str, source: str, digest: str) -> None:
+        """Hand-written MSL (a linked .metal file, ``digest`` the fingerprint of its contents: see
+        linking.py), placed once before the functions that call it."""
+        if path not in self._linked_text:
+            self._linked_text[path] = source
+            self.linked.append((path, digest))
             self._definitions.append(source)
+
+    def linked_sources(self) -> dict[str, str]:
+        """Path -> text of the MSL files linked so far."""
+        return dict(self._linked_text)
 
     def render(self) -> str:
         parts = [msl.HEADER]
@@ -1073,20 +1080,30 @@ def _flatten_scalars(ty, path=()):
 
 def lower_kernel(tf: TypedFunction, *, debug: bool = False,
                  exact_float64: bool = False) -> tuple[str, abi.KernelABI]:
-    """MSL source and ABI of a kernel (``exact_float64``: see ``ModuleBuilder``).
+    """MSL source and ABI of a kernel (``exact_float64``: see ``ModuleBuilder``)."""
+    source, kernel_abi, _ = lower_kernel_linked(tf, debug=debug, exact_float64=exact_float64)
+    return source, kernel_abi
+
+
+def lower_kernel_linked(tf: TypedFunction, *, debug: bool = False, exact_float64: bool = False,
+                        link=()) -> tuple[str, abi.KernelABI, tuple]:
+    """MSL source, ABI and linked files ((path, digest) of each) of a kernel; ``link``: (path, text,
+    digest) of each MSL file the kernel links itself (``@metal.jit(link=...)``), placed first.
 
     A kernel whose code (or a device function it calls) fences device memory across threadgroups is
     lowered a second time with every device pointer ``coherent(device)``: the fence is found while
     lowering, after types are already spelt.
     """
-    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64)
+    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64, link)
     if module.fences_device_memory:
-        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64)
-    return source, kernel_abi
+        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64, link)
+    return source, kernel_abi, tuple(module.linked)
 
 
-def _lower_kernel(tf, debug, coherent, exact_float64):
+def _lower_kernel(tf, debug, coherent, exact_float64, link):
     module = ModuleBuilder(tf.name, debug=debug, coherent=coherent, exact_float64=exact_float64)
+    for path, text, digest in link:
+        module.link(path, text, digest)
     lowering = FunctionLowering(module, tf, kind="kernel", name=function_name(tf, prefix="nm_"))
     module.kernel_text = lowering.lower()
     return module.render(), lowering.abi, module

@@ -1,12 +1,12 @@
-"""metal.declare_device with link=[...] of hand-written .metal files (kernel_api/external.py), in the
-place of numba.cuda's PTX/CUDA C linking; and device functions passed as values (to device functions
+"""metal.declare_device with link=[...] of hand-written .metal files (kernel_api/external.py) and
+@metal.jit(link=[...]) (compiler/linking.py), in the place of numba.cuda's PTX/CUDA C linking; and device functions passed as values (to device functions
 and to kernels), as numba.cuda allows. Oracle: NumPy."""
 
 import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import NumbaMetalError
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 OPS = """\
 #include <metal_stdlib>
@@ -60,8 +60,49 @@ def test_mistakes_are_named_when_declaring(ops, tmp_path):
         metal.declare_device("mul_add", "float32(", link=[ops])
     with pytest.raises(NumbaMetalError, match="cannot read the linked file"):
         metal.declare_device("mul_add", "float32()", link=[str(tmp_path / "missing.metal")])
-    with pytest.raises(NumbaMetalError, match="pass link"):
-        metal.declare_device("mul_add", "float32(float32, float32, float32)")
+    with pytest.raises(UnsupportedFeatureError, match=r"'ops.cu' is CUDA code \(.cu\).*port the function"):
+        metal.declare_device("mul_add", "float32(float32, float32, float32)", link=["ops.cu"])
+
+
+def test_the_kernel_links_the_msl_of_functions_declared_without_link(ops):
+    # numba.cuda's other form: declare_device(name, sig) and @cuda.jit(link=[...]) on the kernel.
+    mul_add = metal.declare_device("mul_add", "float32(float32, float32, float32)")
+
+    @metal.jit(link=[ops])
+    def k(out, a):
+        i = metal.grid(1)
+        if i < a.size:
+            out[i] = mul_add(a[i], 3.0, 1.0)
+
+    a = np.arange(5, dtype=np.float32)
+    out = np.zeros(5, np.float32)
+    k[1, 5](out, a)
+    np.testing.assert_array_equal(out, a * 3 + 1)
+    (msl_source,) = k.inspect_msl().values()
+    assert msl_source.count("float mul_add(") == 1   # linked once
+
+    @metal.jit
+    def unlinked(out, a):
+        out[0] = mul_add(a[0], 3.0, 1.0)
+
+    with pytest.raises(NumbaMetalError, match=r"mul_add\(\) was declared .* without link=.*@metal.jit\(link="):
+        unlinked[1, 1](out, a)
+
+
+def test_link_mistakes_are_refused_as_numba_cuda_does(ops):
+    with pytest.raises(UnsupportedFeatureError, match=r"'k.ptx' is CUDA code \(.ptx\)"):
+        metal.jit(link=["k.ptx"])
+    with pytest.raises(ValueError, match="link keyword invalid for device function"):
+        metal.jit(device=True, link=[ops])
+    with pytest.raises(NumbaMetalError, match="not a path"):
+        metal.jit(link=[3])
+
+    @metal.jit(link=["/nonexistent/missing.metal"])
+    def k(out):
+        out[0] = 1.0
+
+    with pytest.raises(NumbaMetalError, match=r"cannot read the linked file '/nonexistent/missing.metal'"):
+        k[1, 1](np.zeros(1, np.float32))
 
 
 def test_a_declared_function_cannot_be_called_on_the_host(ops):
