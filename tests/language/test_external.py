@@ -80,6 +80,7 @@ def test_the_kernel_links_the_msl_of_functions_declared_without_link(ops):
     np.testing.assert_array_equal(out, a * 3 + 1)
     (msl_source,) = k.inspect_msl().values()
     assert msl_source.count("float mul_add(") == 1   # linked once
+    assert metal.compile_msl(k, "void(float32[:], float32[:])").count("float mul_add(") == 1   # without a device
 
     @metal.jit
     def unlinked(out, a):
