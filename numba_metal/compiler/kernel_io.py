@@ -131,7 +131,7 @@ def lower_print(lc, stmt) -> None:
     """A ``print(...)`` statement: one record of the print buffer."""
     from numba.core import types
     from . import msl
-    from .lowering import Value
+    from .lowering import Value, registry
     pieces, values = [], []
 
     def item(value, nested: bool):
@@ -161,6 +161,14 @@ def lower_print(lc, stmt) -> None:
             values.append(msl.cast("ulong", msl.reinterpret("uint", lc.cast(value, types.float32))))
         elif isinstance(ty, types.NoneType):
             pieces.append(("s", "None"))
+        elif getattr(ty, "compile_time_only", False) and all(registry.find_attribute(ty, a) for a in "xyz"):
+            # numba.cuda's Dim3 (threadIdx, blockIdx, blockDim, gridDim): "(x, y, z)".
+            pieces.append(("s", "("))
+            for k, a in enumerate("xyz"):
+                if k:
+                    pieces.append(("s", ", "))
+                item(registry.find_attribute(ty, a)(lc, value, a, types.int32), True)
+            pieces.append(("s", ")"))
         else:
             hint = (" (nor in numba.cuda); print its .real and .imag" if isinstance(ty, types.Complex) else
                     "; print numbers, booleans, string constants and tuples of them")

@@ -256,3 +256,15 @@ def print_complex(a):
 def test_printing_a_complex_value_is_refused_as_in_numba_cuda():
     with pytest.raises(UnsupportedFeatureError, match=r"print\(\) of complex64.*\.real and \.imag"):
         print_complex[1, 1](np.zeros(1, np.complex64))
+
+
+@metal.jit
+def print_dim3():
+    print(metal.threadIdx, metal.blockDim)
+
+
+def test_thread_positions_print_as_numba_cuda_prints_dim3(capsys):
+    # numba.cuda's printimpl prints a Dim3 as "(%d, %d, %d)".
+    print_dim3[(1, 1), (2, 1, 1)]()
+    metal.synchronize()
+    assert sorted(capsys.readouterr().out.splitlines()) == ["(0, 0, 0) (2, 1, 1)", "(1, 0, 0) (2, 1, 1)"]
