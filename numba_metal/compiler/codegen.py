@@ -279,11 +279,14 @@ class ModuleBuilder:
 
     def link(self, path: str, source: str, digest: str) -> None:
         """Hand-written MSL (a linked .metal file, ``digest`` the fingerprint of its contents: see
-        linking.py), placed once before the functions that call it."""
-        if path not in self._linked_text:
-            self._linked_text[path] = source
-            self.linked.append((path, digest))
+        linking.py), placed once before the functions that call it (once also when two paths name it)."""
+        if path in self._linked_text:
+            return
+        if all(d != digest for _, d in self.linked):
             self._definitions.append(source)
+        # Every path is recorded, so that the disk cache sees an edit of either of two identical files.
+        self._linked_text[path] = source
+        self.linked.append((path, digest))
 
     def linked_sources(self) -> dict[str, str]:
         """Path -> text of the MSL files linked so far."""

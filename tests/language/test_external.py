@@ -2,10 +2,13 @@
 @metal.jit(link=[...]) (compiler/linking.py), in the place of numba.cuda's PTX/CUDA C linking; and device functions passed as values (to device functions
 and to kernels), as numba.cuda allows. Oracle: NumPy."""
 
+import os
+
 import numpy as np
 import pytest
 
 from numba_metal import metal
+from numba_metal.compiler import driver
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 OPS = """\
@@ -80,6 +83,21 @@ def test_the_kernel_links_the_msl_of_functions_declared_without_link(ops):
     np.testing.assert_array_equal(out, a * 3 + 1)
     (msl_source,) = k.inspect_msl().values()
     assert msl_source.count("float mul_add(") == 1   # linked once
+
+    # The same file linked by the kernel and by a declaration, under another spelling of its path.
+    clamp_index = metal.declare_device("clamp_index", "int32(int64, int32)", link=[os.path.relpath(ops)])
+
+    @metal.jit(link=[ops])
+    def both(out, a):
+        out[0] = mul_add(a[clamp_index(7, a.size)], 1.0, 1.0)
+
+    both[1, 1](out, a)
+    assert out[0] == a[4] + 1
+    (kernel,) = both.overloads.values()
+    assert kernel.msl.count("float mul_add(") == 1
+    # Both spellings are recorded (the disk cache checks each file).
+    assert [p for p, _ in driver.compile_kernel(both.py_func, kernel.argtypes, link=[ops]).linked] == \
+        [ops, os.path.relpath(ops)]
     assert metal.compile_msl(k, "void(float32[:], float32[:])").count("float mul_add(") == 1   # without a device
 
     @metal.jit
