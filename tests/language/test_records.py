@@ -361,6 +361,35 @@ def test_float64_and_complex_fields_and_nested_arrays_are_exact(dtype):
         np.testing.assert_array_equal(a[name], expect[name], err_msg=name)
 
 
+nested64 = np.dtype([("n", np.int32), ("v", np.float64, 3), ("zs", np.complex128, 2)], align=True)
+
+
+@metal.jit(device=True)
+def nested64_sum(r):
+    return r.v[1] + r.zs[1].real
+
+
+@metal.jit
+def nested64_assign(a, src, zsrc, out):
+    r = a[0]
+    r.v = src
+    r.zs = zsrc
+    out[0] = nested64_sum(r)
+    print(r.v[2], r.zs[1].imag)
+
+
+def test_float64_and_complex128_nested_arrays_assigned_whole_passed_to_device_functions_and_printed(capsys):
+    a = np.zeros(1, nested64)
+    src = np.array([0.1, 0.2, 1 / 3])
+    zsrc = np.array([1 + 2j, 1 / 3 + 0.25j])
+    out = np.zeros(1)
+    nested64_assign[1, 1](a, src, zsrc, out)
+    np.testing.assert_array_equal(a[0]["v"], src)
+    np.testing.assert_array_equal(a[0]["zs"], zsrc)
+    assert out[0] == src[1] + zsrc[1].real
+    assert capsys.readouterr().out == "%f %f\n" % (src[2], zsrc[1].imag)
+
+
 def test_unaligned_nested_arrays_are_refused_clearly():
     unaligned_nested = np.dtype([("a", np.int8), ("h", np.float32, 2)])
 
