@@ -4,7 +4,9 @@ arguments (by reference: the kernel's writes reach the host), fields read and wr
 
 A record value is a pointer to its bytes in device memory (as Numba's records are references); its
 layout (the MSL struct, each field's offset, which fields are packed) is the kernel ABI's
-(:func:`~numba_metal.compiler.abi.record_layout`).
+(:func:`~numba_metal.compiler.abi.record_layout`). A float64 field holds its IEEE bits (the emulated
+float64's storage, as float64 arrays do: a record with float64 or complex128 fields is float64 data,
+precision.py); complex fields are read and written one part at a time.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ _SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, 
 #: Scalar fields of float64 and complex types: the MSL type of each part (a float64 is its IEEE bits;
 #: a complex its real and imaginary parts), read and written one part at a time, so that a field needs
 #: only NumPy's alignment of its parts (complex64: 4 bytes, where MSL's float2 needs 8).
-_PARTS = {types.float64: (msl.FLOAT64_STORAGE, 1), types.complex64: ("float", 2),
-          types.complex128: (msl.FLOAT64_STORAGE, 2)}
+_PARTS = {types.float64: msl.FLOAT64_STORAGE, types.complex64: "float", types.complex128: msl.FLOAT64_STORAGE}
 
 #: Elements of nested arrays of these types: the MSL type arrays of them hold (as kernel arrays do).
 _STORAGE = {types.float64: msl.FLOAT64_STORAGE, types.complex64: msl.COMPLEX64,
@@ -40,7 +41,7 @@ def layout(rec: types.Record) -> abi.RecordLayout:
             ty = ty.dtype
             element = _STORAGE.get(ty) or msl.scalar_type(ty)
         else:
-            element = _PARTS[ty][0] if ty in _PARTS else msl.scalar_type(ty)
+            element = _PARTS.get(ty) or msl.scalar_type(ty)
         if element is None:
             raise TypeError(f"record field '{name}' is {ty}; Metal kernels take records of integer, bool, "
                             "float16, float32, float64 and complex fields and nested arrays of them")
@@ -78,14 +79,18 @@ def _store_part(lc, rec: Value, field: abi.RecordField, k: int, value: str) -> N
     lc.emit(msl.assign(msl.index(_pointer(lc, rec, field, field.element, k * field.size), 0), value))
 
 
+def _check_nested_aligned(lc, name: str, field: abi.RecordField) -> None:
+    if field.packed:
+        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
+                 "Metal requires; use a dtype with align=True (complex128 elements need offsets that are "
+                 "multiples of 16)")
+
+
 def get_field(lc, rec: Value, name: str, result_type) -> Value:
     """``rec.name`` / ``rec['name']``: a scalar, or a view of a nested array."""
     field = _field(lc, rec, name)
     if field.shape:
-        if field.packed:
-            lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
-                     "Metal requires; use a dtype with align=True (complex128 elements need offsets that are "
-                     "multiples of 16)")
+        _check_nested_aligned(lc, name, field)
         return arrays.array_value(lc, result_type, _pointer(lc, rec, field, field.element), list(field.shape))
     ty = types.unliteral(result_type)
     if ty == types.complex64:
@@ -121,10 +126,7 @@ def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value)
     """``rec.name = src`` for a nested array field: the field's elements from ``src`` in C order (numba.cuda
     copies them without looking at ``src``'s shape; here at most ``src.size`` are copied, and debug=True
     reports a ``src`` smaller than the field as an out-of-bounds index)."""
-    if field.packed:
-        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
-                 "Metal requires; use a dtype with align=True (complex128 elements need offsets that are "
-                 "multiples of 16)")
+    _check_nested_aligned(lc, name, field)
     if not isinstance(types.unliteral(value.type), types.Array):
         lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
     lc.need("nested_copy")

@@ -403,8 +403,8 @@ def linked_match(linked) -> bool:
     if not isinstance(linked, list):
         return False
     try:
-        return all(isinstance(item, list) and len(item) == 2 and _linked_digest(item[0]) == item[1]
-                   for item in linked)
+        return all(isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+                   and _linked_digest(item[0]) == item[1] for item in linked)
     except Unfingerprintable:
         return False
 
