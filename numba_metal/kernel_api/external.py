@@ -23,7 +23,7 @@ from numba.core.typing.templates import ConcreteTemplate
 
 from numba_metal.compiler import linking, msl
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import MetalTypeError, NumbaMetalError, UnsupportedFeatureError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -64,10 +64,15 @@ class ExternalFunction:
         return self._type
 
 
-def declare_device(name, sig, link=None, use_cooperative=False):
-    """A function defined in hand-written MSL (the ``.metal`` files of ``link``) that kernels may call,
-    with the Numba signature ``sig`` (a string such as ``"float32(float32, float32)"`` or a signature).
-    ``use_cooperative`` (numba.cuda's cooperative-groups launch) has no Metal counterpart."""
+def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
+    """A function defined in hand-written MSL (the ``.metal`` files of ``link``, or of the calling kernel's
+    ``@metal.jit(link=...)``) that kernels may call, with the Numba signature ``sig`` (a string such as
+    ``"float32(float32, float32)"`` or a signature). ``use_cooperative`` (numba.cuda's cooperative-groups
+    launch) has no Metal counterpart. ``abi``: numba.cuda's ``"numba"`` or ``"c"``; MSL has one calling
+    convention, so either way the MSL function takes the arguments and returns the result."""
+    if abi not in ("numba", "c"):
+        raise UnsupportedFeatureError(f"metal.declare_device({name!r}, abi={abi!r}): the ABI is 'numba' or 'c' "
+                                      "(numba.cuda's); both are a plain MSL function call")
     if use_cooperative:
         raise UnsupportedFeatureError(f"metal.declare_device({name!r}, use_cooperative=True): Metal has no "
                                       "cooperative (grid-synchronising) launch")
@@ -80,7 +85,7 @@ def declare_device(name, sig, link=None, use_cooperative=False):
         raise NumbaMetalError(f"metal.declare_device({name!r}): {sig!r} is not a signature such as "
                               f"'float32(float32, float32)' ({e})") from None
     if restype is None:
-        raise NumbaMetalError(f"metal.declare_device({name!r}): the signature needs a return type "
+        raise MetalTypeError(f"metal.declare_device({name!r}): the signature needs a return type "
                               "(void for none), e.g. 'float32(float32, float32)'")
     link = linking.paths(link, "metal.declare_device", name)
     function = ExternalFunction(name, restype(*argtypes), link)

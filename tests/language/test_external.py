@@ -34,7 +34,7 @@ def ops(tmp_path_factory):
 
 def test_a_declared_msl_function_is_called_from_kernels_and_device_functions(ops):
     mul_add = metal.declare_device("mul_add", "float32(float32, float32, float32)", link=[ops])
-    clamp_index = metal.declare_device("clamp_index", metal.int32(metal.int64, metal.int32), link=ops)
+    clamp_index = metal.declare_device("clamp_index", metal.int32(metal.int64, metal.int32), link=ops, abi="c")
 
     @metal.jit(device=True)
     def twice(x):
@@ -63,6 +63,10 @@ def test_mistakes_are_named_when_declaring(ops, tmp_path):
         metal.declare_device("mul_add", "float32(", link=[ops])
     with pytest.raises(NumbaMetalError, match="cannot read the linked file"):
         metal.declare_device("mul_add", "float32()", link=[str(tmp_path / "missing.metal")])
+    with pytest.raises(TypeError, match="needs a return type"):   # numba.cuda's TypeError
+        metal.declare_device("mul_add", "(float32, float32, float32)", link=[ops])
+    with pytest.raises(UnsupportedFeatureError, match="'numba' or 'c'"):
+        metal.declare_device("mul_add", "float32(float32, float32, float32)", link=[ops], abi="ptx")
     with pytest.raises(UnsupportedFeatureError, match=r"'ops.cu' is CUDA code \(.cu\).*port the function"):
         metal.declare_device("mul_add", "float32(float32, float32, float32)", link=["ops.cu"])
 
