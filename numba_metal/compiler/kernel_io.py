@@ -21,9 +21,11 @@ description, so that the compiler stays pure and the host finds the format among
 it launched) and each value as 64 bits. A format (:func:`print_format`) is the list of pieces numba.cuda
 prints: literal text and values (``i`` int64, ``u`` uint64, ``f`` float32 and ``d`` float64, both printed
 as C's ``%f`` as numba.cuda's ``printf`` prints them, ``b`` bool), items separated by spaces and ended by a
-newline. A float64 travels as its IEEE bit pattern and is formatted on the host, so it prints exactly
-(a kernel that computes float64 in float32, ``precision.py``, prints the float32 it has). The order of records is the order in which
-threads reserved them: launches on one stream in launch order, threads within a launch in no fixed order.
+newline; tuples as Python writes them and ``threadIdx``-like values as ``(x, y, z)`` (numba.cuda's
+printimpl). A float64 travels as its IEEE bit pattern and is formatted on the host, so it prints exactly
+(a kernel that computes float64 in float32, ``precision.py``, prints the float32 it has). The order of
+records is the order in which threads reserved them: launches on one stream in launch order, threads
+within a launch in no fixed order.
 """
 
 from __future__ import annotations
