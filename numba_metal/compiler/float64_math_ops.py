@@ -69,7 +69,7 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_f64_isclose", (F64, F64, F64, F64, "bool"), "bool", "fm_misc", "np.isclose", None),
 )
 
-_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal")
+_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal")
 _HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
 
 

@@ -69,7 +69,15 @@ def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
     ``@metal.jit(link=...)``) that kernels may call, with the Numba signature ``sig`` (a string such as
     ``"float32(float32, float32)"`` or a signature). ``use_cooperative`` (numba.cuda's cooperative-groups
     launch) has no Metal counterpart. ``abi``: numba.cuda's ``"numba"`` or ``"c"``; MSL has one calling
-    convention, so either way the MSL function takes the arguments and returns the result."""
+    convention, so either way the MSL function takes the arguments and returns the result.
+
+    Raises:
+        UnsupportedFeatureError: ``use_cooperative=True`` (Metal has no cooperative launch); an ``abi`` other
+            than ``"numba"`` or ``"c"``; CUDA code (``.cu``, ``.ptx``...) in ``link``.
+        MetalTypeError: ``sig`` has no return type.
+        NumbaMetalError: ``name`` is not an identifier; ``sig`` is not a signature; a ``link`` file that
+            cannot be read, or none that defines ``name``.
+    """
     if abi not in ("numba", "c"):
         raise UnsupportedFeatureError(f"metal.declare_device({name!r}, abi={abi!r}): the ABI is 'numba' or 'c' "
                                       "(numba.cuda's); both are a plain MSL function call")
