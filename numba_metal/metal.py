@@ -39,25 +39,28 @@ from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 
 
-def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, float64=None) -> str:
+def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, float64=None, link=None) -> str:
     """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
     ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
     compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)
-    ``float64="exact"``: see ``jit``.
+    ``float64="exact"`` and ``link`` (hand-written ``.metal`` files; by default those of a
+    ``@metal.jit(link=...)`` kernel): see ``jit``.
 
     Raises:
         UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
         KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
             device compiler rejects the MSL.
-        NumbaMetalError: ``signature`` is not a signature.
-        UnsupportedFeatureError: ``float64=`` is not one of its values.
+        NumbaMetalError: ``signature`` is not a signature; a ``link`` file cannot be read.
+        UnsupportedFeatureError: ``float64=`` is not one of its values; ``link`` holds CUDA code.
     """
     from numba_metal.compiler import driver
+    if link is None:
+        link = getattr(getattr(pyfunc, "options", None), "link", ())
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     argtypes, _ = _normalize_signature(signature)
     if device:
         return driver.compile_device_function(pyfunc, argtypes, float64=float64)
-    return driver.compile_kernel(pyfunc, argtypes, debug=debug, float64=float64).source
+    return driver.compile_kernel(pyfunc, argtypes, debug=debug, float64=float64, link=link).source
 
 
 def math_functions() -> frozenset[str]:

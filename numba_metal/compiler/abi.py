@@ -151,11 +151,17 @@ class ArrayArgument(NamedTuple):
 
 
 class ScalarArgument(NamedTuple):
-    """A scalar argument (or one item of a tuple argument): what :func:`layout` needs of it."""
+    """A scalar argument (or one item of a tuple argument): what :func:`layout` needs of it.
+    ``attribute``: the host passes this attribute of the value (``"value"`` of an ``Enum`` member)."""
 
     arg: int
     path: tuple
     msl_type: str
+    attribute: str = ""
+
+
+#: Attributes of an argument the host may pass instead of the argument (``ScalarArgument.attribute``).
+SCALAR_ATTRIBUTES = ("value",)
 
 
 class Field(NamedTuple):
@@ -241,6 +247,8 @@ class KernelABI(NamedTuple):
         for f in fields:
             if f.msl_type not in SCALAR_LAYOUT or not f.source or f.source[0] not in ("array", "scalar", "sharedmem"):
                 raise ValueError(f"not an argument-struct field: {f}")
+            if f.source[0] == "scalar" and not all(type(i) is int or i in SCALAR_ATTRIBUTES for i in f.source[1:]):
+                raise ValueError(f"not a scalar argument's source: {f}")
         if any(p.kind not in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK, PARAM_THREADGROUP, PARAM_BUILTIN) for p in params):
             raise ValueError("not a kernel parameter kind")
         from .kernel_io import RaiseSite
@@ -289,7 +297,8 @@ class KernelABI(NamedTuple):
         for f in self.fields:
             kind = f.source[0]
             if kind == "scalar":
-                other.append(f"args[{f.source[1]}]" + "".join(f"[{i}]" for i in f.source[2:]))
+                other.append(f"args[{f.source[1]}]" + "".join(f".{i}" if i in SCALAR_ATTRIBUTES else f"[{int(i)}]"
+                                                              for i in f.source[2:]))
             elif kind == "sharedmem":
                 other.append("L.sharedmem")
         tail = []
@@ -329,7 +338,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     arrays, array_fields, scalar_fields = [], [], []
     for a in arguments:
         if isinstance(a, ScalarArgument):
-            scalar_fields.append(Field(scalar_field(a.arg, a.path), a.msl_type, ("scalar", a.arg) + tuple(a.path)))
+            source = ("scalar", a.arg) + tuple(a.path) + ((a.attribute,) if a.attribute else ())
+            scalar_fields.append(Field(scalar_field(a.arg, a.path), a.msl_type, source))
             continue
         arrays.append(a._replace(slot=len(arrays)))
         array_fields += [Field(shape_field(a.arg, k), "long", ("array", a.arg)) for k in range(a.ndim)]
@@ -374,10 +384,12 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
 
 
 class CompiledKernel(NamedTuple):
-    """What the compiler makes of a kernel for one tuple of argument types: the MSL, its ABI, and the
+    """What the compiler makes of a kernel for one tuple of argument types: the MSL, its ABI, the
     typed IR it was lowered from (None when its owner rebuilt it without typing, e.g. from a disk
-    cache entry)."""
+    cache entry), and the hand-written MSL files the MSL holds: (path, digest of the contents read),
+    see linking.py."""
 
     source: str
     abi: KernelABI
     typed: object = None
+    linked: tuple = ()

@@ -68,7 +68,8 @@ class ModuleBuilder:
         self._constants: dict = {}
         self._functions: list[str] = []
         self._device_functions: dict = {}
-        self._linked: set[str] = set()
+        self.linked: list[tuple[str, str]] = []   # (path, digest) of each linked MSL file, in order
+        self._linked_text: dict[str, str] = {}
         self.kernel_text = ""
         self.uses_threadgroup_counter = False
         self.uses_dynamic_shared = False
@@ -276,11 +277,20 @@ class ModuleBuilder:
         """A program-scope definition (a struct) placed before the functions."""
         self._definitions.append(definition)
 
-    def link(self, path: str, source: str) -> None:
-        """Hand-written MSL (a linked .metal file), placed once before the functions that call it."""
-        if path not in self._linked:
-            self._linked.add(path)
+    def link(self, path: str, source: str, digest: str) -> None:
+        """Hand-written MSL (a linked .metal file, ``digest`` the fingerprint of its contents: see
+        linking.py), placed once before the functions that call it (once also when two paths name it)."""
+        if path in self._linked_text:
+            return
+        if all(d != digest for _, d in self.linked):
             self._definitions.append(source)
+        # Every path is recorded, so that the disk cache sees an edit of either of two identical files.
+        self._linked_text[path] = source
+        self.linked.append((path, digest))
+
+    def linked_sources(self) -> dict[str, str]:
+        """Path -> text of the MSL files linked so far."""
+        return dict(self._linked_text)
 
     def render(self) -> str:
         parts = [msl.HEADER]
@@ -682,13 +692,16 @@ class FunctionLowering:
                                                    at))
                 continue
             for path, sty in _flatten_scalars(ty):
-                # An Enum or IntEnum member is passed as its value.
-                sty = sty.dtype if isinstance(sty, types.EnumMember) else sty
+                # An Enum or IntEnum member is passed as its value (an IntEnum member is an int already).
+                attribute = ""
+                if isinstance(sty, types.EnumMember):
+                    attribute = "" if isinstance(sty, types.IntEnumMember) else "value"
+                    sty = sty.dtype
                 mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)
                 if mtype is None:
                     raise UnsupportedFeatureError(
                         f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
-                arguments.append(abi.ScalarArgument(i, path, mtype))
+                arguments.append(abi.ScalarArgument(i, path, mtype, attribute))
         module = self.module
         return abi.layout(self.name, self.tf.name, arguments, debug=self.debug,
                           dynamic_threadgroup_memory=module.uses_dynamic_shared,
@@ -753,7 +766,8 @@ class FunctionLowering:
         field = msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
         # A float64 is copied out of constant memory as its bits (the struct itself is not copied
         # across address spaces).
-        return self.load(ty, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(ty) else field
+        value_type = ty.dtype if isinstance(ty, types.EnumMember) else ty   # a member is its value
+        return self.load(value_type, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(value_type) else field
 
     # -- structured control flow -----------------------------------------------------------
 
@@ -1069,20 +1083,30 @@ def _flatten_scalars(ty, path=()):
 
 def lower_kernel(tf: TypedFunction, *, debug: bool = False,
                  exact_float64: bool = False) -> tuple[str, abi.KernelABI]:
-    """MSL source and ABI of a kernel (``exact_float64``: see ``ModuleBuilder``).
+    """MSL source and ABI of a kernel (``exact_float64``: see ``ModuleBuilder``)."""
+    source, kernel_abi, _ = lower_kernel_linked(tf, debug=debug, exact_float64=exact_float64)
+    return source, kernel_abi
+
+
+def lower_kernel_linked(tf: TypedFunction, *, debug: bool = False, exact_float64: bool = False,
+                        link=()) -> tuple[str, abi.KernelABI, tuple]:
+    """MSL source, ABI and linked files ((path, digest) of each) of a kernel; ``link``: (path, text,
+    digest) of each MSL file the kernel links itself (``@metal.jit(link=...)``), placed first.
 
     A kernel whose code (or a device function it calls) fences device memory across threadgroups is
     lowered a second time with every device pointer ``coherent(device)``: the fence is found while
     lowering, after types are already spelt.
     """
-    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64)
+    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64, link)
     if module.fences_device_memory:
-        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64)
-    return source, kernel_abi
+        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64, link)
+    return source, kernel_abi, tuple(module.linked)
 
 
-def _lower_kernel(tf, debug, coherent, exact_float64):
+def _lower_kernel(tf, debug, coherent, exact_float64, link):
     module = ModuleBuilder(tf.name, debug=debug, coherent=coherent, exact_float64=exact_float64)
+    for path, text, digest in link:
+        module.link(path, text, digest)
     lowering = FunctionLowering(module, tf, kind="kernel", name=function_name(tf, prefix="nm_"))
     module.kernel_text = lowering.lower()
     return module.render(), lowering.abi, module

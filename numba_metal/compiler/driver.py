@@ -12,9 +12,9 @@ from numba.core import types
 
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError, typing_error
 
-from . import precision
+from . import linking, precision
 from .abi import CompiledKernel
-from .codegen import lower_device_function, lower_kernel
+from .codegen import lower_device_function, lower_kernel_linked
 from .frontend import infer_types, source_location
 
 
@@ -46,11 +46,13 @@ def argument_types(signature) -> tuple:
     return tuple(argtypes)
 
 
-def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None) -> CompiledKernel:
+def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None,
+                   link=()) -> CompiledKernel:
     """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses;
     ``float64``: ``"exact"`` computes float64 intermediates exactly in kernels without float64 data, see
-    precision.py)."""
+    precision.py; ``link``: paths of hand-written MSL files the kernel links, see linking.py)."""
     argtypes = tuple(argtypes)
+    linked = tuple((path,) + linking.read(path, "@metal.jit(link=...)") for path in linking.paths(link, "@metal.jit"))
     check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
     tf = _typed(pyfunc, argtypes)
@@ -65,8 +67,8 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
                 break
             weak |= more
             tf = _typed(pyfunc, argtypes, float32_constants=weak)
-    source, kernel_abi = lower_kernel(tf, debug=debug, exact_float64=exact)
-    return CompiledKernel(source, kernel_abi, tf)
+    source, kernel_abi, files = lower_kernel_linked(tf, debug=debug, exact_float64=exact, link=linked)
+    return CompiledKernel(source, kernel_abi, tf, files)
 
 
 def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> str:

@@ -19,9 +19,13 @@ thread just stops and nothing is reported, and ``assert`` statements are compile
 ``2 + 2 * values`` words: the 64-bit key of the call's format (:func:`format_key`, a digest of its
 description, so that the compiler stays pure and the host finds the format among those of every kernel
 it launched) and each value as 64 bits. A format (:func:`print_format`) is the list of pieces numba.cuda
-prints: literal text and values (``i`` int64, ``u`` uint64, ``f`` float32 printed as C's ``%f``, ``b``
-bool), items separated by spaces and ended by a newline. The order of records is the order in which
-threads reserved them: launches on one stream in launch order, threads within a launch in no fixed order.
+prints: literal text and values (``i`` int64, ``u`` uint64, ``f`` float32 and ``d`` float64, both printed
+as C's ``%f`` as numba.cuda's ``printf`` prints them, ``b`` bool), items separated by spaces and ended by a
+newline; tuples as Python writes them and ``threadIdx``-like values as ``(x, y, z)`` (numba.cuda's
+printimpl). A float64 travels as its IEEE bit pattern and is formatted on the host, so it prints exactly
+(a kernel that computes float64 in float32, ``precision.py``, prints the float32 it has). The order of
+records is the order in which threads reserved them: launches on one stream in launch order, threads
+within a launch in no fixed order.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def is_assertion(exc_class) -> bool:
 # -- print ---------------------------------------------------------------------------------------
 
 #: Value kinds of a print format: how the host reads the 64 bits of a value.
-PRINT_KINDS = ("i", "u", "f", "b")
+PRINT_KINDS = ("i", "u", "f", "d", "b")
 
 
 def format_key(description: str) -> int:
@@ -111,6 +115,8 @@ def render(pieces, words) -> str:
             out.append(str(bits))
         elif p[0] == "b":
             out.append("True" if bits else "False")
+        elif p[0] == "d":
+            out.append("%f" % struct.unpack("<d", struct.pack("<Q", bits))[0])
         else:
             out.append("%f" % struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
     return "".join(out)
@@ -127,7 +133,7 @@ def lower_print(lc, stmt) -> None:
     """A ``print(...)`` statement: one record of the print buffer."""
     from numba.core import types
     from . import msl
-    from .lowering import Value
+    from .lowering import Value, registry
     pieces, values = [], []
 
     def item(value, nested: bool):
@@ -149,14 +155,26 @@ def lower_print(lc, stmt) -> None:
         elif isinstance(ty, types.Integer):
             pieces.append(("i",) if ty.signed else ("u",))
             values.append(msl.cast("ulong", lc.cast(value, types.int64 if ty.signed else types.uint64)))
+        elif lc.is_float64(ty):
+            pieces.append(("d",))
+            values.append(msl.member(lc.cast(value, types.float64), msl.FLOAT64_BITS))
         elif isinstance(ty, types.Float):
             pieces.append(("f",))
             values.append(msl.cast("ulong", msl.reinterpret("uint", lc.cast(value, types.float32))))
         elif isinstance(ty, types.NoneType):
             pieces.append(("s", "None"))
+        elif getattr(ty, "compile_time_only", False) and all(registry.find_attribute(ty, a) for a in "xyz"):
+            # numba.cuda's Dim3 (threadIdx, blockIdx, blockDim, gridDim): "(x, y, z)".
+            pieces.append(("s", "("))
+            for k, a in enumerate("xyz"):
+                if k:
+                    pieces.append(("s", ", "))
+                item(registry.find_attribute(ty, a)(lc, value, a, types.int32), True)
+            pieces.append(("s", ")"))
         else:
-            lc.error(f"print() of {ty} is not supported in Metal kernels; print numbers, booleans, string "
-                     "constants and tuples of them")
+            hint = (" (nor in numba.cuda); print its .real and .imag" if isinstance(ty, types.Complex) else
+                    "; print numbers, booleans, string constants and tuples of them")
+            lc.error(f"print() of {ty} is not supported in Metal kernels{hint}")
 
     if stmt.vararg is not None:
         lc.error("print(*args) is not supported in Metal kernels; pass the values one by one")

@@ -240,6 +240,8 @@ def _power(lc, a: Value, b: Value, rt, kind) -> str:
 
 
 def _compare(lc, op: str, a: Value, b: Value) -> str:
+    # Enum members compare as their values (a float64 value is an nm_f64 in an exact kernel).
+    a, b = (Value(v.expr, v.type.dtype) if isinstance(v.type, types.EnumMember) else v for v in (a, b))
     at, bt = a.type, b.type
     if isinstance(at, types.Complex) or isinstance(bt, types.Complex):
         if op not in COMPLEX128_COMPARISONS:

@@ -3,8 +3,9 @@
 Apple GPUs have no double precision. A kernel that *holds float64 data* computes every float64 value
 exactly, as IEEE binary64 in software (the emulated library, float64.metal), bit-identical to NumPy for
 the basic operations. float64 data is: a float64 (or complex128) argument, array argument or array
-element type (shared, local and constant arrays included), an ``np.float64``/``numba.float64`` value or
-conversion written in the code, or any complex128 value, in the kernel or in a device function it calls.
+element type (shared, local and constant arrays included), a record type with such a field, an
+``np.float64``/``numba.float64`` value or conversion written in the code, or any complex128 value, in the
+kernel or in a device function it calls.
 
 A kernel that holds none keeps float64 *intermediates* (true division of integers, ``math`` functions of
 integers, Python float literals, which Numba types float64) in float32, as it always has: its MSL is
@@ -36,6 +37,8 @@ def _is_float64_data_type(ty) -> bool:
         ty = ty.dtype
     if isinstance(ty, types.NumberClass):
         ty = ty.instance_type
+    if isinstance(ty, types.Record):   # a record holding float64 or complex128 fields (or arrays of them)
+        return any(_is_float64_data_type(f.type) for f in ty.fields.values())
     return ty in (types.float64, types.complex128)
 
 
@@ -67,7 +70,7 @@ def _holds(tf, seen, own_arguments=False) -> bool:
     for name, ty in tf.typemap.items():
         # Arrays of float64 (shared, local, constant), np.float64 / numba.float64 named in the code, and
         # any complex128 value (a pair of float64: `1j`, complex(x, y)).
-        if isinstance(ty, (types.Array, types.NumberClass)) and _is_float64_data_type(ty):
+        if isinstance(ty, (types.Array, types.NumberClass, types.Record)) and _is_float64_data_type(ty):
             return True
         if ty == types.complex128:
             return True

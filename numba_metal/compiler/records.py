@@ -4,7 +4,9 @@ arguments (by reference: the kernel's writes reach the host), fields read and wr
 
 A record value is a pointer to its bytes in device memory (as Numba's records are references); its
 layout (the MSL struct, each field's offset, which fields are packed) is the kernel ABI's
-(:func:`~numba_metal.compiler.abi.record_layout`).
+(:func:`~numba_metal.compiler.abi.record_layout`). A float64 field holds its IEEE bits (the emulated
+float64's storage, as float64 arrays do: a record with float64 or complex128 fields is float64 data,
+precision.py); complex fields are read and written one part at a time.
 """
 
 from __future__ import annotations
@@ -14,9 +16,18 @@ from numba.core import types
 from . import abi, arrays, msl
 from .lowering import Value
 
-#: Bytes of each MSL element type a field may have.
+#: Bytes of each MSL element type a field may have (their alignment too: Metal's rule for these types).
 _SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "int": 4, "uint": 4,
-          "float": 4, "long": 8, "ulong": 8}
+          "float": 4, "long": 8, "ulong": 8, msl.COMPLEX64: 8, msl.COMPLEX128_STORAGE: 16}
+
+#: Scalar fields of float64 and complex types: the MSL type of each part (a float64 is its IEEE bits;
+#: a complex its real and imaginary parts), read and written one part at a time, so that a field needs
+#: only NumPy's alignment of its parts (complex64: 4 bytes, where MSL's float2 needs 8).
+_PARTS = {types.float64: msl.FLOAT64_STORAGE, types.complex64: "float", types.complex128: msl.FLOAT64_STORAGE}
+
+#: Elements of nested arrays of these types: the MSL type arrays of them hold (as kernel arrays do).
+_STORAGE = {types.float64: msl.FLOAT64_STORAGE, types.complex64: msl.COMPLEX64,
+            types.complex128: msl.COMPLEX128_STORAGE}
 
 
 def layout(rec: types.Record) -> abi.RecordLayout:
@@ -28,11 +39,12 @@ def layout(rec: types.Record) -> abi.RecordLayout:
         if isinstance(ty, types.NestedArray):
             shape = tuple(ty.shape)
             ty = ty.dtype
-        element = msl.scalar_type(ty)
-        if element is None or ty == types.float64:
-            what = "float64, which Apple GPUs do not have" if ty == types.float64 else str(ty)
-            raise TypeError(f"record field '{name}' is {what}; Metal kernels take records of integer, bool, "
-                            "float16 and float32 fields and nested arrays of them")
+            element = _STORAGE.get(ty) or msl.scalar_type(ty)
+        else:
+            element = _PARTS.get(ty) or msl.scalar_type(ty)
+        if element is None:
+            raise TypeError(f"record field '{name}' is {ty}; Metal kernels take records of integer, bool, "
+                            "float16, float32, float64 and complex fields and nested arrays of them")
         fields.append((name, f.offset, element, _SIZES[element], shape))
     return abi.record_layout(rec.size, fields)
 
@@ -44,23 +56,49 @@ def _field(lc, rec: Value, name: str) -> abi.RecordField:
     return fields[name]
 
 
-def _pointer(lc, rec: Value, field: abi.RecordField, element: str) -> str:
-    return msl.field_pointer(lc.pointer("device", element), lc.pointer("device", "uchar"), rec.expr, field.offset)
+def _pointer(lc, rec: Value, field: abi.RecordField, element: str, offset: int = 0) -> str:
+    return msl.field_pointer(lc.pointer("device", element), lc.pointer("device", "uchar"), rec.expr,
+                             field.offset + offset)
+
+
+def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
+    """Part ``k`` of a scalar field (the field itself unless it is complex), as its MSL element type."""
+    if field.packed:
+        lc.need("records")
+        load = msl.template(msl.numbered("nm_load_packed", field.size), field.element)
+        return msl.call(load, _pointer(lc, rec, field, "uchar", k * field.size))
+    return msl.index(_pointer(lc, rec, field, field.element, k * field.size), 0)
+
+
+def _store_part(lc, rec: Value, field: abi.RecordField, k: int, value: str) -> None:
+    if field.packed:
+        lc.need("records")
+        store = msl.template(msl.numbered("nm_store_packed", field.size), field.element)
+        lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar", k * field.size), value)))
+        return
+    lc.emit(msl.assign(msl.index(_pointer(lc, rec, field, field.element, k * field.size), 0), value))
+
+
+def _check_nested_aligned(lc, name: str, field: abi.RecordField) -> None:
+    if field.packed:
+        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
+                 "Metal requires; use a dtype with align=True (complex128 elements need offsets that are "
+                 "multiples of 16)")
 
 
 def get_field(lc, rec: Value, name: str, result_type) -> Value:
     """``rec.name`` / ``rec['name']``: a scalar, or a view of a nested array."""
     field = _field(lc, rec, name)
     if field.shape:
-        if field.packed:
-            lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
-                     "Metal requires; use a dtype with align=True")
+        _check_nested_aligned(lc, name, field)
         return arrays.array_value(lc, result_type, _pointer(lc, rec, field, field.element), list(field.shape))
-    if field.packed:
-        lc.need("records")
-        load = msl.template(msl.numbered("nm_load_packed", field.size), field.element)
-        return Value(msl.call(load, _pointer(lc, rec, field, "uchar")), result_type)
-    return Value(msl.index(_pointer(lc, rec, field, field.element), 0), result_type)
+    ty = types.unliteral(result_type)
+    if ty == types.complex64:
+        return Value(msl.call(msl.COMPLEX64, _load_part(lc, rec, field, 0), _load_part(lc, rec, field, 1)), ty)
+    if ty == types.complex128:
+        parts = [lc.load(types.float64, _load_part(lc, rec, field, k)) for k in range(2)]
+        return Value(lc.library_call("nm_c128_make", *parts), ty)
+    return Value(lc.load(ty, _load_part(lc, rec, field, 0)), result_type)
 
 
 def set_field(lc, rec: Value, name: str, value: Value) -> None:
@@ -70,22 +108,25 @@ def set_field(lc, rec: Value, name: str, value: Value) -> None:
     if field.shape:
         _set_nested(lc, rec, name, field, value)
         return
-    x = lc.cast(value, rty.typeof(name))
-    if field.packed:
-        lc.need("records")
-        store = msl.template(msl.numbered("nm_store_packed", field.size), field.element)
-        lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar"), x)))
-        return
-    lc.emit(msl.assign(msl.index(_pointer(lc, rec, field, field.element), 0), x))
+    ty = rty.typeof(name)
+    x = lc.cast(value, ty)
+    if ty == types.complex64:
+        z = lc.tmp(ty, x)
+        parts = [msl.member(z, p) for p in msl.COMPLEX64_PARTS]
+    elif ty == types.complex128:
+        z = lc.tmp(ty, x)
+        parts = [lc.store(types.float64, msl.member(z, p)) for p in msl.COMPLEX128_PARTS]
+    else:
+        parts = [lc.store(ty, x)]
+    for k, part in enumerate(parts):
+        _store_part(lc, rec, field, k, part)
 
 
 def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value) -> None:
     """``rec.name = src`` for a nested array field: the field's elements from ``src`` in C order (numba.cuda
     copies them without looking at ``src``'s shape; here at most ``src.size`` are copied, and debug=True
     reports a ``src`` smaller than the field as an out-of-bounds index)."""
-    if field.packed:
-        lc.error(f"nested array field '{name}' of a packed record is not aligned to its elements, which "
-                 "Metal requires; use a dtype with align=True")
+    _check_nested_aligned(lc, name, field)
     if not isinstance(types.unliteral(value.type), types.Array):
         lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
     lc.need("nested_copy")

@@ -120,11 +120,8 @@ def arg_key(value, position: int):
         return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
     if isinstance(value, DeviceFunctionBase):
         return value  # a device function argument specialises the kernel on the function; nothing is passed
-    if isinstance(value, enum.IntEnum):
-        return t  # an IntEnum member specialises the kernel on its class and is passed as its int value
     if isinstance(value, enum.Enum):
-        raise KernelLaunchError(f"argument {position} is a member of the Enum {t.__name__}, which a launch "
-                                "cannot pass yet; use an IntEnum, or pass its .value")
+        return t  # an Enum member specialises the kernel on its class and is passed as its value
     if isinstance(value, complex):
         raise KernelLaunchError(f"argument {position} is complex, which Metal kernels do not support")
     if hasattr(value, "__cuda_array_interface__"):
@@ -170,9 +167,8 @@ def numba_type_of_key(key):
     if isinstance(key, DeviceFunctionBase):
         from numba import typeof
         return typeof(key)
-    if isinstance(key, type) and issubclass(key, enum.IntEnum):
-        from numba import typeof
-        return typeof(next(iter(key)))
+    if isinstance(key, type) and issubclass(key, enum.Enum):
+        return _enum_member_type(key)
     if type(key) is tuple:
         from numba.core import types
         items = tuple(numba_type_of_key(k) for k in key[1:])
@@ -180,6 +176,22 @@ def numba_type_of_key(key):
             return types.UniTuple(items[0], len(items))
         return types.Tuple(items)
     return _scalars()[key]
+
+
+def _enum_member_type(cls):
+    """Numba's type of the members of ``cls`` (as numba.cuda types them: the class and the type of the
+    values, which must be one type of number)."""
+    from numba import typeof
+    from numba.core import types
+    try:
+        ty = typeof(next(iter(cls)))
+    except (ValueError, StopIteration) as e:
+        raise KernelLaunchError(f"members of the Enum {cls.__name__} cannot be passed to a kernel: "
+                                f"{e or 'it has no members'}") from None
+    if not isinstance(ty.dtype, (types.Integer, types.Float, types.Boolean)):
+        raise KernelLaunchError(f"members of the Enum {cls.__name__} have values of type {ty.dtype}; a kernel takes "
+                                "Enum members whose values are integers or floats")
+    return ty
 
 
 def typeof_arg(value, position: int):
@@ -201,7 +213,7 @@ def canonical(key) -> str:
         return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
-    if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.IntEnum):
+    if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.Enum):
         raise NotCanonical(key.__name__)
     return _SCALAR_NAMES[key]
 

@@ -13,7 +13,8 @@ numba-metal's compiler sources (``compiler/*.py``, ``*.metal``, ``kernel_api/*.p
 module and ``arguments.py``), so any upgrade or edit of numba-metal starts afresh; the function's code
 object (bytecode, constants including nested code, names, line table, file and qualified name), its
 default values and the values of its closure cells; the canonical argument types; the options (``debug``,
-``fastmath``). The MSL is a pure function of these and the values below, whatever the device (the compiler
+``fastmath``, ``float64``) and the kernel's own linked MSL files (``link``: each path with the SHA-256 of its
+contents). The MSL is a pure function of these and the values below, whatever the device (the compiler
 never asks the device anything), so one entry serves every device; device-specific products are keyed by
 the device in the runtime's cache.
 
@@ -23,7 +24,11 @@ depend on). The entry records a fingerprint of each (numbers, strings, NumPy arr
 name, device functions by code and dependencies...); loading re-fingerprints them from the live function's
 globals and closure and recompiles (overwriting the entry) on any difference. A kernel depending on a value
 that has no reliable fingerprint (an arbitrary object) is simply not cached; the reason is logged at debug
-level on the ``numba_metal.cache`` logger.
+level on the ``numba_metal.cache`` logger. Hand-written MSL is checked by content: the entry records the
+path and SHA-256 of every linked file the MSL holds (the kernel's own and those of ``metal.declare_device``
+functions it calls, as the compiler read them, ``CompiledKernel.linked``), and loading re-reads each file
+and misses on any difference, so an edited ``.metal`` file is never served stale; an entry is not written
+if a file changed while the kernel compiled.
 
 Safety: entries are written to a temporary file and renamed (concurrent writers are safe; readers see a
 whole old or new entry); an entry is ``NMKC1 <sha256 of payload>\\n`` + a JSON payload (never pickle:
@@ -258,6 +263,9 @@ def fingerprint(value) -> str:
     if isinstance(value, np.ufunc):
         return f"ufunc:{value.__name__}"
     cls_module = t.__module__
+    if cls_module == "numba_metal.kernel_api.external":
+        # A function of hand-written MSL (its files' contents are checked through the entry's "linked").
+        return value.cache_fingerprint()
     if cls_module.startswith("numba.core.types") or cls_module.startswith("numba_metal.kernel_api") \
             or cls_module.startswith("numba_metal.compiler"):
         # Numba types (``numba.float32``) and kernel-API objects (``metal.threadIdx``): their meaning is
@@ -368,14 +376,37 @@ def environment_digest() -> str:
     return _environment
 
 
-def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None) -> str:
-    """The key of a kernel's entry (raises Unfingerprintable when it cannot have one)."""
+def entry_key(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None,
+              link=()) -> str:
+    """The key of a kernel's entry (raises Unfingerprintable when it cannot have one). ``link``: the
+    kernel's linked MSL files (``@metal.jit(link=...)``) with the digests of their contents now."""
     fields = [environment_digest(), _qualname(pyfunc), function_digest(pyfunc), list(argtypes),
               bool(debug), bool(fastmath)]
     if float64 is not None:
         fields.append(float64)
+    if link:
+        fields.append([[path, _linked_digest(path)] for path in link])
     text = json.dumps(fields)
     return _sha256(text.encode()).hexdigest()
+
+
+def _linked_digest(path: str) -> str:
+    from numba_metal.compiler import linking
+    found = linking.file_digest(path)
+    if found is None:
+        raise Unfingerprintable(f"the linked file {path!r}, which cannot be read")
+    return found
+
+
+def linked_match(linked) -> bool:
+    """True if every hand-written MSL file an entry's MSL holds still has the recorded contents."""
+    if not isinstance(linked, list):
+        return False
+    try:
+        return all(isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+                   and _linked_digest(item[0]) == item[1] for item in linked)
+    except Unfingerprintable:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -611,14 +642,14 @@ def _write_atomically(name: str, dir_fd: int, data: bytes) -> None:
 # -- the dispatcher's interface -----------------------------------------------------------------
 
 
-def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None):
+def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str | None = None, link=()):
     """The cached compile of ``pyfunc`` for canonical ``argtypes`` (a CompiledKernel without typed IR), or
     None (a miss, a stale or a bad entry)."""
     directory = _directory()
     if directory is None:
         return None
     try:
-        key = entry_key(pyfunc, argtypes, debug, fastmath, float64)
+        key = entry_key(pyfunc, argtypes, debug, fastmath, float64, link)
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return None
@@ -626,7 +657,7 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str 
     entry = _decode(_read_private_file(name, directory[1]), key)
     if entry is None:
         return None
-    if not dependencies_match(pyfunc, entry.get("deps")):
+    if not dependencies_match(pyfunc, entry.get("deps")) or not linked_match(entry.get("linked")):
         return None
     try:
         kernel_abi = KernelABI.from_json(entry["abi"])
@@ -636,19 +667,24 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str 
     if not isinstance(source, str):
         return None
     _log.debug("kernel cache: hit %s", os.path.join(directory[0], name))
-    return CompiledKernel(source, kernel_abi, None)
+    return CompiledKernel(source, kernel_abi, None, tuple(tuple(item) for item in entry["linked"]))
 
 
-def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled, float64: str | None = None) -> bool:
+def store(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, compiled, float64: str | None = None,
+          link=()) -> bool:
     """Write the entry for a compile; False (and nothing written) if it cannot be cached safely."""
     directory = _directory()
     if directory is None:
         return False
     try:
-        key = entry_key(pyfunc, argtypes, debug, fastmath, float64)
+        key = entry_key(pyfunc, argtypes, debug, fastmath, float64, link)
         deps = record_dependencies(pyfunc, compiled.typed)
+        linked = [list(item) for item in compiled.linked]
+        if not linked_match(linked):
+            # A linked file changed while the kernel compiled: the MSL holds the old contents.
+            raise Unfingerprintable("a linked file that changed while the kernel compiled")
         entry = {"format": FORMAT, "key": key, "kernel": _qualname(pyfunc), "argtypes": list(argtypes),
-                 "msl": compiled.source, "abi": compiled.abi.to_json(), "deps": deps}
+                 "msl": compiled.source, "abi": compiled.abi.to_json(), "deps": deps, "linked": linked}
     except Unfingerprintable as e:
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return False

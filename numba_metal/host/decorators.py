@@ -6,18 +6,18 @@
 
 from __future__ import annotations
 
-from numba_metal.compiler import precision
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.compiler import linking, precision
+from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
 from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 
 #: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
 #: ``lineinfo`` change nothing: device functions are always inlined, the MSL compiler always optimises).
 KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo",
-                           "float64"])
+                           "float64", "link"])
 #: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
 UNSUPPORTED_OPTIONS = {
-    "link": "linking external code", "max_registers": "a register cap", "launch_bounds": "launch bounds",
+    "max_registers": "a register cap", "launch_bounds": "launch bounds",
     "lto": "link-time optimisation", "extensions": "compiler extensions", "boundscheck":
     "the boundscheck option (use debug=True for bounds-checked kernels)",
 }
@@ -29,15 +29,18 @@ def jit(func_or_sig=None, device=False, **options):
     Options: ``device``, ``fastmath`` (fast math and fast math functions), ``debug`` (bounds-checked
     array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale),
     ``float64="exact"`` (float64 intermediates of a kernel without float64 data, such as ``i / n`` of
-    integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md).
+    integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md),
+    ``link`` (hand-written ``.metal`` files linked into the kernel, defining the functions it calls
+    through ``metal.declare_device``; numba.cuda's PTX and CUDA C are refused).
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
 
     Raises:
-        UnsupportedFeatureError: an option Metal has no equivalent of (``link``, ``max_registers``, ``lto``...),
-            or a ``float64=`` value that is not one of its values; with eager signatures, a construct Metal
-            cannot express.
+        UnsupportedFeatureError: an option Metal has no equivalent of (``max_registers``, ``lto``...), CUDA
+            code (``.cu``, ``.ptx``...) in ``link``, or a ``float64=`` value that is not one of its values;
+            with eager signatures, a construct Metal cannot express.
+        MetalValueError: ``link`` with ``device=True`` (numba.cuda's ``ValueError``).
         NumbaMetalError: an unknown option; ``@metal.jit`` applied twice; an eager signature that is not a
             signature, or a kernel's that does not return void.
         KernelCompilationError: with eager signatures, Numba's typing fails for one (also Numba's
@@ -53,10 +56,16 @@ def jit(func_or_sig=None, device=False, **options):
                                   f"{', '.join(sorted(KNOWN_OPTIONS))}")
     float64 = options.get("float64")
     precision.check_option(float64)
+    link = options.get("link")
+    if link and device:
+        # numba.cuda's rule: a device function's MSL goes in the kernels that call it.
+        raise MetalValueError("link keyword invalid for device function: pass link=[...] to the kernels "
+                              "(@metal.jit) that call it, or to metal.declare_device")
     jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
                              debug=bool(options.get("debug", False)),
                              cache=bool(options.get("cache", False)),
-                             float64=float64)
+                             float64=float64,
+                             link=linking.paths(link, "@metal.jit(link=...)"))
     sigs = None
     if func_or_sig is not None and not callable(func_or_sig):
         sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]

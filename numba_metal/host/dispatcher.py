@@ -39,6 +39,7 @@ class JitOptions(NamedTuple):
     debug: bool = False
     cache: bool = False
     float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
+    link: tuple = ()             # hand-written MSL files linked into the kernel (compiler/linking.py)
 
 
 def normalize_signature(sig):
@@ -320,7 +321,8 @@ class Dispatcher:
         except NotCanonical:
             return None
         start = profiling.now_ns() if profiling.listeners else 0
-        compiled = cache.load(self.py_func, canon, self.options.debug, self.options.fastmath, self.options.float64)
+        options = self.options
+        compiled = cache.load(self.py_func, canon, options.debug, options.fastmath, options.float64, options.link)
         if compiled is None:
             return None
         kernel = Kernel(self, compiled, argtypes=argtypes, key=key, from_cache=True)
@@ -337,14 +339,16 @@ class Dispatcher:
         from .kernel import Kernel
         start = profiling.now_ns() if profiling.listeners else 0
         options = self.options
-        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64)
+        compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64,
+                                  link=options.link)
         if options.cache:
             try:
                 canon = [canonical_numba(t) for t in argtypes]
             except NotCanonical:
                 pass
             else:
-                cache.store(self.py_func, canon, options.debug, options.fastmath, compiled, options.float64)
+                cache.store(self.py_func, canon, options.debug, options.fastmath, compiled, options.float64,
+                            options.link)
         kernel = Kernel(self, compiled, argtypes=argtypes)
         if start:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,

@@ -381,3 +381,59 @@ def test_a_device_function_read_as_a_module_attribute_is_tracked(cache_dir):
     out, k = _launch(mod.fill)
     np.testing.assert_array_equal(out, [5, 6, 7, 8])
     assert not k.from_cache
+
+
+LINKED_MODULE = """
+import json
+import numpy as np
+from numba_metal import metal
+
+by_declaration = metal.declare_device("scaled", "float32(float32)", link=["declared.metal"])
+by_kernel = metal.declare_device("shifted", "float32(float32)")
+
+@metal.jit(cache=True)
+def declared(out):
+    out[0] = by_declaration(np.float32(2.0))
+
+@metal.jit(cache=True, link=["kernel.metal"])
+def linked(out):
+    out[0] = by_kernel(np.float32(2.0))
+
+results = {}
+for k in (declared, linked):
+    out = np.zeros(1, np.float32)
+    k[1, 1](out)
+    results[k.__name__] = [float(out[0]), [kk.from_cache for kk in k._by_key.values()]]
+print(json.dumps(results))
+"""
+
+
+def test_kernels_calling_hand_written_msl_are_cached_and_an_edit_of_the_msl_is_never_stale(tmp_path):
+    # Both ways of linking: declare_device(link=...) and @metal.jit(link=...). Relative paths: the
+    # processes run in the source directory, as a project's scripts do.
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "linked_kernels.py").write_text(LINKED_MODULE)
+
+    def write(declared_factor, kernel_shift):
+        (src / "declared.metal").write_text(f"float scaled(float x) {{ return x * {declared_factor}.0f; }}\n")
+        (src / "kernel.metal").write_text(f"float shifted(float x) {{ return x + {kernel_shift}.0f; }}\n")
+
+    def run():
+        res = subprocess.run([sys.executable, "linked_kernels.py"], env=_env(tmp_path), cwd=src,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    write(3, 10)
+    assert run() == {"declared": [6.0, [False]], "linked": [12.0, [False]]}
+    assert run() == {"declared": [6.0, [True]], "linked": [12.0, [True]]}
+    write(5, 10)    # the declared function's file: only that kernel is compiled again
+    assert run() == {"declared": [10.0, [False]], "linked": [12.0, [True]]}
+    write(5, 20)    # the kernel's own linked file
+    assert run() == {"declared": [10.0, [True]], "linked": [22.0, [False]]}
+    assert run() == {"declared": [10.0, [True]], "linked": [22.0, [True]]}
+    os.remove(src / "kernel.metal")
+    res = subprocess.run([sys.executable, "linked_kernels.py"], env=_env(tmp_path), cwd=src,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0 and "cannot read the linked file 'kernel.metal'" in res.stderr

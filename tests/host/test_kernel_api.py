@@ -169,10 +169,9 @@ def test_low_occupancy_warns_as_numba_cuda(monkeypatch):
         kernel[(3, 1), 32](d, 1)
 
 
-def test_declare_device_needs_the_metal_source_and_refuses_cooperative_launches():
-    from numba_metal.errors import NumbaMetalError
-    with pytest.raises(NumbaMetalError, match="pass link=.*the .metal files"):
-        metal.declare_device("my_cuda_function", "int32(int32)")
+def test_declare_device_needs_metal_source_and_refuses_cooperative_launches():
+    with pytest.raises(UnsupportedFeatureError, match="is CUDA code"):
+        metal.declare_device("my_cuda_function", "int32(int32)", link=["my_cuda_function.cu"])
     with pytest.raises(UnsupportedFeatureError, match="cooperative"):
         metal.declare_device("my_cuda_function", "int32(int32)", use_cooperative=True)
 

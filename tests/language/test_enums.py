@@ -1,6 +1,6 @@
 """Enum and IntEnum members in kernels (compiler: a member is its value at run time; typing: Numba's
-enumdecl): as constants, compared, converted, `.value`; IntEnum members as kernel arguments (a plain
-Enum member argument is refused clearly at launch: docs/limitations.md). Oracle: Python's enum semantics."""
+enumdecl): as constants, compared, converted, `.value`; Enum and IntEnum members as kernel arguments (passed as
+their values, as numba.cuda passes them). Oracle: Python's enum semantics."""
 
 import enum
 
@@ -70,6 +70,47 @@ def test_an_int_enum_member_is_a_kernel_argument():
         np.testing.assert_array_equal(out, [member, member == Color.BLUE, member.value * 2])
 
 
-def test_a_plain_enum_member_argument_is_refused_clearly():
-    with pytest.raises(KernelLaunchError, match="Enum Shape"):
-        enum_argument[1, 1](np.zeros(3, np.int64), Shape.SQUARE)
+class Ratio(enum.Enum):
+    HALF = 0.5
+    THIRD = 1 / 3
+
+
+class Mixed(enum.Enum):
+    ONE = 1
+    HALF = 0.5
+
+
+class Named(enum.Enum):
+    A = "a"
+
+
+@metal.jit
+def plain_enum_argument(out, s, r):
+    out[0] = s.value
+    out[1] = 1 if s == Shape.TRIANGLE else 0
+    out[2] = r.value * 4
+    out[3] = 1 if r == Ratio.THIRD else 0
+
+
+def test_a_plain_enum_member_is_a_kernel_argument_passed_as_its_value():
+    # numba.cuda types an Enum member as EnumMember(class, type of its values) and passes the value.
+    out = np.zeros(4, np.float64)
+    for s in Shape:
+        for r in Ratio:
+            plain_enum_argument[1, 1](out, s, r)
+            np.testing.assert_array_equal(out, [s.value, s is Shape.TRIANGLE, r.value * 4, r is Ratio.THIRD])
+
+
+def test_a_plain_enum_member_argument_compiles_to_its_value():
+    compiled = driver.compile_kernel(plain_enum_argument.py_func,
+                                     (types.float64[:], typeof(Shape.SQUARE), typeof(Ratio.HALF)))
+    scalars = [f for f in compiled.abi.fields if f.source[0] == "scalar"]
+    assert [(f.msl_type, f.source) for f in scalars] == [("long", ("scalar", 1, "value")),
+                                                        ("nm_f64", ("scalar", 2, "value"))]
+
+
+def test_enum_members_numba_cannot_type_are_refused_clearly():
+    with pytest.raises(KernelLaunchError, match="Enum Mixed.*heterogeneous"):
+        enum_argument[1, 1](np.zeros(3, np.int64), Mixed.ONE)
+    with pytest.raises(KernelLaunchError, match="Enum Named have values of type unicode"):
+        enum_argument[1, 1](np.zeros(3, np.int64), Named.A)

@@ -1,12 +1,15 @@
-"""metal.declare_device with link=[...] of hand-written .metal files (kernel_api/external.py), in the
-place of numba.cuda's PTX/CUDA C linking; and device functions passed as values (to device functions
+"""metal.declare_device with link=[...] of hand-written .metal files (kernel_api/external.py) and
+@metal.jit(link=[...]) (compiler/linking.py), in the place of numba.cuda's PTX/CUDA C linking; and device functions passed as values (to device functions
 and to kernels), as numba.cuda allows. Oracle: NumPy."""
+
+import os
 
 import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import NumbaMetalError
+from numba_metal.compiler import driver
+from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 OPS = """\
 #include <metal_stdlib>
@@ -31,7 +34,7 @@ def ops(tmp_path_factory):
 
 def test_a_declared_msl_function_is_called_from_kernels_and_device_functions(ops):
     mul_add = metal.declare_device("mul_add", "float32(float32, float32, float32)", link=[ops])
-    clamp_index = metal.declare_device("clamp_index", metal.int32(metal.int64, metal.int32), link=ops)
+    clamp_index = metal.declare_device("clamp_index", metal.int32(metal.int64, metal.int32), link=ops, abi="c")
 
     @metal.jit(device=True)
     def twice(x):
@@ -60,8 +63,69 @@ def test_mistakes_are_named_when_declaring(ops, tmp_path):
         metal.declare_device("mul_add", "float32(", link=[ops])
     with pytest.raises(NumbaMetalError, match="cannot read the linked file"):
         metal.declare_device("mul_add", "float32()", link=[str(tmp_path / "missing.metal")])
-    with pytest.raises(NumbaMetalError, match="pass link"):
-        metal.declare_device("mul_add", "float32(float32, float32, float32)")
+    with pytest.raises(TypeError, match="needs a return type"):   # numba.cuda's TypeError
+        metal.declare_device("mul_add", "(float32, float32, float32)", link=[ops])
+    with pytest.raises(UnsupportedFeatureError, match="'numba' or 'c'"):
+        metal.declare_device("mul_add", "float32(float32, float32, float32)", link=[ops], abi="ptx")
+    with pytest.raises(UnsupportedFeatureError, match=r"'ops.cu' is CUDA code \(.cu\).*port the function"):
+        metal.declare_device("mul_add", "float32(float32, float32, float32)", link=["ops.cu"])
+
+
+def test_the_kernel_links_the_msl_of_functions_declared_without_link(ops):
+    # numba.cuda's other form: declare_device(name, sig) and @cuda.jit(link=[...]) on the kernel.
+    mul_add = metal.declare_device("mul_add", "float32(float32, float32, float32)")
+
+    @metal.jit(link=[ops])
+    def k(out, a):
+        i = metal.grid(1)
+        if i < a.size:
+            out[i] = mul_add(a[i], 3.0, 1.0)
+
+    a = np.arange(5, dtype=np.float32)
+    out = np.zeros(5, np.float32)
+    k[1, 5](out, a)
+    np.testing.assert_array_equal(out, a * 3 + 1)
+    (msl_source,) = k.inspect_msl().values()
+    assert msl_source.count("float mul_add(") == 1   # linked once
+
+    # The same file linked by the kernel and by a declaration, under another spelling of its path.
+    clamp_index = metal.declare_device("clamp_index", "int32(int64, int32)", link=[os.path.relpath(ops)])
+
+    @metal.jit(link=[ops])
+    def both(out, a):
+        out[0] = mul_add(a[clamp_index(7, a.size)], 1.0, 1.0)
+
+    both[1, 1](out, a)
+    assert out[0] == a[4] + 1
+    (kernel,) = both.overloads.values()
+    assert kernel.msl.count("float mul_add(") == 1
+    # Both spellings are recorded (the disk cache checks each file).
+    assert [p for p, _ in driver.compile_kernel(both.py_func, kernel.argtypes, link=[ops]).linked] == \
+        [ops, os.path.relpath(ops)]
+    assert metal.compile_msl(k, "void(float32[:], float32[:])").count("float mul_add(") == 1   # without a device
+
+    @metal.jit
+    def unlinked(out, a):
+        out[0] = mul_add(a[0], 3.0, 1.0)
+
+    with pytest.raises(NumbaMetalError, match=r"mul_add\(\) was declared .* without link=.*@metal.jit\(link="):
+        unlinked[1, 1](out, a)
+
+
+def test_link_mistakes_are_refused_as_numba_cuda_does(ops):
+    with pytest.raises(UnsupportedFeatureError, match=r"'k.ptx' is CUDA code \(.ptx\)"):
+        metal.jit(link=["k.ptx"])
+    with pytest.raises(ValueError, match="link keyword invalid for device function"):
+        metal.jit(device=True, link=[ops])
+    with pytest.raises(NumbaMetalError, match="not a path"):
+        metal.jit(link=[3])
+
+    @metal.jit(link=["/nonexistent/missing.metal"])
+    def k(out):
+        out[0] = 1.0
+
+    with pytest.raises(NumbaMetalError, match=r"cannot read the linked file '/nonexistent/missing.metal'"):
+        k[1, 1](np.zeros(1, np.float32))
 
 
 def test_a_declared_function_cannot_be_called_on_the_host(ops):

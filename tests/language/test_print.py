@@ -227,3 +227,44 @@ def test_bad_print_buffer_size_is_a_clear_error():
     """, NUMBA_METAL_PRINT_BUFFER_BYTES="lots")
     assert "NumbaMetalError NUMBA_METAL_PRINT_BUFFER_BYTES='lots' is not a size in bytes" in r.stdout
 
+
+
+@metal.jit
+def print_float64(a, out):
+    x = a[0] / 3.0
+    out[0] = x
+    print(x, a[1], (a[0], np.float32(a[0])))
+
+
+def test_float64_prints_exactly_with_percent_f(capsys):
+    # numba.cuda passes every float to printf as a double with %f (printimpl.py): a float64 kernel value
+    # prints its own digits, not those of a float32 rounding of it.
+    a = np.array([1e6 + 2.0**-20, -2.0**-30])
+    out = np.zeros(1)
+    print_float64[1, 1](a, out)
+    assert out[0] == a[0] / 3.0
+    expected = "%f %f (%f, %f)\n" % (a[0] / 3.0, a[1], a[0], np.float32(a[0]))
+    assert capsys.readouterr().out == expected
+    assert expected.startswith("333333.333334 -0.000000 (1000000.000001, 1000000.000000)")
+
+
+@metal.jit
+def print_complex(a):
+    print(a[0])
+
+
+def test_printing_a_complex_value_is_refused_as_in_numba_cuda():
+    with pytest.raises(UnsupportedFeatureError, match=r"print\(\) of complex64.*\.real and \.imag"):
+        print_complex[1, 1](np.zeros(1, np.complex64))
+
+
+@metal.jit
+def print_dim3():
+    print(metal.threadIdx, metal.blockDim)
+
+
+def test_thread_positions_print_as_numba_cuda_prints_dim3(capsys):
+    # numba.cuda's printimpl prints a Dim3 as "(%d, %d, %d)".
+    print_dim3[(1, 1), (2, 1, 1)]()
+    metal.synchronize()
+    assert sorted(capsys.readouterr().out.splitlines()) == ["(0, 0, 0) (2, 1, 1)", "(1, 0, 0) (2, 1, 1)"]

@@ -1,8 +1,8 @@
 """Records (NumPy structured dtypes) in kernels, checked against NumPy on the same data.
 
-The kernels are numba.cuda's record tests (numba/cuda/tests/cudapy/test_record_dtype.py), renamed, with
-the float64 and complex64 fields of its dtypes made float32 (float64 and complex64 are not Metal kernel
-types here yet). As in numba.cuda, a record argument is passed by reference: the kernel's writes reach
+The kernels are numba.cuda's record tests (numba/cuda/tests/cudapy/test_record_dtype.py), renamed; most
+use its dtypes with the float64 and complex64 fields made float32, and the float64/complex tests use its
+own dtype. As in numba.cuda, a record argument is passed by reference: the kernel's writes reach
 the host, and the element of the array it came from.
 """
 
@@ -219,15 +219,178 @@ def test_debug_bounds_check_covers_arrays_of_records():
         metal.synchronize()
 
 
-def test_float64_fields_and_unaligned_nested_arrays_are_refused_clearly():
-    d64 = np.dtype([("x", np.float64), ("y", np.int32)])
+# numba.cuda's own record dtype, with its float64 and complex64 fields.
+cuda_recordtype = np.dtype([("a", np.float64), ("b", np.int32), ("c", np.complex64), ("d", (np.uint8, 5))],
+                           align=True)
 
-    def k(a):
-        a[0].y = 1
 
-    with pytest.raises(UnsupportedFeatureError, match="record field 'x' is float64"):
-        metal.jit(k)[1, 1](np.zeros(1, d64))
+def cuda_sample():
+    ary = np.zeros(3, cuda_recordtype)
+    for i in range(3):
+        x = i + 1
+        ary[i]["a"] = x / 2 + 2.0**-40   # not a float32: a float32 round trip would lose it
+        ary[i]["b"] = x
+        ary[i]["c"] = x * 1j + 1 / 3
+        ary[i]["d"] = [x, x + 1, x + 2, x + 3, x + 4]
+    return ary
 
+
+def set_c_from(ary, i, v):
+    ary[i].c = v[0]
+
+
+@pytest.mark.parametrize("pyfunc, value", [(set_a, np.float64(3.1415)), (set_a, np.float32(3.0)),
+                                           (set_c_from, np.array([43j + 0.1], np.complex64)),
+                                           (set_c_from, np.array([43j + 0.1], np.complex128)),
+                                           (set_record, 2)])
+def test_numba_cuda_set_float64_and_complex64_fields(pyfunc, value):
+    # numba.cuda's test_set_a, test_set_c (with coercion from float32 and complex128; the complex value
+    # in an array, as kernels take no complex scalars) and test_set_record on its own dtype: the whole
+    # array compared, so nothing else of it may change.
+    kernel = metal.jit(pyfunc)
+    for i in range(2):
+        got = cuda_sample()
+        expect = got.copy().view(np.recarray)
+        kernel[1, 1](got, i, value)
+        pyfunc(expect, i, value)
+        assert np.all(expect == got)
+
+
+def cuda_record_read_a(r, arr):
+    arr[0] = r.a
+
+
+def cuda_record_read_c(r, arr):
+    arr[0] = r.c
+
+
+def cuda_record_set_a(r, v):
+    r.a = v
+
+
+def cuda_record_set_c(r, v):
+    r.c = v[0]
+
+
+@pytest.mark.parametrize("field, reader, writer, value", [
+    ("a", cuda_record_read_a, cuda_record_set_a, np.float64(1.5 + 2.0**-45)),
+    ("c", cuda_record_read_c, cuda_record_set_c, np.complex64(4.0 + 5.0j))])
+def test_numba_cuda_float64_and_complex64_fields_of_record_arguments(field, reader, writer, value):
+    # numba.cuda's test_rec_read_a/c and test_rec_set_a/c: records as scalar arguments (by reference).
+    rec = cuda_sample()[0]
+    rec[field] = value
+    arr = np.zeros(1, type(value))
+    metal.jit(reader)[1, 1](rec, arr)
+    assert arr[0] == value
+    rec = cuda_sample()[0]
+    metal.jit(writer)[1, 1](rec, arr if field == "c" else value)
+    assert rec[field] == value
+
+
+wide = np.dtype([("n", np.int8), ("x", np.float64), ("z", np.complex64), ("w", np.complex128),
+                 ("v", np.float64, 3), ("zs", np.complex64, (2, 2)), ("ws", np.complex128, 2)])
+wide_aligned = np.dtype({"names": wide.names, "formats": [wide.fields[n][0] for n in wide.names],
+                         "offsets": [0, 8, 20, 32, 48, 72, 112], "itemsize": 144})
+
+
+@metal.jit
+def wide_fields(a, out):
+    i = metal.grid(1)
+    if i < a.size:
+        r = a[i]
+        out[i] = r.x * 3.0 + r.z.imag + r.w.real * r.w.imag + r.v[2] + r.zs[1, 0].real + r.ws[1].imag
+        r.x = r.x / 7.0
+        r.z = r.z * r.z
+        r.w = r.w.conjugate() + r.ws[0]
+        for k in range(3):
+            r.v[k] = r.v[k] * r.x
+        r.zs[0, 1] = r.zs[1, 1] * 2
+        r.ws[1] = r.ws[1] - r.w
+
+
+def wide_reference(a):
+    out = a["x"] * 3.0 + a["z"].imag + a["w"].real * a["w"].imag + a["v"][:, 2] + a["zs"][:, 1, 0].real \
+        + a["ws"][:, 1].imag
+    a["x"] = a["x"] / 7.0
+    a["z"] = a["z"] * a["z"]
+    a["w"] = a["w"].conjugate() + a["ws"][:, 0]
+    a["v"] = a["v"] * a["x"][:, None]
+    a["zs"][:, 0, 1] = a["zs"][:, 1, 1] * 2
+    a["ws"][:, 1] = a["ws"][:, 1] - a["w"]
+    return out
+
+
+def wide_sample(dtype):
+    rng = np.random.default_rng(7)
+    a = np.zeros(5, dtype)
+    for name in dtype.names:
+        shape = a[name].shape
+        a[name] = rng.standard_normal(shape) if a[name].dtype.kind != "c" else \
+            rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return a
+
+
+@pytest.mark.parametrize("dtype", [wide, wide_aligned], ids=["packed", "aligned"])
+def test_float64_and_complex_fields_and_nested_arrays_are_exact(dtype):
+    # float64 is the exact emulated float64 and complex128 pairs of it: results bit for bit NumPy's.
+    # In the packed dtype every scalar field is at an unaligned offset (read and written bytewise); in the
+    # aligned one complex64 sits at an offset that is a multiple of 4 only (NumPy's alignment of it), which
+    # is read as two floats (MSL's float2 needs 8).
+    a = wide_sample(dtype)
+    expect = a.copy()
+    out = np.zeros(5)
+    if dtype is wide:   # nested arrays of a packed dtype are unaligned: only the scalar fields are used
+        @metal.jit
+        def scalars(a, out):
+            i = metal.grid(1)
+            if i < a.size:
+                r = a[i]
+                out[i] = r.x * 3.0 + r.z.imag + r.w.real * r.w.imag
+                r.x = r.x / 7.0
+                r.z = r.z * r.z
+                r.w = r.w.conjugate()
+        scalars[1, 5](a, out)
+        np.testing.assert_array_equal(out, expect["x"] * 3.0 + expect["z"].imag + expect["w"].real * expect["w"].imag)
+        expect["x"] = expect["x"] / 7.0
+        expect["z"] = expect["z"] * expect["z"]
+        expect["w"] = expect["w"].conjugate()
+    else:
+        wide_fields[1, 5](a, out)
+        np.testing.assert_array_equal(out, wide_reference(expect))
+    for name in dtype.names:
+        np.testing.assert_array_equal(a[name], expect[name], err_msg=name)
+
+
+nested64 = np.dtype([("n", np.int32), ("v", np.float64, 3), ("zs", np.complex128, 2)], align=True)
+
+
+@metal.jit(device=True)
+def nested64_sum(r):
+    return r.v[1] + r.zs[1].real
+
+
+@metal.jit
+def nested64_assign(a, src, zsrc, out):
+    r = a[0]
+    r.v = src
+    r.zs = zsrc
+    out[0] = nested64_sum(r)
+    print(r.v[2], r.zs[1].imag)
+
+
+def test_float64_and_complex128_nested_arrays_assigned_whole_passed_to_device_functions_and_printed(capsys):
+    a = np.zeros(1, nested64)
+    src = np.array([0.1, 0.2, 1 / 3])
+    zsrc = np.array([1 + 2j, 1 / 3 + 0.25j])
+    out = np.zeros(1)
+    nested64_assign[1, 1](a, src, zsrc, out)
+    np.testing.assert_array_equal(a[0]["v"], src)
+    np.testing.assert_array_equal(a[0]["zs"], zsrc)
+    assert out[0] == src[1] + zsrc[1].real
+    assert capsys.readouterr().out == "%f %f\n" % (src[2], zsrc[1].imag)
+
+
+def test_unaligned_nested_arrays_are_refused_clearly():
     unaligned_nested = np.dtype([("a", np.int8), ("h", np.float32, 2)])
 
     def nested(r, out):
@@ -235,6 +398,14 @@ def test_float64_fields_and_unaligned_nested_arrays_are_refused_clearly():
 
     with pytest.raises(UnsupportedFeatureError, match="align=True"):
         metal.jit(nested)[1, 1](np.zeros(1, unaligned_nested)[0], np.zeros(1, np.float32))
+    # NumPy aligns complex128 to 8 bytes; an array of them needs 16 on Metal (MSL's ulong2).
+    at8 = np.dtype([("n", np.int64), ("ws", np.complex128, 2)], align=True)
+
+    def nested128(r, out):
+        out[0] = r.ws[0]
+
+    with pytest.raises(UnsupportedFeatureError, match="multiples of 16"):
+        metal.jit(nested128)[1, 1](np.zeros(1, at8)[0], np.zeros(1, np.complex128))
 
 
 nested_array1_dtype = np.dtype([("array1", np.int16, (3,))], align=True)
