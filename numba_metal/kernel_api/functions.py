@@ -328,6 +328,9 @@ _NEEDS_EXACT = _refused("needs float64 computed exactly, and this kernel compute
 _ROUNDINGS = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}
 _MODES = {"rz": 1, "rd": 2, "ru": 3}     # compiler/libdevice_ops.py's TOWARD_ZERO, DOWN, UP
 FAST_MATH_BOUND = Accuracy(float("inf"), "MSL Table 8.2 (fast math)")   # Table 8.2 bounds some, not all
+#: j0 j1 y0 y1 jn yn: 1e-15 absolute or 7 ulp (j0 j1 y0 y1 below |x| = 8: 7 ulp, CUDA's bound, also at the
+#: zeros; yn: CUDA's ceil(2 + 2.5 n) ulp), measured against mpmath.
+BESSEL_BOUND = Accuracy(7.0, "measured against mpmath (tests/language/test_libdevice_bessel.py)", 1e-15)
 #: math-table functions libdevice has under the same name (tgamma is math.gamma).
 _SAME_AS_MATH = {n: n for n in ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "copysign",
                                 "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "fmod", "hypot",
@@ -393,6 +396,13 @@ def _libdevice_routines() -> dict:
     # erfcx: exp(x^2) erfc(x) on the float64 library (libdevice.metal); the float32 form rounds it once more.
     r.update(_float_fn("erfcx", _ld("nm_ld_erfcxf"), _ld("nm_ld_erfcx64"),
                        Accuracy(3.0, "measured against mpmath (float32: within 1 ulp)")))
+    # Bessel functions (libdevice.metal's ld_bessel): float64 on the emulated float64, the float32 forms its
+    # result rounded once more. Judged absolutely near the zeros, as CUDA documents them; the bounds are
+    # tests/language/test_libdevice_bessel.py's measurements against mpmath (docs/math-accuracy.md).
+    for base, arity in (("j0", 1), ("j1", 1), ("y0", 1), ("y1", 1), ("jn", 2), ("yn", 2)):
+        p64, p32 = (("int32", "float64"), ("int32", "float32")) if arity == 2 else (None, None)
+        r.update(_float_fn(base, _ld("nm_ld_" + base + "f", params=p32), _ld("nm_ld_" + base + "_64", params=p64),
+                           BESSEL_BOUND))
     # remquo: (remainder(x, y), the low three bits of its quotient with the sign of x/y), as CUDA's.
     r.update(_float_fn("remquo", Routine(TUPLE, parts=(mathlib("nm_remainder"),
                                                        _ld("nm_ld_remquo_bitsf", result="int32"))),
