@@ -825,10 +825,12 @@ static inline nm_ld_bessel_pair nm_ld_y01_64(nm_f64 x) {
 }
 static inline nm_f64 nm_ld_y0_64(nm_f64 x) { return nm_ld_y01_64(x).j; }
 static inline nm_f64 nm_ld_y1_64(nm_f64 x) { return nm_ld_y01_64(x).y; }
+// libdevice's __nv_jn/__nv_yn (numba.cuda's specification) return NaN for a negative order.
 static inline nm_f64 nm_ld_jn_64(int n, nm_f64 x) {
     if (nm_f64_isnan(x)) return x;
-    long order = n < 0 ? -long(n) : long(n);
-    bool negate = (order & 1L) != 0L && (n < 0) != nm_f64_signbit(x);
+    if (n < 0) return nm_f64_from_bits(0x7FF8000000000000UL);
+    long order = long(n);
+    bool negate = (order & 1L) != 0L && nm_f64_signbit(x);
     nm_f64 a = nm_f64_abs(x), r, zero = nm_f64_from_bits(0UL);
     if (order == 0L) return nm_ld_j0_64(x);
     if (order == 1L) r = nm_ld_j1_64(a);
@@ -860,8 +862,8 @@ static inline nm_f64 nm_ld_jn_64(int n, nm_f64 x) {
     return negate ? nm_f64_neg(r) : r;
 }
 static inline nm_f64 nm_ld_yn_64(int n, nm_f64 x) {
-    long order = n < 0 ? -long(n) : long(n);
-    bool negate = n < 0 && (order & 1L) != 0L;
+    if (n < 0) return nm_f64_isnan(x) ? x : nm_f64_from_bits(0x7FF8000000000000UL);
+    long order = long(n);
     nm_ld_bessel_pair y = nm_ld_y01_64(x);
     nm_f64 r = y.y;
     if (order == 0L) r = y.j;
@@ -874,7 +876,7 @@ static inline nm_f64 nm_ld_yn_64(int n, nm_f64 x) {
         }
         r = cur;
     }
-    return negate ? nm_f64_neg(r) : r;
+    return r;
 }
 static inline float nm_ld_j0f(float x) { return nm_f64_to_f32(nm_ld_j0_64(nm_f64_from_f32(x))); }
 static inline float nm_ld_j1f(float x) { return nm_f64_to_f32(nm_ld_j1_64(nm_f64_from_f32(x))); }
