@@ -474,12 +474,94 @@ def test_simd_shuffles_and_broadcasts_move_float64_as_two_halves():
     _same_bits(out[2], x[down])
 
 
-def test_simd_reductions_of_float64_say_what_to_do_instead():
-    def kernel(x, out):
-        out[0] = metal.simd_sum(x[metal.grid(1)])
+@metal.jit
+def _simd_reduce_kernel(x, keep, out):
+    i = metal.grid(1)
+    if i < x.size and keep[i]:
+        v = x[i]
+        out[0, i] = metal.simd_sum(v)
+        out[1, i] = metal.simd_product(v)
+        out[2, i] = metal.simd_min(v)
+        out[3, i] = metal.simd_max(v)
+        out[4, i] = metal.simd_prefix_inclusive_sum(v)
+        out[5, i] = metal.simd_prefix_exclusive_sum(v)
 
-    with pytest.raises(UnsupportedFeatureError, match="simd_sum of a float64.*simd_shuffle_xor"):
-        metal.compile_msl(kernel, "void(float64[:], float64[:])")
+
+def _fmin(a, b):
+    return a if (a < b or math.isnan(b)) else b
+
+
+def _fmax(a, b):
+    return a if (a > b or math.isnan(b)) else b
+
+
+def _lane_tree(values, active, op):
+    """The documented order of the float64 SIMD reductions: the pairwise tree over the 32 lane positions,
+    a subtree without active lanes left out."""
+    def subtree(first, size):
+        if size == 1:
+            return values[first] if active[first] else None
+        left, right = subtree(first, size // 2), subtree(first + size // 2, size // 2)
+        return right if left is None else left if right is None else op(left, right)
+    return subtree(0, 32)
+
+
+def _simd_reference(x, keep):
+    """What every active lane gets, from np.float64 operations in the documented order; inactive lanes
+    keep the zeros the output started with."""
+    want = np.zeros((6, x.size))
+    with np.errstate(all="ignore"):
+        for start in range(0, x.size, 32):
+            vals = [np.float64(v) for v in x[start:start + 32]]
+            vals += [np.float64(0)] * (32 - len(vals))
+            active = [bool(k) for k in keep[start:start + 32]] + [False] * (32 - len(keep[start:start + 32]))
+            lanes = [k for k in range(32) if active[k]]
+            if not lanes:
+                continue
+            reduced = [_lane_tree(vals, active, op) for op in (np.add, np.multiply, _fmin, _fmax)]
+            total = None
+            for k in lanes:
+                want[:4, start + k] = reduced
+                want[5, start + k] = np.float64(0.0) if total is None else total
+                total = vals[k] if total is None else np.add(total, vals[k])
+                want[4, start + k] = total
+    return want
+
+
+@pytest.mark.parametrize("pattern", ["all", "holes", "partial"])
+def test_simd_reductions_and_scans_of_float64_are_exact_in_their_documented_order(pattern):
+    """simd_sum/product/min/max of float64 (the pairwise tree over lane positions) and the prefix sums
+    (sequential, as np.cumsum), bit for bit against np.float64 operations in the same order, over values
+    of every class, full SIMD groups, groups with inactive lanes and a partial last group."""
+    n = 200 if pattern == "partial" else 256
+    rng = np.random.default_rng(41)
+    x = _values(41, n)
+    x[n // 2:] = rng.standard_normal(n - n // 2) * 10.0 ** rng.integers(-20, 20, n - n // 2)
+    keep = np.ones(n, np.bool_) if pattern != "holes" else rng.random(n) < 0.6
+    if pattern == "holes":
+        keep[32:64] = False      # a SIMD group with no active lane
+        keep[64:96] = np.arange(32) == 17   # one active lane
+    out = np.zeros((6, n))
+    _simd_reduce_kernel[1, n](x, keep, out)
+    metal.synchronize()
+    _same_bits(out, _simd_reference(x, keep))
+
+
+def test_simd_sum_of_float64_is_within_the_pairwise_bound_of_the_exact_sum():
+    """The pairwise tree of 32 values rounds at most 5 times on any path: |error| <= 5 u sum|x| (u = 2^-53),
+    against math.fsum (correctly rounded); a sequential sum of the same values may differ from it."""
+    rng = np.random.default_rng(42)
+    x = rng.standard_normal(1024) * 10.0 ** rng.integers(-8, 8, 1024)
+    keep = np.ones(1024, np.bool_)
+    out = np.zeros((6, 1024))
+    _simd_reduce_kernel[4, 256](x, keep, out)
+    metal.synchronize()
+    for start in range(0, 1024, 32):
+        group = x[start:start + 32]
+        bound = 5 * 2.0 ** -53 * np.abs(group).sum()
+        assert abs(out[0, start] - math.fsum(group)) <= bound
+        assert np.all(out[0, start:start + 32] == out[0, start])
+        assert out[4, start + 31] == np.cumsum(group)[-1]
 
 
 def test_float64_atomics_are_a_clear_compile_error():
