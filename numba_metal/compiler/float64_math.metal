@@ -1948,6 +1948,21 @@ static inline nm_f64 nm_f64_radians(nm_f64 x) {
     return nm_f64_mul(x, nm_f64_from_bits(0x3F91DF46A2529D39UL));   // pi/180
 }
 
+// math.isclose(a, b, rel_tol=, abs_tol=) as CPython computes it: equal values (infinities included) are
+// close, an infinity is close to nothing else, otherwise |b - a| <= max(rel_tol |b|, rel_tol |a|, abs_tol)
+// (NaN is close to nothing). Negative tolerances, which CPython refuses with ValueError, are used as given.
+static inline bool nm_f64_math_isclose(nm_f64 a, nm_f64 b, nm_f64 rel_tol, nm_f64 abs_tol) {
+    if (nm_f64_eq(a, b)) {
+        return true;
+    }
+    if (nm_f64_isinf(a) || nm_f64_isinf(b)) {
+        return false;
+    }
+    nm_f64 diff = nm_f64_abs(nm_f64_sub(b, a));
+    return nm_f64_le(diff, nm_f64_abs(nm_f64_mul(rel_tol, b))) || nm_f64_le(diff, nm_f64_abs(nm_f64_mul(rel_tol, a))) ||
+           nm_f64_le(diff, abs_tol);
+}
+
 // np.isclose(x, y, rtol, atol, equal_nan) for scalars, as Numba computes it:
 // |x - y| <= atol + rtol |y|, infinities close only to themselves, NaN to NaN only with equal_nan.
 static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, bool equal_nan) {

@@ -48,6 +48,8 @@ class Routine:
     params: tuple[str, ...] | None = None  # parameter types when not all the computation type
     result: str | None = None            # result type when not the computation type
     value: object = None                 # CONSTANT: the Python value
+    fields: tuple[str, ...] = ()         # a tuple result: the members, in the tuple's order, of the struct
+                                         # `result` the routine returns
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Function:
     signatures: tuple[str, ...]              # the Numba signatures it is typed with
     routines: dict[str, Routine] = field(hash=False)  # computation type -> routine
     accuracy: Accuracy
+    #: Trailing parameters passed by keyword only, with their defaults (math.isclose's rel_tol, abs_tol).
+    keywords: tuple[tuple[str, float], ...] = ()
 
     @property
     def arity(self) -> int:
@@ -94,6 +98,13 @@ class Function:
             if argument_types(s)[0] == argument_type:
                 return result_type(s)
         return None
+
+
+def tuple_items(type_name: str) -> tuple[str, ...] | None:
+    """The item types of a tuple type name such as ``"[float64, intc]"`` (a tuple result), else None."""
+    if not type_name.startswith("["):
+        return None
+    return tuple(t.strip() for t in type_name[1:-1].split(","))
 
 
 def argument_types(signature: str) -> tuple[str, ...]:
@@ -128,8 +139,9 @@ def mathlib(name: str) -> Routine:
     return Routine(MATHLIB, name)
 
 
-def emulated(name: str, params: tuple[str, ...] | None = None, result: str | None = None) -> Routine:
-    return Routine(EMULATED, name, params=params, result=result)
+def emulated(name: str, params: tuple[str, ...] | None = None, result: str | None = None,
+             fields: tuple[str, ...] = ()) -> Routine:
+    return Routine(EMULATED, name, params=params, result=result, fields=fields)
 
 
 def floats(routine: Routine, float64: Routine) -> dict[str, Routine]:
@@ -150,6 +162,9 @@ PREDICATE = ("bool(int64)", "bool(uint64)", "bool(float32)", "bool(float64)")
 POWER = ("float64(float64, int64)", "float64(float64, uint64)", "float32(float32, float32)",
          "float64(float64, float64)")
 SCALE = ("float64(float64, intc)", "float32(float32, intc)")
+#: Tuple results are written ``[item, item]``.
+FREXP = ("[float32, intc](float32)", "[float64, intc](float64)")
+MODF = ("[float32, float32](float32)", "[float64, float64](float64)")
 
 
 def _f64(name: str) -> Routine:
@@ -226,6 +241,21 @@ MATH: tuple[Function, ...] = (
     _predicate("isnan", False),
     _predicate("isinf", False),
     _predicate("isfinite", True),
+    # (mantissa, exponent), exact; 0, inf and NaN give (x, 0).
+    Function("frexp", FREXP, floats(Routine(PRELUDE, "nm_frexp", "mathpairs", result="nm_frexp_f32",
+                                            fields=("mantissa", "exponent")),
+                                    emulated("nm_f64_frexp", result="nm_f64_frexp_result",
+                                             fields=("mantissa", "exponent"))), EXACT),
+    # (fractional part, integral part), both with x's sign (Python's; Numba does not type math.modf).
+    Function("modf", MODF, floats(Routine(PRELUDE, "nm_modf", "mathpairs", result="nm_modf_f32",
+                                          fields=("first", "second")),
+                                  emulated("nm_f64_modf", result="nm_f64_pair", fields=("first", "second"))), EXACT),
+    _binary("nextafter", BINARY_FLOAT, prelude("nm_nextafter", "mathpairs"), EXACT),
+    # CPython's formula (Numba does not type math.isclose): a float32 kernel computes it in float32.
+    Function("isclose", ("bool(float64, float64, float64, float64)",),
+             floats(Routine(PRELUDE, "nm_isclose", "mathpairs", result="bool"),
+                    emulated("nm_f64_math_isclose", result="bool")), EXACT,
+             keywords=(("rel_tol", 1e-09), ("abs_tol", 0.0))),
 )
 
 MATH_BY_NAME = {f.name: f for f in MATH}
@@ -334,5 +364,5 @@ FP16: tuple[Function, ...] = (
 )
 
 __all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "LIBDEVICE",
-           "argument_types", "result_type",
+           "argument_types", "result_type", "tuple_items",
            "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME", "EMULATED"]

@@ -140,6 +140,91 @@ def test_rounding_to_int_fmod_and_ldexp_as_python():
     _same_bits(iout[4], np.array([int(v) for v in x], np.int64))
 
 
+@metal.jit
+def _pairs_kernel(x, y, out, exponent, close):
+    i = metal.grid(1)
+    if i < x.size:
+        mantissa, e = math.frexp(x[i])
+        out[0, i] = mantissa
+        exponent[i] = e
+        frac, whole = math.modf(x[i])
+        out[1, i] = frac
+        out[2, i] = whole
+        out[3, i] = math.nextafter(x[i], y[i])
+        close[0, i] = math.isclose(x[i], y[i])
+        close[1, i] = math.isclose(x[i], y[i], abs_tol=1e-300)
+        close[2, i] = math.isclose(y[i], x[i], rel_tol=0.25)
+
+
+def _isclose32(a, b, rel_tol, abs_tol):
+    f = np.float32
+    rel_tol, abs_tol = f(rel_tol), f(abs_tol)
+    if a == b:
+        return True
+    if np.isinf(a) or np.isinf(b):
+        return False
+    with np.errstate(all="ignore"):
+        diff = abs(f(b) - f(a))
+        return bool(diff <= abs(rel_tol * f(b)) or diff <= abs(rel_tol * f(a)) or diff <= abs_tol)
+
+
+def _python_pairs(x, y, dtype):
+    """What Python's math computes (frexp, modf, isclose; nextafter as np.nextafter, which is C's)."""
+    n = x.size
+    out = np.zeros((4, n), dtype)
+    exponent = np.zeros(n, np.int32)
+    close = np.zeros((3, n), np.bool_)
+    for i, (a, b) in enumerate(zip(x.tolist(), y.tolist())):
+        out[0, i], exponent[i] = math.frexp(a)
+        out[1, i], out[2, i] = (math.copysign(0.0, a), a) if math.isinf(a) else math.modf(a)
+        close[:, i] = (math.isclose(a, b), math.isclose(a, b, abs_tol=1e-300), math.isclose(b, a, rel_tol=0.25))
+    with np.errstate(all="ignore"):
+        out[3] = np.nextafter(x, y)
+    return out, exponent, close
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_frexp_modf_nextafter_isclose_as_python(dtype):
+    """math.frexp, math.modf (Python's: Numba does not type it), math.nextafter and math.isclose (CPython's
+    formula with its keyword arguments), bit for bit on values of every class; float32 data keeps float32
+    (its frexp, modf and nextafter are exact in float32; isclose is computed in float32, where its operands
+    are exact, away from subnormals, which Apple GPUs flush)."""
+    rng = np.random.default_rng(9)
+    x = _values(9, 2048)
+    y = np.where(rng.random(2048) < 0.3, x, _values(10, 2048))
+    with np.errstate(all="ignore"):
+        y[::7] = x[::7] * (1 + 1e-10)      # near neighbours, for isclose
+    if dtype == np.float32:
+        with np.errstate(all="ignore"):
+            x, y = x.astype(np.float32), y.astype(np.float32)
+        tiny = np.finfo(np.float32).tiny
+        keep = ~((np.abs(x) < tiny) & (x != 0)) & ~((np.abs(y) < tiny) & (y != 0))
+        keep &= ~((np.abs(np.nextafter(x, y)) < tiny) & (np.nextafter(x, y) != 0))
+        keep &= (np.abs(x) < 1e30) & (np.abs(y) < 1e30) | ~np.isfinite(x) | ~np.isfinite(y)
+        x, y = x[keep], y[keep]
+    n = x.size
+    out = np.zeros((4, n), dtype)
+    exponent = np.zeros(n, np.int32)
+    close = np.zeros((3, n), np.bool_)
+    _launch(_pairs_kernel, n, x, y, out, exponent, close)
+    want, want_exponent, want_close = _python_pairs(x, y, dtype)
+    for k, what in enumerate(("frexp mantissa", "modf fraction", "modf integer part", "nextafter")):
+        _same_bits(out[k], want[k], any_nan=True, what=what)
+    _same_bits(exponent, want_exponent, what="frexp exponent")
+    if dtype == np.float32:   # CPython's formula evaluated in float32, as a float32 kernel computes it
+        want_close = np.array([[_isclose32(a, b, 1e-9, 0.0), _isclose32(a, b, 1e-9, 1e-300),
+                                _isclose32(b, a, 0.25, 0.0)] for a, b in zip(x, y)]).T
+    _same_bits(close, want_close, what="isclose")
+
+
+def test_isclose_takes_only_its_keywords():
+    def kernel(x, out):
+        out[0] = math.isclose(x[0], x[1], 1e-3)
+
+    with pytest.raises(UnsupportedFeatureError, match="isclose takes 2 positional arguments and the keywords rel_tol, abs_tol"):
+        metal.compile_msl(kernel, "void(float64[:], boolean[:])")
+
+
 # ---------------------------------------------------------------------------------------------
 # Conversions with every integer width, float32 and float16, both ways
 # ---------------------------------------------------------------------------------------------
