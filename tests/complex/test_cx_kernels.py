@@ -266,19 +266,75 @@ def test_complex_power_as_cpython(dtype):
         assert np.all(err <= bound), (k, a[finite][err > bound][:3], exponents[finite][err > bound][:3])
 
 
-def test_complex128_kernels_compute_exactly_and_complex_scalars_are_refused_clearly():
+def test_complex128_kernels_compute_exactly_and_ordering_is_refused_clearly():
     def kernel(z, out):
         out[0] = z[0] * 1j
 
     assert msl.COMPLEX128 in metal.compile_msl(kernel, "void(complex64[:], complex128[:])")
-    with pytest.raises(UnsupportedFeatureError, match="complex scalar.*array"):
-        metal.compile_msl(kernel, "void(complex128, complex128[:])")
 
     def ordered(a, out):
         out[0] = a[0] < a[1]
 
     with pytest.raises(metal.NumbaMetalError, match="complex|<"):
         metal.compile_msl(ordered, "void(complex128[:], boolean[:])")
+
+
+def _scalar_expression(z, w, pair, i):
+    return z * i + w * pair[1] + pair[0]
+
+
+_scalar_device = metal.jit(device=True)(_scalar_expression)
+
+
+@metal.jit
+def _scalar_kernel(z, w, pair, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = _scalar_device(z, w, pair, i)
+
+
+def test_complex_scalar_arguments_keep_every_bit():
+    """Complex scalars (np.complex128, np.complex64, a Python complex, which is complex64 as a Python float
+    is float32, and complex items of tuples) travel as their two parts in the argument struct, bit for bit
+    as @njit computes with them."""
+    reference = numba.njit(_scalar_expression)
+    z = np.complex128(complex(np.pi, -1e-300))
+    w = np.complex64(0.1 - 2.5j)
+    pair = (np.complex128(complex(-0.0, 5e-324)), np.complex128(1 / 3 + 1j / 7))
+    out = np.zeros(64, np.complex128)
+    _scalar_kernel[1, 64](z, w, pair, out)
+    metal.synchronize()
+    want = np.array([reference(z, w, pair, i) for i in range(64)])
+    np.testing.assert_array_equal(out.view(np.uint64), want.view(np.uint64))
+    out32 = np.zeros(4, np.complex64)
+    _scalar_kernel[1, 4](1.5 - 2.25j, 0.5 + 1j, (1, 3 - 1j), out32)   # all complex64
+    metal.synchronize()
+    c = np.complex64
+    want32 = np.array([reference(c(1.5 - 2.25j), c(0.5 + 1j), (1, c(3 - 1j)), i) for i in range(4)], np.complex64)
+    np.testing.assert_array_equal(out32.view(np.uint32), want32.view(np.uint32))
+
+
+def test_complex_shared_and_local_arrays():
+    @metal.jit
+    def kernel(z, out):
+        s = metal.shared.array(64, np.complex128)
+        acc = metal.local.array(2, np.complex64)
+        i = metal.threadIdx.x
+        s[i] = z[i] * 1j
+        acc[0] = np.complex64(z[i])
+        acc[1] = acc[0] * acc[0]
+        metal.syncthreads()
+        out[0, i] = s[63 - i]
+        out[1, i] = acc[1]
+
+    z = _complex_values(13, np.complex128)[:64].copy()
+    out = np.zeros((2, 64), np.complex128)
+    kernel[1, 64](z, out)
+    metal.synchronize()
+    np.testing.assert_array_equal(out[0].view(np.uint64), (z[::-1] * 1j).view(np.uint64))
+    square = numba.njit(lambda v: v * v)
+    want = np.array([square(v) for v in z.astype(np.complex64)], np.complex64).astype(np.complex128)
+    np.testing.assert_array_equal(out[1].view(np.uint64), want.view(np.uint64))
 
 
 def test_vectorize_over_complex():
