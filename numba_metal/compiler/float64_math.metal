@@ -1977,3 +1977,181 @@ static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, 
     }
     return nm_f64_le(nm_f64_abs(nm_f64_sub(x, y)), nm_f64_add(atol, nm_f64_mul(rtol, nm_f64_abs(y))));
 }
+
+//@@ fm_round requires: f64_base
+// round(x, ndigits) as CPython's float round (Objects/floatobject.c): x rounded to the nearest multiple of
+// 10^-ndigits, ties to the even multiple, judged on x's exact binary value (CPython's dtoa in mode 3),
+// then to the nearest float64 (CPython's strtod); NaN and infinities unchanged; ndigits > 323 gives x and
+// ndigits < -308 gives +-0, as CPython. Exact integer arithmetic: with x = m 2^e, the multiple is
+// N = round(m 5^nd / 2^-(e+nd)) (nd >= 0) or round(m 2^e / 10^-nd) (nd < 0), and the result N / 10^nd
+// rounded once (a 128-bit dividend divided by 5^nd, or the 128-bit product N 5^-nd, with a sticky bit).
+// Shortcuts that are exact for every ndigits: x already a multiple of 10^-ndigits, or 10^-ndigits below
+// half of x's ulp (the result is x); |x| below half of 10^-ndigits (the result is +-0). Otherwise
+// |ndigits| <= 22 (5^22 < 2^52) is computed; beyond that the result is NaN (compile-time ndigits beyond
+// 22 are refused by the compiler). Where CPython raises OverflowError the result is infinite.
+struct nm_fm_u128 {
+    ulong hi;
+    ulong lo;
+};
+
+// (hi, lo) / d for d < 2^56, by bytes: the quotient (which the caller knows is below 2^64) and remainder.
+static inline nm_fm_u128 nm_fm_divmod128(nm_fm_u128 n, ulong d) {
+    ulong q = 0UL;
+    ulong r = 0UL;
+    for (int i = 15; i >= 0; --i) {
+        ulong byte = ((i >= 8 ? n.hi >> (8 * (i - 8)) : n.lo >> (8 * i)) & 0xFFUL);
+        r = (r << 8) | byte;
+        q = (q << 8) | (r / d);
+        r = r % d;
+    }
+    nm_fm_u128 out;
+    out.hi = q;
+    out.lo = r;
+    return out;
+}
+
+static inline int nm_fm_bitlen(ulong v) {
+    return 64 - int(metal::clz(v));
+}
+
+// 5^n for 0 <= n <= 22.
+static inline ulong nm_fm_pow5(int n) {
+    ulong p = 1UL;
+    for (int i = 0; i < n; ++i) {
+        p *= 5UL;
+    }
+    return p;
+}
+
+// True if n log2(10) > t (n >= 0; never equal: 10^n is no power of two for n >= 1). 32-bit fixed point
+// suffices: for n <= 1100, n log2(10) stays more than 1e-3 from every integer.
+static inline bool nm_fm_log2_10_times_above(long n, long t) {
+    if (t < 0) {
+        return true;
+    }
+    return ulong(n) * 14267572527UL > (ulong(t) << 32);
+}
+
+// sign | (n / f) 2^scale rounded once, for 1 <= n < 2^56 and odd 1 <= f < 2^52.
+static inline ulong nm_fm_div_round(ulong sign, ulong n, ulong f, int scale) {
+    int s = 63 - (nm_fm_bitlen(n) - 1) + (nm_fm_bitlen(f) - 1);   // n 2^s / f in (2^62, 2^64)
+    nm_fm_u128 num;
+    num.hi = s >= 64 ? n << (s - 64) : (s == 0 ? 0UL : n >> (64 - s));
+    num.lo = s >= 64 ? 0UL : n << s;
+    nm_fm_u128 qr = nm_fm_divmod128(num, f);
+    ulong q = qr.hi | ulong(qr.lo != 0UL);
+    if ((q >> 63) != 0UL) {
+        q = (q >> 1) | (q & 1UL);
+        s -= 1;
+    }
+    return nm_f64_i_round_pack(sign, 1084 + scale - s, q);
+}
+
+// sign | p 2^scale rounded once, for 0 < p < 2^126.
+static inline ulong nm_fm_pack128(ulong sign, nm_fm_u128 p, int scale) {
+    int top = p.hi != 0UL ? 63 + nm_fm_bitlen(p.hi) : nm_fm_bitlen(p.lo) - 1;   // index of the top bit
+    int t = top - 62;
+    ulong q = t <= 0 ? p.lo << (-t) : (p.hi << (64 - t)) | (p.lo >> t) | ulong((p.lo << (64 - t)) != 0UL);
+    return nm_f64_i_round_pack(sign, 1084 + t + scale, q);
+}
+
+static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
+    ulong u = x.bits;
+    ulong sign = u & NM_F64_SIGN;
+    int biased = int(u >> 52) & 0x7FF;
+    if (biased == 0x7FF || (u & NM_F64_ABS) == 0UL || nd > 323) {
+        return x;
+    }
+    if (nd < -308) {
+        return nm_f64_from_bits(sign);
+    }
+    ulong m = u & NM_F64_FRAC;
+    int e = -1074;
+    if (biased != 0) {
+        m |= NM_F64_HIDDEN;
+        e = biased - 1075;
+    }
+    int top = e + nm_fm_bitlen(m) - 1;          // 2^top <= |x| < 2^(top + 1)
+    int exact_e = e + int(metal::ctz(m));       // x = odd 2^exact_e
+    if (nd >= 0) {
+        if (long(exact_e) + nd >= 0 || nm_fm_log2_10_times_above(nd, 53 - top)) {
+            return x;                            // a multiple of 10^-nd, or 10^-nd below half an ulp
+        }
+        if (nd > 22) {                           // +-0 if |x| < 2^(top + 1) <= 10^-nd / 2
+            bool zero = !nm_fm_log2_10_times_above(nd, -(top + 2));
+            return nm_f64_from_bits(zero ? sign : NM_F64_DEFAULT_NAN & NM_F64_ABS);
+        }
+        ulong f = nm_fm_pow5(int(nd));
+        nm_fm_u128 p;                           // m 5^nd < 2^105
+        p.lo = m * f;
+        p.hi = metal::mulhi(m, f);
+        int k = -(e + int(nd));                 // x 10^nd = p / 2^k, k >= 1
+        if (k >= 107) {
+            return nm_f64_from_bits(sign);       // below 1/2
+        }
+        ulong n;
+        bool above_half;
+        bool at_half;
+        if (k < 64) {                           // (x 10^nd < 2^54 here: n fits)
+            n = (p.lo >> k) | (p.hi << (64 - k));
+            ulong rest = p.lo & ((1UL << k) - 1UL);
+            ulong halfway = 1UL << (k - 1);
+            above_half = rest > halfway;
+            at_half = rest == halfway;
+        } else {
+            n = k == 64 ? p.hi : p.hi >> (k - 64);
+            ulong rest_hi = k == 64 ? 0UL : p.hi & ((1UL << (k - 64)) - 1UL);
+            ulong half_hi = k == 64 ? 0UL : 1UL << (k - 65);
+            if (k == 64) {
+                above_half = p.lo > NM_F64_SIGN;
+                at_half = p.lo == NM_F64_SIGN;
+            } else {
+                above_half = rest_hi > half_hi || (rest_hi == half_hi && p.lo != 0UL);
+                at_half = rest_hi == half_hi && p.lo == 0UL;
+            }
+        }
+        n += ulong(above_half || (at_half && (n & 1UL) != 0UL));
+        if (n == 0UL) {
+            return nm_f64_from_bits(sign);
+        }
+        return nm_f64_from_bits(nm_fm_div_round(sign, n, f, -int(nd)));
+    }
+    long q = -nd;
+    if (q > 22) {
+        if (nm_fm_log2_10_times_above(q, top + 2)) {
+            return nm_f64_from_bits(sign);       // |x| < 2^(top + 1) <= 10^q / 2
+        }
+        if (!nm_fm_log2_10_times_above(q, top - 54)) {
+            return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
+        }
+        return nm_f64_from_bits(NM_F64_DEFAULT_NAN & NM_F64_ABS);
+    }
+    ulong f = nm_fm_pow5(int(q));
+    ulong n;
+    int shift = e - int(q);                     // |x| / 10^q = m 2^shift / 5^q
+    if (shift >= 0) {
+        if (nm_fm_bitlen(m) + shift - nm_fm_bitlen(f) >= 56) {
+            return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
+        }
+        nm_fm_u128 num;                         // m 2^shift < 2^(56 + 52 + 1)
+        num.hi = shift >= 64 ? m << (shift - 64) : (shift == 0 ? 0UL : m >> (64 - shift));
+        num.lo = shift >= 64 ? 0UL : m << shift;
+        nm_fm_u128 qr = nm_fm_divmod128(num, f);
+        n = qr.hi + ulong(qr.lo > f - qr.lo);   // f is odd: no ties
+    } else {
+        if (nm_fm_bitlen(f) - shift > 63) {
+            return nm_f64_from_bits(sign);       // m / (5^q 2^-shift) < 2^53 / 2^63
+        }
+        ulong d = f << (-shift);
+        n = m / d;
+        ulong r = m % d;
+        n += ulong(r > d - r || (r == d - r && (n & 1UL) != 0UL));
+    }
+    if (n == 0UL) {
+        return nm_f64_from_bits(sign);
+    }
+    nm_fm_u128 p;                               // n 5^q < 2^109; the result is p 2^q
+    p.lo = n * f;
+    p.hi = metal::mulhi(n, f);
+    return nm_f64_from_bits(nm_fm_pack128(sign, p, int(q)));
+}

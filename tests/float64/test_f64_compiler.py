@@ -225,6 +225,74 @@ def test_isclose_takes_only_its_keywords():
         metal.compile_msl(kernel, "void(float64[:], boolean[:])")
 
 
+@metal.jit
+def _round_ndigits_kernel(x, ndigits, out, out2):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i] = round(x[i], ndigits[i])
+        out2[i] = round(x[i], 2)
+
+
+def _round_cases(rng):
+    """Values and ndigits: decimal ties k.5 10^-nd and their float64 neighbours (where dtoa's exact
+    comparison decides), random magnitudes, subnormals, extremes, and ndigits from -22 to 22 and beyond
+    (where the result is x or +-0 whatever ndigits)."""
+    xs, nds = [], []
+    for _ in range(3000):
+        nd = int(rng.integers(-6, 16))
+        tie = (int(rng.integers(0, 10 ** 6)) * 2 + 1) / 2 / 10.0 ** nd
+        for v in (tie, np.nextafter(tie, 0), np.nextafter(tie, np.inf)):
+            xs.append(v * (-1) ** int(rng.integers(0, 2)))
+            nds.append(nd)
+    scale = 10.0 ** rng.integers(-30, 30, 20000)
+    xs += list(rng.standard_normal(20000) * scale)
+    nds += list(rng.integers(-22, 23, 20000))
+    edge = [2.675, 0.125, 0.375, 2.5, -2.5, 0.285, 1.005, 4.35, 1e-5, 5e-324, 1.5e-323, 2.2250738585072014e-308,
+            1e22, 1e23, 123456789012345678.0, 1.7976931348623157e308, 0.5, -0.0, 0.0, np.inf, -np.inf, np.nan]
+    for x in edge:
+        for nd in list(range(-22, 23)) + [324, 400, -309, -400]:
+            xs.append(x)
+            nds.append(nd)
+    for x, nd in [(0.1, 30), (1.0, 323), (3.0, 100), (1e300, -200), (1.0, -100), (1e-300, -30), (1e200, 50)]:
+        xs.append(x)   # beyond 22 digits where the result is x or +-0 exactly
+        nds.append(nd)
+    return np.array(xs), np.array(nds, np.int64)
+
+
+def _python_round(x, nd):
+    try:
+        return round(x, nd)
+    except OverflowError:   # CPython's "rounded value too large to represent": infinite here
+        return math.copysign(math.inf, x)
+
+
+def test_round_ndigits_of_float64_is_pythons_correctly_rounded_decimal_rounding():
+    """round(x, ndigits) of float64 bit for bit as CPython's (correctly rounded: the exact binary value
+    rounded half-even to a multiple of 10^-ndigits, then to the nearest float64), e.g. round(2.675, 2) is
+    2.67 (Numba's @njit gives 2.68); with a run-time and a constant ndigits."""
+    x, nd = _round_cases(np.random.default_rng(17))
+    out, out2 = np.zeros_like(x), np.zeros_like(x)
+    _launch(_round_ndigits_kernel, x.size, x, nd, out, out2)
+    _same_bits(out, np.array([_python_round(float(v), int(n)) for v, n in zip(x, nd)]), what="round(x, nd)")
+    _same_bits(out2, np.array([_python_round(float(v), 2) for v in x]), what="round(x, 2)")
+
+
+def test_round_ndigits_beyond_22_digits():
+    """Beyond 22 digits (5^ndigits no longer fits the exact arithmetic) a constant ndigits is refused at
+    compile time; a run-time one gives CPython's result where it is x or +-0, NaN in between (documented)."""
+    def kernel(x, out):
+        out[0] = round(x[0], 25)
+
+    with pytest.raises(UnsupportedFeatureError, match=r"round\(x, 25\).*22"):
+        metal.compile_msl(kernel, "void(float64[:], float64[:])")
+    x = np.array([5e-324, 1.5e-323, 1.234e-25, 1.7976931348623157e308, 1e40, 0.1, 1e-40, -1e-40, 1e-40])
+    nd = np.array([323, 323, 30, -308, -30, 30, 30, -30, 400], np.int64)
+    out, out2 = np.zeros_like(x), np.zeros_like(x)
+    _launch(_round_ndigits_kernel, x.size, x, nd, out, out2)
+    assert np.isnan(out[:5]).all()
+    _same_bits(out[5:], np.array([_python_round(float(v), int(n)) for v, n in zip(x[5:], nd[5:])]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Conversions with every integer width, float32 and float16, both ways
 # ---------------------------------------------------------------------------------------------
