@@ -1986,9 +1986,9 @@ static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, 
 // N = round(m 5^nd / 2^-(e+nd)) (nd >= 0) or round(m 2^e / 10^-nd) (nd < 0), and the result N / 10^nd
 // rounded once (a 128-bit dividend divided by 5^nd, or the 128-bit product N 5^-nd, with a sticky bit).
 // Shortcuts that are exact for every ndigits: x already a multiple of 10^-ndigits, or 10^-ndigits below
-// half of x's ulp (the result is x); |x| below half of 10^-ndigits (the result is +-0). Otherwise
-// |ndigits| <= 22 (5^22 < 2^52) is computed; beyond that the result is NaN (compile-time ndigits beyond
-// 22 are refused by the compiler). Where CPython raises OverflowError the result is infinite.
+// half of x's ulp (the result is x); |x| below half of 10^-ndigits (the result is +-0). |ndigits| <= 22
+// (5^22 < 2^52) computes in 128-bit integers; beyond, 1280-bit ones (nm_fm_round_big). Where CPython
+// raises OverflowError the result is infinite.
 struct nm_fm_u128 {
     ulong hi;
     ulong lo;
@@ -2055,6 +2055,165 @@ static inline ulong nm_fm_pack128(ulong sign, nm_fm_u128 p, int scale) {
     return nm_f64_i_round_pack(sign, 1084 + t + scale, q);
 }
 
+// Beyond 22 digits: the same arithmetic on 1280-bit integers (40 little-endian 32-bit limbs, in thread
+// memory), for the few values the shortcuts leave (|x| within 2^54 of 10^-ndigits in scale). Quotients
+// below 2^64 are found bit by bit with products and comparisons.
+#define NM_FM_LIMBS 40
+
+static inline uint nm_fm_bn_limb(thread const uint* a, int i) {
+    return i >= 0 && i < NM_FM_LIMBS ? a[i] : 0u;
+}
+
+// a = v 2^shift (0 <= shift < 32 * (NM_FM_LIMBS - 2)).
+static inline void nm_fm_bn_shifted(thread uint* a, ulong v, int shift) {
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        a[i] = 0u;
+    }
+    int w = shift >> 5;
+    int b = shift & 31;
+    ulong lo = v << b;
+    ulong hi = b == 0 ? 0UL : v >> (64 - b);
+    a[w] = uint(lo);
+    a[w + 1] = uint(lo >> 32);
+    a[w + 2] = uint(hi);
+}
+
+static inline void nm_fm_bn_mul32(thread uint* a, uint v) {
+    ulong carry = 0UL;
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * ulong(v) + carry;
+        a[i] = uint(t);
+        carry = t >> 32;
+    }
+}
+
+// out = a v (the product fits).
+static inline void nm_fm_bn_mul64(thread uint* out, thread const uint* a, ulong v) {
+    ulong carry = 0UL;
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * (v & 0xFFFFFFFFUL) + carry;
+        out[i] = uint(t);
+        carry = t >> 32;
+    }
+    carry = 0UL;
+    for (int i = 0; i + 1 < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * (v >> 32) + ulong(out[i + 1]) + carry;
+        out[i + 1] = uint(t);
+        carry = t >> 32;
+    }
+}
+
+static inline int nm_fm_bn_cmp(thread const uint* a, thread const uint* b) {
+    for (int i = NM_FM_LIMBS - 1; i >= 0; --i) {
+        if (a[i] != b[i]) {
+            return a[i] < b[i] ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+// The index of the top set bit (-1 for zero).
+static inline int nm_fm_bn_top(thread const uint* a) {
+    for (int i = NM_FM_LIMBS - 1; i >= 0; --i) {
+        if (a[i] != 0u) {
+            return 32 * i + 31 - int(metal::clz(a[i]));
+        }
+    }
+    return -1;
+}
+
+// Bits [k, k + 64) of a, and whether any bit below k is set.
+static inline ulong nm_fm_bn_bits64(thread const uint* a, int k) {
+    int w = k >> 5;
+    int b = k & 31;
+    ulong low = ulong(nm_fm_bn_limb(a, w)) | (ulong(nm_fm_bn_limb(a, w + 1)) << 32);
+    return b == 0 ? low : (low >> b) | (ulong(nm_fm_bn_limb(a, w + 2)) << (64 - b));
+}
+
+static inline bool nm_fm_bn_any_below(thread const uint* a, int k) {
+    int w = k >> 5;
+    for (int i = 0; i < w && i < NM_FM_LIMBS; ++i) {
+        if (a[i] != 0u) {
+            return true;
+        }
+    }
+    return (k & 31) != 0 && (nm_fm_bn_limb(a, w) & ((1u << (k & 31)) - 1u)) != 0u;
+}
+
+static inline void nm_fm_bn_pow5(thread uint* a, int n) {
+    nm_fm_bn_shifted(a, 1UL, 0);
+    for (; n >= 13; n -= 13) {
+        nm_fm_bn_mul32(a, 1220703125u);   // 5^13
+    }
+    nm_fm_bn_mul32(a, uint(nm_fm_pow5(n)));
+}
+
+// floor(num / d), known to be below 2^64; tmp is scratch.
+static inline ulong nm_fm_bn_quotient(thread const uint* num, thread const uint* d, thread uint* tmp) {
+    ulong q = 0UL;
+    for (int bit = 63; bit >= 0; --bit) {
+        ulong t = q | (1UL << bit);
+        nm_fm_bn_mul64(tmp, d, t);
+        if (nm_fm_bn_cmp(tmp, num) <= 0) {
+            q = t;
+        }
+    }
+    return q;
+}
+
+// round(x, nd) for 22 < |nd| where no shortcut applies: x = m 2^e, x 10^nd < 2^54.
+static inline ulong nm_fm_round_big(ulong sign, ulong m, int e, int nd) {
+    uint d[NM_FM_LIMBS];
+    uint num[NM_FM_LIMBS];
+    uint tmp[NM_FM_LIMBS];
+    if (nd > 0) {
+        nm_fm_bn_pow5(d, nd);
+        nm_fm_bn_mul64(num, d, m);              // x 10^nd = num / 2^k
+        int k = -(e + nd);
+        if (k > nm_fm_bn_top(num) + 1) {
+            return sign;                         // below 1/2
+        }
+        ulong n = nm_fm_bn_bits64(num, k);
+        bool round_bit = ((nm_fm_bn_bits64(num, k - 1) & 1UL) != 0UL);
+        bool sticky = nm_fm_bn_any_below(num, k - 1);
+        n += ulong(round_bit && (sticky || (n & 1UL) != 0UL));
+        if (n == 0UL) {
+            return sign;
+        }
+        // n / 5^nd 2^-nd: the quotient of n 2^s by 5^nd in (2^62, 2^64), a sticky bit from the remainder
+        int s = 63 - (nm_fm_bitlen(n) - 1) + nm_fm_bn_top(d);
+        nm_fm_bn_shifted(num, n, s);
+        ulong q = nm_fm_bn_quotient(num, d, tmp);
+        nm_fm_bn_mul64(tmp, d, q);
+        q |= ulong(nm_fm_bn_cmp(tmp, num) != 0);
+        if ((q >> 63) != 0UL) {
+            q = (q >> 1) | (q & 1UL);
+            s -= 1;
+        }
+        return nm_f64_i_round_pack(sign, 1084 - nd - s, q);
+    }
+    int q10 = -nd;                              // x / 10^q10 = m 2^(e - q10) / 5^q10
+    nm_fm_bn_pow5(d, q10);
+    int shift = e - q10;
+    nm_fm_bn_shifted(num, m, shift > 0 ? shift : 0);
+    for (int sh = shift < 0 ? -shift : 0; sh > 0; sh -= 31) {
+        nm_fm_bn_mul32(d, 1u << metal::min(sh, 31));
+    }
+    ulong n = nm_fm_bn_quotient(num, d, tmp);
+    nm_fm_bn_mul64(tmp, d, 2UL * n + 1UL);      // against (n + 1/2) d: half-even
+    nm_fm_bn_mul32(num, 2u);
+    int c = nm_fm_bn_cmp(num, tmp);
+    n += ulong(c > 0 || (c == 0 && (n & 1UL) != 0UL));
+    if (n == 0UL) {
+        return sign;
+    }
+    nm_fm_bn_pow5(d, q10);
+    nm_fm_bn_mul64(num, d, n);                  // the result is num 2^q10, rounded once
+    int t = nm_fm_bn_top(num) - 62;
+    ulong top64 = t <= 0 ? nm_fm_bn_bits64(num, 0) << (-t) : nm_fm_bn_bits64(num, t) | ulong(nm_fm_bn_any_below(num, t));
+    return nm_f64_i_round_pack(sign, 1084 + t + q10, top64);
+}
+
 static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
     ulong u = x.bits;
     ulong sign = u & NM_F64_SIGN;
@@ -2077,9 +2236,8 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
         if (long(exact_e) + nd >= 0 || nm_fm_log2_10_times_above(nd, 53 - top)) {
             return x;                            // a multiple of 10^-nd, or 10^-nd below half an ulp
         }
-        if (nd > 22) {                           // +-0 if |x| < 2^(top + 1) <= 10^-nd / 2
-            bool zero = !nm_fm_log2_10_times_above(nd, -(top + 2));
-            return nm_f64_from_bits(zero ? sign : NM_F64_DEFAULT_NAN & NM_F64_ABS);
+        if (nd > 22) {
+            return nm_f64_from_bits(nm_fm_round_big(sign, m, e, int(nd)));
         }
         ulong f = nm_fm_pow5(int(nd));
         nm_fm_u128 p;                           // m 5^nd < 2^105
@@ -2124,7 +2282,7 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
         if (!nm_fm_log2_10_times_above(q, top - 54)) {
             return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
         }
-        return nm_f64_from_bits(NM_F64_DEFAULT_NAN & NM_F64_ABS);
+        return nm_f64_from_bits(nm_fm_round_big(sign, m, e, int(nd)));
     }
     ulong f = nm_fm_pow5(int(q));
     ulong n;

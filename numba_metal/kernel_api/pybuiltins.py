@@ -18,7 +18,6 @@ from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.operators import lower_binop
 from numba_metal.compiler.typing import registry as typing
-from numba_metal.errors import UnsupportedFeatureError
 
 # ---------------------------------------------------------------------------------------------
 # Typing
@@ -148,16 +147,7 @@ def _round(lc, sig, args):
         return Value(msl.cast(lc.msl_type(rt), msl.call("rint", lc.cast(args[0], at))), rt)
     if isinstance(at, types.Integer):
         lc.error("round(int, ndigits) is not supported in Metal kernels")
-    if lc.is_float64(at):
-        # CPython's correctly rounded decimal rounding (float64_math.metal, fm_round): exact for |ndigits|
-        # <= 22, so a constant beyond that is refused here (a run-time one gives NaN where not exact).
-        try:
-            ndigits = lc.argument_value(1)
-        except (UnsupportedFeatureError, AttributeError):
-            ndigits = None
-        if isinstance(ndigits, int) and not -22 <= ndigits <= 22 and -308 <= ndigits <= 323:
-            lc.error(f"round(x, {ndigits}) of a float64: ndigits beyond +-22 is not supported in Metal kernels "
-                     "(Python's exact decimal rounding is computed for |ndigits| <= 22)")
+    if lc.is_float64(at):   # CPython's correctly rounded decimal rounding (float64_math.metal, fm_round)
         x = lc.cast(args[0], at)
         return Value(lc.library_call("nm_f64_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
     lc.need("round")
