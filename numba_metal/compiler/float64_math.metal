@@ -1989,13 +1989,8 @@ static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, 
 // half of x's ulp (the result is x); |x| below half of 10^-ndigits (the result is +-0). |ndigits| <= 22
 // (5^22 < 2^52) computes in 128-bit integers; beyond, 1280-bit ones (nm_fm_round_big). Where CPython
 // raises OverflowError the result is infinite.
-struct nm_fm_u128 {
-    ulong hi;
-    ulong lo;
-};
-
 // (hi, lo) / d for d < 2^56, by bytes: the quotient (which the caller knows is below 2^64) and remainder.
-static inline nm_fm_u128 nm_fm_divmod128(nm_fm_u128 n, ulong d) {
+static inline nm_f64_u128 nm_fm_divmod128(nm_f64_u128 n, ulong d) {
     ulong q = 0UL;
     ulong r = 0UL;
     for (int i = 15; i >= 0; --i) {
@@ -2004,7 +1999,7 @@ static inline nm_fm_u128 nm_fm_divmod128(nm_fm_u128 n, ulong d) {
         q = (q << 8) | (r / d);
         r = r % d;
     }
-    nm_fm_u128 out;
+    nm_f64_u128 out;
     out.hi = q;
     out.lo = r;
     return out;
@@ -2035,10 +2030,10 @@ static inline bool nm_fm_log2_10_times_above(long n, long t) {
 // sign | (n / f) 2^scale rounded once, for 1 <= n < 2^56 and odd 1 <= f < 2^52.
 static inline ulong nm_fm_div_round(ulong sign, ulong n, ulong f, int scale) {
     int s = 63 - (nm_fm_bitlen(n) - 1) + (nm_fm_bitlen(f) - 1);   // n 2^s / f in (2^62, 2^64)
-    nm_fm_u128 num;
+    nm_f64_u128 num;
     num.hi = s >= 64 ? n << (s - 64) : (s == 0 ? 0UL : n >> (64 - s));
     num.lo = s >= 64 ? 0UL : n << s;
-    nm_fm_u128 qr = nm_fm_divmod128(num, f);
+    nm_f64_u128 qr = nm_fm_divmod128(num, f);
     ulong q = qr.hi | ulong(qr.lo != 0UL);
     if ((q >> 63) != 0UL) {
         q = (q >> 1) | (q & 1UL);
@@ -2048,7 +2043,7 @@ static inline ulong nm_fm_div_round(ulong sign, ulong n, ulong f, int scale) {
 }
 
 // sign | p 2^scale rounded once, for 0 < p < 2^126.
-static inline ulong nm_fm_pack128(ulong sign, nm_fm_u128 p, int scale) {
+static inline ulong nm_fm_pack128(ulong sign, nm_f64_u128 p, int scale) {
     int top = p.hi != 0UL ? 63 + nm_fm_bitlen(p.hi) : nm_fm_bitlen(p.lo) - 1;   // index of the top bit
     int t = top - 62;
     ulong q = t <= 0 ? p.lo << (-t) : (p.hi << (64 - t)) | (p.lo >> t) | ulong((p.lo << (64 - t)) != 0UL);
@@ -2240,7 +2235,7 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
             return nm_f64_from_bits(nm_fm_round_big(sign, m, e, int(nd)));
         }
         ulong f = nm_fm_pow5(int(nd));
-        nm_fm_u128 p;                           // m 5^nd < 2^105
+        nm_f64_u128 p;                           // m 5^nd < 2^105
         p.lo = m * f;
         p.hi = metal::mulhi(m, f);
         int k = -(e + int(nd));                 // x 10^nd = p / 2^k, k >= 1
@@ -2291,10 +2286,10 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
         if (nm_fm_bitlen(m) + shift - nm_fm_bitlen(f) >= 56) {
             return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
         }
-        nm_fm_u128 num;                         // m 2^shift < 2^(56 + 52 + 1)
+        nm_f64_u128 num;                         // m 2^shift < 2^(56 + 52 + 1)
         num.hi = shift >= 64 ? m << (shift - 64) : (shift == 0 ? 0UL : m >> (64 - shift));
         num.lo = shift >= 64 ? 0UL : m << shift;
-        nm_fm_u128 qr = nm_fm_divmod128(num, f);
+        nm_f64_u128 qr = nm_fm_divmod128(num, f);
         n = qr.hi + ulong(qr.lo > f - qr.lo);   // f is odd: no ties
     } else {
         if (nm_fm_bitlen(f) - shift > 63) {
@@ -2308,7 +2303,7 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
     if (n == 0UL) {
         return nm_f64_from_bits(sign);
     }
-    nm_fm_u128 p;                               // n 5^q < 2^109; the result is p 2^q
+    nm_f64_u128 p;                               // n 5^q < 2^109; the result is p 2^q
     p.lo = n * f;
     p.hi = metal::mulhi(n, f);
     return nm_f64_from_bits(nm_fm_pack128(sign, p, int(q)));
