@@ -31,6 +31,12 @@ class BuildPyWithRuntime(build_py):
         _builder().build(ROOT)
         super().run()
         self.copy_file(str(ROOT / PTH), str(Path(self.build_lib) / PTH), preserve_mode=False)
+        if self.editable_mode:
+            # An editable wheel (PEP 660) maps only packages and modules to the source tree; the other files
+            # it holds are those of its root, which is the install command's install_lib while setuptools
+            # builds it. Numba runs extension entry points too late for target names (docs/limitations.md).
+            root = Path(self.get_finalized_command("install").install_lib)
+            self.copy_file(str(ROOT / PTH), str(root / PTH), preserve_mode=False)
 
     def get_outputs(self, include_bytecode=True):
         return super().get_outputs(include_bytecode) + [str(Path(self.build_lib) / PTH)]

@@ -9,6 +9,7 @@
 #   NUMBA_METAL_CI_MSL_DIR  where the collected MSL goes (default: .build/ci-msl)
 #   NUMBA_METAL_CI_GPU      required (default): fail without a usable Metal GPU; optional: report and stop
 #                           (GitHub's hosted runners: their paravirtual GPU is not of Apple family 7)
+#   NUMBA_METAL_CI_INSTALL  1 (default): install the test dependencies; 0: use the packages already installed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -21,6 +22,17 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then e
 uname -sm
 swift --version
 python --version
+
+step "test dependencies (the test and torch extras)"
+# What .ci/run installs, so that the Mac run has the same coverage: the test extra (Dask, MLX) and PyTorch.
+# On macOS PyPI's torch wheel is the CPU + MPS build (.ci/run takes PyTorch's CPU index only to avoid
+# PyPI's Linux CUDA wheel). A missing package fails here rather than skipping its tests.
+if [ "${NUMBA_METAL_CI_INSTALL:-1}" = 0 ]; then
+    echo "NUMBA_METAL_CI_INSTALL=0: using the packages already installed"
+else
+    python -m pip install --quiet -e ".[test,torch]"
+    python -c "import dask.distributed, mlx.core, torch; print('dask', dask.__version__, 'mlx', mlx.core.__version__, 'torch', torch.__version__)"
+fi
 
 step "availability of Apple's API (Package.swift's deployment target)"
 python -m numba_metal._build --availability | tail -n 1

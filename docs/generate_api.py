@@ -8,9 +8,15 @@ signature and docstring.
 The public surface is `PUBLIC_MODULES`: the package itself, the `metal` namespace (its host names and
 every name of the kernel API's index), `numba_metal.random` and `numba_metal.profiling`. A name is
 documented by its own docstring (for a plain value, the `#:` comment above its assignment); the page
-groups `metal`'s names by the module that defines them (`SECTIONS`). tests/docs/test_api_reference.py
-fails, naming what to add, when a public name has no docstring, its module no section, or docs/api.md
-was not regenerated.
+groups `metal`'s names by the module that defines them (`SECTIONS`).
+
+A public callable's errors are owned by the `Raises:` section of its docstring, one `ErrorClass: when`
+entry per class it raises (`nothing: why` for one that cannot fail); a kernel-side function (`Stub`)
+has the errors every kernel-side function has, from the `Raises:` section of `Stub`'s docstring, then
+its own. The page renders them as an "Errors" list, saying which built-in class each error also is.
+tests/docs/test_api_reference.py fails, naming what to add, when a public name has no docstring, a
+public callable no errors (or not an error class its own body raises), its module no section, or
+docs/api.md was not regenerated.
 """
 
 from __future__ import annotations
@@ -143,6 +149,103 @@ def docstring(qualified: str) -> str | None:
     return doc
 
 
+_RAISES = re.compile(r"^Raises:[ \t]*\n((?:[ \t]+\S.*\n?|[ \t]*\n(?=[ \t]+\S))+)", re.M)
+_RAISES_ENTRY = re.compile(r"^ {4}(\w+(?:, \w+)*):\s+(.*)$")
+# An entry "A, B: as ``name``." lists errors another public callable owns: its entries for A and B.
+_SAME_AS = re.compile(r"^as `+([\w.]+)`+\.?$")
+
+
+def split_raises(doc: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the docstring without its `Raises:` section, [(error class name or "nothing", when)])."""
+    m = _RAISES.search(doc + "\n")
+    if not m:
+        return doc, []
+    entries: list[tuple[str, str]] = []
+    for line in m.group(1).rstrip().split("\n"):
+        head = _RAISES_ENTRY.match(line)
+        if head:
+            entries.append((head.group(1), head.group(2).strip()))
+        elif entries and line.startswith(" " * 8):
+            entries[-1] = (entries[-1][0], f"{entries[-1][1]} {line.strip()}")
+        elif line.strip():
+            raise ValueError(f"a `Raises:` line is neither `ErrorClass: when` nor its continuation: {line.strip()!r}")
+    rest = [part.strip() for part in (doc[:m.start()], (doc + "\n")[m.end():]) if part.strip()]
+    return "\n\n".join(rest), entries
+
+
+def needs_errors(qualified: str) -> bool:
+    """Whether the name is a callable whose errors the reference must list: every public function,
+    class and kernel-side function except the error classes themselves and the data types (NumPy's
+    and Numba's own objects)."""
+    _, value = _resolve(qualified)
+    if not callable(value) or isinstance(value, types.ModuleType):
+        return False
+    if isinstance(value, type) and issubclass(value, (BaseException, __import__("numpy").generic)):
+        return False
+    return not type(value).__module__.startswith("numba.core.types")
+
+
+def errors(qualified: str) -> list[tuple[str, str]]:
+    """The name's errors: (error class name or "nothing", when), in order; entries that refer to another
+    public callable's (`A, B: as ``device_array``.`) are replaced by that callable's entries for A, B."""
+    _, value = _resolve(qualified)
+    own = []
+    for names, when in (split_raises(inspect.cleandoc(value.__doc__ or ""))[1] if needs_errors(qualified) else []):
+        same = _SAME_AS.match(when)
+        if same is None:
+            own += [(name, when) for name in names.split(", ")]
+            continue
+        owner = {n: w for n, w in errors(_referenced(same.group(1), qualified))}
+        for name in names.split(", "):
+            if name not in owner:
+                raise LookupError(f"{display(qualified)}: `{name}: as {same.group(1)}`, which lists no {name}")
+            own.append((name, owner[name]))
+    if type(value).__name__ == "Stub":
+        return stub_errors() + own
+    return own
+
+
+def _referenced(name: str, where: str) -> str:
+    """The qualified public name an errors entry of `where` refers to (`device_array`, `random.x`)."""
+    for candidate in (f"numba_metal.metal.{name}", f"numba_metal.{name}"):
+        try:
+            _resolve(candidate)
+            return candidate
+        except (LookupError, AttributeError):
+            continue
+    raise LookupError(f"{display(where)}: an errors entry refers to `{name}`, which is not a public name")
+
+
+def stub_errors() -> list[tuple[str, str]]:
+    """The errors every kernel-side function has: the `Raises:` section of `Stub`'s docstring."""
+    from numba_metal.kernel_api.stubs import Stub
+    return split_raises(inspect.cleandoc(Stub.__doc__))[1]
+
+
+def error_class(name: str):
+    """The exception class an errors entry names (numba-metal's, Numba's `TypingError`, a built-in),
+    or None."""
+    from numba_metal import errors as nm_errors
+    if hasattr(nm_errors, name):
+        return getattr(nm_errors, name)
+    if name == "TypingError":
+        from numba.core.errors import TypingError
+        return TypingError
+    value = getattr(__import__("builtins"), name, None)
+    return value if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def _errors_markdown(entries: list[tuple[str, str]]) -> list[str]:
+    lines = ["", "Errors:", ""]
+    for name, when in entries:
+        cls = error_class(name)
+        also = [b.__name__ for b in cls.__mro__[1:] if b.__module__ == "builtins"
+                and b not in (Exception, BaseException, object)] if cls else []
+        label = f"`{name}`" + (f" (also `{'`, `'.join(dict.fromkeys(also))}`)" if also else "")
+        lines.append(f"- {label if name != 'nothing' else 'nothing'}: {_rst_to_md(when)}")
+    return lines
+
+
 def _defining_module(modname: str, name: str, value) -> str:
     if modname == "numba_metal.metal":
         from numba_metal import kernel_api
@@ -243,7 +346,11 @@ def _entry(qualified: str, seen: dict) -> str:
         return f"#### `{short}`\n\nThe same object as [`{first[0]}`](#{_anchor(first[1])})."
     doc = docstring(qualified)
     lines = [f"#### `{heading}`", ""]
-    lines.append(_rst_to_md(doc) if doc else "**No docstring.**")
+    lines.append(_rst_to_md(split_raises(doc)[0]) if doc else "**No docstring.**")
+    # A kernel-side function's shared errors are listed once, at the head of its section.
+    found = errors(qualified)[len(stub_errors()):] if type(value).__name__ == "Stub" else errors(qualified)
+    if found:
+        lines += _errors_markdown(found)
     if inspect.isclass(value) and not issubclass(value, BaseException):
         members = [m for m in _members(value) if m[2]]
         if members:
@@ -313,6 +420,9 @@ def generate() -> str:
             if not entries:
                 continue
             parts += [f"### {section}", ""]
+            if any(type(_resolve(q)[1]).__name__ == "Stub" for q in entries):
+                parts += ["Every function of this section can raise these errors (the entries below list any "
+                          "others):", *_errors_markdown(stub_errors())[2:], ""]
             if section == "Data types":
                 parts += ["NumPy's scalar types under their usual names, for `shared.array`, `local.array`, "
                           "`device_array` and casts inside kernels:", "", "| name | is |", "|---|---|"]

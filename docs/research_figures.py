@@ -1,5 +1,5 @@
-"""Derives the figures of docs/research-report.md that no benchmark prints directly (rates of the
-arithmetic-intensity sweep, ratios) from the committed results, into docs/research-figures.json.
+"""Derives the figures of docs/research-report.md that no benchmark prints directly (the roofline's rates
+and ridge, ratios) from the committed results, into docs/research-figures.json.
 
     python docs/research_figures.py            # rewrite docs/research-figures.json
     python docs/research_figures.py --check    # exit 1 if it differs from what the results give
@@ -19,9 +19,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 OUT = os.path.join(ROOT, "docs", "research-figures.json")
 
-#: The implementations of the sweep whose rates the roofline section compares.
-SWEEP_IMPLEMENTATIONS = ("metal_kernel", "numba_parallel", "numba_1t", "numpy")
-
 
 def _load(name: str) -> dict:
     with open(os.path.join(RESULTS, name), encoding="utf-8") as f:
@@ -32,32 +29,47 @@ def _program(doc: dict, name: str) -> dict:
     return next(p for p in doc["programs"] if p["name"] == name)
 
 
-def roofline(full: dict, throughput: dict) -> dict:
-    """Per variant and R: intensity, and per implementation the median time, GFLOP/s and GB/s; the
-    machine's measured copy bandwidth; the highest rate each implementation reached."""
-    sweep = _program(full, "arithmetic_intensity_sweep")
-    out: dict = {"source": "benchmarks/results/full_cpu_device.json", "variants": {}}
-    best: dict = {}
-    for case in sweep["cases"]:
+def controlled_roofline(sweep_doc: dict, bandwidth: dict, peak: dict) -> dict:
+    """The roofline of the CPU reference device from three runs on one machine: the sweep's large
+    variant, the vector add's bandwidth and the measured float32 peak (benchmarks/perf_peak_flops.py).
+    The memory roof is the vector add's rate at the size nearest the sweep's, whose working set is
+    alike; the rate at the largest size (beyond the caches) is kept beside it."""
+    machines = {sweep_doc["machine"]["cpu"], bandwidth["machine"]["cpu"], peak["machine"]["cpu"]}
+    if len(machines) != 1:
+        raise ValueError(f"the roofline's three runs come from different machines: {sorted(machines)}")
+    sweep = _program(sweep_doc, "arithmetic_intensity_sweep")
+    cases = [c for c in sweep["cases"] if c["variant"] == "large"]
+    n = cases[0]["params"]["n"]
+    near = min(bandwidth["results"], key=lambda r: abs(r["n"] - n))
+    largest = max(bandwidth["results"], key=lambda r: r["n"])
+    peak_gflop_s = peak["peak"]["gflop_s"]
+    bw = near["metal_gb_s"]
+    one_chain = next(r for r in peak["results"]["mul_add"] if r["chains"] == 1)
+    out: dict = {
+        "machine": peak["machine"]["cpu"],
+        "sources": ["benchmarks/results/roofline_sweep.json", "benchmarks/results/roofline_bandwidth.json",
+                    "benchmarks/results/peak_flops.json"],
+        "peak_gflop_s": peak_gflop_s, "peak_form": peak["peak"]["form"], "peak_chains": peak["peak"]["chains"],
+        "one_chain_gflop_s": one_chain["gflop_s"],
+        "fma_best_gflop_s": max(r["gflop_s"] for r in peak["results"]["fma"]),
+        "bandwidth": {"n": near["n"], "metal_gb_s": bw, "numpy_gb_s": near["numpy_gb_s"],
+                      "largest_n": largest["n"], "largest_metal_gb_s": largest["metal_gb_s"],
+                      "largest_numpy_gb_s": largest["numpy_gb_s"]},
+        "ridge_flops_per_byte": peak_gflop_s / bw,
+        "sweep": {},
+    }
+    for case in cases:
         p = case["params"]
-        flops, nbytes = p["n"] * p["flops_per_element"], p["n"] * p["bytes_per_element"]
-        row = {"n": p["n"], "reps": p["reps"], "flops_per_byte": p["flops_per_byte"]}
-        for impl in SWEEP_IMPLEMENTATIONS:
-            ns = case["timings"].get(impl, {}).get("median_ns")
-            if ns:
-                row[impl] = {"median_ms": ns / 1e6, "gflop_s": flops / ns, "gb_s": nbytes / ns}
-                key = (case["variant"], impl)
-                best[key] = max(best.get(key, 0.0), flops / ns)
-        out["variants"].setdefault(case["variant"], {})[f"R={p['reps']}"] = row
-    out["highest_gflop_s"] = {v: {impl: best[(v, impl)] for impl in SWEEP_IMPLEMENTATIONS if (v, impl) in best}
-                              for v in out["variants"]}
-    largest = max(throughput["results"], key=lambda r: r["n"])
-    out["copy_bandwidth"] = {"source": "benchmarks/results/throughput.json", "n": largest["n"],
-                             "metal_gb_s": largest["metal_gb_s"], "numpy_gb_s": largest["numpy_gb_s"]}
-    large = out["variants"]["large"]
-    r0 = large["R=0"]["metal_kernel"]["median_ms"]
-    out["metal_time_over_R0"] = {r: row["metal_kernel"]["median_ms"] / r0 for r, row in large.items()}
-    out["metal_R0_share_of_copy_bandwidth"] = large["R=0"]["metal_kernel"]["gb_s"] / largest["metal_gb_s"]
+        ns = case["timings"]["metal_kernel"]["median_ns"]
+        rate = p["n"] * p["flops_per_element"] / ns
+        roof = min(peak_gflop_s, p["flops_per_byte"] * bw)
+        par_ns = case["timings"]["numba_parallel"]["median_ns"]
+        out["sweep"][f"R={p['reps']}"] = {
+            "flops_per_byte": p["flops_per_byte"], "median_ms": ns / 1e6, "gflop_s": rate,
+            "gb_s": p["n"] * p["bytes_per_element"] / ns, "roof_gflop_s": roof, "share_of_roof": rate / roof,
+            "share_of_peak": rate / peak_gflop_s,
+            "numba_parallel_gflop_s": p["n"] * p["flops_per_element"] / par_ns}
+    out["n"] = n
     return out
 
 
@@ -76,7 +88,8 @@ def compile_and_launch(full: dict, launch: dict, compile_: dict, startup: dict) 
 
 def figures() -> dict:
     full = _load("full_cpu_device.json")
-    return {"roofline": roofline(full, _load("throughput.json")),
+    return {"controlled_roofline": controlled_roofline(_load("roofline_sweep.json"), _load("roofline_bandwidth.json"),
+                                                       _load("peak_flops.json")),
             "compile_and_launch": compile_and_launch(full, _load("launch.json"), _load("compile.json"),
                                                      _load("startup.json"))}
 

@@ -30,7 +30,8 @@ from numba_metal.host.streams import (Event, Stream, default_stream, event,  # n
 from numba_metal.profiling import profile_start, profile_stop, profiling  # noqa: F401
 from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.host.kernel_output import PrintOutputTruncated  # noqa: F401
-from numba_metal.host.interop import as_metal_array, from_dlpack, is_metal_array  # noqa: F401
+from numba_metal.host.interop import (as_cuda_array, as_metal_array, from_cuda_array_interface,  # noqa: F401
+                                      from_dlpack, is_cuda_array, is_metal_array)
 from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
 from numba_metal import vectorize as _vectorize
 from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
@@ -42,7 +43,15 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, fl
     """The MSL numba-metal generates for ``pyfunc`` and ``signature`` (a Numba signature, a string such as
     ``"void(float32[:], float32[:])"`` or a tuple of argument types); needs no device. ``device=True``
     compiles a device function. (``fastmath`` is a device-compiler option: the MSL is the same.)
-    ``float64="exact"``: see ``jit``."""
+    ``float64="exact"``: see ``jit``.
+
+    Raises:
+        UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
+        KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
+            device compiler rejects the MSL.
+        NumbaMetalError: ``signature`` is not a signature.
+        UnsupportedFeatureError: ``float64=`` is not one of its values.
+    """
     from numba_metal.compiler import driver
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     argtypes, _ = _normalize_signature(signature)
@@ -53,7 +62,11 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, fl
 
 def math_functions() -> frozenset[str]:
     """The names of the functions of Python's ``math`` module kernels can call (each with its types and
-    accuracy in docs/supported-features.md and docs/math-accuracy.md)."""
+    accuracy in docs/supported-features.md and docs/math-accuracy.md).
+
+    Raises:
+        nothing: it reads the math table.
+    """
     from numba_metal.kernel_api.functions import MATH
     return frozenset(f.name for f in MATH)
 

@@ -27,7 +27,11 @@ _lock = threading.Lock()
 
 class Event:
     """One runtime event: its ``kind`` and its fields, also readable as attributes (``event.nbytes``). A
-    plain class: importing ``dataclasses`` would be a tenth of ``import numba_metal``."""
+    plain class: importing ``dataclasses`` would be a tenth of ``import numba_metal``.
+
+    Raises:
+        AttributeError: reading a field the event does not have.
+    """
 
     __slots__ = ("kind", "fields")
 
@@ -53,27 +57,43 @@ class Event:
 
 
 def add_listener(listener) -> None:
-    """Start sending events to ``listener(event)``."""
+    """Start sending events to ``listener(event)``.
+
+    Raises:
+        nothing: it appends to a list.
+    """
     with _lock:
         listeners.append(listener)
 
 
 def remove_listener(listener) -> None:
-    """Stop sending events to ``listener`` (nothing happens if it is not registered)."""
+    """Stop sending events to ``listener`` (nothing happens if it is not registered).
+
+    Raises:
+        nothing: an unknown listener is ignored.
+    """
     with _lock:
         if listener in listeners:
             listeners.remove(listener)
 
 
 def emit(kind: str, **fields) -> None:
-    """Send an event to every listener (host code calls this only when ``listeners`` is non-empty)."""
+    """Send an event to every listener (host code calls this only when ``listeners`` is non-empty).
+
+    Raises:
+        Exception: whatever a listener raises propagates to the code that emitted the event.
+    """
     event = Event(kind, fields)
     for listener in list(listeners):
         listener(event)
 
 
 def now_ns() -> int:
-    """The clock of event times and device timestamps, in nanoseconds."""
+    """The clock of event times and device timestamps, in nanoseconds.
+
+    Raises:
+        MetalRuntimeError: the runtime library cannot be loaded.
+    """
     from numba_metal import runtime
     return runtime.now_ns()
 
@@ -86,14 +106,26 @@ __all__ = ["Event", "listeners", "add_listener", "remove_listener", "emit", "now
 # so these have nothing to do.
 
 def profile_start() -> None:
-    """numba.cuda's ``profile_start``: nothing to start on Metal (see :func:`add_listener`)."""
+    """numba.cuda's ``profile_start``: nothing to start on Metal (see :func:`add_listener`).
+
+    Raises:
+        nothing: it does nothing.
+    """
 
 
 def profile_stop() -> None:
-    """numba.cuda's ``profile_stop``: nothing to stop on Metal."""
+    """numba.cuda's ``profile_stop``: nothing to stop on Metal.
+
+    Raises:
+        nothing: it does nothing.
+    """
 
 
 @contextlib.contextmanager
 def profiling():
-    """numba.cuda's ``profiling()`` block: nothing to do on Metal."""
+    """numba.cuda's ``profiling()`` block: nothing to do on Metal.
+
+    Raises:
+        nothing: the block does nothing.
+    """
     yield

@@ -26,6 +26,7 @@ import math
 import numba
 import numpy as np
 
+from numba_metal.errors import MetalValueError
 from numba_metal.host.arrays import device_array
 from numba_metal.host.decorators import jit
 
@@ -61,7 +62,13 @@ def _rotl(x, k):
 
 @jit(device=True)
 def xoroshiro128p_next(states, index):
-    """The next uint64 of generator ``index``, advancing it."""
+    """The next uint64 of generator ``index``, advancing it.
+
+    Raises:
+        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
+            ``index`` not an integer (also Numba's ``TypingError``).
+        NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
+    """
     s0 = states[index, 0]
     s1 = states[index, 1]
     result = s0 + s1
@@ -73,7 +80,11 @@ def xoroshiro128p_next(states, index):
 
 @jit(device=True)
 def xoroshiro128p_uniform_float32(states, index):
-    """A float32 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit)."""
+    """A float32 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit).
+
+    Raises:
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
+    """
     # numba.cuda rounds the 53-bit fraction (x >> 11) / 2**53 to float32; rounding the 53-bit
     # integer to float32 and then scaling by the power of two 2**-53 is the same single rounding.
     return np.float32(xoroshiro128p_next(states, index) >> _U11) * _TWO_NEG53
@@ -81,7 +92,11 @@ def xoroshiro128p_uniform_float32(states, index):
 
 @jit(device=True)
 def xoroshiro128p_normal_float32(states, index):
-    """A standard-normal float32 from generator ``index`` (Box–Muller; uses two uniforms)."""
+    """A standard-normal float32 from generator ``index`` (Box–Muller; uses two uniforms).
+
+    Raises:
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
+    """
     u1 = xoroshiro128p_uniform_float32(states, index)
     u2 = xoroshiro128p_uniform_float32(states, index)
     return math.sqrt(_MINUS_TWO * math.log(u1)) * math.cos(_TWO_PI * u2)
@@ -90,14 +105,22 @@ def xoroshiro128p_normal_float32(states, index):
 @jit(device=True)
 def xoroshiro128p_uniform_float64(states, index):
     """A float64 in [0, 1) from generator ``index`` (numba.cuda's value, bit for bit: the top 53 bits
-    times 2**-53, exact)."""
+    times 2**-53, exact).
+
+    Raises:
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
+    """
     return np.float64(xoroshiro128p_next(states, index) >> _U11) * _TWO_NEG53_F64
 
 
 @jit(device=True)
 def xoroshiro128p_normal_float64(states, index):
     """A standard-normal float64 from generator ``index``: numba.cuda's Box–Muller exactly as it computes
-    it, from two *float32* uniforms (so the same stream), log in float32, the rest in float64."""
+    it, from two *float32* uniforms (so the same stream), log in float32, the rest in float64.
+
+    Raises:
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
+    """
     u1 = xoroshiro128p_uniform_float32(states, index)
     u2 = xoroshiro128p_uniform_float32(states, index)
     return math.sqrt(_MINUS_TWO_F64 * math.log(u1)) * math.cos(_TWO_PI_F64 * u2)
@@ -105,7 +128,11 @@ def xoroshiro128p_normal_float64(states, index):
 
 @jit(device=True)
 def xoroshiro128p_jump(states, index):
-    """Advance generator ``index`` by 2**64 steps."""
+    """Advance generator ``index`` by 2**64 steps.
+
+    Raises:
+        KernelCompilationError, NumbaMetalError: as ``random.xoroshiro128p_next``.
+    """
     s0 = _U0
     s1 = _U0
     for i in range(2):
@@ -166,9 +193,15 @@ def _init_states_host(out, seed, subsequence_start):
 def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
     """(Re)initialise ``states`` for ``seed``, starting at subsequence ``subsequence_start``.
 
-    The states are computed on the host and copied in on ``stream`` (as numba.cuda does)."""
+    The states are computed on the host and copied in on ``stream`` (as numba.cuda does).
+
+    Raises:
+        MetalValueError: ``states`` is not an (n, 2) uint64 array.
+        MetalRuntimeError: the copy to the device fails, or work waited for before it failed.
+    """
     if states.ndim != 2 or states.shape[1] != 2 or states.dtype != np.uint64:
-        raise ValueError("states must be an (n, 2) uint64 array from create_xoroshiro128p_states")
+        raise MetalValueError(f"states must be an (n, 2) uint64 device array from create_xoroshiro128p_states, "
+                              f"not shape {states.shape} {states.dtype}")
     if states.shape[0] == 0:
         return
     host = np.empty(states.shape, np.uint64)
@@ -177,7 +210,11 @@ def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
 
 
 def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
-    """``n`` generator states for ``seed`` as an (n, 2) uint64 device array."""
+    """``n`` generator states for ``seed`` as an (n, 2) uint64 device array.
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     states = device_array((int(n), 2), dtype=np.uint64, stream=stream)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)
     return states

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
 from numba_metal.host.dispatcher import DeviceFunction
@@ -92,6 +92,22 @@ class Reduce:
             return a + b
 
         total = sum_reduce(device_array)
+
+    Raises:
+        NumbaMetalError: the function is not a binary function; when called: ``arr`` is not a NumPy or device
+            array, or not 1-d; ``size`` is not a non-negative int; ``res`` is not a device array with an element
+            of ``arr``'s dtype.
+        UnsupportedFeatureError: ``arr``'s dtype is not an integer or floating-point type; the function uses a
+            construct Metal cannot express.
+        KernelCompilationError: the function does not type for ``arr``'s dtype (also Numba's ``TypingError``).
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
+        KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
+            also an instance of the class the kernel raised.
+        MetalValueError: ``reduce_elements`` of an empty array given ``empty_error``.
     """
 
     def __init__(self, functor):
@@ -121,7 +137,7 @@ class Reduce:
 
     def reduce_elements(self, arr, res=None, stream=0, empty_error=None):
         """Reduce ``arr`` combining only its elements (no ``init``), as ``ufunc.reduce`` and
-        ``reduce_sum/min/max``; an empty array gives 0, or raises ValueError(empty_error) if given."""
+        ``reduce_sum/min/max``; an empty array gives 0, or raises MetalValueError(empty_error) if given."""
         return self._reduce(arr, None, res, 0, False, stream, empty_error)
 
     def _reduce(self, arr, size, res, init, use_init, stream, empty_error=None):
@@ -140,7 +156,7 @@ class Reduce:
         n = arr.size
         if n == 0:
             if empty_error is not None:
-                raise ValueError(empty_error)
+                raise MetalValueError(empty_error)
             if res is None:
                 return init
             res[:1].copy_to_device(np.array([init], dtype=arr.dtype), stream=stream)
@@ -202,18 +218,42 @@ _max = Reduce(_max_nan)
 
 def reduce_sum(arr, res=None, stream=0):
     """Sum of a 1-d array, in the array's dtype (a tree sum: deterministic, and more accurate than a
-    sequential float32 sum). A host scalar, or written to ``res[0]`` if ``res`` is a device array."""
+    sequential float32 sum). A host scalar, or written to ``res[0]`` if ``res`` is a device array.
+
+    Raises:
+        NumbaMetalError: ``arr`` is not a NumPy or device array, or not 1-d; ``res`` is not a device array with
+            an element of ``arr``'s dtype.
+        UnsupportedFeatureError: ``arr``'s dtype is not an integer or floating-point type.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+        KernelBoundsError, KernelRaisedError: as ``synchronize``.
+    """
     return _sum.reduce_elements(arr, res, stream)
 
 
 def reduce_min(arr, res=None, stream=0):
-    """Minimum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.min``)."""
-    return _min.reduce_elements(arr, res, stream, empty_error="reduce_min of an empty array, which has no minimum")
+    """Minimum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.min``).
+
+    Raises:
+        NumbaMetalError, UnsupportedFeatureError: as ``reduce_sum``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``reduce_sum``.
+        KernelBoundsError, KernelRaisedError: as ``reduce_sum``.
+        MetalValueError: ``arr`` is empty (as NumPy's).
+    """
+    return _min.reduce_elements(arr, res, stream, empty_error="reduce_min of an empty array, which has no minimum: "
+                               "check arr.size first, or use metal.Reduce with an init value")
 
 
 def reduce_max(arr, res=None, stream=0):
-    """Maximum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.max``)."""
-    return _max.reduce_elements(arr, res, stream, empty_error="reduce_max of an empty array, which has no maximum")
+    """Maximum of a non-empty 1-d array; NaN if it holds a NaN (as ``np.max``).
+
+    Raises:
+        NumbaMetalError, UnsupportedFeatureError: as ``reduce_sum``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``reduce_sum``.
+        KernelBoundsError, KernelRaisedError: as ``reduce_sum``.
+        MetalValueError: ``arr`` is empty (as NumPy's).
+    """
+    return _max.reduce_elements(arr, res, stream, empty_error="reduce_max of an empty array, which has no maximum: "
+                               "check arr.size first, or use metal.Reduce with an init value")
 
 
 __all__ = ["Reduce", "reduce", "reduce_sum", "reduce_min", "reduce_max", "THREADS"]

@@ -374,7 +374,7 @@ class MetalUFunc:
                 return ins, out if out is not None else self._result_dtype(ins)
         if self._builder.compile_disabled:
             got = ", ".join(str(_operand_dtype(v)) for v in inputs)
-            raise TypeError(f"ufunc {self.__name__!r}: no signature matches the inputs ({got}); "
+            raise MetalTypeError(f"ufunc {self.__name__!r}: no signature matches the inputs ({got}); "
                             f"its signatures are {self.types}")
         ins = _lazy_dtypes(inputs)
         return ins, self._result_dtype(ins)
@@ -399,7 +399,7 @@ class MetalUFunc:
         if len(args) == self.nin + 1 and out is None:
             *args, out = args
         if len(args) != self.nin:
-            raise TypeError(f"ufunc {self.__name__!r} takes {self.nin} inputs, got {len(args)}")
+            raise MetalTypeError(f"ufunc {self.__name__!r} takes {self.nin} inputs, got {len(args)}")
         args = [_as_operand(a) for a in args]
         ins, out_dtype = self._select(args)
         launch = _Launch(stream)
@@ -446,7 +446,7 @@ class MetalUFunc:
             self._reducer = Reduce(self._devfn)
         if np.ndim(arr) == 1 and arr.shape[0] == 0:
             if self.identity is None or self.identity == "reorderable":
-                raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no "
+                raise MetalValueError(f"zero-size array to reduction operation {self.__name__} which has no "
                                  "identity")
             return arr.dtype.type(self.identity)
         return self._reducer.reduce_elements(arr, stream=stream)
@@ -528,10 +528,10 @@ class MetalGUFunc:
                 return sig
         if self._builder.compile_disabled or outputs is None:
             if outputs is None and not self._builder.compile_disabled:
-                raise TypeError(f"gufunc {self.__name__!r} has no signatures, so its outputs must be passed "
+                raise MetalTypeError(f"gufunc {self.__name__!r} has no signatures, so its outputs must be passed "
                                 f"as arguments: {self.__name__}(inputs..., outputs...)")
             got = ", ".join(str(_operand_dtype(v)) for v in inputs)
-            raise TypeError(f"gufunc {self.__name__!r}: no signature matches the inputs ({got})")
+            raise MetalTypeError(f"gufunc {self.__name__!r}: no signature matches the inputs ({got})")
         # As Numba's dynamic gufuncs: a () input is passed as a scalar, outputs as arrays.
         ins = tuple((_operand_dtype(v), bool(core)) for v, core in zip(inputs, self._builder.inputs))
         return ins + tuple((_operand_dtype(v), True) for v in outputs)
@@ -559,7 +559,7 @@ class MetalGUFunc:
         for k, (v, core) in enumerate(zip(inputs, b.inputs)):
             shape = () if _is_scalar(v) else tuple(v.shape)
             if len(shape) < len(core):
-                raise ValueError(f"gufunc {self.__name__!r}: input {k} has {len(shape)} dimensions, fewer "
+                raise MetalValueError(f"gufunc {self.__name__!r}: input {k} has {len(shape)} dimensions, fewer "
                                  f"than its core dimensions {core}")
             _bind(sizes, core, shape[len(shape) - len(core):], self.__name__, f"input {k}")
             loop_shapes.append(shape[:len(shape) - len(core)])
@@ -574,7 +574,7 @@ class MetalGUFunc:
         out_devs, out_hosts = [], []
         for k, core in enumerate(b.outputs):
             if any(d not in sizes for d in core):
-                raise ValueError(f"gufunc {self.__name__!r}: the size of output {k}'s core dimensions "
+                raise MetalValueError(f"gufunc {self.__name__!r}: the size of output {k}'s core dimensions "
                                  f"{core} is not set by any input; pass the output array")
             shape = loop + tuple(sizes[d] for d in core)
             dtype = sig[self.nin + k][0]
@@ -640,7 +640,7 @@ def _positional(n: int) -> str:
 def _bind(sizes, core, shape, name, what):
     for d, n in zip(core, shape):
         if sizes.setdefault(d, n) != n:
-            raise ValueError(f"gufunc {name!r}: {what} has size {n} for core dimension {d!r}, which is "
+            raise MetalValueError(f"gufunc {name!r}: {what} has size {n} for core dimension {d!r}, which is "
                              f"{sizes[d]} elsewhere")
 
 
@@ -648,14 +648,38 @@ __all__ = ["MetalVectorize", "MetalUFunc", "MetalGUVectorize", "MetalGUFunc", "v
 
 
 def vectorize(*args, **kwargs):
-    """``numba.vectorize`` with ``target='metal'`` (numba.cuda's ``cuda.vectorize``)."""
+    """``numba.vectorize`` with ``target='metal'`` (numba.cuda's ``cuda.vectorize``).
+
+    Raises:
+        MetalTypeError: ``cache=True``.
+        KeyError: a target option other than ``nopython``, ``fastmath`` and ``debug`` (numba.cuda's error).
+        NumbaMetalError: a signature with another number of inputs than the function; when the ufunc is called:
+            an ``out`` of another shape or dtype, or not an array.
+        MetalTypeError: when the ufunc is called: another number of inputs, or no signature matching them
+            (numba.cuda raises a ``TypeError``).
+        MetalValueError: ``.reduce`` of an empty array for a ufunc without an identity.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     import numba
     kwargs.setdefault("target", "metal")
     return numba.vectorize(*args, **kwargs)
 
 
 def guvectorize(*args, **kwargs):
-    """``numba.guvectorize`` with ``target='metal'`` (numba.cuda's ``cuda.guvectorize``)."""
+    """``numba.guvectorize`` with ``target='metal'`` (numba.cuda's ``cuda.guvectorize``).
+
+    Raises:
+        MetalTypeError: ``cache=True``, ``writable_args``, ``nopython=False`` or an unsupported target option; a
+            signature returning a value; when called, an input that only a cast would fit, no signature
+            matching the inputs, or the outputs of a gufunc without signatures not passed (numba.cuda raises a
+            ``TypeError``).
+        NumbaMetalError: a layout or signature whose number of operands differs from the function's.
+        MetalValueError: when called: ``out`` given both positionally and as a keyword, inputs with fewer
+            dimensions than their core dimensions, or core dimensions of different sizes.
+        UnsupportedFeatureError, KernelCompilationError: as ``Dispatcher``.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     import numba
     kwargs.setdefault("target", "metal")
     return numba.guvectorize(*args, **kwargs)

@@ -141,6 +141,15 @@ public func nmDeviceGetStats(_ device: OpaquePointer?, _ stats: UnsafeMutablePoi
     }
 }
 
+/// The device's memory budget: free, total, allocated (numba.cuda's get_memory_info).
+@_cdecl("nm_device_get_memory_info")
+public func nmDeviceGetMemoryInfo(_ device: OpaquePointer?, _ info: UnsafeMutablePointer<nm_memory_info>?) -> nm_status {
+    guarded {
+        let d = try object(device, (any Device).self, "nm_device_get_memory_info")
+        try out(info, "nm_device_get_memory_info").pointee = d.memoryInfo()
+    }
+}
+
 // MARK: - Buffers
 
 /// A zero-filled shared buffer.

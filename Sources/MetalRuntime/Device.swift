@@ -28,6 +28,10 @@ protocol Device: AnyObject {
     func setTimeLimit(_ nanoseconds: UInt64) throws
     /// The per-dispatch time limit in nanoseconds (0: none).
     var timeLimit: UInt64 { get }
+    /// The bytes this device may use in all: Metal's recommended working set; the CPU device: physical memory.
+    var memoryBudget: UInt64 { get }
+    /// The bytes this process's device has allocated now (Metal's currentAllocatedSize).
+    var allocatedSize: UInt64 { get }
 }
 
 /// Index of statistics counters.
@@ -43,6 +47,12 @@ extension Device {
                         pipelines_compiled: stats.get(DeviceStat.pipelinesCompiled.rawValue),
                         pipelines_from_cache: stats.get(DeviceStat.pipelinesFromCache.rawValue),
                         dispatches: stats.get(DeviceStat.dispatches.rawValue))
+    }
+
+    /// nm_device_get_memory_info: free is what is left of the budget, never negative.
+    func memoryInfo() -> nm_memory_info {
+        let total = memoryBudget, allocated = allocatedSize
+        return nm_memory_info(free: total > allocated ? total - allocated : 0, total: total, allocated: allocated)
     }
 
     /// Checks that a host pointer may be wrapped: page-aligned, as Metal's makeBuffer(bytesNoCopy:) requires.

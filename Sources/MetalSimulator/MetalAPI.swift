@@ -253,6 +253,9 @@ public protocol MTLDevice: AnyObject {
     /// The working-set size Metal recommends.
     @available(macOS 10.12, *)
     var recommendedMaxWorkingSetSize: UInt64 { get }
+    /// The bytes of all the resources this device has allocated.
+    @available(macOS 10.13, *)
+    var currentAllocatedSize: Int { get }
     /// Whether the GPU supports a family's features.
     @available(macOS 10.15, *)
     func supportsFamily(_ gpuFamily: MTLGPUFamily) -> Bool

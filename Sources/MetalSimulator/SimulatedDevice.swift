@@ -25,6 +25,8 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     private var uncompleted = 0, peak = 0, failed = 0
     /// The last makeLibrary's options (guarded by lock).
     private var lastCompile: MetalSimulation.CompileRequest? = nil
+    /// Bytes of the live buffers whose memory it allocated (guarded by lock).
+    private var allocatedBytes = 0
 
     init(profile: MetalSimulation.Profile, engine: any MetalSimulation.ComputeEngine) {
         self.profile = profile
@@ -36,6 +38,9 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     var maxThreadgroupMemoryLength: Int { profile.maxThreadgroupMemoryLength }
     var hasUnifiedMemory: Bool { true }
     var recommendedMaxWorkingSetSize: UInt64 { profile.recommendedMaxWorkingSetSize }
+    /// The memory of the buffers it allocated. Apple does not say whether bytesNoCopy memory counts (it is
+    /// the caller's), so it does not here; other objects' memory is not modelled.
+    var currentAllocatedSize: Int { lock.locked { allocatedBytes } }
     func supportsFamily(_ gpuFamily: MTLGPUFamily) -> Bool { profile.families.contains(gpuFamily) }
 
     func makeBuffer(length: Int, options: MTLResourceOptions) -> (any MTLBuffer)? {
@@ -114,6 +119,9 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func countFailure() { lock.locked { failed += 1 } }
 
+    /// A buffer's own memory was allocated (bytes > 0) or freed (bytes < 0).
+    func countAllocation(_ bytes: Int) { lock.locked { allocatedBytes += bytes } }
+
     func counters() -> (uncompleted: Int, peak: Int, failed: Int, lastCompile: MetalSimulation.CompileRequest?) {
         lock.locked { (uncompleted, peak, failed, lastCompile) }
     }
@@ -143,6 +151,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         base = p!
         deallocator = nil
         owned = true
+        device.countAllocation(length)
     }
 
     init(device: SimDevice, wrapping pointer: UnsafeMutableRawPointer, length: Int,
@@ -156,7 +165,12 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
     }
 
     deinit {
-        if owned { free(base) } else { deallocator?(base, length) }
+        if owned {
+            free(base)
+            device.countAllocation(-length)
+        } else {
+            deallocator?(base, length)
+        }
     }
 
     func contents() -> UnsafeMutableRawPointer { base }

@@ -71,7 +71,7 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_f64_round_ndigits", (F64, "long"), F64, "fm_round", "round(x, ndigits)", 0.0),
 )
 
-_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal")
+_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal")
 _HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
 
 

@@ -536,7 +536,7 @@ PRELUDE = SnippetLibrary("prelude.metal")
 #: may require one another; ``mathlib`` (a requirement of complex64's sections) is the float32 math
 #: library, included whole (``mathlib_text``).
 MATHLIB_SECTION = "mathlib"
-FLOAT64_LIBRARY = SnippetLibrary("float64.metal", "float64_math.metal", "complex.metal",
+FLOAT64_LIBRARY = SnippetLibrary("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal",
                                  external=(MATHLIB_SECTION,))
 
 _mathlib: str | None = None

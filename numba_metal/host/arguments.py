@@ -61,20 +61,35 @@ class ArgHint:
 
 class In(ArgHint):
     """An input only: copied to the device before the kernel, never copied back (the launch does not
-    wait for the kernel)."""
+    wait for the kernel).
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
     copy_out = False
 
 
 class Out(ArgHint):
     """An output only: not copied to the device (the kernel sees zeros, or the array itself where
-    unified memory lets the kernel use it in place), copied back after the kernel."""
+    unified memory lets the kernel use it in place), copied back after the kernel.
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
     copy_in = False
 
 
 class InOut(ArgHint):
-    """Copied in and back: what a plain NumPy array argument gets anyway."""
+    """Copied in and back: what a plain NumPy array argument gets anyway.
+
+    Raises:
+        nothing: wrapping cannot fail; the launch that takes it raises what ``Dispatcher`` lists for a NumPy
+            array argument.
+    """
 
 
 def _scalars() -> dict:
@@ -113,6 +128,10 @@ def arg_key(value, position: int):
     if isinstance(value, enum.Enum):
         raise KernelLaunchError(f"argument {position} is a member of the Enum {t.__name__}, which a launch "
                                 "cannot pass yet; use an IntEnum, or pass its .value")
+    if hasattr(value, "__cuda_array_interface__"):
+        raise KernelLaunchError(f"argument {position} is a {type(value).__name__} in CUDA device memory (it "
+                                "exports only the CUDA Array Interface), which a Mac does not have; pass "
+                                "device arrays, NumPy arrays or arrays exporting DLPack (PyTorch, MLX, JAX)")
     raise KernelLaunchError(f"argument {position} has type {type(value).__name__}, which cannot be passed "
                             "to a Metal kernel; pass device arrays, NumPy arrays, numbers or tuples of numbers")
 

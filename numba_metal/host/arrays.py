@@ -143,6 +143,23 @@ class DeviceNDArray:
     Slicing returns views that share memory; ``reshape``/``ravel`` work on contiguous arrays.
     ``buffer`` (the runtime buffer), ``offset`` (the byte offset of the first element in it), ``context``
     (the device context it lives on) and ``layout`` (Numba's 'C', 'F' or 'A') are what launches bind.
+
+    Raises:
+        MetalTypeError: a copy, ``setitem`` or ``reshape`` given an array of another dtype, or not an array
+            (``copy_to_host(ary=...)``), or a shape that is not integers.
+        MetalValueError: shapes that do not fit (copies, ``setitem``, ``reshape``, ``view``, ``squeeze``,
+            ``split``, ``transpose``).
+        CopyRequiredError: ``reshape`` or ``ravel`` of a non-contiguous array that would need a copy (also
+            numba.cuda's ``NotImplementedError``).
+        UnsupportedFeatureError: advanced (fancy) indexing; ``get_ipc_handle()``.
+        DLPackError: ``__dlpack__`` asked for a device or stream it cannot export to.
+        TypeError: ``len()`` of a 0-d array; ``reshape`` with unknown keyword arguments.
+        ValueError: ``np.asarray(arr, dtype, copy=False)`` that would need a conversion.
+        MetalRuntimeError: a copy to the host waits for the work before it, and that work failed.
+        KernelBoundsError: that wait finds a ``debug=True`` kernel's out-of-bounds index.
+        KernelRaisedError: that wait finds an exception a ``debug=True`` kernel raised.
+        AttributeError: ``__cuda_array_interface__`` (no CUDA memory on a Mac; the message names DLPack), so
+            that ``hasattr`` is False for libraries that probe for it.
     """
 
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
@@ -475,6 +492,17 @@ class DeviceNDArray:
 
     # -- interoperability: NumPy's array protocol, DLPack, pickling ---------------------------
 
+    @property
+    def __cuda_array_interface__(self):
+        """Absent, deliberately: the CUDA Array Interface describes CUDA device memory, and a Metal array
+        has no CUDA pointer. Raising AttributeError keeps ``hasattr(d, "__cuda_array_interface__")``, the
+        probe libraries use, False; the message says what to use instead."""
+        raise AttributeError(
+            "a numba-metal DeviceNDArray has no __cuda_array_interface__: that interface describes CUDA device "
+            "memory, which a Mac does not have. Hand the array to other libraries with DLPack "
+            "(np.from_dlpack(d), torch.from_dlpack(d), mx.array(d)) or as NumPy (np.asarray(d), a view of the "
+            "unified memory)")
+
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(d)``: a NumPy view of the array's memory (unified memory), after waiting for the work
         on every stream; it keeps the memory alive. ``copy=True``, or another ``dtype``, gives a copy."""
@@ -673,6 +701,10 @@ class MappedNDArray(np.ndarray):
 
     ``device_buffer`` is the runtime buffer holding it and ``device_context`` the device it is on (None for
     arrays NumPy derives from it by computing, which keep the class but not the memory).
+
+    Raises:
+        nothing: it is a NumPy array (its operations raise NumPy's errors); ``mapped_array`` makes it, and lists
+            that function's errors.
     """
 
     def __array_finalize__(self, obj):
@@ -694,7 +726,18 @@ def _new_buffer(ctx, nbytes):
 
 def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
     """An uninitialised (zero-filled) array on the device. (numba.cuda defaults to float64; Apple GPUs
-    have no float64, so the default here is float32.)"""
+    have no float64, so the default here is float32.)
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalTypeError: ``shape`` is not an int or a sequence of ints.
+        MetalValueError: a dimension is negative.
+        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
+            ``'F'``; ``strides`` do not fit ``shape``.
+        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+    """
     ctx = _device.current()
     dtype = _as_dtype(dtype)
     shape = _normalize_shape(shape)
@@ -713,7 +756,13 @@ def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> 
 
 
 def device_array_like(ary, stream=0) -> DeviceNDArray:
-    """A device array with the shape and dtype (and C/F order) of ``ary``."""
+    """A device array with the shape and dtype (and C/F order) of ``ary``.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
+        AttributeError: ``ary`` has no ``shape`` or ``dtype``.
+    """
     order = "F" if (getattr(ary, "ndim", 1) > 1 and _flag(ary, "F_CONTIGUOUS")
                     and not _flag(ary, "C_CONTIGUOUS")) else "C"
     return device_array(ary.shape, ary.dtype, order=order, stream=stream)
@@ -729,6 +778,12 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     """Copy a host array to the device (``to``: an existing device array to copy into).
 
     A non-contiguous array is stored as a C-contiguous copy.
+
+    Raises:
+        NumbaMetalError: ``obj`` is None or becomes a NumPy array of Python objects.
+        MetalTypeError: ``to`` is a device array of another dtype.
+        MetalValueError: ``to`` is a device array of another shape.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
     if isinstance(obj, DeviceNDArray):
         return obj
@@ -758,6 +813,10 @@ def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, por
     """A NumPy array in unified memory that kernels read and write directly, with no copies.
 
     Launches that use it are asynchronous: synchronize before reading results on the host.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
     """
     ctx = _device.current()
     dev = device_array(shape, dtype, strides=strides, order=order)
@@ -768,32 +827,58 @@ def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, por
 
 
 def mapped_array_like(ary, stream=0):
-    """A mapped array with the shape and dtype (and C/F order) of ``ary``."""
+    """A mapped array with the shape and dtype (and C/F order) of ``ary``.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
+        AttributeError: ``ary`` is not an array (no ``shape``, ``dtype`` or ``flags``).
+    """
     order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
 
 
 def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
     """numba.cuda's page-locked host array. Apple silicon's memory is unified, so this is
-    :func:`mapped_array`: host memory that kernels also use without copies."""
+    :func:`mapped_array`: host memory that kernels also use without copies.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
+    """
     return mapped_array(shape, dtype, strides=strides, order=order)
 
 
 def pinned_array_like(ary):
-    """numba.cuda's ``pinned_array_like``: on unified memory, the same as :func:`mapped_array_like`."""
+    """numba.cuda's ``pinned_array_like``: on unified memory, the same as :func:`mapped_array_like`.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
+        AttributeError: ``ary`` is not an array.
+    """
     return mapped_array_like(ary)
 
 
 def managed_array(shape, dtype=np.float32, strides=None, order="C", stream=0, attach_global=True):
     """numba.cuda's managed (unified) memory: on Apple silicon all memory is unified, so this is
-    :func:`mapped_array`."""
+    :func:`mapped_array`.
+
+    Raises:
+        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
+            ``device_array``.
+    """
     return mapped_array(shape, dtype, strides=strides, order=order, stream=stream)
 
 
 @contextlib.contextmanager
 def pinned(*arylist):
     """numba.cuda's context manager that page-locks host arrays for faster copies. Metal has no
-    page-locking to do (memory is unified), so this does nothing."""
+    page-locking to do (memory is unified), so this does nothing.
+
+    Raises:
+        nothing: the block does nothing.
+    """
     yield
 
 
@@ -802,7 +887,15 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
     """Device arrays over host NumPy arrays for the block (numba.cuda's ``mapped``): one device array,
     or a list of them for several. A page-aligned writeable array is used in place, with no copy; any
     other is copied in, and copied back when the block ends (after the work of ``stream``): read its
-    results after the block."""
+    results after the block.
+
+    Raises:
+        MetalTypeError: an argument is not a NumPy array.
+        UnsupportedPlatformError: as ``get_current_device``.
+        MetalRuntimeError: a copy cannot be allocated, or, when the block ends, the work waited for before
+            copying back failed.
+        KernelBoundsError, KernelRaisedError: as ``synchronize``.
+    """
     ctx = _device.current()
     devices, copies = [], []
     for ary in arylist:
@@ -846,7 +939,11 @@ def wrap_host_memory(ctx, ary: np.ndarray):
 
 
 def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
-    """numba.cuda's ``open_ipc_array``: always raises :class:`UnsupportedFeatureError` (no Metal equivalent)."""
+    """numba.cuda's ``open_ipc_array``: always raises :class:`UnsupportedFeatureError` (no Metal equivalent).
+
+    Raises:
+        UnsupportedFeatureError: always: CUDA IPC handles have no Metal equivalent.
+    """
     raise UnsupportedFeatureError(
         "open_ipc_array(): CUDA IPC handles have no Metal equivalent; to share data between processes use "
         "multiprocessing.shared_memory (or a file) on the host and metal.to_device() in each process")
@@ -855,12 +952,20 @@ def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
 @contextlib.contextmanager
 def defer_cleanup():
     """numba.cuda's block that defers freeing device memory. A Metal buffer is freed only once no
-    queued work uses it, whenever it is released, so there is nothing to defer."""
+    queued work uses it, whenever it is released, so there is nothing to defer.
+
+    Raises:
+        nothing: the block does nothing.
+    """
     yield
 
 
 def is_device_array(obj) -> bool:
-    """True if ``obj`` is a ``DeviceNDArray`` (a mapped array is a NumPy array, not a device array)."""
+    """True if ``obj`` is a ``DeviceNDArray`` (a mapped array is a NumPy array, not a device array).
+
+    Raises:
+        nothing: it is an ``isinstance`` test.
+    """
     return isinstance(obj, DeviceNDArray)
 
 

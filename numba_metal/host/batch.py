@@ -31,6 +31,9 @@ class batch:
             for step in range(100):
                 update[blocks, threads](state)
         metal.synchronize()
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
     """
 
     __slots__ = ("_ctx",)

@@ -33,6 +33,16 @@ def jit(func_or_sig=None, device=False, **options):
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
+
+    Raises:
+        UnsupportedFeatureError: an option Metal has no equivalent of (``link``, ``max_registers``, ``lto``...),
+            or a ``float64=`` value that is not one of its values; with eager signatures, a construct Metal
+            cannot express.
+        NumbaMetalError: an unknown option; ``@metal.jit`` applied twice; an eager signature that is not a
+            signature, or a kernel's that does not return void.
+        KernelCompilationError: with eager signatures, Numba's typing fails for one (also Numba's
+            ``TypingError``). Without signatures, nothing compiles until the first launch, which raises what
+            ``Dispatcher`` lists.
     """
     for name in options:
         if name in UNSUPPORTED_OPTIONS:
@@ -65,7 +75,12 @@ def jit(func_or_sig=None, device=False, **options):
 
 
 def device_func(pyfunc=None, **options):
-    """Decorator for a device function (the earlier numba-metal's spelling of ``jit(device=True)``)."""
+    """Decorator for a device function (the earlier numba-metal's spelling of ``jit(device=True)``).
+
+    Raises:
+        UnsupportedFeatureError: as ``jit``: an option Metal has no equivalent of.
+        NumbaMetalError: as ``jit``: an unknown option or an invalid signature.
+    """
     if pyfunc is None:
         return lambda f: jit(f, device=True, **options)
     return jit(pyfunc, device=True, **options)

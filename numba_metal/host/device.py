@@ -9,14 +9,19 @@ for testing that backend where there is no Mac); it is only ever used when asked
 
 from __future__ import annotations
 
+import numbers
 import os
 import platform
 import threading
 import weakref
+from collections import namedtuple
 
-from numba_metal.errors import UnsupportedPlatformError
+from numba_metal.errors import MetalTypeError, MetalValueError, UnsupportedPlatformError
 
 _KINDS = ("metal", "cpu", "metal-sim")
+
+#: numba.cuda's ``get_memory_info()`` result: bytes free and in total.
+MemoryInfo = namedtuple("MemoryInfo", "free,total")
 _lock = threading.RLock()
 #: The device context in use, None until a device is first used (the launch path reads it directly).
 selected: "DeviceContext | None" = None
@@ -36,6 +41,8 @@ class DeviceContext:
         self.retired_queues: list = []
         # per launching thread: what its next wait reads (host/kernel_output.py)
         self.pending_checks: dict = {}
+        #: the kernels' launch states on this device (host/launch.py), which hold their last arrays
+        self.launch_states: "weakref.WeakSet" = weakref.WeakSet()
         self.lock = threading.Lock()
 
     @property
@@ -50,6 +57,29 @@ class DeviceContext:
     @property
     def name(self) -> str:
         return self.info.name
+
+    def get_memory_info(self) -> MemoryInfo:
+        """numba.cuda's ``get_memory_info()``: ``(free, total)`` in bytes. Host and GPU share memory, so
+        ``total`` is a budget, Metal's ``recommendedMaxWorkingSetSize`` (the CPU reference device: the
+        host's physical memory), and ``free`` is what this process's device has not yet allocated of it
+        (Metal's ``currentAllocatedSize``). Unlike CUDA's, ``free`` does not subtract what other processes
+        or host code use: it can exceed what the OS could actually give."""
+        info = self.device.memory_info()
+        return MemoryInfo(info["free"], info["total"])
+
+    @property
+    def deallocations(self) -> "_Deallocations":
+        """numba.cuda's pending frees: ``current_context().deallocations.clear()`` frees the memory of arrays
+        the program has dropped. A buffer is freed once no array, no queued work and no kernel's last
+        launch uses it; ``clear()`` makes the kernels forget their last launch's arrays."""
+        return _Deallocations(self)
+
+    def reset(self) -> None:
+        """numba.cuda's ``reset()``: here it waits for the device's work. numba.cuda frees every allocation
+        of the context, leaving its arrays dangling; numba-metal frees a buffer when its arrays are gone, so
+        arrays stay valid and the device stays usable."""
+        for queue in self.all_queues():
+            queue.wait()
 
     def all_queues(self):
         """The default queue, the queue of every live stream and those of dropped streams with work
@@ -74,6 +104,22 @@ class DeviceContext:
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"
+
+
+class _Deallocations:
+    """``DeviceContext.deallocations``: numba.cuda's queue of pending frees. Nothing is queued here (a
+    buffer is freed as soon as nothing uses it), but each kernel keeps the arrays of its last launch bound,
+    so that launching again with the same arrays rebinds nothing; ``clear()`` drops those bindings."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def clear(self) -> None:
+        for state in list(self._ctx.launch_states):
+            state.forget_arrays()
+
+    def __len__(self) -> int:
+        return 0
 
 
 def _want_from_env() -> str | None:
@@ -135,6 +181,11 @@ def select_device(kind) -> DeviceContext:
     ``select_device(0)`` never quietly picks it).
 
     Arrays and streams belong to the device they were made on.
+
+    Raises:
+        UnsupportedPlatformError: an unknown device kind, a GPU index this machine does not have, or a kind with
+            no device here (``'metal'`` without a Metal GPU).
+        MetalRuntimeError: as ``get_current_device``.
     """
     global selected, _requested
     if isinstance(kind, GPU):
@@ -162,7 +213,15 @@ def select_device(kind) -> DeviceContext:
 
 
 def get_current_device() -> DeviceContext:
-    """The device in use (numba.cuda's ``get_current_device``): ``id``, ``name``, ``kind``, ``info``."""
+    """The device in use (numba.cuda's ``get_current_device``): ``id``, ``name``, ``kind``, ``info``.
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: the runtime library cannot be loaded, or this process is a fork of one that had used
+            the device.
+    """
     return current()
 
 
@@ -196,7 +255,11 @@ class GPU:
 
 def list_devices() -> list:
     """The Metal GPUs numba-metal can use (numba.cuda's ``list_devices``); the CPU reference device is
-    chosen by name, ``select_device('cpu')``."""
+    chosen by name, ``select_device('cpu')``.
+
+    Raises:
+        nothing: a runtime library that cannot be loaded gives an empty list.
+    """
     try:
         from numba_metal import runtime
         infos = runtime.list_devices()
@@ -230,7 +293,11 @@ gpus = _GPUList()
 
 def detect() -> bool:
     """Print the devices numba-metal can use and return whether a Metal GPU is among them (numba.cuda's
-    ``detect``)."""
+    ``detect``).
+
+    Raises:
+        nothing: it prints why the runtime library cannot be loaded and returns False.
+    """
     try:
         from numba_metal import runtime
         infos = runtime.list_devices()
@@ -248,7 +315,11 @@ def detect() -> bool:
 
 
 def is_available() -> bool:
-    """True if a Metal GPU is available (the CPU reference device does not count)."""
+    """True if a Metal GPU is available (the CPU reference device does not count).
+
+    Raises:
+        nothing: any failure answers False.
+    """
     try:
         from numba_metal import runtime
         return any(d.kind == "metal" for d in runtime.list_devices())
@@ -262,7 +333,23 @@ def set_kernel_time_limit(seconds: float | None) -> float | None:
     results are incomplete); later work runs normally. ``None`` (or 0): no limit, the default. Returns the
     previous limit. numba-metal's own API (numba.cuda has none); the CPU reference device and the simulated
     Metal device only: on a Metal GPU macOS's watchdog already stops a command buffer that runs too long
-    (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit."""
+    (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit.
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        UnsupportedPlatformError: the device is a Metal GPU (macOS's watchdog limits it instead).
+        MetalTypeError: ``seconds`` is not a real number or None.
+        MetalValueError: ``seconds`` is negative or NaN.
+        MetalRuntimeError: the runtime library cannot be loaded.
+    """
+    if seconds is not None:
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise MetalTypeError(f"set_kernel_time_limit: seconds must be a real number or None (no limit), "
+                                 f"not {type(seconds).__name__}")
+        if not seconds >= 0:
+            raise MetalValueError(f"set_kernel_time_limit: seconds must be >= 0 (None or 0: no limit), not {seconds!r}")
     device = current().device
     previous = device.time_limit
     device.set_time_limit(seconds)
@@ -270,22 +357,40 @@ def set_kernel_time_limit(seconds: float | None) -> float | None:
 
 
 def get_kernel_time_limit() -> float | None:
-    """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None."""
+    """The device's limit on one kernel launch's run time in seconds (``set_kernel_time_limit``), or None.
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current().device.time_limit
 
 
 def get_device_info():
-    """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...)."""
+    """Facts about the device in use (``DeviceInfo``: name, kind, limits, unified memory...).
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current().info
 
 
 def current_context() -> DeviceContext:
-    """numba.cuda's ``current_context``: the device in use."""
+    """numba.cuda's ``current_context``: the device in use.
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return current()
 
 
 def require_context(fn):
-    """numba.cuda's decorator making sure a device is in use before ``fn`` runs."""
+    """numba.cuda's decorator making sure a device is in use before ``fn`` runs.
+
+    Raises:
+        UnsupportedPlatformError: when the decorated function is called and no device can be used (as
+            ``get_current_device``); decorating raises nothing.
+        MetalRuntimeError: as ``get_current_device``.
+    """
     import functools
 
     @functools.wraps(fn)
@@ -297,18 +402,29 @@ def require_context(fn):
 
 def close() -> None:
     """numba.cuda's ``close``: here it waits for all the device's work. Buffers are freed when the arrays
-    holding them are, and the device stays open for the process."""
+    holding them are, and the device stays open for the process.
+
+    Raises:
+        MetalRuntimeError: work waited for failed (a device fault, a kernel stopped by the time limit).
+    """
     ctx = selected
     if ctx is not None:
-        for queue in ctx.all_queues():
-            queue.wait()
+        ctx.reset()
 
 
 def is_float16_supported() -> bool:
-    """float16 arrays and arithmetic are supported (MSL's ``half``)."""
+    """float16 arrays and arithmetic are supported (MSL's ``half``).
+
+    Raises:
+        nothing: it returns a constant.
+    """
     return True
 
 
 def is_bfloat16_supported() -> bool:
-    """bfloat16 is not a numba-metal type."""
+    """bfloat16 is not a numba-metal type.
+
+    Raises:
+        nothing: it returns a constant.
+    """
     return False

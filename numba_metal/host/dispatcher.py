@@ -72,7 +72,15 @@ def _as_numba_type(t):
 # ---------------------------------------------------------------------------------------------
 
 class DeviceFunction(DeviceFunctionBase):
-    """A function kernels (and other device functions) call; always inlined by the MSL compiler."""
+    """A function kernels (and other device functions) call; always inlined by the MSL compiler.
+
+    Raises:
+        NumbaMetalError: called from ordinary Python (call it from a kernel, or call ``.py_func``).
+        KernelCompilationError: when a kernel calling it compiles and the call's argument types do not type
+            (also Numba's ``TypingError``).
+        UnsupportedFeatureError: when a kernel calling it compiles and its body uses a construct Metal cannot
+            express.
+    """
 
     def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions()):
         super().__init__(pyfunc)
@@ -105,7 +113,27 @@ class DeviceFunction(DeviceFunctionBase):
 
 
 class Dispatcher:
-    """A Metal kernel: launch it with ``kernel[blocks, threads](*args)``."""
+    """A Metal kernel: launch it with ``kernel[blocks, threads](*args)``.
+
+    Raises:
+        LaunchConfigurationError: a launch configuration whose values are wrong (missing, not 1 to 3 positive
+            sizes, a negative ``sharedmem``), or the kernel called without one.
+        LaunchArgumentError: the wrong number of arguments, or a configuration of the wrong types.
+        KernelLaunchError: a launch the device refuses before queuing it: an argument of a type a kernel cannot
+            take, too many threads per threadgroup, too much threadgroup memory or argument data, an array of
+            another device, a keyword argument.
+        UnsupportedFeatureError: the kernel uses a construct Metal cannot express, named with its ``file:line``.
+        KernelCompilationError: Numba's typing fails (its explanation kept; also Numba's ``TypingError``) or the
+            device compiler rejects the MSL.
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: at the next wait, not at the launch: the kernel failed (a device fault, the time
+            limit), naming it.
+        KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
+        KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
+        NumbaMetalError: ``specialize`` of a kernel that is already specialized.
+    """
 
     def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions()):
         self.py_func = pyfunc

@@ -1,5 +1,7 @@
 """Arrays of other libraries: ``metal.from_dlpack``, ``as_metal_array``, ``is_metal_array``, and objects
-exporting DLPack passed to kernels.
+exporting DLPack passed to kernels. numba.cuda's CUDA Array Interface names: ``as_cuda_array`` and
+``is_cuda_array`` are ``as_metal_array`` and ``is_metal_array`` (Mac libraries exchange arrays through
+DLPack), ``from_cuda_array_interface`` is refused (its pointer is CUDA device memory, which a Mac has not).
 
 Importing follows the array API's ``from_dlpack``: the producer's ``__dlpack_device__`` says where the
 memory is, its ``__dlpack__(stream=None, max_version=(1, 1))`` hands over a capsule after it has waited
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba_metal.errors import DLPackError, KernelLaunchError
+from numba_metal.errors import DLPackError, KernelLaunchError, UnsupportedFeatureError
 
 from . import device as _device
 from .arrays import DeviceNDArray, device_array, host_view, to_device
@@ -26,6 +28,11 @@ def _dl():
     """The DLPack module, loaded on the first exchange (with ctypes), not with numba-metal."""
     from . import dlpack
     return dlpack
+
+
+_CUDA_MEMORY = ("{what} describes CUDA device memory (the CUDA Array Interface), which a Mac does not have; "
+                "numba-metal takes arrays through DLPack: pass a NumPy array, a device array, or an array of a "
+                "library exporting DLPack (PyTorch, MLX, JAX) to metal.from_dlpack or metal.as_metal_array")
 
 
 def _capsule_of(obj, stream):
@@ -46,6 +53,8 @@ def _device_of(obj) -> tuple[int, int]:
         dev = obj.__dlpack_device__()
         return int(dev[0]), int(dev[1])
     except AttributeError:
+        if hasattr(obj, "__cuda_array_interface__"):
+            raise DLPackError(_CUDA_MEMORY.format(what=f"a {type(obj).__name__}")) from None
         raise DLPackError(f"a {type(obj).__name__} does not export DLPack (it has no __dlpack_device__); "
                           "pass a NumPy array, a device array, or an array of a library that supports DLPack "
                           "(PyTorch, MLX, JAX, CuPy...)") from None
@@ -57,7 +66,14 @@ def from_dlpack(obj, *, device=None, copy=None) -> DeviceNDArray:
     Zero-copy where the memory allows it (page-aligned writable host memory, Metal buffers on a Metal
     device); ``copy=None`` copies otherwise, ``copy=True`` always copies, ``copy=False`` never does
     (DLPackError when it would have to). ``device``: None or the current device. The producer's pending
-    work is waited for first (it is asked with ``stream=None``)."""
+    work is waited for first (it is asked with ``stream=None``).
+
+    Raises:
+        DLPackError: ``obj`` does not export DLPack or its export fails; its memory is on a device Metal cannot
+            use (CUDA, or a Metal buffer on the CPU reference device); its dtype or strides have no device-array
+            form; ``copy=False`` where a copy is needed; ``device`` is not the current device.
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     ctx = _device.current()
     if device is not None and device is not ctx and device != ctx.kind:
         raise DLPackError(f"from_dlpack(device={device!r}): numba-metal imports to the current device "
@@ -126,7 +142,13 @@ def _wrap_metal(ctx, tensor: "dlpack.Imported") -> DeviceNDArray:
 def as_metal_array(obj, sync=True) -> DeviceNDArray:
     """``obj`` as a device array sharing its memory (numba.cuda's ``as_cuda_array``); DLPackError when that
     needs a copy. ``sync=False`` lets a Metal producer skip waiting for its work (DLPack's ``stream=-1``:
-    the caller synchronises)."""
+    the caller synchronises).
+
+    Raises:
+        DLPackError: as ``from_dlpack(obj, copy=False)``: no DLPack export, memory a Metal device cannot use, or
+            memory that cannot be shared without a copy (not page-aligned, read-only).
+        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
     if isinstance(obj, DeviceNDArray):
         return obj
     if not sync:
@@ -139,7 +161,11 @@ def as_metal_array(obj, sync=True) -> DeviceNDArray:
 
 def is_metal_array(obj) -> bool:
     """True for a device array and for objects whose DLPack device is Metal (numba.cuda's
-    ``is_cuda_array``): the objects kernels use in place on a Metal device."""
+    ``is_cuda_array``): the objects kernels use in place on a Metal device.
+
+    Raises:
+        nothing: any failure answers False.
+    """
     if isinstance(obj, DeviceNDArray):
         return True
     try:
@@ -176,3 +202,20 @@ def _kernel_argument(value, position):
     except (DLPackError, BufferError, RuntimeError, TypeError, ValueError) as e:
         raise KernelLaunchError(f"argument {position} ({type(value).__name__}) exports DLPack but cannot be "
                                 f"passed to a kernel: {e}") from None
+
+
+#: numba.cuda's names for the same operations: a numba.cuda program renamed to ``metal.`` takes the
+#: arrays of Mac libraries, which export DLPack, not the CUDA Array Interface (docs/porting-from-numba-cuda.md).
+as_cuda_array = as_metal_array
+is_cuda_array = is_metal_array
+
+
+def from_cuda_array_interface(desc, owner=None, sync=True):
+    """numba.cuda's ``from_cuda_array_interface``: always raises :class:`UnsupportedFeatureError`. The
+    interface's ``data`` pointer is CUDA device memory, which a Mac does not have; numba-metal imports
+    arrays through DLPack (``metal.from_dlpack``, ``metal.as_metal_array``).
+
+    Raises:
+        UnsupportedFeatureError: always (the advice names ``metal.from_dlpack``).
+    """
+    raise UnsupportedFeatureError(_CUDA_MEMORY.format(what="from_cuda_array_interface(): the interface"))

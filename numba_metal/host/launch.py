@@ -75,6 +75,7 @@ class LaunchState:
         # variable the MSL declares): take the larger, never the sum.
         self.static_shared = max(abi.static_threadgroup_memory, self.pipeline.static_threadgroup_memory)
         self.max_shared = ctx.info.max_threadgroup_memory
+        ctx.launch_states.add(self)
 
     # -- the launch ------------------------------------------------------------------------------
 
@@ -116,6 +117,18 @@ class LaunchState:
     def set_shared_length(self, length: int) -> None:
         self.dispatch.set_threadgroup_memory([length])
         self.shared_length = length
+
+    def forget_arrays(self) -> None:
+        """Drop the previous launch's array bindings, which keep its arrays' memory alive between launches
+        (``current_context().deallocations.clear()``); the next launch binds its arrays again."""
+        with self._lock:
+            n = len(self.last)
+            for j in range(n):
+                self.dispatch.clear_buffer(j)
+            self._buffers = [None] * n
+            self._offsets = [-1] * n
+            self.last = (None,) * n
+            self.values = ()
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -21,7 +21,15 @@ from . import kernel_output
 
 
 class Stream:
-    """A queue of device work (numba.cuda's ``Stream``)."""
+    """A queue of device work (numba.cuda's ``Stream``).
+
+    Raises:
+        MetalRuntimeError: ``synchronize()``: work on the stream failed (a device fault, a kernel stopped by the
+            time limit), naming the kernel.
+        KernelBoundsError: ``synchronize()``: a ``debug=True`` kernel indexed an array out of bounds.
+        KernelRaisedError: ``synchronize()``: a ``debug=True`` kernel raised an exception.
+        RuntimeError: ``async_done()`` outside a running ``asyncio`` event loop (asyncio's error).
+    """
 
     def __init__(self, ctx, queue, *, default=False):
         self._ctx = ctx
@@ -91,7 +99,12 @@ class Stream:
 
 
 def stream() -> Stream:
-    """A new stream on the current device."""
+    """A new stream on the current device.
+
+    Raises:
+        UnsupportedPlatformError: as ``get_current_device``.
+        MetalRuntimeError: the runtime library cannot be loaded or cannot make a queue.
+    """
     ctx = _device.current()
     queue = ctx.device.new_queue()
     s = Stream(ctx, queue)
@@ -104,7 +117,11 @@ _default_streams: dict = {}
 
 
 def default_stream() -> Stream:
-    """The current device's default stream (what ``stream=0`` means)."""
+    """The current device's default stream (what ``stream=0`` means).
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     ctx = _device.current()
     s = _default_streams.get(id(ctx))
     if s is None or s._ctx is not ctx:
@@ -114,7 +131,11 @@ def default_stream() -> Stream:
 
 def legacy_default_stream() -> Stream:
     """numba.cuda's legacy default stream: the default stream. (Metal has no stream that implicitly
-    waits for the others; use events or ``metal.synchronize()``.)"""
+    waits for the others; use events or ``metal.synchronize()``.)
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     return default_stream()
 
 
@@ -124,7 +145,11 @@ _per_thread = threading.local()
 def per_thread_default_stream() -> Stream:
     """A stream of the calling thread's own, the same on every call from that thread (numba.cuda's
     per-thread default stream; it does not stand in for ``stream=0``, which stays the device's default
-    stream)."""
+    stream).
+
+    Raises:
+        UnsupportedPlatformError, MetalRuntimeError: as ``get_current_device``.
+    """
     ctx = _device.current()
     streams = getattr(_per_thread, "streams", None)
     if streams is None:
@@ -137,7 +162,11 @@ def per_thread_default_stream() -> Stream:
 
 def external_stream(ptr) -> Stream:
     """numba.cuda's ``external_stream``: always raises :class:`UnsupportedFeatureError` (no queue made outside
-    numba-metal can be adopted)."""
+    numba-metal can be adopted).
+
+    Raises:
+        UnsupportedFeatureError: always: Metal cannot adopt a queue made outside numba-metal.
+    """
     raise UnsupportedFeatureError("external_stream(): numba-metal cannot adopt a queue made outside it (a CUDA stream "
                           "pointer has no Metal meaning); use metal.stream()")
 
@@ -179,7 +208,18 @@ def _wait_all(ctx, what: str) -> None:
 
 
 def synchronize() -> None:
-    """Wait for all work on every stream of the current device; raise the first failure."""
+    """Wait for all work on every stream of the current device; raise the first failure.
+
+    Raises:
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        MetalRuntimeError: work waited for failed (a device fault, a kernel stopped by the time limit),
+            naming the kernel.
+        KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
+        KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
+            also an instance of the class the kernel raised.
+    """
     _wait_all(_device.current(), "synchronize")
 
 
@@ -200,7 +240,18 @@ def check_faults(ctx) -> None:
 
 
 class Event:
-    """A point in a stream's work (numba.cuda's ``Event``), with device timestamps."""
+    """A point in a stream's work (numba.cuda's ``Event``), with device timestamps.
+
+    Raises:
+        NumbaMetalError: ``wait``, ``query``, ``synchronize`` or ``elapsed_time`` of an event never recorded;
+            ``elapsed_time`` of an event made with ``timing=False`` or not completed yet; a ``stream`` that is
+            not a stream of the event's device (``record``, ``wait``).
+        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
+            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
+            ``NUMBA_METAL_DEVICE`` naming no device kind.
+        KernelBoundsError: ``synchronize()``: a ``debug=True`` kernel before the event indexed out of bounds.
+        KernelRaisedError: ``synchronize()``: a ``debug=True`` kernel before the event raised an exception.
+    """
 
     def __init__(self, timing: bool = True):
         self.timing = timing
@@ -257,10 +308,19 @@ class Event:
 
 
 def event(timing: bool = True) -> Event:
-    """A new event (numba.cuda's ``cuda.event``); ``record`` it on a stream."""
+    """A new event (numba.cuda's ``cuda.event``); ``record`` it on a stream.
+
+    Raises:
+        nothing: the event touches no device until it is recorded.
+    """
     return Event(timing)
 
 
 def event_elapsed_time(start: Event, end: Event) -> float:
-    """Milliseconds between two completed events, from device timestamps."""
+    """Milliseconds between two completed events, from device timestamps.
+
+    Raises:
+        NumbaMetalError: either event was never recorded, was made with ``timing=False``, or has not completed
+            yet.
+    """
     return (end._timestamp() - start._timestamp()) / 1e6

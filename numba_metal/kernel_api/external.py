@@ -68,7 +68,13 @@ class ExternalFunction:
 def declare_device(name, sig, link=None, use_cooperative=False):
     """A function defined in hand-written MSL (the ``.metal`` files of ``link``) that kernels may call,
     with the Numba signature ``sig`` (a string such as ``"float32(float32, float32)"`` or a signature).
-    ``use_cooperative`` (numba.cuda's cooperative-groups launch) has no Metal counterpart."""
+    ``use_cooperative`` (numba.cuda's cooperative-groups launch) has no Metal counterpart.
+
+    Raises:
+        UnsupportedFeatureError: ``use_cooperative=True`` (Metal has no cooperative launch).
+        NumbaMetalError: ``name`` is not an identifier; ``sig`` is not a signature or has no return type; no
+            ``link`` files, a file that cannot be read, or none that defines ``name``.
+    """
     if use_cooperative:
         raise UnsupportedFeatureError(f"metal.declare_device({name!r}, use_cooperative=True): Metal has no "
                                       "cooperative (grid-synchronising) launch")

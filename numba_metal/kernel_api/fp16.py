@@ -1,5 +1,6 @@
 """Half precision as numba.cuda has it: the ``metal.fp16`` functions (``hadd`` ... ``hexp10``, rows of
-:data:`.functions.FP16`) and float16 arithmetic that stays float16.
+:data:`.functions.FP16`, and the CUDA-C spellings ``__hadd_sat`` ... ``__ull2half_rd``, rows of
+:data:`.functions.FP16_CUDA_C`) and float16 arithmetic that stays float16.
 
 Numba's core typing computes ``float16 + float16`` in float32; numba.cuda (and NumPy) give a float16,
 rounded after every operation, so ``(h(2048) + h(1)) - h(2048)`` is 0. The templates here type ``+ - *
@@ -24,10 +25,10 @@ from .pymath import register
 from .stubs import Stub
 
 _STUBS = {f.name: Stub(f"fp16.{f.name}", f"fp16.{f.name}: as numba.cuda's cuda.fp16.{f.name}; "
-                                         f"{f.signatures[0]}") for f in F.FP16}
+                                         f"{f.signatures[0]}") for f in F.FP16 + F.FP16_CUDA_C}
 # Numba registers a global by its module and name: each stub is also a module attribute.
 globals().update(_STUBS)
-for _function in F.FP16:
+for _function in F.FP16 + F.FP16_CUDA_C:
     register(_function, _STUBS[_function.name])
 
 fp16 = pytypes.ModuleType("numba_metal.metal.fp16", "numba.cuda's cuda.fp16 functions on MSL's half.")

@@ -1,9 +1,9 @@
-"""``metal.libdevice``: the integer functions of numba.cuda's ``cuda.libdevice`` (CUDA's libdevice
-``__nv_<name>``), rows of :data:`.functions.LIBDEVICE` typed and lowered as the ``math`` rows are:
-``popc``/``popcll``, ``clz``/``clzll``, ``ffs``/``ffsll``, ``brev``/``brevll``, ``mulhi``, ``umulhi``,
-``mul64hi``, ``umul64hi``, ``mul24``, ``umul24``, ``sad``, ``usad``, with libdevice's signatures.
-libdevice's floating-point functions are not here: kernels call Python's ``math`` (and ``metal.fma``,
-``metal.cbrt``) for them.
+"""``metal.libdevice``: numba.cuda's ``cuda.libdevice`` (CUDA's libdevice ``__nv_<name>``), one row of
+:data:`.functions.LIBDEVICE` per function, with numba.cuda's signature (tuple results included: ``sincosf``
+gives ``(sin, cos)``, ``frexp`` ``(mantissa, exponent)``). Typed and lowered as the ``math`` rows
+are (:mod:`.pymath`): a tuple result is the tuple of its parts' values, a routine may add constant
+arguments (the rounding mode of the directed-rounding helpers) and convert its result through a type
+(the unsigned conversions). The functions of :data:`.functions.LIBDEVICE_NOT_YET` are not provided yet.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _STUBS = {f.name: Stub("libdevice." + f.name, "libdevice." + f.name + ": as numb
 # Numba registers a global by its module and name: each stub is also a module attribute.
 globals().update(_STUBS)
 
-libdevice = pytypes.ModuleType("numba_metal.metal.libdevice", "numba.cuda's cuda.libdevice: its integer functions.")
+libdevice = pytypes.ModuleType("numba_metal.metal.libdevice", "numba.cuda's cuda.libdevice functions.")
 for _function in F.LIBDEVICE:
     setattr(libdevice, _function.name, _STUBS[_function.name])
     register(_function, _STUBS[_function.name])

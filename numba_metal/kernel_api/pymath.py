@@ -29,10 +29,10 @@ _TYPE_NAMES = {"bool": types.boolean, "intp": types.intp, "intc": types.intc}
 
 
 def numba_type(name: str):
-    """The Numba type a table names (``[float64, intc]`` is a tuple)."""
-    items = F.tuple_items(name)
-    if items is not None:
-        return types.Tuple(tuple(numba_type(t) for t in items))
+    """The Numba type a table names (``Tuple(a, b)``: numba.cuda's tuple results)."""
+    members = F.tuple_members(name)
+    if members is not None:
+        return types.Tuple(tuple(numba_type(m) for m in members))
     return _TYPE_NAMES.get(name) or getattr(types, name)
 
 
@@ -65,6 +65,36 @@ def typing_template(function: F.Function):
     return type(f"Math_{function.name}", (AbstractTemplate,), {"generic": generic})
 
 
+def _routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
+    """The value of ``routine`` on the call's arguments (converted to its parameter types), as ``rt``."""
+    if routine.source == F.REFUSED:
+        lc.error(f"{function.name}: {routine.name}")
+    if routine.source == F.OPERATOR:
+        if len(args) == 1:
+            return lower_unary(lc, routine.name, sig, args[0])
+        return lower_binop(lc, routine.name, sig, args[0], args[1])
+    if routine.source == F.CONSTANT:
+        return Value(msl.literal(routine.value, lc.msl_type(rt)), rt)
+    params = [numba_type(p) for p in (routine.params or (ctype,) * len(args))]
+    actual = [lc.cast(a, p) for a, p in zip(args, params)]
+    if routine.source == F.SAME:
+        return Value(lc.cast(Value(actual[0], params[0]), rt), rt)
+    if routine.source == F.PRELUDE:
+        lc.need(routine.snippet)
+    elif routine.source == F.MATHLIB:
+        lc.need_mathlib()
+    actual += [msl.literal(v, "int") for v in routine.extra]
+    call = lc.library_call if routine.source == F.EMULATED else msl.call
+    expr = call(routine.name, *actual)
+    if routine.member:
+        expr = msl.member(expr, routine.member)
+    result = Value(expr, numba_type(routine.result or ctype))
+    if routine.via:
+        via = numba_type(routine.via)
+        result = Value(lc.cast(result, via), via)
+    return Value(lc.cast(result, rt), rt)
+
+
 def lowering_of(function: F.Function):
     """The MSL lowering of a row's calls."""
     # (intp is int64 here: the names are normalised through the Numba types.)
@@ -76,31 +106,18 @@ def lowering_of(function: F.Function):
                                  for name, default in function.keywords]
         ctype = computation[signature(sig.return_type, *(types.unliteral(t) for t in sig.args))]
         # float64 computed in float32 (a kernel without float64 data) takes the float32 routine.
-        routine = function.routines[lc.op_kind(types.float64) if ctype == "float64" else ctype]
+        kind = lc.op_kind(types.float64) if ctype == "float64" else ctype
+        routine = function.routines.get(kind)
+        if routine is None:
+            lc.error(f"{function.name} computes in {ctype}, which this kernel computes as {kind}")
         rt = types.unliteral(sig.return_type)
-        if routine.source == F.OPERATOR:
-            if len(args) == 1:
-                return lower_unary(lc, routine.name, sig, args[0])
-            return lower_binop(lc, routine.name, sig, args[0], args[1])
-        if routine.source == F.CONSTANT:
-            return Value(msl.literal(routine.value, lc.msl_type(rt)), rt)
-        params = [numba_type(p) for p in (routine.params or (ctype,) * len(args))]
-        actual = [lc.cast(a, p) for a, p in zip(args, params)]
-        if routine.source == F.SAME:
-            return Value(lc.cast(Value(actual[0], params[0]), rt), rt)
-        if routine.source == F.PRELUDE:
-            lc.need(routine.snippet)
-        elif routine.source == F.MATHLIB:
-            lc.need_mathlib()
-        call = lc.library_call if routine.source == F.EMULATED else msl.call
-        if routine.fields:  # a tuple result: the members of the returned struct, in the tuple's order
-            # (routine.result names the struct; its members hold the items in the result's own types.)
-            struct = lc.fresh_name("nm_t")
-            lc.declare(msl.declare(routine.result, struct))
-            lc.emit(msl.assign(struct, call(routine.name, *actual)))
-            return Value(msl.aggregate(lc.msl_type(rt), [msl.member(struct, f) for f in routine.fields]), rt)
-        result = Value(call(routine.name, *actual), numba_type(routine.result or ctype))
-        return Value(lc.cast(result, rt), rt)
+        if routine.source != F.TUPLE:
+            return _routine_value(lc, function, routine, ctype, sig, args, rt)
+        # numba.cuda's tuple results: each member is a routine on the same arguments, evaluated once.
+        args = [Value(lc.tmp(a.type, a.expr), a.type) for a in args]
+        parts = [_routine_value(lc, function, part, ctype, sig, args, t).expr
+                 for part, t in zip(routine.parts, rt.types)]
+        return Value(msl.aggregate(lc.msl_type(rt), parts), rt)
 
     lower.__name__ = f"lower_math_{function.name}"
     return lower

@@ -13,6 +13,15 @@ class Stub:
     Calling it from ordinary Python raises, saying where it may be used. ``path`` is its name under
     ``metal`` (``"atomic.add"``); the stub belongs to the kernel-API module that creates it, where
     ``path`` also finds it, so it pickles and copies as itself (the compiler knows stubs by identity).
+
+    Raises:
+        KernelCompilationError: when the kernel compiles (its first launch, an explicit signature,
+            ``compile_msl``), at the call's ``file:line``: no form of the function takes arguments of these
+            types or this number of them. It is also Numba's ``TypingError``, as numba.cuda raises.
+        UnsupportedFeatureError: when the kernel compiles, at the call's ``file:line``: a use Metal cannot
+            express (a 64-bit atomic, a shared-array shape that is not a constant, a value type a SIMD-group
+            function lacks), with the reason and what to use instead; also Numba's ``TypingError``.
+        NumbaMetalError: called from ordinary Python, outside a kernel or device function.
     """
 
     def __init__(self, path: str, doc: str = ""):

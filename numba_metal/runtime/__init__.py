@@ -274,6 +274,17 @@ class Device:
         return {k: int(getattr(out, k)) for k in
                 ("live_buffers", "live_buffer_bytes", "pipelines_compiled", "pipelines_from_cache", "dispatches")}
 
+    def memory_info(self) -> dict:
+        """free, total, allocated in bytes (nm_memory_info): total is the device's memory budget (Metal's
+        recommended working set; the CPU device: physical memory), allocated what this process's device has
+        allocated, free what is left of total."""
+        ffi, lib = load()
+        out = ffi.new("nm_memory_info *")
+        rc = lib.nm_device_get_memory_info(self.handle, out)
+        if rc:
+            _raise(rc)
+        return {k: int(getattr(out, k)) for k in ("free", "total", "allocated")}
+
     def set_time_limit(self, seconds: float | None) -> None:
         """Stops any dispatch that runs longer than ``seconds`` on this device; its wait raises MetalRuntimeError
         naming the kernel. None or 0: no limit (the default, unless NUMBA_METAL_CPU_TIME_LIMIT_MS is set). The
@@ -461,6 +472,12 @@ class DispatchPlan:
         self._buffers[i] = buffer.handle
         self._offsets[i] = offset
         self._refs[i] = buffer
+
+    def clear_buffer(self, i: int) -> None:
+        """Unbinds the i-th slot, dropping its reference (a submit needs it bound again first)."""
+        self._buffers[i] = load()[0].NULL
+        self._offsets[i] = 0
+        self._refs[i] = None
 
     def set_grid(self, groups: tuple[int, int, int], threads: tuple[int, int, int]) -> None:
         """Threadgroups per grid and threads per threadgroup."""

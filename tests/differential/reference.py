@@ -679,19 +679,54 @@ def _sad(x, y, z):
     return make(S.wrap(abs(int(x) - int(y)) + int(z), T.uint32), T.uint32)
 
 
+def _bits_of(x, width):
+    return int(x) & ((1 << width) - 1)
+
+
+def _as(value, ty):
+    """``value``'s low bits as a value of the integer type ``ty`` (numba.cuda's signed result types)."""
+    return make(S.wrap(value, ty), ty)
+
+
 class _Libdevice:
-    """numba.cuda's libdevice integer functions (the rows of numba-metal's LIBDEVICE table)."""
+    """numba.cuda's libdevice integer functions (the integer rows of numba-metal's LIBDEVICE table), with
+    numba.cuda's types: the unsigned functions take and give signed values, computed on their bits."""
 
     def __init__(self):
-        width_fns = {"popc": ("popc", T.int32), "popcll": ("popc", T.int64), "clz": ("clz", T.int32),
-                     "clzll": ("clz", T.int64), "ffs": ("ffs", T.int32), "ffsll": ("ffs", T.int64)}
+        i32, i64 = T.int32, T.int64
+        width_fns = {"popc": ("popc", i32), "popcll": ("popc", i64), "clz": ("clz", i32),
+                     "clzll": ("clz", i64), "ffs": ("ffs", i32), "ffsll": ("ffs", i64)}
         for name, (base, arg) in width_fns.items():
-            setattr(self, name, lambda x, base=base, arg=arg: make(int(_bits(base)(cast(x, arg))), T.int32))
-        self.brev = self.brevll = _bits("brev")
-        self.mulhi = self.umulhi = _high(32)
-        self.mul64hi = self.umul64hi = _high(64)
-        self.mul24 = self.umul24 = _mul24
-        self.sad = self.usad = _sad
+            setattr(self, name, lambda x, base=base, arg=arg: make(int(_bits(base)(cast(x, arg))), i32))
+        self.brev = lambda x: _as(int(format(_bits_of(x, 32), "032b")[::-1], 2), i32)
+        self.brevll = lambda x: _as(int(format(_bits_of(x, 64), "064b")[::-1], 2), i64)
+        self.mulhi = lambda x, y: _as((int(x) * int(y)) >> 32, i32)
+        self.umulhi = lambda x, y: _as((_bits_of(x, 32) * _bits_of(y, 32)) >> 32, i32)
+        self.mul64hi = lambda x, y: _as((int(x) * int(y)) >> 64, i64)
+        self.umul64hi = lambda x, y: _as((_bits_of(x, 64) * _bits_of(y, 64)) >> 64, i64)
+        self.mul24 = _mul24
+        self.umul24 = lambda x, y: _as((int(x) & 0xFFFFFF) * (int(y) & 0xFFFFFF), i32)
+        self.sad = lambda x, y, z: _as(abs(int(x) - int(y)) + int(z), i32)
+        self.usad = lambda x, y, z: _as(abs(_bits_of(x, 32) - _bits_of(y, 32)) + _bits_of(z, 32), i32)
+        self.abs = lambda x: _as(abs(int(x)), i32)
+        self.llabs = lambda x: _as(abs(int(x)), i64)
+        self.max, self.min = (lambda x, y: _as(max(int(x), int(y)), i32)), (lambda x, y: _as(min(int(x), int(y)), i32))
+        self.llmax = lambda x, y: _as(max(int(x), int(y)), i64)
+        self.llmin = lambda x, y: _as(min(int(x), int(y)), i64)
+        self.umax = lambda x, y: _as(max(_bits_of(x, 32), _bits_of(y, 32)), i32)
+        self.umin = lambda x, y: _as(min(_bits_of(x, 32), _bits_of(y, 32)), i32)
+        self.ullmax = lambda x, y: _as(max(_bits_of(x, 64), _bits_of(y, 64)), i64)
+        self.ullmin = lambda x, y: _as(min(_bits_of(x, 64), _bits_of(y, 64)), i64)
+        self.hadd = lambda x, y: _as((int(x) + int(y)) >> 1, i32)
+        self.rhadd = lambda x, y: _as((int(x) + int(y) + 1) >> 1, i32)
+        self.uhadd = lambda x, y: _as((_bits_of(x, 32) + _bits_of(y, 32)) >> 1, i32)
+        self.urhadd = lambda x, y: _as((_bits_of(x, 32) + _bits_of(y, 32) + 1) >> 1, i32)
+
+        def byte_perm(x, y, s):
+            both = _bits_of(y, 32) << 32 | _bits_of(x, 32)
+            sel = _bits_of(s, 32)
+            return _as(sum(((both >> (8 * ((sel >> (4 * k)) & 7))) & 0xFF) << (8 * k) for k in range(4)), i32)
+        self.byte_perm = byte_perm
 
 
 def _selp(test, a, b):

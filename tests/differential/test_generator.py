@@ -41,7 +41,8 @@ REQUIRED = {
     "atomic_u_inc": 1, "atomic_f_add": 1,
     # numba.cuda's integer intrinsics
     "bits_popc": 2, "bits_clz": 2, "bits_ffs": 2, "bits_brev": 1, "selp": 2, "libdevice_mulhi": 1,
-    "libdevice_mul24": 1, "libdevice_popcll": 1,
+    "libdevice_mul24": 1, "libdevice_popcll": 1, "libdevice_byte_perm": 1, "libdevice_umax": 1,
+    "libdevice_llabs": 1, "libdevice_ullmax": 1, "libdevice_umul64hi": 1,
 }
 
 

@@ -10,13 +10,7 @@ import pytest
 from numba_metal import metal
 from numba_metal.errors import (CopyRequiredError, MetalTypeError, MetalValueError, NumbaMetalError,
                                 UnsupportedFeatureError)
-
-
-@metal.jit
-def add_one(a):
-    i = metal.grid(1)
-    if i < a.size:
-        a[i] += 1
+from shared_kernels import add_one
 
 
 def _dev(shape, dtype=np.int32, order="C"):

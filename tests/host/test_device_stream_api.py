@@ -13,16 +13,7 @@ import pytest
 from numba_metal import metal
 from numba_metal.errors import UnsupportedFeatureError, UnsupportedPlatformError
 from numba_metal.runtime import list_devices as runtime_devices
-
-
-@metal.jit
-def spin_then_set(a, n, value):
-    i = metal.grid(1)
-    if i < a.size:
-        acc = 0
-        for k in range(n):
-            acc += k % 7
-        a[i] = value + acc * 0
+from shared_kernels import spin_then_set
 
 
 def _has_metal_gpu():
@@ -57,6 +48,55 @@ def test_current_device_and_context_have_numba_cuda_attributes():
         return x + 1
     assert body(1) == 2
     assert metal.is_float16_supported() and not metal.is_bfloat16_supported()
+
+
+def test_get_memory_info_is_free_and_total_bytes_of_the_devices_budget():
+    import gc
+    ctx = metal.current_context()
+    gc.collect()
+    info = ctx.get_memory_info()
+    free, total = info                                    # numba.cuda's MemoryInfo named tuple
+    assert (info.free, info.total) == (free, total) and type(info).__name__ == "MemoryInfo"
+    assert 0 < free <= total
+    assert total == ctx.device.memory_info()["total"]
+    d = metal.device_array(32 << 20, np.uint8)
+    gc.collect()
+    during = ctx.get_memory_info()
+    assert during.total == total and free - during.free >= 32 << 20
+    del d
+    gc.collect()
+    assert ctx.get_memory_info().free - during.free >= 32 << 20
+
+
+def test_deallocations_clear_frees_the_memory_of_dropped_arrays_a_kernel_last_used():
+    import gc
+    ctx = metal.current_context()
+    kept = metal.device_array(64, np.int32)
+    spin_then_set[1, 64](kept, 1, 1)
+    gc.collect()
+    before = ctx.get_memory_info().free
+    d = metal.device_array(16 << 20, np.uint8)
+    spin_then_set[1, 64](d, 1000, 1)             # the kernel keeps its last launch's arrays bound
+    assert ctx.get_memory_info().free <= before - (16 << 20)
+    del d
+    metal.synchronize()
+    ctx.deallocations.clear()                    # numba.cuda's idiom for "free what I dropped now"
+    assert len(ctx.deallocations) == 0
+    assert ctx.get_memory_info().free >= before
+    for value in (7, 8):                         # the kernel binds its arguments again
+        spin_then_set[1, 64](kept, 1, value)
+        np.testing.assert_array_equal(kept.copy_to_host(), value)
+
+
+def test_reset_waits_for_the_work_and_arrays_stay_valid():
+    ctx = metal.current_context()
+    d = metal.device_array(64, np.int32)
+    spin_then_set[1, 64](d, 20000, 5)
+    ctx.reset()
+    assert all(queue.query(0) for queue in ctx.all_queues())   # nothing left running: reset waited
+    np.testing.assert_array_equal(np.asarray(d), 5)
+    spin_then_set[1, 64](d, 1, 6)
+    np.testing.assert_array_equal(d.copy_to_host(), 6)
 
 
 def test_close_waits_for_the_work_and_the_device_stays_usable():

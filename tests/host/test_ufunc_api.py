@@ -3,6 +3,11 @@ objects and tuples, scalar arguments, device arrays in and out, out=, stream=, o
 outputs, numba.cuda's loop dimensions and input casting, and numba.cuda's error messages (numba-cuda's
 deviceufunc.py and test_gufunc.py, test_gufunc_scalar.py, test_vectorize*.py)."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import float32, guvectorize, int32, int64, vectorize, void
@@ -140,3 +145,37 @@ def test_gufunc_tuple_and_list_inputs():
     b = [[1, 1, 1], [2, 2, 2]]
     np.testing.assert_array_equal(dot(np.asarray(a, np.int32), np.asarray(b, np.int32)), [6, 30])
     np.testing.assert_array_equal(dot(a, b), [6, 30])
+
+
+def test_an_editable_install_registers_the_target_in_programs_that_never_import_numba_metal(tmp_path):
+    """``pip install -e`` puts numba_metal_target.pth in site-packages as a wheel does (setup.py), because
+    Numba runs its ``numba_extensions`` entry points only when it first compiles, after
+    ``numba.vectorize(target=...)`` has looked the target up. Installed into a throwaway virtual environment
+    that sees this machine's packages (nothing is downloaded); the program has no PYTHONPATH."""
+    root = Path(__file__).resolve().parents[2]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
+                   timeout=120)
+    python = str(venv / "bin" / "python")
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-index",
+                              "--no-build-isolation", "--no-deps", "-e", str(root)],
+                             capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    site_packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+    assert (Path(site_packages) / "numba_metal_target.pth").is_file()
+    code = ("import sys, numba, numpy as np\n"
+            "assert 'numba_metal' not in sys.modules\n"
+            "@numba.vectorize(['int32(int32)'], target='metal')\n"
+            "def inc(x):\n"
+            "    return x + 1\n"
+            "import numba_metal\n"
+            "print(numba_metal.__file__)\n"
+            "print(inc(np.arange(3, dtype=np.int32)).tolist())\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["NUMBA_METAL_DEVICE"] = "cpu"
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    where, result = r.stdout.strip().splitlines()
+    assert Path(where).resolve() == root / "numba_metal" / "__init__.py"
+    assert result == "[1, 2, 3]"

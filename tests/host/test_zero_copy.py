@@ -9,13 +9,7 @@ import pytest
 from numba_metal import metal, profiling
 from numba_metal.errors import KernelLaunchError
 from numba_metal.host import device as _device
-
-
-@metal.jit
-def add_one(a):
-    i = metal.grid(1)
-    if i < a.size:
-        a[i] += 1
+from shared_kernels import add_one
 
 
 @metal.jit

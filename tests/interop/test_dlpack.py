@@ -16,6 +16,7 @@ import pytest
 
 from numba_metal import metal
 from numba_metal.host import dlpack
+from shared_kernels import add_one, spin_then_set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_CPU_DEVICE = metal.get_device_info().kind == "cpu"
@@ -50,24 +51,6 @@ class Exporter:
 
     def __dlpack_device__(self):
         return self.device or self.array.__dlpack_device__()
-
-
-@metal.jit
-def add_one(a):
-    i = metal.grid(1)
-    if i < a.size:
-        a[i] += 1
-
-
-@metal.jit
-def slow_fill(out, value):
-    # Long enough that a host read not waiting for it would see the zeros.
-    i = metal.grid(1)
-    if i < out.size:
-        acc = 0.0
-        for k in range(20000):
-            acc += 1e-9
-        out[i] = value + acc * 0.0
 
 
 # -- export: numba-metal -> NumPy ---------------------------------------------------------------
@@ -107,11 +90,11 @@ def test_np_asarray_is_a_view_and_copy_gives_a_copy():
 
 def test_views_wait_for_pending_work():
     d = metal.device_array(4096, np.float32)
-    slow_fill[16, 256](d, np.float32(7))
+    spin_then_set[16, 256](d, 20000, np.float32(7))
     np.testing.assert_array_equal(np.asarray(d), 7)
     e = metal.device_array(4096, np.float32)
     s = metal.stream()
-    slow_fill[16, 256, s](e, np.float32(3))   # on another stream too
+    spin_then_set[16, 256, s](e, 20000, np.float32(3))   # on another stream too
     np.testing.assert_array_equal(from_device(e), 3)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
+from numba_metal.errors import MetalValueError
 from numba_metal.random import (create_xoroshiro128p_states, init_xoroshiro128p_states, xoroshiro128p_jump,
                                 xoroshiro128p_next, xoroshiro128p_normal_float32, xoroshiro128p_normal_float64,
                                 xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
@@ -114,7 +115,7 @@ def test_reinitialise_existing_states(ref):
     states = metal.device_array((4, 2), np.uint64)
     init_xoroshiro128p_states(states, 99, subsequence_start=1)
     np.testing.assert_array_equal(states.copy_to_host(), _as_pairs(_ref_states(ref, 4, 99, 1)))
-    with pytest.raises(ValueError, match=r"\(n, 2\) uint64"):
+    with pytest.raises(MetalValueError, match=r"\(n, 2\) uint64 device array .*not shape \(4,\) uint64"):
         init_xoroshiro128p_states(metal.device_array(4, np.uint64), 1)
 
 

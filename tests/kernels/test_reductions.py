@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.errors import MetalValueError, UnsupportedFeatureError
 from numba_metal.reduction import MAX_GROUPS, THREADS
 
 # Lengths around the tree's boundaries: one partial threadgroup, exactly one, one more, the most
@@ -65,8 +65,10 @@ def test_result_into_a_device_array_without_waiting(data):
 def test_empty_arrays():
     e = np.zeros(0, np.float32)
     assert metal.reduce_sum(e) == 0
-    with pytest.raises(ValueError, match="empty"):
-        metal.reduce_min(e)
+    for reduce in (metal.reduce_min, metal.reduce_max):
+        with pytest.raises(MetalValueError, match="empty array.*check arr.size first") as info:
+            reduce(e)
+        assert isinstance(info.value, ValueError)   # NumPy's class for np.min of an empty array
 
 
 @metal.reduce

@@ -11,6 +11,7 @@ import pytest
 
 from numba_metal import kernel_api, metal
 from numba_metal import random as metal_random
+from numba_metal.kernel_api.libdevice_signatures import SIGNATURES as LIBDEVICE_SIGNATURES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "supported-features.md")
@@ -39,6 +40,24 @@ _VECTOR_ELEMENTS = {"int8": "char", "int16": "short", "int32": "int", "int64": "
                     "uint16": "ushort", "uint32": "uint", "uint64": "ulong", "float32": "float", "float64": "double"}
 NUMBA_CUDA_KERNEL_API += [f"{e}x{n}" for e in _VECTOR_ELEMENTS for n in range(1, 5)]
 NUMBA_CUDA_KERNEL_API += [f"{a}{n}" for a in (*_VECTOR_ELEMENTS.values(), "longlong", "ulonglong") for n in range(1, 5)]
+
+#: numba.cuda's cuda.libdevice functions (the checked-in list, equal to numba.cuda's own table:
+#: language/test_libdevice_float.py::test_the_checked_in_list_is_numba_cudas).
+NUMBA_CUDA_KERNEL_API += ["libdevice." + name for name, _, _ in LIBDEVICE_SIGNATURES]
+#: The CUDA-C spellings numba.cuda's cuda.fp16 exports (numba-cuda's fp16.py, bound to cuda_fp16.h).
+NUMBA_CUDA_KERNEL_API += ["fp16." + n for n in """
+__double2half __float2half __float2half_rd __float2half_rn __float2half_ru __float2half_rz __int2half_rd
+__int2half_rn __int2half_ru __int2half_rz __ll2half_rd __ll2half_rn __ll2half_ru __ll2half_rz __short2half_rd
+__short2half_rn __short2half_ru __short2half_rz __uint2half_rd __uint2half_rn __uint2half_ru __uint2half_rz
+__ull2half_rd __ull2half_rn __ull2half_ru __ull2half_rz __ushort2half_rd __ushort2half_rn __ushort2half_ru
+__ushort2half_rz __half2char_rz __half2float __half2int_rd __half2int_rn __half2int_ru __half2int_rz __half2ll_rd
+__half2ll_rn __half2ll_ru __half2ll_rz __half2short_rd __half2short_rn __half2short_ru __half2short_rz
+__half2uchar_rz __half2uint_rd __half2uint_rn __half2uint_ru __half2uint_rz __half2ull_rd __half2ull_rn
+__half2ull_ru __half2ull_rz __half2ushort_rd __half2ushort_rn __half2ushort_ru __half2ushort_rz __short_as_half
+__ushort_as_half __half_as_short __half_as_ushort __habs __hadd __hadd_rn __hadd_sat __hdiv __heq __hequ __hfma
+__hfma_relu __hfma_sat __hge __hgeu __hgt __hgtu __hisinf __hisnan __hle __hleu __hlt __hltu __hmax __hmax_nan
+__hmin __hmin_nan __hmul __hmul_rn __hmul_sat __hne __hneg __hneu __hsub __hsub_rn __hsub_sat atomicAdd
+""".split()]
 
 #: Names that are Python syntax or Python/Numba functions, not `metal.<name>`.
 PYTHON_LEVEL = {"print", "raise", "assert", "literal_unroll", "abs"}

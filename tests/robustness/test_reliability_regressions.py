@@ -13,7 +13,8 @@ from numba.core import types
 from numba_metal import metal
 from numba_metal import runtime as rt
 from numba_metal.compiler import abi, driver, effects
-from numba_metal.errors import KernelLaunchError, MetalRuntimeError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import (KernelLaunchError, MetalRuntimeError, MetalTypeError, MetalValueError, NumbaMetalError,
+                                 UnsupportedFeatureError)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -254,5 +255,11 @@ def test_a_kernel_running_past_the_time_limit_is_stopped_with_an_error_naming_it
     flag.copy_to_device(np.ones(1, np.int32))   # the device goes on: the same kernel now finishes
     spins_until_flagged[1, 8](a, flag)
     assert a.copy_to_host().tolist() == [1.0] * 8
-    with pytest.raises(MetalRuntimeError, match="not a number of seconds"):
-        metal.set_kernel_time_limit(-1)
+    for bad in (-1, float("nan")):
+        with pytest.raises(MetalValueError, match="seconds must be >= 0") as info:
+            metal.set_kernel_time_limit(bad)
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(MetalTypeError, match="seconds must be a real number or None") as info:
+        metal.set_kernel_time_limit("1")
+    assert isinstance(info.value, TypeError)
+    assert metal.get_kernel_time_limit() is None

@@ -34,9 +34,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run_child(cache_dir: Path, expr: str) -> dict:
+def run_child(cache_dir: Path, expr: str, extra_env: dict | None = None) -> dict:
     import json
-    env = dict(os.environ, NUMBA_METAL_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, NUMBA_METAL_CACHE_DIR=str(cache_dir), **(extra_env or {}))
     out = subprocess.run([sys.executable, "-c", CHILD, expr], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -75,6 +75,26 @@ def test_disk_cache_serves_a_new_process_and_rebuilds_corrupt_entries(tmp_path):
     assert not third["from_cache"] and third["vals"] == [0, 3, 6, 9]
     fourth = run_child(tmp_path, "int(i) * 3")
     assert fourth["from_cache"]
+
+
+def test_a_shim_header_rebuilt_at_the_same_path_gets_a_new_precompiled_header(tmp_path):
+    """The precompiled shim's key includes the header file's identity and modification time: a header
+    replaced by an identical copy at the same path (a reinstall, a re-clone) must not reuse the .pch built
+    from the old file. clang (-fno-validate-pch) would then not match a source's own `#include
+    <metal_stdlib>` to it, and hand-written MSL failed with "redefinition" errors."""
+    shim = tmp_path / "shim"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "shim", shim)
+    cache = tmp_path / "cache"
+    env = {"NUMBA_METAL_SHIM_DIR": str(shim)}
+    assert run_child(cache, "int(i) * 5", env)["vals"] == [0, 5, 10, 15]
+    assert len(list((cache / "cpu-objects").glob("*.pch"))) == 1
+    header = shim / "metal_stdlib"
+    fresh = shim / "metal_stdlib.new"
+    fresh.write_bytes(header.read_bytes())       # same content; a new file, so a new inode and mtime
+    os.replace(fresh, header)
+    second = run_child(cache, "int(i) * 7", env)  # another source: compiled, not an object from the cache
+    assert not second["from_cache"] and second["vals"] == [0, 7, 14, 21]
+    assert len(list((cache / "cpu-objects").glob("*.pch"))) == 2
 
 
 def test_unsafe_cache_directory_is_not_used(tmp_path):

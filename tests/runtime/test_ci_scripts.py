@@ -4,6 +4,7 @@ here, on Linux, up to its first macOS-only step (Apple's Metal compiler)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,16 +28,30 @@ def test_the_workflow_runs_the_linux_and_macos_scripts():
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="on a Mac the script goes on to Apple's compiler and the GPU")
 def test_macos_script_runs_here_up_to_the_first_macos_only_step(tmp_path):
-    env = dict(os.environ, NUMBA_METAL_CI_MSL_DIR=str(tmp_path / "msl"),
+    env = dict(os.environ, NUMBA_METAL_CI_MSL_DIR=str(tmp_path / "msl"), NUMBA_METAL_CI_INSTALL="0",
                NUMBA_METAL_CI_TESTS="tests/runtime/test_kernels.py -k vector_add_matches_numpy")
     res = subprocess.run(["bash", str(ROOT / ".ci" / "macos.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=900)
     out = res.stdout
     assert res.returncode == 0, out[-4000:] + res.stderr[-4000:]
     steps = [line[3:-3] for line in out.splitlines() if line.startswith("== ")]
-    assert steps == ["toolchain", "availability of Apple's API (Package.swift's deployment target)", "build (SwiftPM, release)",
+    assert steps == ["toolchain", "test dependencies (the test and torch extras)",
+                     "availability of Apple's API (Package.swift's deployment target)", "build (SwiftPM, release)",
                      "collect the MSL the test suite compiles (CPU reference device)"], steps
+    assert "NUMBA_METAL_CI_INSTALL=0: using the packages already installed" in out
     assert "every use is within the deployment target or guarded" in out
     assert "stopping before the first macOS-only step (Apple's Metal compiler)" in out
     sources = list((tmp_path / "msl").glob("*.metal"))
     assert sources and any("kernel void vadd" in s.read_text() for s in sources)
+
+
+def test_the_macos_script_installs_what_the_linux_script_installs():
+    """The Mac run has the Linux run's coverage: the extras .ci/run installs (and PyTorch, which .ci/run takes
+    from PyTorch's CPU index) are installed by .ci/macos.sh, which checks that they import."""
+    linux, mac = (ROOT / ".ci" / "run").read_text(), (ROOT / ".ci" / "macos.sh").read_text()
+
+    def extras(text):
+        return set(re.search(r'pip install[^\n]*-e "\.\[([a-z,]+)\]"', text).group(1).split(","))
+    assert extras(linux) | {"torch"} <= extras(mac)
+    assert "torch" in linux
+    assert "import dask.distributed, mlx.core, torch" in mac

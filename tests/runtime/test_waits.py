@@ -30,6 +30,10 @@ kernel void spin_at_barrier(device atomic_int* flag [[buffer(0)]], uint i [[thre
     threadgroup_barrier(mem_flags::mem_device);
     while (atomic_load_explicit(flag, memory_order_relaxed) == 0) {}
 }
+kernel void spin_announced(device atomic_int* flag [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    atomic_store_explicit(flag + 1, 1, memory_order_relaxed);
+    while (atomic_load_explicit(flag, memory_order_relaxed) == 0) {}
+}
 kernel void ok(device int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = int(i) + 7; }
 """
 CPU_ENGINE = pytest.mark.devices("cpu", "metal-sim")  # the devices whose kernels run on the CPU engine
@@ -62,7 +66,7 @@ def report(result) -> dict:
 
 
 def spin_forever(device, queue, name="spin", label=None):
-    flag = device.new_buffer(4)
+    flag = device.new_buffer(8)   # [0]: the flag the kernel waits for; [1]: set by spin_announced once running
     launch(queue, device.compile(KERNELS, name), [flag], (4, 1, 1), (32, 1, 1), label=label)
     return flag
 
@@ -124,11 +128,11 @@ def test_releasing_a_queue_does_not_wait_for_its_work(device):
 
 @pytest.mark.devices("cpu")
 def test_cancel_stops_the_running_kernel_and_tells_the_other_submitters(device, queue):
-    errors = []
+    errors, flags = [], []
     launched = threading.Event()
 
     def other_thread():
-        spin_forever(device, queue, label="other_threads_kernel")
+        flags.append(spin_forever(device, queue, "spin_announced", label="other_threads_kernel"))
         launched.set()
         try:
             queue.wait()
@@ -137,7 +141,11 @@ def test_cancel_stops_the_running_kernel_and_tells_the_other_submitters(device, 
 
     t = threading.Thread(target=other_thread)
     t.start()
-    launched.wait(60)
+    assert launched.wait(60)
+    deadline = time.monotonic() + 60   # cancel only once the kernel runs: a loaded machine may start it late
+    while not from_buffer(flags[0], np.int32, 2)[1] and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert from_buffer(flags[0], np.int32, 2)[1], "the spinning kernel never started"
     out = device.new_buffer(64 * 4)
     launch(queue, device.compile(KERNELS, "ok"), [out], (1, 1, 1), (8, 1, 1), label="queued_behind")
     t0 = time.monotonic()

@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 5
+#define NM_ABI_VERSION 6
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -83,6 +83,17 @@ typedef struct {
     uint64_t pipelines_from_cache;         /* compiles answered from the disk cache */
     uint64_t dispatches;
 } nm_device_stats;
+
+/* Memory the device may still use (numba.cuda's get_memory_info). Host and GPU share memory, so these are
+   budgets, not a separate memory's occupancy: total is Metal's recommendedMaxWorkingSetSize (the CPU device:
+   the host's physical memory), allocated what this process's device has allocated (Metal:
+   currentAllocatedSize; the CPU device: the pages of the buffers it allocated, not memory it wraps), free is
+   total - allocated, 0 when allocated exceeds total. Other processes and host allocations are not counted. */
+typedef struct {
+    uint64_t free;                         /* bytes */
+    uint64_t total;                        /* bytes */
+    uint64_t allocated;                    /* bytes */
+} nm_memory_info;
 
 /* Math modes (nm_compile_options.fast_math), as Metal's MTLMathMode + MTLMathFloatingPointFunctions. */
 #define NM_MATH_SAFE 0      /* .safe + .precise: IEEE-like, no reassociation or contraction */
@@ -154,6 +165,7 @@ nm_status nm_device_get_info(int32_t index, nm_device_info *out);
 nm_status nm_device_open(int32_t index, nm_device **out);
 void nm_device_release(nm_device *device);
 nm_status nm_device_get_stats(nm_device *device, nm_device_stats *out);
+nm_status nm_device_get_memory_info(nm_device *device, nm_memory_info *out);
 nm_status nm_device_set_time_limit(nm_device *device, uint64_t nanoseconds);
                                             /* CPU device and simulated Metal device: a dispatch running longer
                                                is stopped and fails (NM_ERR_EXECUTION at its submitter's wait,

@@ -18,6 +18,8 @@ final class CPUDevice: Device {
     let compiler = KernelCompiler()
     /// Counter 0: the per-dispatch time limit in nanoseconds (0: none).
     private let limits = Counters(count: 1)
+    /// Counter 0: the bytes mapped for the buffers this device allocated and has not yet freed.
+    private let mapped = Counters(count: 1)
 
     /// Creates the device; its time limit starts as NUMBA_METAL_CPU_TIME_LIMIT_MS.
     init() {
@@ -45,7 +47,7 @@ final class CPUDevice: Device {
 
     /// Zero-filled page-aligned host memory.
     func makeBuffer(length: UInt64) throws -> Buffer {
-        let mapping = try HostMapping(length: length)
+        let mapping = try HostMapping(length: length, counter: mapped)
         return Buffer(device: self, contents: mapping.base, length: length, storage: mapping)
     }
 
@@ -79,6 +81,12 @@ final class CPUDevice: Device {
     /// The watchdog stops a dispatch that runs longer than this.
     func setTimeLimit(_ nanoseconds: UInt64) throws { limits.set(0, nanoseconds) }
 
+    /// The host's physical memory: the device shares it with the host, as an Apple GPU does.
+    var memoryBudget: UInt64 { UInt64(max(0, sysconf(Int32(_SC_PHYS_PAGES)))) * hostPageSize }
+
+    /// Whole pages of the buffers it allocated; wrapped memory is its owner's.
+    var allocatedSize: UInt64 { mapped.get(0) }
+
     var timeLimit: UInt64 { limits.get(0) }
 }
 
@@ -108,9 +116,11 @@ final class HostMapping {
     let base: UnsafeMutableRawPointer
     /// Bytes mapped (whole pages; one page for length 0).
     private let mappedLength: Int
+    /// Counter 0 holds the bytes mapped by the live mappings it counts.
+    private let counter: Counters
 
-    /// Maps length bytes (at least one page).
-    init(length: UInt64) throws {
+    /// Maps length bytes (at least one page), counted in counter 0 of `counter` while mapped.
+    init(length: UInt64, counter: Counters) throws {
         let bytes = Int(max(length, 1))
         let mapped = (bytes + Int(hostPageSize) - 1) / Int(hostPageSize) * Int(hostPageSize)
         let p = mmap(nil, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0)
@@ -119,9 +129,14 @@ final class HostMapping {
         }
         base = p
         mappedLength = mapped
+        self.counter = counter
+        counter.add(0, Int64(mapped))
     }
 
-    deinit { munmap(base, mappedLength) }
+    deinit {
+        munmap(base, mappedLength)
+        counter.add(0, -Int64(mappedLength))
+    }
 }
 
 // MARK: - Pipelines

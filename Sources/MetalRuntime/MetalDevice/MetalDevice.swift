@@ -97,6 +97,10 @@ final class MetalDevice: Device {
 
     var timeLimit: UInt64 { simulatedTimeLimit }
 
+    var memoryBudget: UInt64 { mtl.recommendedMaxWorkingSetSize }
+
+    var allocatedSize: UInt64 { UInt64(max(0, mtl.currentAllocatedSize)) }
+
     /// A shared-storage MTLBuffer.
     func makeBuffer(length: UInt64) throws -> Buffer {
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
