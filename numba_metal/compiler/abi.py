@@ -3,11 +3,11 @@
 It decides the layout (:func:`layout`): each array argument is a ``device`` buffer at the next
 ``[[buffer(i)]]`` slot; its shape, strides (in elements) and, for layout 'A', an origin (the element
 offset of ``a[0, ..., 0]`` from the bound byte offset) go into one packed argument struct with the
-scalar arguments (tuples flattened) and, when the kernel uses dynamic threadgroup memory, its length;
-the struct is bound with ``setBytes`` at the slot after the arrays; a ``debug=True`` kernel gets an
-error-record buffer after it, and a kernel that prints a print buffer after that (both formats:
-:mod:`.kernel_io`); dynamic threadgroup memory is ``[[threadgroup(0)]]``; then the built-in
-inputs. The struct's members are the arrays' (all 8 bytes, in argument order) and then the others by
+scalar arguments (tuples flattened, complex numbers as their two parts) and, when the kernel uses
+dynamic threadgroup memory, its length; the struct is bound with ``setBytes`` at the slot after the
+arrays; a ``debug=True`` kernel gets an error-record buffer after it, and a kernel that prints a print
+buffer after that (both formats: :mod:`.kernel_io`); dynamic threadgroup memory is
+``[[threadgroup(0)]]``; then the built-in inputs. The struct's members are the arrays' (all 8 bytes, in argument order) and then the others by
 decreasing size, so it has no padding inside; its size is rounded up to its alignment. Metal's limits on
 these are checked at compile time: 31 buffers and 4 KB of arguments here, 32 KB of threadgroup memory
 and numba-metal's 8 KB of local arrays per thread (this module's limits) by the code generator as
@@ -98,8 +98,13 @@ def origin_field(arg: int) -> str:
     return msl.join_names(msl.numbered("a", arg), "origin")
 
 
+#: A complex scalar argument travels as two fields, its parts, which the host reads as these attributes.
+COMPLEX_PARTS = ("real", "imag")
+
+
 def scalar_field(arg: int, path: tuple) -> str:
-    """The member holding scalar argument ``arg`` (``path``: the indices of a (nested) tuple item)."""
+    """The member holding scalar argument ``arg`` (``path``: the indices of a (nested) tuple item, and a
+    part of COMPLEX_PARTS for a complex number)."""
     from . import msl
     return msl.join_names(msl.numbered("s", arg), *path)
 
@@ -160,8 +165,9 @@ class ScalarArgument(NamedTuple):
     attribute: str = ""
 
 
-#: Attributes of an argument the host may pass instead of the argument (``ScalarArgument.attribute``).
-SCALAR_ATTRIBUTES = ("value",)
+#: Attributes of an argument the host may pass instead of the argument (``ScalarArgument.attribute``: an
+#: Enum member's value) or in its place (a complex number's parts).
+SCALAR_ATTRIBUTES = ("value",) + COMPLEX_PARTS
 
 
 class Field(NamedTuple):

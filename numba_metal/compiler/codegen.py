@@ -763,6 +763,11 @@ class FunctionLowering:
         if isinstance(ty, types.BaseTuple):
             items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
             return msl.aggregate(self.msl_type(ty), items)
+        if isinstance(ty, types.Complex):
+            re, im = (self._rebuild_scalar_arg(i, ty.underlying_float, path + (p,)) for p in abi.COMPLEX_PARTS)
+            if ty == types.complex128:
+                return self.library_call("nm_c128_make", re, im)
+            return msl.call(msl.COMPLEX64, re, im)
         field = msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
         # A float64 is copied out of constant memory as its bits (the struct itself is not copied
         # across address spaces).
@@ -1069,11 +1074,17 @@ def _function_of_type(ty):
 
 
 def _flatten_scalars(ty, path=()):
+    """(path, type) of every scalar field a scalar argument is passed in: tuple items by index, a complex
+    number as its parts (abi.COMPLEX_PARTS, read by attribute on the host)."""
+    ty = types.unliteral(ty)
     if isinstance(ty, types.BaseTuple):
         for k, t in enumerate(ty.types):
             yield from _flatten_scalars(t, path + (k,))
+    elif isinstance(ty, types.Complex):
+        for part in abi.COMPLEX_PARTS:
+            yield path + (part,), ty.underlying_float
     else:
-        yield path, types.unliteral(ty)
+        yield path, ty
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1150,3 +1150,92 @@ static inline float2 nm_c64_rect(float r, float phi) {
     }
     return float2(r * metal::cos(phi), r * metal::sin(phi));
 }
+
+//@@ c128_pow requires: c128_base fm_pow fm_trig fm_atan fm_hypot f64_round f64_int
+// z ** w as CPython's complex_pow computes it (Objects/complexobject.c, c_powi and _Py_c_pow): an integer
+// exponent n with |n| <= 100 and a zero imaginary part by binary powering with Python's complex product
+// (n < 0: 1 / z**-n, Python's quotient), any other exponent in polar form, |z|**w.re / e**(arg(z) w.im) at
+// the angle arg(z) w.re + w.im log|z|. w == 0 gives 1 (0 ** 0 too). Where Python raises, the value NumPy
+// gives: a zero base with a negative or complex exponent is nan + i nan; an overflow is infinite.
+static inline nm_c128 nm_cx_powu_c128(nm_c128 x, long n) {
+    nm_c128 r = nm_c128_make(nm_f64_from_bits(NM_F64_ONE), nm_f64_from_bits(0UL));
+    nm_c128 p = x;
+    for (long mask = 1; n >= mask; mask <<= 1) {
+        if ((n & mask) != 0) {
+            r = nm_c128_mul(r, p);
+        }
+        p = nm_c128_mul(p, p);
+    }
+    return r;
+}
+
+static inline nm_c128 nm_c128_pow(nm_c128 a, nm_c128 b) {
+    nm_f64 zero = nm_f64_from_bits(0UL);
+    nm_f64 one = nm_f64_from_bits(NM_F64_ONE);
+    bool a_zero = nm_f64_eq(a.re, zero) && nm_f64_eq(a.im, zero);
+    bool real_exponent = nm_f64_eq(b.im, zero);
+    if (a_zero && (!real_exponent || nm_f64_lt(b.re, zero))) {
+        nm_f64 nan = nm_f64_from_bits(NM_F64_DEFAULT_NAN & NM_F64_ABS);
+        return nm_c128_make(nan, nan);
+    }
+    if (real_exponent && nm_f64_eq(b.re, nm_f64_floor(b.re)) &&
+        nm_f64_le(nm_f64_abs(b.re), nm_f64_from_bits(0x4059000000000000UL))) {   // 100.0
+        long n = nm_f64_to_i64(b.re);
+        if (n > 0) {
+            return nm_cx_powu_c128(a, n);
+        }
+        return nm_c128_div(nm_c128_make(one, zero), nm_cx_powu_c128(a, -n));
+    }
+    if (a_zero) {
+        return nm_c128_make(zero, zero);
+    }
+    nm_f64 vabs = nm_f64_hypot(a.re, a.im);
+    nm_f64 len = nm_f64_pow(vabs, b.re);
+    nm_f64 at = nm_f64_atan2(a.im, a.re);
+    nm_f64 phase = nm_f64_mul(at, b.re);
+    if (!real_exponent) {
+        len = nm_f64_div(len, nm_f64_exp(nm_f64_mul(at, b.im)));
+        phase = nm_f64_add(phase, nm_f64_mul(b.im, nm_f64_log(vabs)));
+    }
+    return nm_c128_make(nm_f64_mul(len, nm_f64_cos(phase)), nm_f64_mul(len, nm_f64_sin(phase)));
+}
+
+//@@ c64_pow requires: c64_base
+// complex64 ** as nm_c128_pow, in float32 with metal:: functions (within their precise-mode bounds).
+static inline float2 nm_cx_powu_c64(float2 x, int n) {
+    float2 r = float2(1.0f, 0.0f);
+    float2 p = x;
+    for (int mask = 1; n >= mask; mask <<= 1) {
+        if ((n & mask) != 0) {
+            r = nm_c64_mul(r, p);
+        }
+        p = nm_c64_mul(p, p);
+    }
+    return r;
+}
+
+static inline float2 nm_c64_pow(float2 a, float2 b) {
+    bool a_zero = a.x == 0.0f && a.y == 0.0f;
+    if (a_zero && (b.y != 0.0f || b.x < 0.0f)) {
+        return float2(NAN, NAN);
+    }
+    if (b.y == 0.0f && b.x == metal::floor(b.x) && metal::fabs(b.x) <= 100.0f) {
+        int n = int(b.x);
+        if (n > 0) {
+            return nm_cx_powu_c64(a, n);
+        }
+        return nm_c64_div(float2(1.0f, 0.0f), nm_cx_powu_c64(a, -n));
+    }
+    if (a_zero) {
+        return float2(0.0f, 0.0f);
+    }
+    float vabs = nm_hypot(a.x, a.y);
+    float len = metal::pow(vabs, b.x);
+    float at = metal::atan2(a.y, a.x);
+    float phase = at * b.x;
+    if (b.y != 0.0f) {
+        len = len / metal::exp(at * b.y);
+        phase = phase + b.y * metal::log(vabs);
+    }
+    return float2(len * metal::cos(phase), len * metal::sin(phase));
+}

@@ -58,6 +58,7 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_c128_phase", (C128,), F64, "c128_math", "cmath.phase", None),
     _F("nm_c128_polar", (C128,), "nm_f64_pair", "c128_math", "cmath.polar", None),
     _F("nm_c128_rect", (F64, F64), C128, "c128_math", "cmath.rect", None),
+    _F("nm_c128_pow", (C128, C128), C128, "c128_pow", "a ** b", None),
     _F("nm_c64_make", ("float", "float"), C64, "c64_base", "complex(re, im)", 0.0),
     _F("nm_c64_conj", (C64,), C64, "c64_base", "z.conjugate()", 0.0),
     _F("nm_c64_mul", (C64, C64), C64, "c64_base", "a * b", None),
@@ -71,4 +72,5 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_c64_phase", (C64,), "float", "c64_math", "cmath.phase", None),
     _F("nm_c64_polar", (C64,), C64, "c64_math", "cmath.polar", None),
     _F("nm_c64_rect", ("float", "float"), C64, "c64_math", "cmath.rect", None),
+    _F("nm_c64_pow", (C64, C64), C64, "c64_pow", "a ** b", None),
 )

@@ -6,30 +6,14 @@ cached here (the disk cache belongs to the host's dispatcher).
 
 from __future__ import annotations
 
-import inspect
-
 from numba.core import types
 
-from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError, typing_error
+from numba_metal.errors import NumbaMetalError, typing_error
 
 from . import linking, precision
 from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel_linked
-from .frontend import infer_types, source_location
-
-
-def check_argument_types(pyfunc, argtypes) -> None:
-    """Refuse argument types Metal cannot take, before typing, naming the argument."""
-    try:
-        names = list(inspect.signature(pyfunc).parameters)
-    except (TypeError, ValueError):
-        names = []
-    for i, ty in enumerate(argtypes):
-        name = names[i] if i < len(names) else "#" + str(i)
-        for t in precision.leaves(ty):
-            if isinstance(t, types.Complex):
-                raise UnsupportedFeatureError(f"argument '{name}' is a complex scalar, which kernels do not take; "
-                                              "pass it in a complex64 or complex128 array", source_location(pyfunc))
+from .frontend import infer_types
 
 
 def argument_types(signature) -> tuple:
@@ -53,7 +37,6 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
     precision.py; ``link``: paths of hand-written MSL files the kernel links, see linking.py)."""
     argtypes = tuple(argtypes)
     linked = tuple((path,) + linking.read(path, "@metal.jit(link=...)") for path in linking.paths(link, "@metal.jit"))
-    check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
     tf = _typed(pyfunc, argtypes)
     exact = precision.exact_float64(tf, float64)
@@ -74,7 +57,6 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
 def compile_device_function(pyfunc, argtypes, *, float64: str | None = None) -> str:
     """The MSL of the device function ``pyfunc`` for ``argtypes`` on its own (with the helpers it needs)."""
     argtypes = argument_types(argtypes)
-    check_argument_types(pyfunc, argtypes)
     precision.check_option(float64)
     tf = _typed(pyfunc, argtypes)
     return lower_device_function(tf, exact_float64=precision.exact_float64(tf, float64))

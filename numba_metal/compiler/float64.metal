@@ -1208,3 +1208,94 @@ static inline nm_f64 nm_f64_nextafter(nm_f64 x, nm_f64 y) {
     bool away = nm_f64_lt(x, y) == ((ux >> 63) == 0UL);
     return nm_f64_from_bits(away ? ux + 1UL : ux - 1UL);
 }
+
+//@@ f64_simd requires: f64_add f64_mul f64_compare
+// SIMD-group reductions and scans of float64 (MSL's simd_sum ... take no 64-bit type): the two 32-bit
+// halves move with simd_shuffle and the emulated operations combine them, in an order fixed by the lane
+// positions alone, so every device and every run gives the same bits:
+// - sum, product, min, max: the pairwise tree over the 32 lane positions, ((x0 op x1) op (x2 op x3)) op
+//   ..., where a subtree holding no active lane is left out (its sibling passes up unchanged). Lane i
+//   holds a subtree's value when it is the subtree's lowest active lane, so every shuffle reads an active
+//   lane (MSL: a thread may only read from an active thread) and inactive lanes cost nothing. min and
+//   max are np.fmin and np.fmax (a NaN loses, as metal::min/max in float32's simd_min/simd_max).
+// - prefix sums: sequential in lane order over the active lanes, (((x0 + x1) + x2) + ...), so the
+//   inclusive sums are np.cumsum's bits; the exclusive sum of the first active lane is +0.0 (MSL's T(0)).
+// `lane` is the caller's thread_index_in_simdgroup. Every loop has a constant trip count, so all active
+// lanes execute every shuffle together.
+static inline nm_f64 nm_f64_i_simd_shuffle(nm_f64 x, ushort lane) {
+    uint lo = simd_shuffle(uint(x.bits & 0xFFFFFFFFUL), lane);
+    uint hi = simd_shuffle(uint(x.bits >> 32), lane);
+    return nm_f64_from_bits((ulong(hi) << 32) | ulong(lo));
+}
+
+static inline uint nm_f64_i_simd_active() {
+    return uint(static_cast<simd_vote::vote_t>(simd_active_threads_mask()) & 0xFFFFFFFFUL);
+}
+
+// op: 0 sum, 1 product, 2 min, 3 max (a constant at every call, so the switch folds away).
+static inline nm_f64 nm_f64_i_simd_tree(nm_f64 x, uint lane, int op) {
+    uint active = nm_f64_i_simd_active();
+    nm_f64 v = x;
+    for (uint d = 1u; d < 32u; d <<= 1) {
+        uint base = lane & ~(2u * d - 1u);
+        uint half_mask = (1u << d) - 1u;
+        uint left = (active >> base) & half_mask;
+        uint right = (active >> (base + d)) & half_mask;
+        uint source = right != 0u ? base + d + metal::ctz(right) : lane;
+        nm_f64 other = nm_f64_i_simd_shuffle(v, ushort(source));
+        if (left != 0u && right != 0u && lane == base + metal::ctz(left)) {
+            switch (op) {
+                case 0: v = nm_f64_add(v, other); break;
+                case 1: v = nm_f64_mul(v, other); break;
+                case 2: v = nm_f64_np_fmin(v, other); break;
+                default: v = nm_f64_np_fmax(v, other); break;
+            }
+        }
+    }
+    return nm_f64_i_simd_shuffle(v, ushort(metal::ctz(active)));
+}
+
+static inline nm_f64 nm_f64_simd_sum(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_tree(x, lane, 0);
+}
+
+static inline nm_f64 nm_f64_simd_product(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_tree(x, lane, 1);
+}
+
+static inline nm_f64 nm_f64_simd_min(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_tree(x, lane, 2);
+}
+
+static inline nm_f64 nm_f64_simd_max(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_tree(x, lane, 3);
+}
+
+static inline nm_f64 nm_f64_i_simd_scan(nm_f64 x, uint lane, bool inclusive) {
+    uint active = nm_f64_i_simd_active();
+    nm_f64 total = nm_f64_from_bits(0UL);
+    nm_f64 mine = total;
+    bool started = false;
+    for (uint k = 0u; k < 32u; ++k) {
+        if (((active >> k) & 1u) != 0u) {
+            nm_f64 xk = nm_f64_i_simd_shuffle(x, ushort(k));
+            if (k == lane && !inclusive) {
+                mine = total;
+            }
+            total = started ? nm_f64_add(total, xk) : xk;
+            started = true;
+            if (k == lane && inclusive) {
+                mine = total;
+            }
+        }
+    }
+    return mine;
+}
+
+static inline nm_f64 nm_f64_simd_prefix_inclusive_sum(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_scan(x, lane, true);
+}
+
+static inline nm_f64 nm_f64_simd_prefix_exclusive_sum(nm_f64 x, uint lane) {
+    return nm_f64_i_simd_scan(x, lane, false);
+}

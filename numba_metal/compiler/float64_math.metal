@@ -1948,6 +1948,21 @@ static inline nm_f64 nm_f64_radians(nm_f64 x) {
     return nm_f64_mul(x, nm_f64_from_bits(0x3F91DF46A2529D39UL));   // pi/180
 }
 
+// math.isclose(a, b, rel_tol=, abs_tol=) as CPython computes it: equal values (infinities included) are
+// close, an infinity is close to nothing else, otherwise |b - a| <= max(rel_tol |b|, rel_tol |a|, abs_tol)
+// (NaN is close to nothing). Negative tolerances, which CPython refuses with ValueError, are used as given.
+static inline bool nm_f64_math_isclose(nm_f64 a, nm_f64 b, nm_f64 rel_tol, nm_f64 abs_tol) {
+    if (nm_f64_eq(a, b)) {
+        return true;
+    }
+    if (nm_f64_isinf(a) || nm_f64_isinf(b)) {
+        return false;
+    }
+    nm_f64 diff = nm_f64_abs(nm_f64_sub(b, a));
+    return nm_f64_le(diff, nm_f64_abs(nm_f64_mul(rel_tol, b))) || nm_f64_le(diff, nm_f64_abs(nm_f64_mul(rel_tol, a))) ||
+           nm_f64_le(diff, abs_tol);
+}
+
 // np.isclose(x, y, rtol, atol, equal_nan) for scalars, as Numba computes it:
 // |x - y| <= atol + rtol |y|, infinities close only to themselves, NaN to NaN only with equal_nan.
 static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, bool equal_nan) {
@@ -1961,4 +1976,335 @@ static inline bool nm_f64_isclose(nm_f64 x, nm_f64 y, nm_f64 rtol, nm_f64 atol, 
         return false;
     }
     return nm_f64_le(nm_f64_abs(nm_f64_sub(x, y)), nm_f64_add(atol, nm_f64_mul(rtol, nm_f64_abs(y))));
+}
+
+//@@ fm_round requires: f64_base
+// round(x, ndigits) as CPython's float round (Objects/floatobject.c): x rounded to the nearest multiple of
+// 10^-ndigits, ties to the even multiple, judged on x's exact binary value (CPython's dtoa in mode 3),
+// then to the nearest float64 (CPython's strtod); NaN and infinities unchanged; ndigits > 323 gives x and
+// ndigits < -308 gives +-0, as CPython. Exact integer arithmetic: with x = m 2^e, the multiple is
+// N = round(m 5^nd / 2^-(e+nd)) (nd >= 0) or round(m 2^e / 10^-nd) (nd < 0), and the result N / 10^nd
+// rounded once (a 128-bit dividend divided by 5^nd, or the 128-bit product N 5^-nd, with a sticky bit).
+// Shortcuts that are exact for every ndigits: x already a multiple of 10^-ndigits, or 10^-ndigits below
+// half of x's ulp (the result is x); |x| below half of 10^-ndigits (the result is +-0). |ndigits| <= 22
+// (5^22 < 2^52) computes in 128-bit integers; beyond, 1280-bit ones (nm_fm_round_big). Where CPython
+// raises OverflowError the result is infinite.
+// (hi, lo) / d for d < 2^56, by bytes: the quotient (which the caller knows is below 2^64) and remainder.
+static inline nm_f64_u128 nm_fm_divmod128(nm_f64_u128 n, ulong d) {
+    ulong q = 0UL;
+    ulong r = 0UL;
+    for (int i = 15; i >= 0; --i) {
+        ulong byte = ((i >= 8 ? n.hi >> (8 * (i - 8)) : n.lo >> (8 * i)) & 0xFFUL);
+        r = (r << 8) | byte;
+        q = (q << 8) | (r / d);
+        r = r % d;
+    }
+    nm_f64_u128 out;
+    out.hi = q;
+    out.lo = r;
+    return out;
+}
+
+static inline int nm_fm_bitlen(ulong v) {
+    return 64 - int(metal::clz(v));
+}
+
+// 5^n for 0 <= n <= 22.
+static inline ulong nm_fm_pow5(int n) {
+    ulong p = 1UL;
+    for (int i = 0; i < n; ++i) {
+        p *= 5UL;
+    }
+    return p;
+}
+
+// True if n log2(10) > t (n >= 0; never equal: 10^n is no power of two for n >= 1). 32-bit fixed point
+// suffices: for n <= 1100, n log2(10) stays more than 1e-3 from every integer.
+static inline bool nm_fm_log2_10_times_above(long n, long t) {
+    if (t < 0) {
+        return true;
+    }
+    return ulong(n) * 14267572527UL > (ulong(t) << 32);
+}
+
+// sign | (n / f) 2^scale rounded once, for 1 <= n < 2^56 and odd 1 <= f < 2^52.
+static inline ulong nm_fm_div_round(ulong sign, ulong n, ulong f, int scale) {
+    int s = 63 - (nm_fm_bitlen(n) - 1) + (nm_fm_bitlen(f) - 1);   // n 2^s / f in (2^62, 2^64)
+    nm_f64_u128 num;
+    num.hi = s >= 64 ? n << (s - 64) : (s == 0 ? 0UL : n >> (64 - s));
+    num.lo = s >= 64 ? 0UL : n << s;
+    nm_f64_u128 qr = nm_fm_divmod128(num, f);
+    ulong q = qr.hi | ulong(qr.lo != 0UL);
+    if ((q >> 63) != 0UL) {
+        q = (q >> 1) | (q & 1UL);
+        s -= 1;
+    }
+    return nm_f64_i_round_pack(sign, 1084 + scale - s, q);
+}
+
+// sign | p 2^scale rounded once, for 0 < p < 2^126.
+static inline ulong nm_fm_pack128(ulong sign, nm_f64_u128 p, int scale) {
+    int top = p.hi != 0UL ? 63 + nm_fm_bitlen(p.hi) : nm_fm_bitlen(p.lo) - 1;   // index of the top bit
+    int t = top - 62;
+    ulong q = t <= 0 ? p.lo << (-t) : (p.hi << (64 - t)) | (p.lo >> t) | ulong((p.lo << (64 - t)) != 0UL);
+    return nm_f64_i_round_pack(sign, 1084 + t + scale, q);
+}
+
+// Beyond 22 digits: the same arithmetic on 1280-bit integers (40 little-endian 32-bit limbs, in thread
+// memory), for the few values the shortcuts leave (|x| within 2^54 of 10^-ndigits in scale). Quotients
+// below 2^64 are found bit by bit with products and comparisons.
+#define NM_FM_LIMBS 40
+
+static inline uint nm_fm_bn_limb(thread const uint* a, int i) {
+    return i >= 0 && i < NM_FM_LIMBS ? a[i] : 0u;
+}
+
+// a = v 2^shift (0 <= shift < 32 * (NM_FM_LIMBS - 2)).
+static inline void nm_fm_bn_shifted(thread uint* a, ulong v, int shift) {
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        a[i] = 0u;
+    }
+    int w = shift >> 5;
+    int b = shift & 31;
+    ulong lo = v << b;
+    ulong hi = b == 0 ? 0UL : v >> (64 - b);
+    a[w] = uint(lo);
+    a[w + 1] = uint(lo >> 32);
+    a[w + 2] = uint(hi);
+}
+
+static inline void nm_fm_bn_mul32(thread uint* a, uint v) {
+    ulong carry = 0UL;
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * ulong(v) + carry;
+        a[i] = uint(t);
+        carry = t >> 32;
+    }
+}
+
+// out = a v (the product fits).
+static inline void nm_fm_bn_mul64(thread uint* out, thread const uint* a, ulong v) {
+    ulong carry = 0UL;
+    for (int i = 0; i < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * (v & 0xFFFFFFFFUL) + carry;
+        out[i] = uint(t);
+        carry = t >> 32;
+    }
+    carry = 0UL;
+    for (int i = 0; i + 1 < NM_FM_LIMBS; ++i) {
+        ulong t = ulong(a[i]) * (v >> 32) + ulong(out[i + 1]) + carry;
+        out[i + 1] = uint(t);
+        carry = t >> 32;
+    }
+}
+
+static inline int nm_fm_bn_cmp(thread const uint* a, thread const uint* b) {
+    for (int i = NM_FM_LIMBS - 1; i >= 0; --i) {
+        if (a[i] != b[i]) {
+            return a[i] < b[i] ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+// The index of the top set bit (-1 for zero).
+static inline int nm_fm_bn_top(thread const uint* a) {
+    for (int i = NM_FM_LIMBS - 1; i >= 0; --i) {
+        if (a[i] != 0u) {
+            return 32 * i + 31 - int(metal::clz(a[i]));
+        }
+    }
+    return -1;
+}
+
+// Bits [k, k + 64) of a, and whether any bit below k is set.
+static inline ulong nm_fm_bn_bits64(thread const uint* a, int k) {
+    int w = k >> 5;
+    int b = k & 31;
+    ulong low = ulong(nm_fm_bn_limb(a, w)) | (ulong(nm_fm_bn_limb(a, w + 1)) << 32);
+    return b == 0 ? low : (low >> b) | (ulong(nm_fm_bn_limb(a, w + 2)) << (64 - b));
+}
+
+static inline bool nm_fm_bn_any_below(thread const uint* a, int k) {
+    int w = k >> 5;
+    for (int i = 0; i < w && i < NM_FM_LIMBS; ++i) {
+        if (a[i] != 0u) {
+            return true;
+        }
+    }
+    return (k & 31) != 0 && (nm_fm_bn_limb(a, w) & ((1u << (k & 31)) - 1u)) != 0u;
+}
+
+static inline void nm_fm_bn_pow5(thread uint* a, int n) {
+    nm_fm_bn_shifted(a, 1UL, 0);
+    for (; n >= 13; n -= 13) {
+        nm_fm_bn_mul32(a, 1220703125u);   // 5^13
+    }
+    nm_fm_bn_mul32(a, uint(nm_fm_pow5(n)));
+}
+
+// floor(num / d), known to be below 2^64; tmp is scratch.
+static inline ulong nm_fm_bn_quotient(thread const uint* num, thread const uint* d, thread uint* tmp) {
+    ulong q = 0UL;
+    for (int bit = 63; bit >= 0; --bit) {
+        ulong t = q | (1UL << bit);
+        nm_fm_bn_mul64(tmp, d, t);
+        if (nm_fm_bn_cmp(tmp, num) <= 0) {
+            q = t;
+        }
+    }
+    return q;
+}
+
+// round(x, nd) for 22 < |nd| where no shortcut applies: x = m 2^e, x 10^nd < 2^54.
+static inline ulong nm_fm_round_big(ulong sign, ulong m, int e, int nd) {
+    uint d[NM_FM_LIMBS];
+    uint num[NM_FM_LIMBS];
+    uint tmp[NM_FM_LIMBS];
+    if (nd > 0) {
+        nm_fm_bn_pow5(d, nd);
+        nm_fm_bn_mul64(num, d, m);              // x 10^nd = num / 2^k
+        int k = -(e + nd);
+        if (k > nm_fm_bn_top(num) + 1) {
+            return sign;                         // below 1/2
+        }
+        ulong n = nm_fm_bn_bits64(num, k);
+        bool round_bit = ((nm_fm_bn_bits64(num, k - 1) & 1UL) != 0UL);
+        bool sticky = nm_fm_bn_any_below(num, k - 1);
+        n += ulong(round_bit && (sticky || (n & 1UL) != 0UL));
+        if (n == 0UL) {
+            return sign;
+        }
+        // n / 5^nd 2^-nd: the quotient of n 2^s by 5^nd in (2^62, 2^64), a sticky bit from the remainder
+        int s = 63 - (nm_fm_bitlen(n) - 1) + nm_fm_bn_top(d);
+        nm_fm_bn_shifted(num, n, s);
+        ulong q = nm_fm_bn_quotient(num, d, tmp);
+        nm_fm_bn_mul64(tmp, d, q);
+        q |= ulong(nm_fm_bn_cmp(tmp, num) != 0);
+        if ((q >> 63) != 0UL) {
+            q = (q >> 1) | (q & 1UL);
+            s -= 1;
+        }
+        return nm_f64_i_round_pack(sign, 1084 - nd - s, q);
+    }
+    int q10 = -nd;                              // x / 10^q10 = m 2^(e - q10) / 5^q10
+    nm_fm_bn_pow5(d, q10);
+    int shift = e - q10;
+    nm_fm_bn_shifted(num, m, shift > 0 ? shift : 0);
+    for (int sh = shift < 0 ? -shift : 0; sh > 0; sh -= 31) {
+        nm_fm_bn_mul32(d, 1u << metal::min(sh, 31));
+    }
+    ulong n = nm_fm_bn_quotient(num, d, tmp);
+    nm_fm_bn_mul64(tmp, d, 2UL * n + 1UL);      // against (n + 1/2) d: half-even
+    nm_fm_bn_mul32(num, 2u);
+    int c = nm_fm_bn_cmp(num, tmp);
+    n += ulong(c > 0 || (c == 0 && (n & 1UL) != 0UL));
+    if (n == 0UL) {
+        return sign;
+    }
+    nm_fm_bn_pow5(d, q10);
+    nm_fm_bn_mul64(num, d, n);                  // the result is num 2^q10, rounded once
+    int t = nm_fm_bn_top(num) - 62;
+    ulong top64 = t <= 0 ? nm_fm_bn_bits64(num, 0) << (-t) : nm_fm_bn_bits64(num, t) | ulong(nm_fm_bn_any_below(num, t));
+    return nm_f64_i_round_pack(sign, 1084 + t + q10, top64);
+}
+
+static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
+    ulong u = x.bits;
+    ulong sign = u & NM_F64_SIGN;
+    int biased = int(u >> 52) & 0x7FF;
+    if (biased == 0x7FF || (u & NM_F64_ABS) == 0UL || nd > 323) {
+        return x;
+    }
+    if (nd < -308) {
+        return nm_f64_from_bits(sign);
+    }
+    ulong m = u & NM_F64_FRAC;
+    int e = -1074;
+    if (biased != 0) {
+        m |= NM_F64_HIDDEN;
+        e = biased - 1075;
+    }
+    int top = e + nm_fm_bitlen(m) - 1;          // 2^top <= |x| < 2^(top + 1)
+    int exact_e = e + int(metal::ctz(m));       // x = odd 2^exact_e
+    if (nd >= 0) {
+        if (long(exact_e) + nd >= 0 || nm_fm_log2_10_times_above(nd, 53 - top)) {
+            return x;                            // a multiple of 10^-nd, or 10^-nd below half an ulp
+        }
+        if (nd > 22) {
+            return nm_f64_from_bits(nm_fm_round_big(sign, m, e, int(nd)));
+        }
+        ulong f = nm_fm_pow5(int(nd));
+        nm_f64_u128 p;                           // m 5^nd < 2^105
+        p.lo = m * f;
+        p.hi = metal::mulhi(m, f);
+        int k = -(e + int(nd));                 // x 10^nd = p / 2^k, k >= 1
+        if (k >= 107) {
+            return nm_f64_from_bits(sign);       // below 1/2
+        }
+        ulong n;
+        bool above_half;
+        bool at_half;
+        if (k < 64) {                           // (x 10^nd < 2^54 here: n fits)
+            n = (p.lo >> k) | (p.hi << (64 - k));
+            ulong rest = p.lo & ((1UL << k) - 1UL);
+            ulong halfway = 1UL << (k - 1);
+            above_half = rest > halfway;
+            at_half = rest == halfway;
+        } else {
+            n = k == 64 ? p.hi : p.hi >> (k - 64);
+            ulong rest_hi = k == 64 ? 0UL : p.hi & ((1UL << (k - 64)) - 1UL);
+            ulong half_hi = k == 64 ? 0UL : 1UL << (k - 65);
+            if (k == 64) {
+                above_half = p.lo > NM_F64_SIGN;
+                at_half = p.lo == NM_F64_SIGN;
+            } else {
+                above_half = rest_hi > half_hi || (rest_hi == half_hi && p.lo != 0UL);
+                at_half = rest_hi == half_hi && p.lo == 0UL;
+            }
+        }
+        n += ulong(above_half || (at_half && (n & 1UL) != 0UL));
+        if (n == 0UL) {
+            return nm_f64_from_bits(sign);
+        }
+        return nm_f64_from_bits(nm_fm_div_round(sign, n, f, -int(nd)));
+    }
+    long q = -nd;
+    if (q > 22) {
+        if (nm_fm_log2_10_times_above(q, top + 2)) {
+            return nm_f64_from_bits(sign);       // |x| < 2^(top + 1) <= 10^q / 2
+        }
+        if (!nm_fm_log2_10_times_above(q, top - 54)) {
+            return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
+        }
+        return nm_f64_from_bits(nm_fm_round_big(sign, m, e, int(nd)));
+    }
+    ulong f = nm_fm_pow5(int(q));
+    ulong n;
+    int shift = e - int(q);                     // |x| / 10^q = m 2^shift / 5^q
+    if (shift >= 0) {
+        if (nm_fm_bitlen(m) + shift - nm_fm_bitlen(f) >= 56) {
+            return x;                            // |x| / 10^q >= 2^54: 10^q below a quarter of an ulp
+        }
+        nm_f64_u128 num;                         // m 2^shift < 2^(56 + 52 + 1)
+        num.hi = shift >= 64 ? m << (shift - 64) : (shift == 0 ? 0UL : m >> (64 - shift));
+        num.lo = shift >= 64 ? 0UL : m << shift;
+        nm_f64_u128 qr = nm_fm_divmod128(num, f);
+        n = qr.hi + ulong(qr.lo > f - qr.lo);   // f is odd: no ties
+    } else {
+        if (nm_fm_bitlen(f) - shift > 63) {
+            return nm_f64_from_bits(sign);       // m / (5^q 2^-shift) < 2^53 / 2^63
+        }
+        ulong d = f << (-shift);
+        n = m / d;
+        ulong r = m % d;
+        n += ulong(r > d - r || (r == d - r && (n & 1UL) != 0UL));
+    }
+    if (n == 0UL) {
+        return nm_f64_from_bits(sign);
+    }
+    nm_f64_u128 p;                               // n 5^q < 2^109; the result is p 2^q
+    p.lo = n * f;
+    p.hi = metal::mulhi(n, f);
+    return nm_f64_from_bits(nm_fm_pack128(sign, p, int(q)));
 }

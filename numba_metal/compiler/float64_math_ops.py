@@ -67,6 +67,8 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_f64_degrees", (F64,), F64, "fm_misc", "math.degrees", None),
     _F("nm_f64_radians", (F64,), F64, "fm_misc", "math.radians", None),
     _F("nm_f64_isclose", (F64, F64, F64, F64, "bool"), "bool", "fm_misc", "np.isclose", None),
+    _F("nm_f64_math_isclose", (F64, F64, F64, F64), "bool", "fm_misc", "math.isclose", None),
+    _F("nm_f64_round_ndigits", (F64, "long"), F64, "fm_round", "round(x, ndigits)", 0.0),
 )
 
 _LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal")

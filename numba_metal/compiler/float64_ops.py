@@ -98,6 +98,16 @@ FUNCTIONS: tuple[F64Function, ...] = (
     _F("nm_f64_frexp", (F64,), "nm_f64_frexp_result", "f64_frexp", "math.frexp as (.mantissa, .exponent)"),
     _F("nm_f64_ldexp", (F64, "int"), F64, "f64_frexp", "math.ldexp(x, n), rounded once"),
     _F("nm_f64_nextafter", (F64, F64), F64, "f64_nextafter", "np.nextafter / math.nextafter"),
+    # SIMD-group reductions and scans (the second argument is the lane index in the SIMD group): a fixed
+    # order given by the lane positions (see the section's comment).
+    _F("nm_f64_simd_sum", (F64, "uint"), F64, "f64_simd", "metal.simd_sum: pairwise tree over the lanes"),
+    _F("nm_f64_simd_product", (F64, "uint"), F64, "f64_simd", "metal.simd_product: pairwise tree over the lanes"),
+    _F("nm_f64_simd_min", (F64, "uint"), F64, "f64_simd", "metal.simd_min: np.fmin over the lanes' tree"),
+    _F("nm_f64_simd_max", (F64, "uint"), F64, "f64_simd", "metal.simd_max: np.fmax over the lanes' tree"),
+    _F("nm_f64_simd_prefix_inclusive_sum", (F64, "uint"), F64, "f64_simd",
+       "metal.simd_prefix_inclusive_sum: sequential in lane order (np.cumsum)"),
+    _F("nm_f64_simd_prefix_exclusive_sum", (F64, "uint"), F64, "f64_simd",
+       "metal.simd_prefix_exclusive_sum: sequential in lane order; +0.0 on the first active lane"),
 )
 
 #: Struct types the library defines (section f64_base), with their fields.

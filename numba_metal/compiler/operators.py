@@ -151,6 +151,9 @@ POWER = {
     "uint": (Helper("nm_ipow", "ipow"), None),
     **{k: (Helper("nm_powi", "powi"), Library("pow")) for k in ("float16", "float32")},
     "float64": (Emulated("nm_f64_powi"), Emulated("nm_f64_pow")),
+    # Numba types every complex power with a complex exponent; the library finds integer ones (CPython's).
+    "complex64": (None, Emulated("nm_c64_pow")),
+    "complex128": (None, Emulated("nm_c128_pow")),
 }
 
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -234,7 +237,7 @@ def _power(lc, a: Value, b: Value, rt, kind) -> str:
         wide = types.int64 if kind == "int" else types.uint64
         result = integer_exponent.binary(lc, name, lc.cast(a, wide), msl.cast("long", b.expr))
         return result if wide == rt else msl.cast(name, result)
-    if isinstance(b.type, types.Integer):
+    if isinstance(b.type, types.Integer) and integer_exponent is not None:
         return integer_exponent.binary(lc, name, lc.cast(a, rt), msl.cast("long", b.expr))
     return float_exponent.binary(lc, name, lc.cast(a, rt), lc.cast(b, rt))
 

@@ -568,3 +568,59 @@ NM_INLINE int nm_mul24(int x, int y) {
 NM_INLINE uint nm_mul24(uint x, uint y) { return (x & 0xffffffu) * (y & 0xffffffu); }
 NM_INLINE uint nm_sad(int x, int y, uint z) { return (x > y ? uint(x) - uint(y) : uint(y) - uint(x)) + z; }
 NM_INLINE uint nm_sad(uint x, uint y, uint z) { return (x > y ? x - y : y - x) + z; }
+
+//@@ mathpairs requires: base
+// float32 routines of math.frexp, math.modf, math.nextafter and math.isclose (the math table's rows): the
+// tuple results as structs whose members are the tuple's items in order. Special operands are handled
+// here (MSL leaves frexp's exponent of an infinity and modf of an infinity open): frexp of 0, inf or NaN
+// is (x, 0); modf(+-inf) is (+-0, +-inf) as C's. nextafter works on the bit patterns (so a subnormal
+// neighbour of zero is produced, as nextafterf does, though Apple GPUs flush it in later arithmetic).
+struct nm_frexp_f32 { float mantissa; int exponent; };
+struct nm_modf_f32 { float first; float second; };
+NM_INLINE nm_frexp_f32 nm_frexp(float x) {
+    nm_frexp_f32 r;
+    r.mantissa = x;
+    r.exponent = 0;
+    if (isfinite(x) && x != 0.0f) {
+        r.mantissa = metal::frexp(x, r.exponent);
+    }
+    return r;
+}
+NM_INLINE nm_modf_f32 nm_modf(float x) {
+    nm_modf_f32 r;
+    r.second = metal::trunc(x);
+    r.first = isinf(x) ? metal::copysign(0.0f, x) : metal::copysign(x - r.second, x);
+    if (isnan(x)) {
+        r.first = x;
+    }
+    return r;
+}
+NM_INLINE float nm_nextafter(float x, float y) {
+    uint ux = as_type<uint>(x), uy = as_type<uint>(y);
+    uint ax = ux & 0x7FFFFFFFu, ay = uy & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u || ay > 0x7F800000u) {
+        return as_type<float>((ax > 0x7F800000u ? ux : uy) | 0x00400000u);
+    }
+    if (ux == uy || (ax == 0u && ay == 0u)) {
+        return y;
+    }
+    if (ax == 0u) {
+        return as_type<float>((uy & 0x80000000u) | 1u);
+    }
+    // Signed keys order the values as the reals (integer compares: no subnormal is flushed here).
+    int kx = (ux >> 31) != 0u ? -int(ax) : int(ax);
+    int ky = (uy >> 31) != 0u ? -int(ay) : int(ay);
+    bool away = (kx < ky) == ((ux >> 31) == 0u);
+    return as_type<float>(away ? ux + 1u : ux - 1u);
+}
+// math.isclose(a, b, rel_tol=, abs_tol=) as CPython computes it (in float32 here).
+NM_INLINE bool nm_isclose(float a, float b, float rel_tol, float abs_tol) {
+    if (a == b) {
+        return true;
+    }
+    if (isinf(a) || isinf(b)) {
+        return false;
+    }
+    float diff = metal::fabs(b - a);
+    return diff <= metal::fabs(rel_tol * b) || diff <= metal::fabs(rel_tol * a) || diff <= abs_tol;
+}

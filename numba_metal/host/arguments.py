@@ -27,14 +27,17 @@ from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_
 _scalar_types: dict | None = None
 
 #: Scalar argument types a key can name directly (the key is the type object itself).
-SCALAR_TYPES = (bool, int, float, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                np.uint32, np.uint64, np.float16, np.float32, np.float64)
+SCALAR_TYPES = (bool, int, float, complex, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)
 _SCALAR_SET = frozenset(SCALAR_TYPES)
 #: Canonical names of scalar keys: what Numba calls the type the value gets.
-_SCALAR_NAMES = {bool: "bool", int: "int64", float: "float32", np.bool_: "bool", np.int8: "int8",
+#: A Python float is float32 and a Python complex complex64 (weak, as NumPy 2's scalars: docs/limitations.md).
+_SCALAR_NAMES = {bool: "bool", int: "int64", float: "float32", complex: "complex64", np.bool_: "bool", np.int8: "int8",
                  np.int16: "int16", np.int32: "int32", np.int64: "int64", np.uint8: "uint8", np.uint16: "uint16",
                  np.uint32: "uint32", np.uint64: "uint64", np.float16: "float16", np.float32: "float32",
-                 np.float64: "float64"}
+                 np.float64: "float64", np.complex64: "complex64", np.complex128: "complex128"}
+#: Scalar keys the disk cache does not spell (complex arrays are not cached either).
+_UNCANONICAL = frozenset([complex, np.complex64, np.complex128])
 _DTYPE_NAMES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                           "float16", "float32", "float64"])
 
@@ -122,8 +125,6 @@ def arg_key(value, position: int):
         return value  # a device function argument specialises the kernel on the function; nothing is passed
     if isinstance(value, enum.Enum):
         return t  # an Enum member specialises the kernel on its class and is passed as its value
-    if isinstance(value, complex):
-        raise KernelLaunchError(f"argument {position} is complex, which Metal kernels do not support")
     if hasattr(value, "__cuda_array_interface__"):
         raise KernelLaunchError(f"argument {position} is a {type(value).__name__} in CUDA device memory (it "
                                 "exports only the CUDA Array Interface), which a Mac does not have; pass "
@@ -213,7 +214,8 @@ def canonical(key) -> str:
         return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
-    if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.Enum):
+    if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.Enum) \
+            or key in _UNCANONICAL:
         raise NotCanonical(key.__name__)
     return _SCALAR_NAMES[key]
 

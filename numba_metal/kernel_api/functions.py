@@ -89,6 +89,8 @@ class Function:
     signatures: tuple[str, ...]              # the Numba signatures it is typed with
     routines: dict[str, Routine] = field(hash=False)  # computation type -> routine
     accuracy: Accuracy
+    #: Trailing parameters passed by keyword only, with their defaults (math.isclose's rel_tol, abs_tol).
+    keywords: tuple[tuple[str, float], ...] = ()
 
     @property
     def arity(self) -> int:
@@ -175,6 +177,8 @@ PREDICATE = ("bool(int64)", "bool(uint64)", "bool(float32)", "bool(float64)")
 POWER = ("float64(float64, int64)", "float64(float64, uint64)", "float32(float32, float32)",
          "float64(float64, float64)")
 SCALE = ("float64(float64, intc)", "float32(float32, intc)")
+FREXP = ("Tuple(float32, intc)(float32)", "Tuple(float64, intc)(float64)")
+MODF = ("Tuple(float32, float32)(float32)", "Tuple(float64, float64)(float64)")
 
 
 def _f64(name: str) -> Routine:
@@ -262,6 +266,24 @@ MATH: tuple[Function, ...] = (
     _predicate("isnan", False),
     _predicate("isinf", False),
     _predicate("isfinite", True),
+    # (mantissa, exponent), exact; 0, inf and NaN give (x, 0). Members of the routines' struct results.
+    Function("frexp", FREXP, floats(
+        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_frexp", "mathpairs", result="float32", member="mantissa"),
+                              Routine(PRELUDE, "nm_frexp", "mathpairs", result="intc", member="exponent"))),
+        Routine(TUPLE, parts=(emulated("nm_f64_frexp", result="float64", member="mantissa"),
+                              emulated("nm_f64_frexp", result="int32", member="exponent")))), EXACT),
+    # (fractional part, integral part), both with x's sign (Python's; Numba does not type math.modf).
+    Function("modf", MODF, floats(
+        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_modf", "mathpairs", result="float32", member="first"),
+                              Routine(PRELUDE, "nm_modf", "mathpairs", result="float32", member="second"))),
+        Routine(TUPLE, parts=(emulated("nm_f64_modf", member="first"),
+                              emulated("nm_f64_modf", member="second")))), EXACT),
+    _binary("nextafter", BINARY_FLOAT, prelude("nm_nextafter", "mathpairs"), EXACT),
+    # CPython's formula (Numba does not type math.isclose): a float32 kernel computes it in float32.
+    Function("isclose", ("bool(float64, float64, float64, float64)",),
+             floats(Routine(PRELUDE, "nm_isclose", "mathpairs", result="bool"),
+                    emulated("nm_f64_math_isclose", result="bool")), EXACT,
+             keywords=(("rel_tol", 1e-09), ("abs_tol", 0.0))),
 )
 
 MATH_BY_NAME = {f.name: f for f in MATH}

@@ -59,7 +59,7 @@ def _shape_and_dtype(stub, shape, dtype):
         raise UnsupportedFeatureError(
             f"metal.{stub.path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
             f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
-    if msl.scalar_type(nbdtype) is None:
+    if msl.scalar_type(nbdtype) is None and nbdtype not in (types.complex64, types.complex128):
         raise UnsupportedFeatureError(f"metal.{stub.path}: dtype {nbdtype} is not supported")
     return ndims, nbdtype
 

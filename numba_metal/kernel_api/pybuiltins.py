@@ -147,8 +147,9 @@ def _round(lc, sig, args):
         return Value(msl.cast(lc.msl_type(rt), msl.call("rint", lc.cast(args[0], at))), rt)
     if isinstance(at, types.Integer):
         lc.error("round(int, ndigits) is not supported in Metal kernels")
-    if lc.is_float64(at):
-        lc.error("round(x, ndigits) of a float64 is not supported in Metal kernels; round(x) is")
+    if lc.is_float64(at):   # CPython's correctly rounded decimal rounding (float64_math.metal, fm_round)
+        x = lc.cast(args[0], at)
+        return Value(lc.library_call("nm_f64_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
     lc.need("round")
     x = lc.cast(args[0], types.float32)
     return Value(msl.call("nm_round_ndigits", x, msl.cast("long", args[1].expr)), rt)

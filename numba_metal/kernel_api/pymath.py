@@ -41,9 +41,28 @@ def _signature(text: str):
 
 
 def typing_template(function: F.Function):
-    """The Numba typing template of a row: its signatures as a ConcreteTemplate."""
+    """The Numba typing template of a row: its signatures as a ConcreteTemplate; a row with keyword
+    parameters takes its positional arguments and any of the keywords, and is typed with its signature
+    (the lowering fills in the defaults)."""
     cases = [_signature(s) for s in function.signatures]
-    return type(f"Math_{function.name}", (ConcreteTemplate,), {"cases": cases})
+    if not function.keywords:
+        return type(f"Math_{function.name}", (ConcreteTemplate,), {"cases": cases})
+    names = [name for name, _ in function.keywords]
+    positional = function.arity - len(names)
+
+    def generic(self, args, kws):
+        unknown = sorted(set(kws) - set(names))
+        if unknown or len(args) != positional:
+            raise UnsupportedFeatureError(
+                f"math.{function.name} takes {positional} positional arguments and the keywords "
+                f"{', '.join(names)} (not {len(args)} positional arguments{' and ' + ', '.join(unknown) if unknown else ''})")
+        given = list(args) + [kws[name] for name in names if name in kws]
+        for case in cases:
+            if all(isinstance(types.unliteral(t), (types.Number, types.Boolean)) for t in given):
+                return case
+        return None
+
+    return type(f"Math_{function.name}", (AbstractTemplate,), {"generic": generic})
 
 
 def _routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
@@ -81,7 +100,10 @@ def lowering_of(function: F.Function):
     # (intp is int64 here: the names are normalised through the Numba types.)
     computation = {_signature(s): str(numba_type(F.computation_type(s))) for s in function.signatures}
 
-    def lower(lc, sig, args):
+    def lower(lc, sig, args, **kws):
+        if function.keywords:  # the keywords in their order, defaults where not given
+            args = list(args) + [kws[name] if name in kws else lc.lower_constant(default, types.float64)
+                                 for name, default in function.keywords]
         ctype = computation[signature(sig.return_type, *(types.unliteral(t) for t in sig.args))]
         # float64 computed in float32 (a kernel without float64 data) takes the float32 routine.
         kind = lc.op_kind(types.float64) if ctype == "float64" else ctype
@@ -121,12 +143,17 @@ _MSL_TYPES = {"nm_c128": types.complex128, "float2": types.complex64, "nm_f64": 
               "float": types.float32, "bool": types.boolean}
 
 
+#: cmath.polar's (r, phi): the members of the struct its rows return, by the rows' MSL result type.
+_POLAR_MEMBERS = {"nm_f64_pair": ("first", "second"), msl.COMPLEX64: msl.COMPLEX64_PARTS}
+
+
 def _cmath_rows() -> dict:
-    """cmath name -> its rows (those whose types all have a Numba type: polar's pair result has none)."""
+    """cmath name -> its rows (those whose types all have a Numba type, and polar's, whose pair is a tuple)."""
     from numba_metal.compiler import complex_ops
     rows: dict = {}
     for row in complex_ops.FUNCTIONS:
-        if row.python.startswith("cmath.") and all(t in _MSL_TYPES for t in (*row.params, row.result)):
+        if row.python.startswith("cmath.") and all(t in _MSL_TYPES for t in row.params) and (
+                row.result in _MSL_TYPES or row.python == "cmath.polar"):
             rows.setdefault(row.python[len("cmath."):], []).append(row)
     return rows
 
@@ -135,7 +162,10 @@ CMATH = _cmath_rows()
 
 
 def _cmath_signature(row):
-    return signature(_MSL_TYPES[row.result], *(_MSL_TYPES[p] for p in row.params))
+    args = [_MSL_TYPES[p] for p in row.params]
+    if row.python == "cmath.polar":  # (abs(z), phase(z)) in z's part type, as Numba's
+        return signature(types.UniTuple(args[0].underlying_float, 2), *args)
+    return signature(_MSL_TYPES[row.result], *args)
 
 
 def _register_cmath(name: str, rows) -> None:
@@ -147,9 +177,14 @@ def _register_cmath(name: str, rows) -> None:
     def lower(lc, sig, args):
         row = by_args[tuple(types.unliteral(t) for t in sig.args)]
         params = _cmath_signature(row).args
-        result = Value(lc.library_call(row.name, *(lc.cast(a, p) for a, p in zip(args, params))),
-                       _MSL_TYPES[row.result])
+        call = lc.library_call(row.name, *(lc.cast(a, p) for a, p in zip(args, params)))
         rt = types.unliteral(sig.return_type)
+        if row.python == "cmath.polar":
+            pair = lc.fresh_name("nm_t")
+            lc.declare(msl.declare(row.result, pair))
+            lc.emit(msl.assign(pair, call))
+            return Value(msl.aggregate(lc.msl_type(rt), [msl.member(pair, m) for m in _POLAR_MEMBERS[row.result]]), rt)
+        result = Value(call, _MSL_TYPES[row.result])
         return Value(lc.cast(result, rt), rt)
 
     lower.__name__ = f"lower_cmath_{name}"

@@ -5,8 +5,9 @@ lanes; Metal's SIMD functions always involve all active lanes, so only the full 
 accepted, as a constant. Shuffles follow numba.cuda's (CUDA hardware's) rules for out-of-range lanes:
 the lane, delta or xor mask is taken modulo 32 (its low 5 bits), and ``shfl_up/down_sync`` leave lanes
 whose source is outside the SIMD group unchanged.
-Reductions and scans take int32, uint32, float32 and float16 (and float64 in a kernel that computes
-float64 in float32, precision.py); shuffles also take 64-bit integers and float64 (split into two 32-bit
+Reductions and scans take int32, uint32, float32, float16 and float64 (exact float64 through the
+emulated library, in a fixed order; float32 in a kernel that computes float64 in float32, precision.py);
+shuffles also take 64-bit integers and float64 (split into two 32-bit
 shuffles) and booleans. ``match_any_sync``/``match_all_sync`` compare values as
 bit patterns (PTX ``match.sync``) of any integer or float, with numba.cuda's int32 results;
 ``eq_sync`` and ``lanemask_lt`` are numba.cuda's.
@@ -204,8 +205,9 @@ _LOW_32_BITS = "0xffffffffu"
 def _lower_reduce(lc, sig, args):
     t = sig.return_type
     if lc.is_float64(t):
-        lc.error(f"metal.{lc.callee.__name__} of a float64 is not supported (Metal's SIMD-group reductions "
-                 "have no float64); reduce with metal.simd_shuffle_xor and +, or with metal.reduce_sum")
+        # The emulated library's: the halves shuffled, combined in a fixed order (float64.metal, f64_simd).
+        lane = msl.cast("uint", lc.env("lane"))
+        return Value(lc.library_call(f"nm_f64_{lc.callee.__name__}", lc.cast(args[0], t), lane), t)
     return Value(msl.call(lc.callee.__name__, lc.cast(args[0], t)), t)
 
 

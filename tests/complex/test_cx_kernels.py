@@ -156,19 +156,187 @@ def test_phase_rect_and_predicates():
     np.testing.assert_allclose(out[0][finite], z[finite], rtol=1e-15, atol=1e-300)
 
 
-def test_complex128_kernels_compute_exactly_and_complex_scalars_are_refused_clearly():
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_polar_returns_numbas_pair(dtype):
+    """cmath.polar(z) is (abs(z), phase(z)) in z's part type, as Numba's: complex128's within one ulp of
+    CPython's (the library's hypot is correctly rounded and its atan2 within 0.52 ulp, test_cx_cmath.py;
+    glibc's are within half an ulp or so), complex64's within 2 float32 ulps; special values exactly."""
+    @metal.jit
+    def kernel(z, r, phi):
+        i = metal.grid(1)
+        if i < z.size:
+            a, b = cmath.polar(z[i])
+            r[i] = a
+            phi[i] = b
+
+    z = _complex_values(11, dtype)
+    z[6:10] = [complex(-0.0, -0.0), complex(np.inf, np.nan), complex(-np.inf, 1.0), complex(np.nan, 0.0)]
+    part = np.float64 if dtype == np.complex128 else np.float32
+    r, phi = np.zeros(N, part), np.zeros(N, part)
+    kernel[N // 128, 128](z, r, phi)
+    metal.synchronize()
+    want = np.array([cmath.polar(complex(v)) for v in z])
+    ulps = 1 if dtype == np.complex128 else 2
+    for got, exact in ((r, want[:, 0]), (phi, want[:, 1])):
+        finite = np.isfinite(exact)
+        np.testing.assert_array_equal(got[~finite], exact[~finite].astype(part))
+        err = np.abs(got[finite] - exact[finite]) / np.spacing(np.abs(exact[finite]).astype(part))
+        assert err.max() <= ulps, err.max()
+
+
+@metal.jit
+def _power_kernel(a, b, out):
+    i = metal.grid(1)
+    if i < a.size:
+        out[0, i] = a[i] ** b[i]
+        out[1, i] = a[i] ** 3
+        out[2, i] = pow(a[i], -2)
+
+
+def _python_power(x, y):
+    """CPython's x ** y, or the documented value where CPython raises: nan + i nan for a zero base with a
+    negative or complex exponent, None for an overflow (an infinite part is expected)."""
+    try:
+        return x ** y
+    except ZeroDivisionError:
+        return complex(np.nan, np.nan)
+    except OverflowError:
+        return None
+
+
+def _power_operands(rng, n):
+    a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)) * 10.0 ** rng.integers(-2, 3, n)
+    integer = rng.integers(-100, 101, n).astype(np.complex128)
+    real = rng.uniform(-4, 4, n) + 0j
+    cx = rng.uniform(-4, 4, n) + 1j * rng.uniform(-4, 4, n)
+    kind = rng.integers(0, 3, n)
+    b = np.where(kind == 0, integer, np.where(kind == 1, real, cx))
+    specials = [(0j, 2 + 0j), (0j, -1 + 0j), (0j, 0.5j), (0j, 0j), (complex(-0.0, 0.0), 3 + 0j), (2 + 3j, 0j),
+                (1 + 1j, 100 + 0j), (1 + 1j, 101 + 0j), (1 + 1j, -100 + 0j), (complex(np.inf, 1), 2 + 0j),
+                (complex(np.nan, 0), 2 + 0j), (1 + 1j, complex(np.nan, 0)), (-8 + 0j, 1 / 3 + 0j),
+                (1e200 + 1e200j, 2 + 0j), (1 + 0j, complex(0.5, 1e-300)), (-1 + 0j, 0.5 + 0j)]
+    a[:len(specials)], b[:len(specials)] = zip(*specials)
+    return a, b
+
+
+def _power_bound(a, b, want, eps):
+    """How far CPython's polar formula and the library's (each function within 0.52 ulp, glibc's within
+    about as much) may drift apart: a few ulps of the result, amplified by the exponent's size times
+    log|a| and the angle."""
+    with np.errstate(all="ignore"):
+        log_modulus = np.where(np.abs(a) > 0, np.abs(np.log(np.abs(a))), 0.0)
+        spread = 1 + np.abs(b) * (log_modulus + np.pi)
+    return 8 * eps * spread * np.abs(want)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_power_as_cpython(dtype):
+    """z ** w as CPython's complex power: integer exponents (|n| <= 100, zero imaginary part) by binary
+    powering with Python's product and quotient, bit for bit for complex128; other exponents in CPython's
+    polar form, within its rounding spread; 0 ** 0 == 1; where CPython raises, nan + i nan for a zero base
+    and an infinite part for an overflow. complex64 computes the same in float32 (metal:: functions)."""
+    rng = np.random.default_rng(12)
+    a, b = _power_operands(rng, N)
+    out = np.zeros((3, N), dtype)
+    with np.errstate(all="ignore"):
+        _power_kernel[N // 128, 128](a.astype(dtype), b.astype(dtype), out)
+    metal.synchronize()
+    with np.errstate(over="ignore"):   # 1e200 is infinite in complex64
+        a, b = a.astype(dtype).astype(np.complex128), b.astype(dtype).astype(np.complex128)
+    for k, exponents in enumerate((b, np.full(N, 3 + 0j), np.full(N, -2 + 0j))):
+        want = [_python_power(complex(x), complex(y) if k == 0 else int(y.real)) for x, y in zip(a, exponents)]
+        overflow = np.array([w is None for w in want])
+        assert np.all(np.isinf(out[k][overflow].real) | np.isinf(out[k][overflow].imag)), k
+        want = np.array([complex(np.nan, np.nan) if w is None else w for w in want])
+        got = out[k].astype(np.complex128)
+        nan = np.isnan(want.real) | np.isnan(want.imag)
+        assert np.all(np.isnan(got[nan].real) | np.isnan(got[nan].imag)), k
+        ok = ~overflow & ~nan
+        if dtype == np.complex128:
+            integer = ok & (exponents.imag == 0) & (exponents.real == np.floor(exponents.real)) & (np.abs(exponents.real) <= 100)
+            np.testing.assert_array_equal(got[integer].view(np.uint64), want[integer].view(np.uint64))
+            eps = 2.0 ** -52
+        else:
+            eps = 2.0 ** -23 * 8   # metal:: float32 functions: up to 4 ulps each (MSL precise), products rounded
+            with np.errstate(all="ignore"):   # every intermediate power within float32's range
+                ok &= (np.abs(exponents.real) * np.abs(np.log10(np.abs(a))) < 30) & (np.abs(want) > 1e-30)
+        finite = ok & np.isfinite(want)
+        err = np.abs(got[finite] - want[finite])
+        bound = _power_bound(a[finite], exponents[finite], want[finite], eps) + (1e-300 if eps < 1e-10 else 1e-30)
+        assert np.all(err <= bound), (k, a[finite][err > bound][:3], exponents[finite][err > bound][:3])
+
+
+def test_complex128_kernels_compute_exactly_and_ordering_is_refused_clearly():
     def kernel(z, out):
         out[0] = z[0] * 1j
 
     assert msl.COMPLEX128 in metal.compile_msl(kernel, "void(complex64[:], complex128[:])")
-    with pytest.raises(UnsupportedFeatureError, match="complex scalar.*array"):
-        metal.compile_msl(kernel, "void(complex128, complex128[:])")
 
     def ordered(a, out):
         out[0] = a[0] < a[1]
 
     with pytest.raises(metal.NumbaMetalError, match="complex|<"):
         metal.compile_msl(ordered, "void(complex128[:], boolean[:])")
+
+
+def _scalar_expression(z, w, pair, i):
+    return z * i + w * pair[1] + pair[0]
+
+
+_scalar_device = metal.jit(device=True)(_scalar_expression)
+
+
+@metal.jit
+def _scalar_kernel(z, w, pair, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = _scalar_device(z, w, pair, i)
+
+
+def test_complex_scalar_arguments_keep_every_bit():
+    """Complex scalars (np.complex128, np.complex64, a Python complex, which is complex64 as a Python float
+    is float32, and complex items of tuples) travel as their two parts in the argument struct, bit for bit
+    as @njit computes with them."""
+    reference = numba.njit(_scalar_expression)
+    z = np.complex128(complex(np.pi, -1e-300))
+    w = np.complex64(0.1 - 2.5j)
+    pair = (np.complex128(complex(-0.0, 5e-324)), np.complex128(1 / 3 + 1j / 7))
+    out = np.zeros(64, np.complex128)
+    _scalar_kernel[1, 64](z, w, pair, out)
+    metal.synchronize()
+    want = np.array([reference(z, w, pair, i) for i in range(64)])
+    np.testing.assert_array_equal(out.view(np.uint64), want.view(np.uint64))
+    out32 = np.zeros(4, np.complex64)
+    _scalar_kernel[1, 4](1.5 - 2.25j, 0.5 + 1j, (1, 3 - 1j), out32)   # all complex64
+    metal.synchronize()
+    c = np.complex64
+    want32 = np.array([reference(c(1.5 - 2.25j), c(0.5 + 1j), (1, c(3 - 1j)), i) for i in range(4)], np.complex64)
+    np.testing.assert_array_equal(out32.view(np.uint32), want32.view(np.uint32))
+
+
+def test_complex_shared_and_local_arrays():
+    @metal.jit
+    def kernel(z, out):
+        s = metal.shared.array(64, np.complex128)
+        acc = metal.local.array(2, np.complex64)
+        i = metal.threadIdx.x
+        s[i] = z[i] * 1j
+        acc[0] = np.complex64(z[i])
+        acc[1] = acc[0] * acc[0]
+        metal.syncthreads()
+        out[0, i] = s[63 - i]
+        out[1, i] = acc[1]
+
+    z = _complex_values(13, np.complex128)[:64].copy()
+    out = np.zeros((2, 64), np.complex128)
+    kernel[1, 64](z, out)
+    metal.synchronize()
+    np.testing.assert_array_equal(out[0].view(np.uint64), (z[::-1] * 1j).view(np.uint64))
+    square = numba.njit(lambda v: v * v)
+    with np.errstate(over="ignore"):   # 1e300 is infinite in complex64
+        z64 = z.astype(np.complex64)
+    want = np.array([square(v) for v in z64], np.complex64).astype(np.complex128)
+    np.testing.assert_array_equal(out[1].view(np.uint64), want.view(np.uint64))
 
 
 def test_vectorize_over_complex():

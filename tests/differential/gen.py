@@ -220,9 +220,10 @@ class Batch:
 
 
 def _math_vocabulary(guards) -> dict:
-    """name -> (arity, guard) of every function of numba-metal's math table with a floating-point result."""
+    """name -> (arity, guard) of every function of numba-metal's math table with a floating-point result
+    (or a tuple of them, read by item: math.frexp(x)[0], math.modf(x)[k])."""
     return {f.name: (f.arity, guards[f.name]) for f in MATH_TABLE
-            if (f.result_for("float32") or "").startswith("float")}
+            if (f.result_for("float32") or "").startswith(("float", "Tuple(float"))}
 
 
 class Generator:
@@ -691,7 +692,12 @@ class Generator:
 
     def p_predicate(self, fn, d, kind):
         a = self.gen(fn, d, "float")
-        f = self.ch.choice(self.PREDICATES)
+        f = self.ch.choice(self.PREDICATES + self.CLOSENESS)
+        if f in self.CLOSENESS:
+            b = self.gen(fn, d, "float")
+            keywords = self.ch.choice(["", ", rel_tol=0.125", ", abs_tol=0.5", ", rel_tol=0.0, abs_tol=2.0"])
+            self.feat(f"math_{f}")
+            return E(f"math.{f}({a.src}, {b.src}{keywords})", T.boolean, a.taint or b.taint)
         self.feat(f"math_{f}")
         return E(f"math.{f}({a.src})", T.boolean, a.taint)
 
@@ -797,6 +803,10 @@ class Generator:
         "fmod": lambda g, a: [g.g_cast(a[0], T.float32), g.g_cast(a[1], T.float32)],
         "remainder": lambda g, a: [g.g_cast(a[0], T.float32), g.g_cast(a[1], T.float32)],
         "ldexp": lambda g, a: [g.g_clamp(a[0], -1e6, 1e6), g.g_cast(g.g_mod(a[1], 21), T.int32)],
+        # Away from zero, so that no neighbour is a float32 subnormal (Apple GPUs flush those).
+        "nextafter": lambda g, a: [g.g_add(g.g_abs(a[0]), 1.0), a[1]],
+        "frexp": lambda g, a: [a[0]],
+        "modf": lambda g, a: [g.g_clamp(a[0], -1e6, 1e6)],
     }
     #: The vocabulary, from numba-metal's math table: functions with floating-point results (p_math),
     #: those rounding to integers (p_float_to_int) and predicates (p_predicate).
@@ -804,6 +814,8 @@ class Generator:
     MATH_NAMES = list(MATH)
     ROUNDING = [f.name for f in MATH_TABLE if (f.result_for("float32") or "").startswith("int")]
     PREDICATES = [f.name for f in MATH_TABLE if f.result_for("float32") == "bool"]
+    #: Boolean functions of two floats with keyword parameters (math.isclose), drawn with the predicates.
+    CLOSENESS = [f.name for f in MATH_TABLE if f.keywords and f.result_for("float64") == "bool"]
     #: Functions whose results the reference computes exactly (accurate to half an ulp).
     EXACT_MATH = {f.name for f in MATH_TABLE if f.accuracy.ulps <= 0.5}
 
@@ -820,7 +832,11 @@ class Generator:
             rt = T.unliteral(sig.return_type)
         self.feat(f"math_{name}")
         taint = any(a.taint for a in gargs) or name not in self.EXACT_MATH
-        return E(f"math.{name}({', '.join(a.src for a in gargs)})", rt, taint)
+        call = f"math.{name}({', '.join(a.src for a in gargs)})"
+        if isinstance(rt, T.BaseTuple):  # frexp's mantissa, either part of modf
+            k = self.ch.choice([k for k, t in enumerate(rt.types) if isinstance(t, T.Float)])
+            return E(f"{call}[{k}]", rt.types[k], taint)
+        return E(call, rt, taint)
 
     def p_math(self, fn, d, kind):
         if self.exact_only:

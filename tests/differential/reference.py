@@ -454,6 +454,55 @@ class _MathNS:
     def pow(self, x, y):
         return S.binop("**", x, y)
 
+    def nextafter(self, x, y):
+        ats, rt = self._sig("nextafter", (x, y))
+        xv, yv = cast(x, ats[0]), cast(y, ats[1])
+        a, b, ea, eb = fval(xv), fval(yv), ferr(xv), ferr(yv)
+        if a != a or b != b:
+            return make(math.nan, rt)
+        if (ea or eb) and abs(a - b) <= ea + eb:
+            raise Unstable("nextafter towards an uncertain side")
+        v = float(np.nextafter(np.float32(a), np.float32(b)))   # float64 values are float32 (contract 4)
+        return S._uval(v, ea, rt) if ea else make(v, rt)
+
+    def _exact_float(self, name, x):
+        (at,), rt = self._sig(name, (x,))
+        xv = cast(x, at)
+        if type(xv) is U:
+            raise Unstable(f"math.{name} of an uncertain value")
+        return fval(xv), rt
+
+    def frexp(self, x):
+        v, rt = self._exact_float("frexp", x)
+        if v == 0.0 or not math.isfinite(v):
+            return make(v, rt.types[0]), np.int32(0)
+        m, e = math.frexp(v)
+        return make(m, rt.types[0]), np.int32(e)
+
+    def modf(self, x):
+        v, rt = self._exact_float("modf", x)
+        if math.isinf(v):
+            return make(math.copysign(0.0, v), rt.types[0]), make(v, rt.types[1])
+        f, i = math.modf(v)
+        return make(f, rt.types[0]), make(i, rt.types[1])
+
+    def isclose(self, a, b, rel_tol=1e-09, abs_tol=0.0):
+        """CPython's formula, evaluated in float32 as the device computes float64 here (contract 4)."""
+        ats, _ = self._sig("isclose", (a, b))
+        xs = [cast(a, ats[0]), cast(b, ats[1])]
+        if any(type(x) is U for x in xs):
+            raise Unstable("math.isclose of uncertain values")
+        f = np.float32
+        x, y, rel, tol = f(fval(xs[0])), f(fval(xs[1])), f(rel_tol), f(abs_tol)
+        if x == y:
+            return np.bool_(True)
+        if np.isinf(x) or np.isinf(y):
+            return np.bool_(False)
+        with np.errstate(all="ignore"):
+            diff = f(abs(f(y - x)))
+            close = diff <= abs(f(rel * y)) or diff <= abs(f(rel * x)) or diff <= tol
+        return np.bool_(close)
+
 
 # ---------------------------------------------------------------------------------------------
 # numpy (scalar constructors that double as dtypes)

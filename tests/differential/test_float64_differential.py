@@ -4,7 +4,7 @@ the same bits on values of every class.
 
 The vocabulary is every float64 operation that is exact in both (IEEE's correctly rounded operations and
 Python's rules on top of them): ``+ - * / % //``, unary minus, ``abs``, ``min``/``max``, ``math.sqrt``,
-``math.fabs``, ``math.copysign``, ``math.ldexp``, comparisons and ``math.isnan``/``isinf``/``isfinite``
+``math.fabs``, ``math.copysign``, ``math.ldexp``, ``math.nextafter``, ``math.frexp``, comparisons and ``math.isnan``/``isinf``/``isfinite``
 in conditional expressions, float32 round trips, integer conversions of bounded values, and Python
 float literals. Transcendental functions are within an ulp rather than exact; test_f64_compiler.py
 checks them against mpmath. A NaN result matches any NaN: payloads are a documented choice of the
@@ -44,7 +44,7 @@ class _Gen:
         if depth == 0:
             return self.leaf()
         e = lambda: self.expr(depth - 1)  # noqa: E731
-        k = self.r.randrange(14)
+        k = self.r.randrange(16)
         if k < 5:
             x, y = e(), e()
             if x in _LITERALS and y in _LITERALS:  # CPython would fold two literals in double
@@ -68,6 +68,11 @@ class _Gen:
         if k == 12:
             pred = self.r.choice(("math.isnan", "math.isinf", "math.isfinite"))
             return f"({e()} if {pred}({e()}) else {e()})"
+        if k == 13:
+            return f"math.nextafter({e()}, {e()})"
+        if k == 14:   # both items: the mantissa, and the exponent made a float64 by the addition
+            x = e()
+            return f"(math.frexp({x})[0] + math.frexp({x})[1])"
         # A float32 round trip, or an integer conversion of a bounded value (out of range and NaN are
         # undefined in Numba).
         if self.r.random() < 0.5:

@@ -140,6 +140,158 @@ def test_rounding_to_int_fmod_and_ldexp_as_python():
     _same_bits(iout[4], np.array([int(v) for v in x], np.int64))
 
 
+@metal.jit
+def _pairs_kernel(x, y, out, exponent, close):
+    i = metal.grid(1)
+    if i < x.size:
+        mantissa, e = math.frexp(x[i])
+        out[0, i] = mantissa
+        exponent[i] = e
+        frac, whole = math.modf(x[i])
+        out[1, i] = frac
+        out[2, i] = whole
+        out[3, i] = math.nextafter(x[i], y[i])
+        close[0, i] = math.isclose(x[i], y[i])
+        close[1, i] = math.isclose(x[i], y[i], abs_tol=1e-300)
+        close[2, i] = math.isclose(y[i], x[i], rel_tol=0.25)
+
+
+def _isclose32(a, b, rel_tol, abs_tol):
+    f = np.float32
+    rel_tol, abs_tol = f(rel_tol), f(abs_tol)
+    if a == b:
+        return True
+    if np.isinf(a) or np.isinf(b):
+        return False
+    with np.errstate(all="ignore"):
+        diff = abs(f(b) - f(a))
+        return bool(diff <= abs(rel_tol * f(b)) or diff <= abs(rel_tol * f(a)) or diff <= abs_tol)
+
+
+def _python_pairs(x, y, dtype):
+    """What Python's math computes (frexp, modf, isclose; nextafter as np.nextafter, which is C's)."""
+    n = x.size
+    out = np.zeros((4, n), dtype)
+    exponent = np.zeros(n, np.int32)
+    close = np.zeros((3, n), np.bool_)
+    for i, (a, b) in enumerate(zip(x.tolist(), y.tolist())):
+        out[0, i], exponent[i] = math.frexp(a)
+        out[1, i], out[2, i] = (math.copysign(0.0, a), a) if math.isinf(a) else math.modf(a)
+        close[:, i] = (math.isclose(a, b), math.isclose(a, b, abs_tol=1e-300), math.isclose(b, a, rel_tol=0.25))
+    with np.errstate(all="ignore"):
+        out[3] = np.nextafter(x, y)
+    return out, exponent, close
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_frexp_modf_nextafter_isclose_as_python(dtype):
+    """math.frexp, math.modf (Python's: Numba does not type it), math.nextafter and math.isclose (CPython's
+    formula with its keyword arguments), bit for bit on values of every class; float32 data keeps float32
+    (its frexp, modf and nextafter are exact in float32; isclose is computed in float32, where its operands
+    are exact, away from subnormals, which Apple GPUs flush)."""
+    rng = np.random.default_rng(9)
+    x = _values(9, 2048)
+    y = np.where(rng.random(2048) < 0.3, x, _values(10, 2048))
+    with np.errstate(all="ignore"):
+        y[::7] = x[::7] * (1 + 1e-10)      # near neighbours, for isclose
+    if dtype == np.float32:
+        with np.errstate(all="ignore"):
+            x, y = x.astype(np.float32), y.astype(np.float32)
+        tiny = np.finfo(np.float32).tiny
+        keep = ~((np.abs(x) < tiny) & (x != 0)) & ~((np.abs(y) < tiny) & (y != 0))
+        keep &= ~((np.abs(np.nextafter(x, y)) < tiny) & (np.nextafter(x, y) != 0))
+        keep &= (np.abs(x) < 1e30) & (np.abs(y) < 1e30) | ~np.isfinite(x) | ~np.isfinite(y)
+        x, y = x[keep], y[keep]
+    n = x.size
+    out = np.zeros((4, n), dtype)
+    exponent = np.zeros(n, np.int32)
+    close = np.zeros((3, n), np.bool_)
+    _launch(_pairs_kernel, n, x, y, out, exponent, close)
+    want, want_exponent, want_close = _python_pairs(x, y, dtype)
+    for k, what in enumerate(("frexp mantissa", "modf fraction", "modf integer part", "nextafter")):
+        _same_bits(out[k], want[k], any_nan=True, what=what)
+    _same_bits(exponent, want_exponent, what="frexp exponent")
+    if dtype == np.float32:   # CPython's formula evaluated in float32, as a float32 kernel computes it
+        want_close = np.array([[_isclose32(a, b, 1e-9, 0.0), _isclose32(a, b, 1e-9, 1e-300),
+                                _isclose32(b, a, 0.25, 0.0)] for a, b in zip(x, y)]).T
+    _same_bits(close, want_close, what="isclose")
+
+
+def test_isclose_takes_only_its_keywords():
+    def kernel(x, out):
+        out[0] = math.isclose(x[0], x[1], 1e-3)
+
+    with pytest.raises(UnsupportedFeatureError, match="isclose takes 2 positional arguments and the keywords rel_tol, abs_tol"):
+        metal.compile_msl(kernel, "void(float64[:], boolean[:])")
+
+
+@metal.jit
+def _round_ndigits_kernel(x, ndigits, out, out2):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i] = round(x[i], ndigits[i])
+        out2[i] = round(x[i], 2)
+
+
+def _round_cases(rng):
+    """Values and ndigits: decimal ties k.5 10^-nd and their float64 neighbours (where dtoa's exact
+    comparison decides), random magnitudes, subnormals, extremes, and ndigits from -22 to 22 and beyond
+    (where the result is x or +-0 whatever ndigits)."""
+    xs, nds = [], []
+    for _ in range(3000):
+        nd = int(rng.integers(-6, 16))
+        tie = (int(rng.integers(0, 10 ** 6)) * 2 + 1) / 2 / 10.0 ** nd
+        for v in (tie, np.nextafter(tie, 0), np.nextafter(tie, np.inf)):
+            xs.append(v * (-1) ** int(rng.integers(0, 2)))
+            nds.append(nd)
+    scale = 10.0 ** rng.integers(-30, 30, 20000)
+    xs += list(rng.standard_normal(20000) * scale)
+    nds += list(rng.integers(-22, 23, 20000))
+    edge = [2.675, 0.125, 0.375, 2.5, -2.5, 0.285, 1.005, 4.35, 1e-5, 5e-324, 1.5e-323, 2.2250738585072014e-308,
+            1e22, 1e23, 123456789012345678.0, 1.7976931348623157e308, 0.5, -0.0, 0.0, np.inf, -np.inf, np.nan]
+    for x in edge:
+        for nd in list(range(-22, 23)) + [324, 400, -309, -400]:
+            xs.append(x)
+            nds.append(nd)
+    for x, nd in [(0.1, 30), (1.0, 323), (3.0, 100), (1e300, -200), (1.0, -100), (1e-300, -30), (1e200, 50)]:
+        xs.append(x)   # beyond 22 digits where the result is x or +-0 exactly
+        nds.append(nd)
+    return np.array(xs), np.array(nds, np.int64)
+
+
+def _python_round(x, nd):
+    try:
+        return round(x, nd)
+    except OverflowError:   # CPython's "rounded value too large to represent": infinite here
+        return math.copysign(math.inf, x)
+
+
+def test_round_ndigits_of_float64_is_pythons_correctly_rounded_decimal_rounding():
+    """round(x, ndigits) of float64 bit for bit as CPython's (correctly rounded: the exact binary value
+    rounded half-even to a multiple of 10^-ndigits, then to the nearest float64), e.g. round(2.675, 2) is
+    2.67 (Numba's @njit gives 2.68); with a run-time and a constant ndigits."""
+    x, nd = _round_cases(np.random.default_rng(17))
+    out, out2 = np.zeros_like(x), np.zeros_like(x)
+    _launch(_round_ndigits_kernel, x.size, x, nd, out, out2)
+    _same_bits(out, np.array([_python_round(float(v), int(n)) for v, n in zip(x, nd)]), what="round(x, nd)")
+    _same_bits(out2, np.array([_python_round(float(v), 2) for v in x]), what="round(x, 2)")
+
+
+def test_round_ndigits_beyond_22_digits():
+    """Beyond 22 digits (5^ndigits no longer fits 128 bits: 1280-bit integers), bit for bit as CPython's,
+    where x 10^ndigits is neither tiny nor huge (the shortcuts' results are tested above), subnormal
+    results included."""
+    rng = np.random.default_rng(18)
+    nd = rng.integers(23, 324, 1500)
+    x = 10.0 ** np.maximum(rng.uniform(-nd - 0.5, -nd + 16.5), -323.3)
+    q = rng.integers(23, 309, 1500)
+    big = 10.0 ** np.minimum(rng.uniform(q - 0.5, q + 16.5), 308.2) * np.where(rng.random(1500) < 0.5, -1, 1)
+    x, nd = np.concatenate([x, big, [5e-324, 1.5e-323, 1e-310]]), np.concatenate([nd, -q, [323, 323, 320]])
+    out, out2 = np.zeros_like(x), np.zeros_like(x)
+    _launch(_round_ndigits_kernel, x.size, x, nd, out, out2)
+    _same_bits(out, np.array([_python_round(float(v), int(n)) for v, n in zip(x, nd)]), what="round(x, nd)")
+
+
 # ---------------------------------------------------------------------------------------------
 # Conversions with every integer width, float32 and float16, both ways
 # ---------------------------------------------------------------------------------------------
@@ -289,10 +441,11 @@ def test_every_float64_routine_of_the_math_table_is_a_library_entry_point():
     for function in F.MATH:
         routine = function.routines.get("float64")
         assert routine is not None, function.name
-        if routine.source == F.EMULATED:
-            assert routine.name in libraries.SECTIONS, (function.name, routine.name)
-        else:
-            assert routine.source == F.OPERATOR, function.name
+        for part in routine.parts if routine.source == F.TUPLE else (routine,):
+            if part.source == F.EMULATED:
+                assert part.name in libraries.SECTIONS, (function.name, part.name)
+            else:
+                assert part.source == F.OPERATOR, function.name
 
 
 _UNARY_MATH = [f.name for f in F.MATH if f.signatures[-1] == "float64(float64)"]
@@ -474,12 +627,94 @@ def test_simd_shuffles_and_broadcasts_move_float64_as_two_halves():
     _same_bits(out[2], x[down])
 
 
-def test_simd_reductions_of_float64_say_what_to_do_instead():
-    def kernel(x, out):
-        out[0] = metal.simd_sum(x[metal.grid(1)])
+@metal.jit
+def _simd_reduce_kernel(x, keep, out):
+    i = metal.grid(1)
+    if i < x.size and keep[i]:
+        v = x[i]
+        out[0, i] = metal.simd_sum(v)
+        out[1, i] = metal.simd_product(v)
+        out[2, i] = metal.simd_min(v)
+        out[3, i] = metal.simd_max(v)
+        out[4, i] = metal.simd_prefix_inclusive_sum(v)
+        out[5, i] = metal.simd_prefix_exclusive_sum(v)
 
-    with pytest.raises(UnsupportedFeatureError, match="simd_sum of a float64.*simd_shuffle_xor"):
-        metal.compile_msl(kernel, "void(float64[:], float64[:])")
+
+def _fmin(a, b):
+    return a if (a < b or math.isnan(b)) else b
+
+
+def _fmax(a, b):
+    return a if (a > b or math.isnan(b)) else b
+
+
+def _lane_tree(values, active, op):
+    """The documented order of the float64 SIMD reductions: the pairwise tree over the 32 lane positions,
+    a subtree without active lanes left out."""
+    def subtree(first, size):
+        if size == 1:
+            return values[first] if active[first] else None
+        left, right = subtree(first, size // 2), subtree(first + size // 2, size // 2)
+        return right if left is None else left if right is None else op(left, right)
+    return subtree(0, 32)
+
+
+def _simd_reference(x, keep):
+    """What every active lane gets, from np.float64 operations in the documented order; inactive lanes
+    keep the zeros the output started with."""
+    want = np.zeros((6, x.size))
+    with np.errstate(all="ignore"):
+        for start in range(0, x.size, 32):
+            vals = [np.float64(v) for v in x[start:start + 32]]
+            vals += [np.float64(0)] * (32 - len(vals))
+            active = [bool(k) for k in keep[start:start + 32]] + [False] * (32 - len(keep[start:start + 32]))
+            lanes = [k for k in range(32) if active[k]]
+            if not lanes:
+                continue
+            reduced = [_lane_tree(vals, active, op) for op in (np.add, np.multiply, _fmin, _fmax)]
+            total = None
+            for k in lanes:
+                want[:4, start + k] = reduced
+                want[5, start + k] = np.float64(0.0) if total is None else total
+                total = vals[k] if total is None else np.add(total, vals[k])
+                want[4, start + k] = total
+    return want
+
+
+@pytest.mark.parametrize("pattern", ["all", "holes", "partial"])
+def test_simd_reductions_and_scans_of_float64_are_exact_in_their_documented_order(pattern):
+    """simd_sum/product/min/max of float64 (the pairwise tree over lane positions) and the prefix sums
+    (sequential, as np.cumsum), bit for bit against np.float64 operations in the same order, over values
+    of every class, full SIMD groups, groups with inactive lanes and a partial last group."""
+    n = 200 if pattern == "partial" else 256
+    rng = np.random.default_rng(41)
+    x = _values(41, n)
+    x[n // 2:] = rng.standard_normal(n - n // 2) * 10.0 ** rng.integers(-20, 20, n - n // 2)
+    keep = np.ones(n, np.bool_) if pattern != "holes" else rng.random(n) < 0.6
+    if pattern == "holes":
+        keep[32:64] = False      # a SIMD group with no active lane
+        keep[64:96] = np.arange(32) == 17   # one active lane
+    out = np.zeros((6, n))
+    _simd_reduce_kernel[1, n](x, keep, out)
+    metal.synchronize()
+    _same_bits(out, _simd_reference(x, keep))
+
+
+def test_simd_sum_of_float64_is_within_the_pairwise_bound_of_the_exact_sum():
+    """The pairwise tree of 32 values rounds at most 5 times on any path: |error| <= 5 u sum|x| (u = 2^-53),
+    against math.fsum (correctly rounded); a sequential sum of the same values may differ from it."""
+    rng = np.random.default_rng(42)
+    x = rng.standard_normal(1024) * 10.0 ** rng.integers(-8, 8, 1024)
+    keep = np.ones(1024, np.bool_)
+    out = np.zeros((6, 1024))
+    _simd_reduce_kernel[4, 256](x, keep, out)
+    metal.synchronize()
+    for start in range(0, 1024, 32):
+        group = x[start:start + 32]
+        bound = 5 * 2.0 ** -53 * np.abs(group).sum()
+        assert abs(out[0, start] - math.fsum(group)) <= bound
+        assert np.all(out[0, start:start + 32] == out[0, start])
+        assert out[4, start + 31] == np.cumsum(group)[-1]
 
 
 def test_float64_atomics_are_a_clear_compile_error():

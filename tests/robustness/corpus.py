@@ -134,7 +134,7 @@ CORPUS: list[Bad] = [
     # -- memory -----------------------------------------------------------------------------------
     Bad("shared_runtime_shape", k("s = metal.shared.array(a.size, np.float32)  # <-\na[i] = s[0]"), UF,
         "constant"),
-    Bad("shared_complex128", k("s = metal.shared.array(8, np.complex128)  # <-\na[i] = s[0]"), UF, "complex128"),
+    Bad("shared_datetime64", k("s = metal.shared.array(8, np.datetime64)  # <-\na[i] = 0"), UF, "datetime64"),
     Bad("shared_too_large", k("s = metal.shared.array(10000, np.float32)  # <-\na[i] = s[0]"), UF,
         "threadgroup memory|32768"),
     Bad("shared_negative_shape", k("s = metal.shared.array(-4, np.float32)  # <-\na[i] = s[0]"), UF,
@@ -154,8 +154,6 @@ CORPUS: list[Bad] = [
     # -- arguments and launches ---------------------------------------------------------------------
     Bad("atomic_float64", k("metal.atomic.add(a, 0, 1.0)  # <-", params="a"), UF, "64-bit",
         launch="k[1, 8](np.zeros(8))"),
-    Bad("complex_argument", VADD.replace("def k(a)", "def k(a, z)"), (KL, UF), "complex",
-        launch=f"k[1, 8]({A1}, 1j)", located=False),
     Bad("list_argument", VADD, KL, "list", launch="k[1, 8]([1.0, 2.0])", located=False),
     Bad("dict_argument", VADD, KL, "dict", launch="k[1, 8]({'a': 1})", located=False),
     Bad("string_argument", VADD, KL, "str", launch="k[1, 8]('abc')", located=False),
