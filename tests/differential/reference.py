@@ -347,6 +347,8 @@ class _MathNS:
     def sqrt(self, x):
         (at,), rt = self._sig("sqrt", (x,))
         xv = cast(x, at)
+        if not isinstance(nbt(xv), T.Float):   # Numba's sqrt(int) converts inside: to float32 on the device
+            xv = cast(xv, rt if isinstance(rt, T.Float) else T.float64)
         v = fval(xv)
         r = S.f32r(math.sqrt(v)) if v >= 0 or v != v else (math.nan if v == v else v)
         if v != v:
