@@ -187,6 +187,42 @@ def test_shared_arrays_including_an_odd_length_one():
                                       np.tile(np.arange((t % 5 == s).sum()), (GROUPS, 1)))
 
 
+@metal.jit(device=True)
+def count_in_device_function(out):
+    """A device function's shared array lives in the kernel's threadgroup pool."""
+    s = metal.shared.array(3, np.float16)
+    t = metal.threadIdx.x
+    if t < 3:
+        s[t] = 0
+    metal.syncthreads()
+    metal.fp16.atomicAdd(s, t % 3, 1)
+    metal.syncthreads()
+    if t < 3:
+        out[metal.blockIdx.x, t] = s[t]
+
+
+@metal.jit
+def count_in_dynamic_shared_memory(out, out_dynamic):
+    d = metal.shared.array(0, np.float16)
+    t = metal.threadIdx.x
+    if t < 3:
+        d[t] = 0
+    metal.syncthreads()
+    metal.fp16.atomicAdd(d, t % 3, 2)
+    metal.syncthreads()
+    if t < 3:
+        out_dynamic[metal.blockIdx.x, t] = d[t]
+    count_in_device_function(out)
+
+
+def test_dynamic_shared_memory_and_a_device_functions_shared_array():
+    out, out_dynamic = np.zeros((4, 3), np.float16), np.zeros((4, 3), np.float16)
+    count_in_dynamic_shared_memory[4, THREADS, 0, 6](out, out_dynamic)
+    per = np.bincount(np.arange(THREADS) % 3).astype(np.float16)
+    np.testing.assert_array_equal(out, np.tile(per, (4, 1)))
+    np.testing.assert_array_equal(out_dynamic, np.tile(2 * per, (4, 1)))
+
+
 def test_the_simulated_metal_device_gives_the_same_results():
     env = dict(os.environ, NUMBA_METAL_DEVICE="metal-sim", PYTHONPATH=ROOT)
     tests = "not simulated and not refused and not msl"
