@@ -232,6 +232,20 @@ def test_the_simulated_metal_device_gives_the_same_results():
     assert " passed" in proc.stdout and "skipped" not in proc.stdout
 
 
+@metal.jit
+def count_fenced(acc):
+    i = metal.grid(1)
+    metal.fp16.atomicAdd(acc, i % 3, 1)
+    metal.threadfence()
+
+
+def test_on_coherent_device_memory_of_a_fencing_kernel():
+    acc = np.zeros(3, np.float16)
+    count_fenced[GROUPS, THREADS](acc)
+    np.testing.assert_array_equal(acc, np.bincount(np.arange(N) % 3).astype(np.float16))
+    assert "nm_atomic_hadd_cdev(" in metal.compile_msl(count_fenced.py_func, (types.float16[::1],))
+
+
 def test_the_msl_is_a_compare_and_swap_loop_on_the_32_bit_word():
     msl = metal.compile_msl(count.py_func, (types.float16[::1], types.float16[::1], types.int32))
     assert "nm_atomic_hadd_dev(" in msl
