@@ -188,30 +188,27 @@ def test_shared_arrays_including_an_odd_length_one():
 
 
 @metal.jit(device=True)
-def count_in_device_function(out):
-    """A device function's shared array lives in the kernel's threadgroup pool."""
-    s = metal.shared.array(3, np.float16)
+def count_into(s, out, step):
+    """Every thread of the group adds step to s[t % 3]; the group's totals go to its row of out."""
     t = metal.threadIdx.x
     if t < 3:
         s[t] = 0
     metal.syncthreads()
-    metal.fp16.atomicAdd(s, t % 3, 1)
+    metal.fp16.atomicAdd(s, t % 3, step)
     metal.syncthreads()
     if t < 3:
         out[metal.blockIdx.x, t] = s[t]
 
 
+@metal.jit(device=True)
+def count_in_device_function(out):
+    """A device function's shared array lives in the kernel's threadgroup pool."""
+    count_into(metal.shared.array(3, np.float16), out, 1)
+
+
 @metal.jit
 def count_in_dynamic_shared_memory(out, out_dynamic):
-    d = metal.shared.array(0, np.float16)
-    t = metal.threadIdx.x
-    if t < 3:
-        d[t] = 0
-    metal.syncthreads()
-    metal.fp16.atomicAdd(d, t % 3, 2)
-    metal.syncthreads()
-    if t < 3:
-        out_dynamic[metal.blockIdx.x, t] = d[t]
+    count_into(metal.shared.array(0, np.float16), out_dynamic, 2)
     count_in_device_function(out)
 
 
