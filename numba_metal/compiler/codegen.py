@@ -512,6 +512,11 @@ class FunctionLowering:
             return msl.pointer_cast(msl.pointer("threadgroup", element),
                                     msl.binary("+", self.env("tgpool"), str(offset)))
         name = self.fresh_name("nm_shared")
+        if length and nbytes // length < 4:
+            # Narrow elements are stored in aligned 32-bit words, so that the word an atomic on a half
+            # compares and swaps (fp16.atomicAdd) lies inside the array.
+            self.declare(msl.declare_array("uint", name, -(-nbytes // 4), space="threadgroup"))
+            return msl.pointer_cast(msl.pointer("threadgroup", element), name)
         self.declare(msl.declare_array(element, name, length, space="threadgroup"))
         return name
 

@@ -480,7 +480,24 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
     NM_ATOMIC_FLOAT_OP(SFX, AS, fmax, (v > o ? v : o))                                             \
     NM_ATOMIC_FLOAT_OP(SFX, AS, fmin, (v < o ? v : o))                                             \
     NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmax, (isnan(o) ? v : (isnan(v) ? o : (v > o ? v : o))))        \
-    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))        \
+    NM_INLINE half nm_atomic_hadd_##SFX(AS half* p, half v) {                                 \
+        /* Metal has no 16-bit atomics: a CAS loop on the aligned 32-bit word holding the half */ \
+        /* (little-endian: the half at the lower address is the low 16 bits), changing only   */ \
+        /* its bits. The word lies inside the allocation: device buffers are whole pages and   */ \
+        /* threadgroup half arrays are declared as 32-bit words.                               */ \
+        uint low = uint(reinterpret_cast<ulong>(p)) & 2u;                                     \
+        AS atomic_uint* q = (AS atomic_uint*)(p - (low >> 1));                                \
+        uint shift = low * 8u;                                                                \
+        uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
+        while (true) {                                                                        \
+            half o = as_type<half>(ushort(old >> shift));                                     \
+            uint nv = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(half(o + v))) << shift); \
+            if (nv == old) return o;                                                          \
+            if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,      \
+                                                      memory_order_relaxed)) return o;        \
+        }                                                                                     \
+    }
 #define NM_ATOMIC_FLOAT_OP(SFX, AS, NAME, EXPR)                                                   \
     NM_INLINE float nm_atomic_##NAME##_##SFX(AS float* p, float v) {                          \
         AS atomic_uint* q = (AS atomic_uint*)p;                                               \

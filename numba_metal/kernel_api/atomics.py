@@ -6,6 +6,11 @@ numba.cuda's ``metal.atomic.add/sub/max/min/nanmax/nanmin/and_/or_/xor/exch/inc/
 natively; float32 add/sub natively on device memory and through compare-and-swap loops elsewhere
 (float max/min, float on threadgroup memory). Metal has no general 64-bit atomics: refused. All
 operations use relaxed memory order, the only order MSL atomics offer.
+
+numba.cuda's ``fp16.atomicAdd`` (CUDA-C's ``atomicAdd(__half*, __half)``) is here too, as
+``fp16.atomicAdd(ary, idx, val)`` on a float16 array: Metal has no 16-bit atomics, so it is a
+compare-and-swap loop on the aligned 32-bit word holding the half, which changes only that half's 16 bits.
+numba.cuda's ``atomic.*`` refuse float16 arrays; so do these, pointing at ``fp16.atomicAdd``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.typing import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
+from .fp16 import atomicAdd as half_atomic_add
 from .stubs import Stub
 
 _OPS = ("add", "sub", "max", "min", "nanmax", "nanmin", "and_", "or_", "xor", "exch", "inc", "dec")
@@ -66,10 +72,14 @@ def _check_array(name, ary, idx):
     if space not in ("device", "threadgroup"):
         raise UnsupportedFeatureError(f"metal.{name}: atomics work on device and shared (threadgroup) "
                                       f"arrays, not {space} arrays")
+    if ary.dtype == types.float16 and name != half_atomic_add.path:
+        raise UnsupportedFeatureError(f"metal.{name} on float16: numba.cuda's atomics take no float16 "
+                                      "arrays; use metal.fp16.atomicAdd(ary, idx, val) (numba.cuda's "
+                                      "cuda.fp16.atomicAdd), or a float32 array")
     if ary.dtype in (types.int64, types.uint64, types.float64):
         raise UnsupportedFeatureError(f"metal.{name} on {ary.dtype}: Metal has no 64-bit atomic "
                                       "read-modify-write operations; use int32, uint32 or float32")
-    if ary.dtype not in (types.int32, types.uint32, types.float32):
+    if ary.dtype not in (types.int32, types.uint32, types.float32, types.float16):
         raise UnsupportedFeatureError(f"metal.{name}: atomics support int32, uint32 and float32 "
                                       f"arrays, not {ary.dtype}")
     nidx = len(idx) if isinstance(idx, types.BaseTuple) else 1
@@ -148,6 +158,24 @@ class CompareExchangeTemplate(AbstractTemplate):
         return signature(types.Tuple((ary.dtype, types.boolean)), ary, idx, ary.dtype, ary.dtype)
 
 
+class HalfAtomicAddTemplate(AbstractTemplate):
+    key = half_atomic_add
+
+    def generic(self, args, kws):
+        name = half_atomic_add.path
+        if kws or len(args) != 3:
+            raise UnsupportedFeatureError(f"metal.{name}(ary, idx, val) takes 3 arguments: numba-metal kernels "
+                                          "have no pointers, so the address of numba.cuda's "
+                                          "atomicAdd(address, val) is an array and an index")
+        ary, idx, val = (types.unliteral(a) for a in args)
+        _check_array(name, ary, idx)
+        if ary.dtype != types.float16:
+            raise UnsupportedFeatureError(f"metal.{name}: needs a float16 array, not {ary.dtype}; use "
+                                          "metal.atomic.add for other element types")
+        return signature(types.float16, ary, idx, types.float16)
+
+
+typing.register_global(half_atomic_add, types.Function(HalfAtomicAddTemplate))
 typing.register_global(cas, types.Function(CasTemplate))
 typing.register_global(compare_and_swap, types.Function(CompareAndSwapTemplate))
 typing.register_global(atomic_compare_exchange, types.Function(CompareExchangeTemplate))
@@ -210,6 +238,14 @@ def _lower_update(lc, sig, args):
         atomic = msl.pointer_cast(lc.pointer(space, "atomic_float"), ptr)
         return Value(msl.call(_NATIVE_FLOAT_DEVICE[op], atomic, v, _RELAXED), dtype)
     return Value(msl.call(_helper(lc, aty, _LOOP_OPERATION[op]), ptr, v), dtype)
+
+
+@lowering.call(half_atomic_add)
+def _lower_half_atomic_add(lc, sig, args):
+    ary, idx, val = args
+    aty = types.unliteral(sig.args[0])
+    ptr = element_address(lc, ary, idx)
+    return Value(msl.call(_helper(lc, aty, "hadd"), ptr, lc.cast(val, types.float16)), types.float16)
 
 
 @lowering.call(cas)

@@ -34,6 +34,10 @@ for _function in F.FP16 + F.FP16_CUDA_C:
 fp16 = pytypes.ModuleType("numba_metal.metal.fp16", "numba.cuda's cuda.fp16 functions on MSL's half.")
 for _name, _stub in _STUBS.items():
     setattr(fp16, _name, _stub)
+# Typed and lowered with the other atomics (kernel_api/atomics.py).
+atomicAdd = Stub("fp16.atomicAdd", "fp16.atomicAdd(ary, idx, val): atomically add the float16 val to ary[idx] "
+                                   "(rounded to half); returns the old value")
+fp16.atomicAdd = atomicAdd
 
 #: Types NumPy combines with float16 into a float16.
 _NARROW = (types.float16, types.int8, types.uint8, types.boolean)
