@@ -80,6 +80,9 @@ def runs_ok(device, queue) -> bool:
 
 def test_ctrl_c_interrupts_a_wait_for_a_kernel_that_never_ends(device):
     result = child('''
+        # Ctrl-C as an interactive Python has it: a test run started in the background (a shell's `cmd &`)
+        # inherits SIGINT ignored, and the interpreter then installs no KeyboardInterrupt handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         q = dev.new_queue()
         q.dispatch(spin, [flag], [0], [0], None, 31, [], (4, 1, 1), (32, 1, 1))
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
