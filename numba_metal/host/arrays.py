@@ -163,7 +163,7 @@ class DeviceNDArray:
     """
 
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
-                 "_binding", "stream", "__weakref__")
+                 "_binding", "stream", "_view", "__weakref__")
 
     def __init__(self, buffer, offset, shape, strides, dtype, context, stream=0):
         self.buffer = buffer
@@ -177,6 +177,7 @@ class DeviceNDArray:
         self._nbtype = None
         self._binding = None   # binding(), made by the first launch
         self.stream = stream   # the default stream of its copies, views and assignments (``bind``)
+        self._view = None      # _host_view(), made once
 
     def argument_key(self) -> "ArrayKey":
         """The (interned) key a launch looks this array's specialisation up by."""
@@ -238,8 +239,19 @@ class DeviceNDArray:
     # -- host views of the shared memory ----------------------------------------------------
 
     def _host_view(self) -> np.ndarray:
-        """A NumPy view of this array's memory (no wait; callers wait first)."""
-        return _view_of(self.buffer, self.offset, self.shape, self.strides, self.dtype)
+        """A NumPy view of this array's memory without waiting: for its geometry (views, reshapes) and for
+        memory no queued work can use (a new array). The host reads and writes through :meth:`_memory`."""
+        view = self._view
+        if view is None:
+            view = self._view = _view_of(self.buffer, self.offset, self.shape, self.strides, self.dtype)
+        return view
+
+    def _memory(self, stream=0) -> np.ndarray:
+        """A NumPy view of this array's memory for the host to read or write: after the device work that may
+        use it (``streams.wait_for_host_access``). Every host access of a device array's elements goes
+        through here (``__array__``, which must keep the buffer alive, calls the same wait)."""
+        _streams.wait_for_host_access(self.context, stream)
+        return self._host_view()
 
     # -- copies -----------------------------------------------------------------------------
 
@@ -252,8 +264,7 @@ class DeviceNDArray:
             if not isinstance(ary, np.ndarray):
                 raise MetalTypeError(f"copy_to_host(ary=...) needs a NumPy array, not {type(ary).__name__}")
             _check_compatible(self, ary, "copy_to_host")
-        _streams.wait_for_host_access(self.context, stream)
-        src = self._host_view()
+        src = self._memory(stream)
         start = profiling.now_ns() if profiling.listeners else 0
         if ary is None:
             out = src.copy(order="K" if self.layout != "A" else "C")
@@ -273,16 +284,15 @@ class DeviceNDArray:
         if isinstance(ary, DeviceNDArray):
             check_same_device(self.context, ary, "the source of copy_to_device()")
             _check_compatible(self, ary, "copy_to_device")
-            _streams.wait_for_host_access(self.context, stream)
-            src = ary._host_view()
+            src = ary._memory(stream)
         else:
             src = np.asarray(ary)
             _check_compatible(self, src, "copy_to_device")
-            _streams.wait_for_host_access(self.context, stream)
+        dst = self._memory(stream)
         if not self.size:
             return
         start = profiling.now_ns() if profiling.listeners else 0
-        np.copyto(self._host_view(), src.reshape(self.shape))
+        np.copyto(dst, src.reshape(self.shape))
         if start:
             profiling.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
                            nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
@@ -297,9 +307,9 @@ class DeviceNDArray:
         partial indices, a host scalar for one element (after the work of ``stream``)."""
         stream = self._stream(stream)
         view = self._host_view()
-        sub = view[index]
+        sub = view[index]   # for its geometry: an element read here may predate the work that writes it
         if not isinstance(sub, np.ndarray) or (sub.ndim == 0 and _is_scalar_index(index, self.ndim)):
-            _streams.wait_for_host_access(self.context, stream)
+            sub = self._memory(stream)[index]
             return sub[()] if isinstance(sub, np.ndarray) else sub
         if not np.shares_memory(sub, view) and sub.size:
             raise UnsupportedFeatureError("advanced (fancy) indexing of device arrays is not supported; "
@@ -315,15 +325,13 @@ class DeviceNDArray:
         array's dtype. The memory is shared, so the host writes it after the work of ``stream`` (0: of
         every stream); the assignment is complete when this returns."""
         stream = self._stream(stream)
-        view = self._host_view()
-        target_shape = np.shape(view[index])
+        target_shape = np.shape(self._host_view()[index])
         if isinstance(value, DeviceNDArray):
             check_same_device(self.context, value, "the value assigned to a device array")
-            _streams.wait_for_host_access(self.context, stream)
-            rhs = value._host_view()
+            rhs = value._memory(stream)
         else:
             rhs = np.asarray(value)
-            _streams.wait_for_host_access(self.context, stream)
+        view = self._memory(stream)
         if rhs.ndim > len(target_shape):
             raise MetalValueError(f"Can't assign {rhs.ndim}-D array to {len(target_shape)}-D self")
         shape = (1,) * (len(target_shape) - rhs.ndim) + rhs.shape
@@ -540,11 +548,11 @@ class DeviceNDArray:
                               f"to {_dlpack.device_name(own[0])} 0 or kDLCPU 0")
         _synchronize_for_export(self.context, stream, on_host=target[0] == _dlpack.DeviceType.kDLCPU)
         src = self
-        if copy:   # a new buffer on this array's device (which need not be the current one)
+        if copy:   # a new buffer on this array's device (which need not be the current one), copied by the host
             strides = _contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
             src = DeviceNDArray(_new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
                                 self.context)
-            np.copyto(src._host_view(), self._host_view())
+            np.copyto(src._host_view(), self._memory())
         versioned = max_version is not None and int(max_version[0]) >= 1
         version = min(_dlpack.VERSION, (int(max_version[0]), int(max_version[1]))) if versioned else None
         if target[0] == _dlpack.DeviceType.kDLCPU:
@@ -702,14 +710,77 @@ class MappedNDArray(np.ndarray):
     ``device_buffer`` is the runtime buffer holding it and ``device_context`` the device it is on (None for
     arrays NumPy derives from it by computing, which keep the class but not the memory).
 
+    Launches that use it are asynchronous, yet the host never reads it before the work that writes it: its
+    methods (item access, ``item``, ``tolist``, ``repr``, iteration, copies...), the ufuncs it is given
+    (arithmetic, comparisons, reductions) and NumPy's functions wait for the device's work first, as a device
+    array's host accesses do. What reads its memory without calling it (``np.asarray(m)``,
+    ``m.view(np.ndarray)``, ``memoryview(m)``, C extensions) does not wait: synchronize before that.
+
     Raises:
-        nothing: it is a NumPy array (its operations raise NumPy's errors); ``mapped_array`` makes it, and lists
-            that function's errors.
+        MetalRuntimeError, KernelBoundsError, KernelRaisedError: as ``synchronize``: the work waited for before
+            a host access failed. Otherwise it is a NumPy array (its operations raise NumPy's errors);
+            ``mapped_array`` makes it, and lists that function's errors.
     """
 
     def __array_finalize__(self, obj):
         self.device_buffer = getattr(obj, "device_buffer", None)
         self.device_context = getattr(obj, "device_context", None)
+
+    def _wait_for_device(self) -> None:
+        ctx = self.device_context
+        if ctx is not None:
+            _streams.wait_for_host_access(ctx)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        # Operands and outputs as plain NumPy arrays after the wait; results computed from a mapped array
+        # are host arrays, not unified memory.
+        args = [_waited(x) for x in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(_waited(x) for x in out)
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if out is None or method == "at":
+            return result
+        return out[0] if len(out) == 1 else out
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._wait_for_device()
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def _waited(x):
+    if isinstance(x, MappedNDArray):
+        x._wait_for_device()
+        return x.view(np.ndarray)
+    return x
+
+
+#: The NumPy methods that read or write a mapped array's elements without going through a ufunc or a NumPy
+#: function: each waits for the device's work first.
+_ELEMENT_METHODS = ("__getitem__", "__setitem__", "__iter__", "__contains__", "__repr__", "__str__", "__format__",
+                    "__bool__", "__int__", "__float__", "__complex__", "__index__", "__reduce__", "__reduce_ex__",
+                    "__copy__", "__deepcopy__", "__dlpack__", "item", "tolist", "tobytes", "tofile", "dump", "dumps",
+                    "copy", "astype", "flatten", "ravel", "fill", "sort", "argsort", "partition", "argpartition",
+                    "take", "put", "repeat", "choose", "compress", "nonzero", "searchsorted", "argmax", "argmin",
+                    "byteswap", "getfield", "setfield", "dot", "trace", "round", "clip", "cumsum", "cumprod")
+
+
+def _waiting(name):
+    method = getattr(np.ndarray, name)
+
+    def waiting(self, *args, **kwargs):
+        ctx = self.device_context
+        if ctx is not None:
+            _streams.wait_for_host_access(ctx)
+        return method(self, *args, **kwargs)
+
+    waiting.__name__ = name
+    waiting.__qualname__ = f"MappedNDArray.{name}"
+    waiting.__doc__ = method.__doc__
+    return waiting
+
+
+for _name in _ELEMENT_METHODS:
+    setattr(MappedNDArray, _name, _waiting(_name))
 
 
 # ---------------------------------------------------------------------------------------------

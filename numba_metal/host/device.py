@@ -44,6 +44,9 @@ class DeviceContext:
         #: the kernels' launch states on this device (host/launch.py), which hold their last arrays
         self.launch_states: "weakref.WeakSet" = weakref.WeakSet()
         self.lock = threading.Lock()
+        #: a launch was submitted since the last wait for every stream (host/streams.py: what a host
+        #: access of device memory must wait for)
+        self.unwaited = False
 
     @property
     def kind(self) -> str:

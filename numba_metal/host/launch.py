@@ -98,6 +98,9 @@ class LaunchState:
                     self._set_grid(griddim, blockdim)
             output = self.output.bind(queue) if self.output is not None else None
             work_id = queue.submit(self.dispatch, self.arg_size)
+        # After the submit: the next host access of device memory waits for this work.
+        self.ctx.unwaited = True
+        _launched.flag = True
         if output is not None:
             self.output.pending(output)
         if start or bound:
@@ -206,5 +209,6 @@ class LaunchState:
 # ``profiling.listeners`` is only ever changed in place, so the launch may hold the list itself.
 _listeners = profiling.listeners
 _now = profiling.now_ns
+_launched = _streams.launched
 
 __all__ = ["LaunchState"]

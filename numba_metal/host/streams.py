@@ -195,13 +195,23 @@ def timed_wait(queue, what: str) -> None:
 
 
 def _wait_all(ctx, what: str) -> None:
+    # Cleared before the waits, set again by any launch after them (see ``wait_for_host_access``).
+    ctx.unwaited = False
+    launched.flag = False
     first_error = None
-    retired = ctx.take_retired_queues()
-    for q in ctx.all_queues() + retired:
-        try:
-            timed_wait(q, what)
-        except NumbaMetalError as e:
-            first_error = first_error or e
+    completed = False
+    try:
+        retired = ctx.take_retired_queues()
+        for q in ctx.all_queues() + retired:
+            try:
+                timed_wait(q, what)
+            except NumbaMetalError as e:
+                first_error = first_error or e
+        completed = True
+    finally:
+        if not completed:   # interrupted (Ctrl-C): work may be left
+            ctx.unwaited = True
+            launched.flag = True
     check_faults(ctx)
     if first_error is not None:
         raise first_error
@@ -223,12 +233,32 @@ def synchronize() -> None:
     _wait_all(_device.current(), "synchronize")
 
 
-def wait_for_host_access(ctx, stream) -> None:
-    """Before the host touches device memory: wait for ``stream`` (0: all streams) and report faults."""
-    if stream is None or (isinstance(stream, int) and stream == 0):
+class Launched(threading.local):
+    """Whether the calling thread launched work since its last wait for every stream: its failures are
+    reported only by its own waits, so a host access of such a thread must wait, whatever else is known."""
+
+    flag = False
+
+
+#: Every launch sets ``ctx.unwaited = True`` and ``launched.flag = True`` just after submitting its work
+#: (host/launch.py), so that the next :func:`wait_for_host_access` waits for it.
+launched = Launched()
+
+
+def wait_for_host_access(ctx, stream=0) -> None:
+    """Before the host reads or writes device memory: wait for the work of every stream of the device
+    (any kernel queued on any stream may use that memory; numba-metal does not track which buffers queued
+    work uses), then report faults. ``stream`` (numba.cuda's argument of host copies) must be a stream of
+    the device; the wait covers it with the others. Every host access of device memory goes through
+    here: ``DeviceNDArray``'s item access, copies, NumPy and DLPack views, and mapped arrays' methods.
+
+    The shortcut: when no launch was submitted since a wait for every stream (``ctx.unwaited``), and
+    none by this thread since its own (whose failures only its waits report), there is nothing to wait for."""
+    if stream:
+        resolve(stream, ctx)   # a stream of another device, or not a stream: refused as before
+    if ctx.unwaited or launched.flag:
         _wait_all(ctx, "copy")
-    else:
-        timed_wait(resolve(stream, ctx), "copy")
+    elif ctx.pending_checks:
         check_faults(ctx)
 
 
