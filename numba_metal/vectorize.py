@@ -19,6 +19,7 @@ safely); without signatures the types of the arguments are used, compiling on fi
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 import warnings
 
@@ -601,7 +602,7 @@ class MetalGUFunc:
             operands.append(dev)
             whole.append(not core and not is_array)
         outs = [_arrays.with_unit_axis(o) if not core else o for o, core in zip(out_devs, b.outputs)]
-        nloop = int(np.prod(loop, dtype=np.int64))
+        nloop = math.prod(loop)
         if nloop and all(o.size for o in outs):
             casts = tuple(d.type for d, _ in sig[:self.nin])
             kernel = self._kernel(len(loop), tuple(whole), casts)
@@ -626,7 +627,7 @@ def _loop_shape(input_outer, output_outer) -> tuple:
     inputs, the others equal to it or "pinned" (``()`` or ``(1,)``: the same operand for every iteration);
     where that rule fails, NumPy's broadcasting of every operand's outer shape."""
     if input_outer:
-        largest = max(input_outer, key=lambda shape: int(np.prod(shape, dtype=np.int64)))
+        largest = max(input_outer, key=math.prod)
         if (all(shape == largest or shape in ((), (1,)) for shape in input_outer)
                 and all(shape == largest for shape in output_outer)):
             return largest

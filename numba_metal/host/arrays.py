@@ -9,6 +9,7 @@ bind a buffer at a byte offset; shape and strides travel in the argument block.
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -786,6 +787,11 @@ for _name in _ELEMENT_METHODS:
 # ---------------------------------------------------------------------------------------------
 
 
+#: The most bytes an array can span: kernels index with 64-bit signed integers, and NumPy's views and the
+#: runtime's sizes are 64-bit. (A device refuses far smaller arrays than this: more than its memory.)
+MAX_ARRAY_BYTES = 2**63 - 1
+
+
 def _new_buffer(ctx, nbytes):
     if not profiling.listeners:
         return ctx.device.new_buffer(max(int(nbytes), 1))
@@ -804,10 +810,11 @@ def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> 
             reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative.
+        MetalValueError: a dimension is negative; the array would span more than ``2**63 - 1`` bytes.
         NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
             ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory.
+        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory (the
+            message names the size).
     """
     ctx = _device.current()
     dtype = _as_dtype(dtype)
@@ -816,12 +823,16 @@ def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> 
         raise NumbaMetalError(f"order must be 'C' or 'F', not {order!r}")
     if strides is None:
         strides = _contiguous_strides(shape, dtype.itemsize, order)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize   # Python integers: sizes never wrap
     else:
         strides = tuple(int(s) for s in strides)
         if len(strides) != len(shape) or any(s < 0 for s in strides):
             raise NumbaMetalError(f"strides {strides} do not fit shape {shape}")
         nbytes = (sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize) if all(shape) else 0
+    if nbytes > MAX_ARRAY_BYTES:
+        raise MetalValueError(f"an array of shape {shape} and dtype {dtype} would take {nbytes} bytes, more than "
+                              f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
+                              "signed integers)")
     buf = _new_buffer(ctx, nbytes)
     return DeviceNDArray(buf, 0, shape, strides, dtype, ctx, stream)
 

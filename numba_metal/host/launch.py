@@ -190,14 +190,16 @@ class LaunchState:
                 "threadgroups")
         if config.grid_error is not None:
             raise KernelLaunchError(f"kernel {kernel.name}(): {config.grid_error}")
-        if self.abi.dynamic_threadgroup_memory:
-            sharedmem = config.sharedmem
-            total = self.static_shared + (sharedmem + 15) // 16 * 16
-            if total > self.max_shared:
-                raise KernelLaunchError(
-                    f"kernel {kernel.name}(): {sharedmem} bytes of dynamic shared memory plus "
-                    f"{self.static_shared} static exceed the device's {self.max_shared} bytes of "
-                    "threadgroup memory")
+        # A launch asks for its dynamic shared memory whether or not the kernel declares any (as CUDA's
+        # launch does): more than the device has is refused either way.
+        sharedmem = config.sharedmem
+        total = self.static_shared + (sharedmem + 15) // 16 * 16
+        if total > self.max_shared:
+            declares = "" if self.abi.dynamic_threadgroup_memory else " (the kernel declares none)"
+            raise KernelLaunchError(
+                f"kernel {kernel.name}(): {sharedmem} bytes of dynamic shared memory{declares} plus "
+                f"{self.static_shared} static exceed the device's {self.max_shared} bytes of "
+                "threadgroup memory")
         config.checked = self
 
     def _pack_error(self, e):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import types as pytypes
 
 import numpy as np
@@ -120,7 +121,7 @@ def _lower_shared(lc, sig, args, **kws):
     shape = _literal_shape(sig.args[0])
     elem = lc.element_type(rt.dtype)
     itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 0
+    total = math.prod(shape) if shape else 0   # Python integers: a size never wraps to 0 (dynamic memory)
     if total == 0:
         # Dynamic shared memory: sized by the launch's sharedmem argument; every dynamic array aliases it.
         data, nbytes = lc.dynamic_shared_memory()
@@ -136,7 +137,7 @@ def _lower_local(lc, sig, args, **kws):
     shape = _literal_shape(sig.args[0])
     elem = lc.element_type(rt.dtype)
     itemsize = rt.dtype.bitwidth // 8 if hasattr(rt.dtype, "bitwidth") else 1
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 0
+    total = math.prod(shape) if shape else 0
     if total <= 0:
         lc.error("metal.local.array needs a positive constant size")
     return array_value(lc, rt, lc.local_array(elem, total, total * itemsize), list(shape))
