@@ -259,6 +259,8 @@ def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
 
 def _size(arr: Value) -> str:
     n = arr.type.ndim
+    if n == 0:
+        return msl.long_literal(1)   # a 0-d array holds one element
     if n == 1:
         return _shape(arr, 0)
     size = _shape(arr, 0)

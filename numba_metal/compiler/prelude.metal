@@ -38,6 +38,12 @@ template <typename P, int N> struct nm_arr {
     long shape[N];
     long strides[N];
 };
+// A 0-d array has no axes; C++ has no arrays of length 0, so its members have one unused element.
+template <typename P> struct nm_arr<P, 0> {
+    P data;
+    long shape[1];
+    long strides[1];
+};
 
 // Python's negative-index wraparound.
 NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }

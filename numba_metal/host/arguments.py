@@ -44,6 +44,35 @@ _DTYPE_NAMES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "u
 TUPLE = "T"   # key of a tuple: (TUPLE, item keys...)
 
 
+class ScalarKey:
+    """The key of NumPy scalars of a dtype Python has no scalar type for (a record of a structured dtype),
+    typed as numba.cuda types them. Interned (:func:`scalar_key`), so it compares and hashes by identity.
+    (A 0-d NumPy array is an array: its key is an ``ArrayKey`` with ``ndim`` 0.)"""
+
+    __slots__ = ("dtype", "__weakref__")
+
+    def __init__(self, dtype: np.dtype):
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"ScalarKey({self.dtype})"
+
+    def __reduce__(self):
+        return (scalar_key, (self.dtype,))
+
+
+_scalar_keys: dict = {}
+
+
+def scalar_key(dtype) -> ScalarKey:
+    """The (interned) key of NumPy scalars of this dtype."""
+    dtype = np.dtype(dtype)
+    key = _scalar_keys.get(dtype)
+    if key is None:
+        key = _scalar_keys.setdefault(dtype, ScalarKey(dtype))
+    return key
+
+
 class ArgHint:
     """numba.cuda's argument hints: how a NumPy array argument travels to the device and back. A device
     array (or mapped array) passed in a hint is used as it is."""
@@ -112,7 +141,7 @@ def arg_key(value, position: int):
     if isinstance(value, tuple):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
     if isinstance(value, np.void) and value.dtype.names:
-        return array_key(value.dtype, 0, "C")   # a record (structured dtype): typed as numba.cuda does
+        return scalar_key(value.dtype)   # a record (structured dtype): typed as numba.cuda does
     if isinstance(value, ArgHint):
         if not isinstance(value.value, (np.ndarray, DeviceNDArray)):
             raise KernelLaunchError(f"argument {position} is {type(value).__name__}() of a "
@@ -120,7 +149,7 @@ def arg_key(value, position: int):
                                     "values as they are")
         return arg_key(value.value, position)
     if isinstance(value, np.generic):
-        return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else array_key(np.dtype(t), 0, "C")
+        return np.dtype(t).type if np.dtype(t).type in _SCALAR_SET else scalar_key(np.dtype(t))
     if isinstance(value, DeviceFunctionBase):
         return value  # a device function argument specialises the kernel on the function; nothing is passed
     if isinstance(value, enum.Enum):
@@ -162,9 +191,9 @@ def raw_keyer(nargs: int):
 def numba_type_of_key(key):
     """The Numba type an argument with this key gets (imports Numba)."""
     if type(key) is ArrayKey:
-        if key.ndim == 0:  # a NumPy scalar of a dtype without a Python scalar type
-            return array_type(key.dtype, 1, "C").dtype
         return array_type(key.dtype, key.ndim, key.layout, key.readonly)
+    if type(key) is ScalarKey:
+        return array_type(key.dtype, 1, "C").dtype
     if isinstance(key, DeviceFunctionBase):
         from numba import typeof
         return typeof(key)
@@ -209,11 +238,13 @@ def canonical(key) -> str:
     if type(key) is ArrayKey:
         dtype = key.dtype
         name = dtype.name if dtype.isnative and dtype.fields is None else None
-        if key.ndim == 0 or name not in _DTYPE_NAMES:
+        if name not in _DTYPE_NAMES:
             raise NotCanonical(str(dtype))
         return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
+    if type(key) is ScalarKey:
+        raise NotCanonical(str(key.dtype))
     if isinstance(key, DeviceFunctionBase) or isinstance(key, type) and issubclass(key, enum.Enum) \
             or key in _UNCANONICAL:
         raise NotCanonical(key.__name__)

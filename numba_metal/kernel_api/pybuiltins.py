@@ -181,6 +181,8 @@ def _len(lc, sig, args):
     (x,) = args
     ty = types.unliteral(x.type)
     if isinstance(ty, types.Array):
+        if ty.ndim == 0:
+            lc.error("len() of a 0-d array: it has no length (NumPy raises TypeError); use .size")
         return Value(msl.index(msl.member(x.expr, "shape"), 0), types.intp)
     if isinstance(ty, types.BaseTuple):
         return Value(msl.long_literal(len(ty)), types.intp)
