@@ -64,30 +64,37 @@ static uint64_t g_time_limit_ns;
 static size_t g_page;
 static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
 
+/* One line per environment variable whose value was refused: the variable, its value and what is used. */
+static char g_config_warnings[2048];
+
+/* The integer value of environment variable `name` if it is set to a whole decimal integer in lo..hi,
+   else `fallback` (and a line in g_config_warnings naming the variable, its value and `used`). */
+static long long config_integer(const char *name, long long lo, long long hi, long long fallback,
+                                const char *used) {
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == 0 && end != s && *end == '\0' && v >= lo && v <= hi) return v;
+    size_t n = strlen(g_config_warnings);
+    snprintf(g_config_warnings + n, sizeof g_config_warnings - n,
+             "%s='%.64s' is not an integer from %lld to %lld; using %s\n", name, s, lo, hi, used);
+    return fallback;
+}
+
 static void config_init(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     g_threads = cores > 0 ? (uint32_t)cores : 1;
-    const char *t = getenv("NUMBA_METAL_CPU_THREADS");
-    if (t && *t) {
-        long v = strtol(t, NULL, 10);
-        if (v >= 1 && v <= 1024) g_threads = (uint32_t)v;
-    }
-    g_stack_bytes = 128 * 1024;
-    const char *s = getenv("NUMBA_METAL_CPU_STACK_KB");
-    if (s && *s) {
-        long v = strtol(s, NULL, 10);
-        if (v >= 16 && v <= 65536) g_stack_bytes = (uint64_t)v * 1024;
-    }
-    const char *spin = getenv("NUMBA_METAL_CPU_SPIN_US");
-    if (spin && *spin) {
-        long v = strtol(spin, NULL, 10);
-        if (v >= 0 && v <= 100000) g_spin_ns = (uint64_t)v * 1000;
-    }
-    const char *limit = getenv("NUMBA_METAL_CPU_TIME_LIMIT_MS");
-    if (limit && *limit) {
-        long long v = strtoll(limit, NULL, 10);
-        if (v > 0 && v <= 1000000000ll) g_time_limit_ns = (uint64_t)v * 1000000ull;
-    }
+    char used[64];
+    snprintf(used, sizeof used, "%u (the online cores)", g_threads);
+    g_threads = (uint32_t)config_integer("NUMBA_METAL_CPU_THREADS", 1, 1024, g_threads, used);
+    g_stack_bytes = (uint64_t)config_integer("NUMBA_METAL_CPU_STACK_KB", 16, 65536, 128, "128") * 1024;
+    snprintf(used, sizeof used, "%llu", (unsigned long long)(g_spin_ns / 1000));
+    g_spin_ns = (uint64_t)config_integer("NUMBA_METAL_CPU_SPIN_US", 0, 100000, (long long)(g_spin_ns / 1000),
+                                         used) * 1000;
+    g_time_limit_ns = (uint64_t)config_integer("NUMBA_METAL_CPU_TIME_LIMIT_MS", 0, 1000000000ll, 0,
+                                               "0 (no limit)") * 1000000ull;
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     g_stack_bytes = (g_stack_bytes + g_page - 1) & ~(uint64_t)(g_page - 1);
 }
@@ -105,6 +112,11 @@ uint64_t nm_cpu_stack_bytes(void) {
 uint64_t nm_cpu_default_time_limit_ns(void) {
     pthread_once(&g_config_once, config_init);
     return g_time_limit_ns;
+}
+
+const char *nm_config_warnings(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_config_warnings;
 }
 
 /* MARK: - workers */

@@ -333,8 +333,8 @@ def is_available() -> bool:
 def set_kernel_time_limit(seconds: float | None) -> float | None:
     """Limit how long one kernel launch may run on the device in use: a launch still running after
     ``seconds`` is stopped and the next wait for it raises MetalRuntimeError naming the kernel (its
-    results are incomplete); later work runs normally. ``None`` (or 0): no limit, the default. Returns the
-    previous limit. numba-metal's own API (numba.cuda has none); the CPU reference device and the simulated
+    results are incomplete); later work runs normally. ``None`` (or 0, or ``float('inf')``): no limit, the
+    default. Returns the previous limit. numba-metal's own API (numba.cuda has none); the CPU reference device and the simulated
     Metal device only: on a Metal GPU macOS's watchdog already stops a command buffer that runs too long
     (UnsupportedPlatformError says so). ``NUMBA_METAL_CPU_TIME_LIMIT_MS`` sets the starting limit.
 

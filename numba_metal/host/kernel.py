@@ -8,9 +8,9 @@ them (``argtypes``, ``typed``): launching it never imports Numba.
 
 from __future__ import annotations
 
-import os
 import threading
 
+from . import settings
 from .arguments import numba_type_of_key
 from .launch import LaunchState
 
@@ -32,7 +32,7 @@ class Kernel:
         #: device context -> LaunchState (made by :meth:`launch_state`; the launch path reads it directly)
         self.launch_states: dict = {}
         self._lock = threading.Lock()
-        if os.environ.get("NUMBA_METAL_DUMP_MSL", "") not in ("", "0"):
+        if settings.flag("NUMBA_METAL_DUMP_MSL", False):
             print(f"// ---- numba-metal generated MSL: {self.name}{tuple(map(str, self.argtypes))} ----")
             print(self.msl)
 

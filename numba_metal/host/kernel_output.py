@@ -21,7 +21,6 @@ that has exited left goes to the next wait of any thread, and its buffers are th
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import threading
 import warnings
@@ -30,7 +29,9 @@ import weakref
 import numpy as np
 
 from numba_metal.compiler import kernel_io
-from numba_metal.errors import KernelBoundsError, KernelRaisedError, NumbaMetalError
+from numba_metal.errors import KernelBoundsError, KernelRaisedError
+
+from . import settings
 
 #: Default bytes of a print buffer.
 DEFAULT_PRINT_BUFFER_BYTES = 1 << 20
@@ -41,16 +42,7 @@ class PrintOutputTruncated(UserWarning):
 
 
 def print_buffer_bytes() -> int:
-    text = os.environ.get("NUMBA_METAL_PRINT_BUFFER_BYTES", "").strip()
-    if not text:
-        return DEFAULT_PRINT_BUFFER_BYTES
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 64 <= value <= 1 << 31:
-        raise NumbaMetalError(f"NUMBA_METAL_PRINT_BUFFER_BYTES={text!r} is not a size in bytes from 64 to 2**31")
-    return value
+    return settings.integer("NUMBA_METAL_PRINT_BUFFER_BYTES", DEFAULT_PRINT_BUFFER_BYTES, 64, 1 << 31)
 
 
 _formats: dict = {}   # format key -> pieces, of every print() of every kernel launched

@@ -25,6 +25,7 @@ import atexit
 import hashlib
 import os
 import sys
+import warnings
 import weakref
 from typing import NamedTuple
 
@@ -32,6 +33,7 @@ from numba_metal.errors import (
     KernelCompilationError,
     KernelLaunchError,
     MetalRuntimeError,
+    NumbaMetalWarning,
     UnsupportedPlatformError,
 )
 from numba_metal.runtime import _loader
@@ -287,12 +289,13 @@ class Device:
 
     def set_time_limit(self, seconds: float | None) -> None:
         """Stops any dispatch that runs longer than ``seconds`` on this device; its wait raises MetalRuntimeError
-        naming the kernel. None or 0: no limit (the default, unless NUMBA_METAL_CPU_TIME_LIMIT_MS is set). The
+        naming the kernel. None, 0 or ``inf`` (or more than 2**64 ns): no limit (the default, unless NUMBA_METAL_CPU_TIME_LIMIT_MS is set). The
         CPU device and the simulated Metal device only: a Metal GPU has the OS's watchdog
         (UnsupportedPlatformError)."""
         if seconds is not None and not seconds >= 0:
             raise MetalRuntimeError(f"time limit {seconds!r} is not a number of seconds >= 0 (None: no limit)")
-        ns = 0 if not seconds else max(1, round(seconds * 1e9))
+        # Infinity, and any limit beyond what the runtime counts (2**64 ns, 584 years), is no limit.
+        ns = 0 if not seconds or seconds >= _NO_LIMIT_SECONDS else max(1, round(seconds * 1e9))
         rc = load()[1].nm_device_set_time_limit(self.handle, ns)
         if rc:
             _raise(rc)
@@ -328,17 +331,31 @@ class Device:
                                                    "last_math_mode", "last_math_functions", "last_language_version")}
 
 
+#: Time limits from this many seconds on (2**64 ns: the runtime's counter) are no limit.
+_NO_LIMIT_SECONDS = 2**64 / 1e9
+
+_dump_failures: set = set()   # directories already warned about
+
+
 def _dump_msl(directory: str, source: str) -> None:
-    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file)."""
+    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file).
+    A directory that cannot be written warns, once, and the compile goes on: a debugging aid never fails a
+    launch."""
     name = hashlib.sha256(source.encode("utf-8")).hexdigest() + ".metal"
     path = os.path.join(directory, name)
     if os.path.exists(path):
         return
-    os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(source)
-    os.replace(tmp, path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    except OSError as e:
+        if directory not in _dump_failures:
+            _dump_failures.add(directory)
+            warnings.warn(NumbaMetalWarning(f"NUMBA_METAL_MSL_DUMP_DIR={directory!r}: the generated MSL cannot be "
+                                            f"written there ({e.strerror or e}); it is not dumped"), stacklevel=3)
 
 
 def dlpack_capsule_destructor() -> int:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 
-from numba_metal.errors import MetalRuntimeError
+from numba_metal.errors import MetalRuntimeError, NumbaMetalWarning
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
@@ -109,4 +110,7 @@ def load():
                 f"the runtime library {path} implements C ABI version {found} but this numba-metal needs version "
                 f"{expected}; rebuild it with `python -m numba_metal._build`")
         _loaded = (ffi, lib)
-        return _loaded
+    # The runtime's own settings (NUMBA_METAL_CPU_*) that it refused, once per process.
+    for line in ffi.string(lib.nm_config_warnings()).decode("utf-8", "replace").splitlines():
+        warnings.warn(NumbaMetalWarning(line), stacklevel=2)
+    return _loaded

@@ -214,18 +214,21 @@ def test_print_on_the_simulated_metal_device():
                                              "sim 2 2.500000 (True,)"]
 
 
-def test_bad_print_buffer_size_is_a_clear_error():
+def test_a_bad_print_buffer_size_warns_and_the_default_size_is_used():
     r = run_child("""
+        import warnings
         from numba_metal import metal
         @metal.jit
         def p():
             print(1)
-        try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             p[1, 1]()
-        except Exception as e:
-            print(type(e).__name__, e)
+            metal.synchronize()
+        print(*(f"{w.category.__name__}: {w.message}" for w in caught))
     """, NUMBA_METAL_PRINT_BUFFER_BYTES="lots")
-    assert "NumbaMetalError NUMBA_METAL_PRINT_BUFFER_BYTES='lots' is not a size in bytes" in r.stdout
+    assert r.stdout.splitlines() == ["1", "NumbaMetalWarning: NUMBA_METAL_PRINT_BUFFER_BYTES='lots' is not an "
+                                          "integer from 64 to 2147483648; using 1048576 (the default)"], r.stderr
 
 
 

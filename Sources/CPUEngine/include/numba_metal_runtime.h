@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 6
+#define NM_ABI_VERSION 7
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -153,6 +153,9 @@ typedef struct {
 uint32_t nm_abi_version(void);
 const char *nm_last_error(void);            /* this thread's message for its last failed call */
 uint64_t nm_now_ns(void);                   /* host monotonic clock, the base of work timestamps */
+const char *nm_config_warnings(void);       /* the runtime's NUMBA_METAL_* settings whose values were refused,
+                                               one line each naming the variable, its value and the value
+                                               used instead; "" when there are none (read once per process) */
 
 /* ---- devices ---- */
 int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (Apple family 7 and later,

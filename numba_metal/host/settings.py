@@ -1,0 +1,72 @@
+"""The environment variables the host layer reads, parsed in one place.
+
+A value that is not valid is never ignored silently: it warns once (:class:`NumbaMetalWarning` naming the
+variable, its value and the value used instead) and the variable's default applies, as if it were unset.
+The runtime library reads its own (``NUMBA_METAL_CPU_THREADS``, ``NUMBA_METAL_CPU_STACK_KB``,
+``NUMBA_METAL_CPU_SPIN_US``, ``NUMBA_METAL_CPU_TIME_LIMIT_MS``) by the same rule and reports the values it
+refused when it is loaded (``nm_config_warnings``). Variables are read when used, not at import, so a
+program may set them before its first launch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+from numba_metal.errors import NumbaMetalWarning
+
+_warned: set = set()
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that attributes the
+    warning to the first frame outside numba-metal (the user's line)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("numba_metal"):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_once(message: str, key) -> None:
+    """A NumbaMetalWarning, once per ``key`` in the process, attributed to the user's line."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(NumbaMetalWarning(message), stacklevel=user_stacklevel())
+
+
+def _refused(name: str, text: str, expected: str, used: str) -> None:
+    warn_once(f"{name}={text!r} is not {expected}; using {used}", (name, text))
+
+
+def flag(name: str, default: bool) -> bool:
+    """An on/off variable: unset or empty is ``default``; an integer is on unless it is 0 (Numba's rule for its
+    own switches)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text) != 0
+    except ValueError:
+        _refused(name, text, "0 or 1", f"{int(default)} (the default)")
+        return default
+
+
+def integer(name: str, default: int, lo: int, hi: int) -> int:
+    """A whole number from ``lo`` to ``hi``: unset or empty is ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:
+        _refused(name, text, f"an integer from {lo} to {hi}", f"{default} (the default)")
+        return default
+    return value
+
+
+__all__ = ["flag", "integer", "warn_once", "user_stacklevel"]
