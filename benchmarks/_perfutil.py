@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 
+import bench_common  # noqa: F401 - the benchmarks' set-up: this tree's numba_metal, no performance warnings
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

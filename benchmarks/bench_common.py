@@ -81,7 +81,16 @@ def ensure_importable() -> None:
                       f"results record which one was measured (machine.numba_metal_path)")
 
 
+def quiet_performance_warnings() -> None:
+    """The benchmark programs choose their grids and arguments on purpose, small sizes included: numba-metal's
+    performance warnings are advice about a user's launches, so they are off here (and in the processes
+    the programs start, which inherit the environment)."""
+    os.environ["NUMBA_METAL_LOW_OCCUPANCY_WARNINGS"] = "0"
+    os.environ["NUMBA_METAL_WARN_ON_IMPLICIT_COPY"] = "0"
+
+
 ensure_importable()
+quiet_performance_warnings()
 
 
 # --------------------------------------------------------------------------------------------------

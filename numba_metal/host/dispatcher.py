@@ -587,7 +587,8 @@ class LaunchConfig:
         # declares dynamic threadgroup memory is always given some.
         self.shared_length = (self.sharedmem + 15) // 16 * 16 or 16
         self.checked = None
-        perf_warnings.check_grid(self.griddim)
+        # The frame that asked for this configuration: Dispatcher.__getitem__'s or configure()'s caller.
+        perf_warnings.check_grid(self.griddim, sys._getframe(2))
 
     def __call__(self, *args, **kwargs):
         if kwargs:

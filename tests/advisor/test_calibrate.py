@@ -1,6 +1,9 @@
 """advisor calibrate and the roofline classification that reads its keys."""
 import json
 import os
+import warnings
+
+from numba.core.errors import NumbaPerformanceWarning
 
 from numba_metal.advisor import calibrate, roofline
 from numba_metal.advisor.schema import (CAL_BANDWIDTH_GBPS, CAL_COMPUTE_GFLOPS, CAL_LAUNCH_OVERHEAD_US,
@@ -8,10 +11,13 @@ from numba_metal.advisor.schema import (CAL_BANDWIDTH_GBPS, CAL_COMPUTE_GFLOPS, 
                                         validate)
 
 
-def test_calibrate_writes_every_key_the_roofline_reads(run_cli, run_json):
+def test_calibrate_writes_every_key_the_roofline_reads(run_cli, run_json, monkeypatch):
     code, _, err = run_cli("calibrate", "--show")
     assert code == 2 and "no calibration stored" in err
-    code, doc, _ = run_json("calibrate", "--quick")
+    monkeypatch.setenv("NUMBA_METAL_LOW_OCCUPANCY_WARNINGS", "1")   # its small calibration grids do not warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbaPerformanceWarning)
+        code, doc, _ = run_json("calibrate", "--quick")
     assert code == 0
     validate(doc)
     path = doc["path"]

@@ -126,13 +126,16 @@ def test_report_banner_follows_the_device_kind():
 
 def test_run_all_quick_only_one_program_end_to_end(tmp_path):
     out = tmp_path / "r.json"
-    env = dict(os.environ, NUMBA_METAL_DEVICE="cpu")
+    # The switches on, as a user's environment may have them: the benchmarks still do not warn.
+    env = dict(os.environ, NUMBA_METAL_DEVICE="cpu", NUMBA_METAL_LOW_OCCUPANCY_WARNINGS="1",
+               NUMBA_METAL_WARN_ON_IMPLICIT_COPY="1")
     r = subprocess.run([sys.executable, os.path.join(BENCH, "run_all.py"), "--quick", "--only", "vector_polynomial",
                         "--size", "10,000", "--budget", "0.05", "--json", str(out)],
                        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "CPU REFERENCE DEVICE" in r.stdout and "vector_polynomial" in r.stdout
     assert "(1/1) vector_polynomial" in r.stderr  # progress lines
+    assert "Warning" not in r.stderr, r.stderr
     doc = json.loads(out.read_text())
     assert bc.validate_document(doc) == []
     [prog] = doc["programs"]
