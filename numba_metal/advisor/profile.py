@@ -25,6 +25,8 @@ import threading
 import traceback
 from collections import Counter
 
+from numba_metal.errors import UnsupportedPlatformError
+
 from .outcomes import UsageError, WorkloadFailed
 from .schema import new_document
 from .workload import check_script, has_workload, load, run_script
@@ -162,7 +164,15 @@ def _record_run(label, role, command, interval_ms, body) -> dict:
 
 
 def _child(mode: str, target: str, out_path: str, role: str, interval_ms: float, repeats: int, args: list[str]):
-    """In a fresh process: run the target and write the run records to ``out_path``."""
+    """In a fresh process: run the target and write the run records to ``out_path``. Without a usable device
+    nothing runs: the record is ``{"no_device": message}``."""
+    from .measure import describe_device
+    try:
+        device = describe_device()
+    except UnsupportedPlatformError as e:
+        with open(out_path, "w", encoding="utf-8") as fh:
+            json.dump({"no_device": str(e)}, fh)
+        return
     runs = []
     rates = {"flops": None, "bytes": None}
     base = os.path.basename(target)
@@ -195,8 +205,6 @@ def _child(mode: str, target: str, out_path: str, role: str, interval_ms: float,
             if int(code) != 0:
                 raise SystemExit(int(code))
         runs.append(_record_run(label, role, f"pytest {base}", interval_ms, body))
-    from .measure import describe_device
-    device = describe_device()
     for r in runs:
         r["device_timestamps"] = DEVICE_TIMESTAMPS[device["kind"]]
     with open(out_path, "w", encoding="utf-8") as fh:
@@ -223,7 +231,10 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
             raise WorkloadFailed(f"the profiled process ended (exit status {proc.returncode}) without a profile: the "
                                  "program crashed or left through os._exit()")
         with open(out, encoding="utf-8") as fh:
-            return json.load(fh)
+            result = json.load(fh)
+    if "no_device" in result:
+        raise UnsupportedPlatformError(result["no_device"])
+    return result
 
 
 def run(script: str | None, pytest_path: str | None, script_args: list[str], interval_ms: float = 2.0,
