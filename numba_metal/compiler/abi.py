@@ -266,6 +266,12 @@ class KernelABI(NamedTuple):
                   tuple(str(n) for n in data["array_names"]), int(data["language_version"]),
                   None if print_slot is None else int(print_slot), tuple(str(d) for d in data["print_formats"]),
                   sites)
+        if abi.arg_size != struct_size(fields) or abi.arg_size > MAX_ARGUMENT_BYTES:
+            raise ValueError(f"an argument struct of {abi.arg_size} bytes is not the one its fields make")
+        slots = [p.index for p in params if p.kind in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK)]
+        if (not 0 <= abi.static_threadgroup_memory <= MAX_THREADGROUP_MEMORY or len(set(slots)) != len(slots)
+                or any(not 0 <= i < MAX_BUFFER_SLOTS for i in slots)):
+            raise ValueError("the ABI is outside Metal's limits")
         if struct.calcsize(abi.arg_format) > abi.arg_size:
             raise ValueError("the argument struct is larger than its size")
         return abi
@@ -333,6 +339,16 @@ class KernelABI(NamedTuple):
         return "\n".join(lines) + "\n"
 
 
+def struct_size(fields) -> int:
+    """The bytes of an argument struct of these members (no padding between them: ``layout`` orders them by
+    decreasing size), rounded up to its alignment as MSL's ``sizeof`` is."""
+    size = sum(f.size for f in fields)
+    if fields:
+        alignment = max(f.size for f in fields)
+        size = (size + alignment - 1) // alignment * alignment
+    return size
+
+
 def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic_threadgroup_memory: bool,
            static_threadgroup_memory: int, array_names=(), language_version: int = 0, print_formats=(),
            raise_sites=(), where=None) -> KernelABI:
@@ -358,10 +374,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     fields = tuple(array_fields + sorted(scalar_fields, key=lambda f: -f.size))
     params = [KernelParam(PARAM_BUFFER, a.slot, 0, msl.pointer("device", a.element, a.coherent), array_param(a.arg))
               for a in arrays]
-    size = sum(f.size for f in fields)
+    size = struct_size(fields)
     if fields:
-        alignment = max(f.size for f in fields)
-        size = (size + alignment - 1) // alignment * alignment
         params.append(KernelParam(PARAM_ARGUMENT_BLOCK, len(params), size,
                                   msl.reference("constant", struct_name(entry_name)), ARGS_PARAM))
     error_slot = None

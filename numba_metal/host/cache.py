@@ -32,8 +32,9 @@ if a file changed while the kernel compiled.
 
 Safety: entries are written to a temporary file and renamed (concurrent writers are safe; readers see a
 whole old or new entry); an entry is ``NMKC1 <sha256 of payload>\\n`` + a JSON payload (never pickle:
-loading must not execute anything), and one that is truncated, corrupt, unparsable or for another key is
-ignored and rebuilt. The directory is ``<cache>/kernels`` where ``<cache>`` is ``NUMBA_METAL_CACHE_DIR``,
+loading must not execute anything), and one that is truncated, corrupt, unparsable, for another key, or
+whose contents cannot be used (any failure reading it: JSON nested too deeply, a value of the wrong kind, an
+ABI outside Metal's limits, MSL the device's compiler refuses) is ignored and rebuilt. The directory is ``<cache>/kernels`` where ``<cache>`` is ``NUMBA_METAL_CACHE_DIR``,
 else ``$NUMBA_CACHE_DIR/numba-metal``, else ``$XDG_CACHE_HOME/numba-metal``, else ``~/.cache/numba-metal``
 (the runtime's rule). The rules for what is trusted are the runtime's for its compiled objects
 (ObjectCache.swift), so that the two caches are on or off together: ``<cache>`` and ``<cache>/kernels`` are
@@ -654,19 +655,26 @@ def load(pyfunc, argtypes: list[str], debug: bool, fastmath: bool, float64: str 
         _log.debug("kernel cache: %s is not cached: it uses %s", _qualname(pyfunc), e)
         return None
     name = _entry_name(pyfunc, key)
-    entry = _decode(_read_private_file(name, directory[1]), key)
+    try:
+        compiled = _compiled_of(pyfunc, _decode(_read_private_file(name, directory[1]), key))
+    except Exception as e:  # noqa: BLE001 - any entry that cannot be used is a miss (deeply nested JSON...)
+        _log.debug("kernel cache: ignoring %s: %s: %s", name, type(e).__name__, e)
+        return None
+    if compiled is not None:
+        _log.debug("kernel cache: hit %s", os.path.join(directory[0], name))
+    return compiled
+
+
+def _compiled_of(pyfunc, entry):
+    """The CompiledKernel an entry holds, or None; raises for an entry that is not one (the caller's miss)."""
     if entry is None:
         return None
     if not dependencies_match(pyfunc, entry.get("deps")) or not linked_match(entry.get("linked")):
         return None
-    try:
-        kernel_abi = KernelABI.from_json(entry["abi"])
-        source = entry["msl"]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+    kernel_abi = KernelABI.from_json(entry["abi"])
+    source = entry["msl"]
     if not isinstance(source, str):
         return None
-    _log.debug("kernel cache: hit %s", os.path.join(directory[0], name))
     return CompiledKernel(source, kernel_abi, None, tuple(tuple(item) for item in entry["linked"]))
 
 

@@ -333,11 +333,21 @@ class Dispatcher:
 
     def _compile(self, argtypes):
         """Compile the specialisation for ``argtypes`` (and store it in the disk cache when caching)."""
+        from .kernel import Kernel
+        start = profiling.now_ns() if profiling.listeners else 0
+        compiled = self.compile_uncached(argtypes)
+        kernel = Kernel(self, compiled, argtypes=argtypes)
+        if start:
+            profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
+                           end_ns=profiling.now_ns(), stage="python", from_cache=False)
+        return kernel
+
+    def compile_uncached(self, argtypes):
+        """The CompiledKernel for ``argtypes`` compiled from the Python source, never read from the disk cache
+        (but stored there when caching)."""
         from numba_metal.compiler.driver import compile_kernel
 
         from . import cache
-        from .kernel import Kernel
-        start = profiling.now_ns() if profiling.listeners else 0
         options = self.options
         compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64,
                                   link=options.link)
@@ -349,11 +359,7 @@ class Dispatcher:
             else:
                 cache.store(self.py_func, canon, options.debug, options.fastmath, compiled, options.float64,
                             options.link)
-        kernel = Kernel(self, compiled, argtypes=argtypes)
-        if start:
-            profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
-                           end_ns=profiling.now_ns(), stage="python", from_cache=False)
-        return kernel
+        return compiled
 
     def _specialization_for(self, argtypes):
         kernel = self._specializations.get(argtypes)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 
+from numba_metal.errors import KernelCompilationError
+
 from . import settings
 from .arguments import numba_type_of_key
 from .launch import LaunchState
@@ -76,7 +78,17 @@ class Kernel:
         with self._lock:
             state = self.launch_states.get(ctx)
             if state is None:
-                state = LaunchState(self, ctx)
+                try:
+                    state = LaunchState(self, ctx)
+                except KernelCompilationError:
+                    if not self.from_cache:
+                        raise
+                    # A disk-cache entry that verified but does not compile is a miss: compile the kernel
+                    # again from its Python source (which rewrites the entry).
+                    self.compiled = self.dispatcher.compile_uncached(self.argtypes)
+                    self._typed = self.compiled.typed
+                    self.from_cache = False
+                    state = LaunchState(self, ctx)
                 self.launch_states[ctx] = state
         return state
 
