@@ -718,9 +718,9 @@ class MappedNDArray(np.ndarray):
     ``m.view(np.ndarray)``, ``memoryview(m)``, C extensions) does not wait: synchronize before that.
 
     Raises:
-        MetalRuntimeError, KernelBoundsError, KernelRaisedError: as ``synchronize``: the work waited for before
-            a host access failed. Otherwise it is a NumPy array (its operations raise NumPy's errors);
-            ``mapped_array`` makes it, and lists that function's errors.
+        MetalRuntimeError, KernelBoundsError, KernelRaisedError: as ``synchronize``: the device's work a host
+            access waited for failed (its other operations raise NumPy's errors; ``mapped_array`` lists the
+            errors of making one).
     """
 
     def __array_finalize__(self, obj):
@@ -765,23 +765,28 @@ _ELEMENT_METHODS = ("__getitem__", "__setitem__", "__iter__", "__contains__", "_
                     "byteswap", "getfield", "setfield", "dot", "trace", "round", "clip", "cumsum", "cumprod")
 
 
-def _waiting(name):
-    method = getattr(np.ndarray, name)
+class _Waiting:
+    """A NumPy method of :class:`MappedNDArray` that waits for the device's work before it runs (a descriptor:
+    the class's methods stay NumPy's)."""
 
-    def waiting(self, *args, **kwargs):
-        ctx = self.device_context
-        if ctx is not None:
-            _streams.wait_for_host_access(ctx)
-        return method(self, *args, **kwargs)
+    __slots__ = ("method",)
 
-    waiting.__name__ = name
-    waiting.__qualname__ = f"MappedNDArray.{name}"
-    waiting.__doc__ = method.__doc__
-    return waiting
+    def __init__(self, method):
+        self.method = method
+
+    def __get__(self, obj, objtype=None):
+        method = self.method
+        if obj is None:
+            return method
+
+        def waiting(*args, **kwargs):
+            obj._wait_for_device()
+            return method(obj, *args, **kwargs)
+        return waiting
 
 
 for _name in _ELEMENT_METHODS:
-    setattr(MappedNDArray, _name, _waiting(_name))
+    setattr(MappedNDArray, _name, _Waiting(getattr(np.ndarray, _name)))
 
 
 # ---------------------------------------------------------------------------------------------
