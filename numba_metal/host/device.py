@@ -44,9 +44,11 @@ class DeviceContext:
         #: the kernels' launch states on this device (host/launch.py), which hold their last arrays
         self.launch_states: "weakref.WeakSet" = weakref.WeakSet()
         self.lock = threading.Lock()
-        #: a launch was submitted since the last wait for every stream (host/streams.py: what a host
-        #: access of device memory must wait for)
+        #: a launch was submitted since the last wait for every stream, by any thread (``unwaited``) or by
+        #: the calling thread (``launched.flag``): what a host access of device memory must wait for
+        #: (host/streams.py). Launches set both just after submitting; a wait for every stream clears both.
         self.unwaited = False
+        self.launched = _ThreadFlag()
 
     @property
     def kind(self) -> str:
@@ -107,6 +109,12 @@ class DeviceContext:
 
     def __repr__(self) -> str:
         return f"<numba_metal device {self.info.name!r} ({self.info.kind})>"
+
+
+class _ThreadFlag(threading.local):
+    """A flag of each thread's own, False until the thread sets it."""
+
+    flag = False
 
 
 class _Deallocations:

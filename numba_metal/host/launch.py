@@ -71,6 +71,7 @@ class LaunchState:
         self.shared_length = None        # the dynamic threadgroup memory bound
         self._griddim = self._blockdim = None   # the descriptor's current grid
         self._lock = threading.Lock()    # launches from several threads share the descriptor
+        self._launched = ctx.launched    # the launching thread's flag (see streams.wait_for_host_access)
         # The pipeline's count already includes the kernel's shared arrays (and any threadgroup
         # variable the MSL declares): take the larger, never the sum.
         self.static_shared = max(abi.static_threadgroup_memory, self.pipeline.static_threadgroup_memory)
@@ -100,7 +101,7 @@ class LaunchState:
             work_id = queue.submit(self.dispatch, self.arg_size)
         # After the submit: the next host access of device memory waits for this work.
         self.ctx.unwaited = True
-        _launched.flag = True
+        self._launched.flag = True
         if output is not None:
             self.output.pending(output)
         if start or bound:
@@ -211,6 +212,5 @@ class LaunchState:
 # ``profiling.listeners`` is only ever changed in place, so the launch may hold the list itself.
 _listeners = profiling.listeners
 _now = profiling.now_ns
-_launched = _streams.launched
 
 __all__ = ["LaunchState"]

@@ -197,7 +197,7 @@ def timed_wait(queue, what: str) -> None:
 def _wait_all(ctx, what: str) -> None:
     # Cleared before the waits, set again by any launch after them (see ``wait_for_host_access``).
     ctx.unwaited = False
-    launched.flag = False
+    ctx.launched.flag = False
     first_error = None
     completed = False
     try:
@@ -211,7 +211,7 @@ def _wait_all(ctx, what: str) -> None:
     finally:
         if not completed:   # interrupted (Ctrl-C): work may be left
             ctx.unwaited = True
-            launched.flag = True
+            ctx.launched.flag = True
     check_faults(ctx)
     if first_error is not None:
         raise first_error
@@ -233,18 +233,6 @@ def synchronize() -> None:
     _wait_all(_device.current(), "synchronize")
 
 
-class Launched(threading.local):
-    """Whether the calling thread launched work since its last wait for every stream: its failures are
-    reported only by its own waits, so a host access of such a thread must wait, whatever else is known."""
-
-    flag = False
-
-
-#: Every launch sets ``ctx.unwaited = True`` and ``launched.flag = True`` just after submitting its work
-#: (host/launch.py), so that the next :func:`wait_for_host_access` waits for it.
-launched = Launched()
-
-
 def wait_for_host_access(ctx, stream=0) -> None:
     """Before the host reads or writes device memory: wait for the work of every stream of the device
     (any kernel queued on any stream may use that memory; numba-metal does not track which buffers queued
@@ -253,10 +241,11 @@ def wait_for_host_access(ctx, stream=0) -> None:
     here: ``DeviceNDArray``'s item access, copies, NumPy and DLPack views, and mapped arrays' methods.
 
     The shortcut: when no launch was submitted since a wait for every stream (``ctx.unwaited``), and
-    none by this thread since its own (whose failures only its waits report), there is nothing to wait for."""
+    none by this thread since its own (``ctx.launched.flag``: a thread's failures are reported only by its
+    own waits), there is nothing to wait for. Every launch sets both just after submitting its work."""
     if stream:
         resolve(stream, ctx)   # a stream of another device, or not a stream: refused as before
-    if ctx.unwaited or launched.flag:
+    if ctx.unwaited or ctx.launched.flag:
         _wait_all(ctx, "copy")
     elif ctx.pending_checks:
         check_faults(ctx)

@@ -240,3 +240,38 @@ def test_reads_after_the_work_completed_take_no_wait_but_still_report_this_threa
     with pytest.raises(metal.KernelBoundsError):
         d2[0]
     assert d2[0] == 0.0                                  # reported once; the device stays usable
+
+
+def test_a_threads_failure_is_reported_by_its_next_read_after_another_thread_waited(device_kind):
+    import threading
+
+    @metal.jit
+    def endless(a):
+        x = a[0]
+        while x >= 0:                   # float32 stops growing at 2**24: the loop never ends
+            x += 1.0
+            a[1] = x
+
+    d = metal.device_array(4, np.float32)
+    launched, waited, outcome = threading.Event(), threading.Event(), []
+
+    def launcher():
+        endless[1, 1](d)                # stopped by the time limit: a failure of this thread's
+        launched.set()
+        waited.wait()
+        try:
+            d[0]                        # nothing is in flight now, but this thread's failure is unreported
+        except metal.MetalRuntimeError as e:
+            outcome.append("time limit" in str(e))
+
+    previous = metal.set_kernel_time_limit(0.2)
+    try:
+        t = threading.Thread(target=launcher)
+        t.start()
+        launched.wait()
+        metal.synchronize()             # waits for the kernel; its failure belongs to the launching thread
+        waited.set()
+        t.join()
+    finally:
+        metal.set_kernel_time_limit(previous)
+    assert outcome == [True]
