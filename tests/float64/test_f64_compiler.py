@@ -513,12 +513,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "45ed29e5112eac3cc0249d8e57702dd825fb44e17c999840771874bfac925037",
-    "literals_and_int_division": "9d8390c4b3d9df4d056fc095389e4082f595a161659dffcf46c295c128fbde4e",
-    "math_of_ints_and_floats": "4be148ea2c50052ecd7c930671db33cd8912fb6b4e94784b7c730b554668c598",
-    "minmax_round_compare": "fba2881c896ae59699c0d5041f2d2d436904659fd561783aee3c1746035be089",
-    "shared_reduction": "bd78d42c1c2c8355ca3eea57600c7d85352414e5e3a52e9d4523fb543ea97e36",
-    "halves_and_casts": "793c114f1a24922d4192b4a334c932a9f4f29ca47dfbb94bec25a22d4f7a2021",
+    "axpy": "d5fc19d67d1f9d130138ab0d92d0305caea33aa7f156cddc7dabf9aa8780aacf",
+    "literals_and_int_division": "bfda572b718c4f96f33e511bcbae3727348a5fc7beb432a249827a7890e254c8",
+    "math_of_ints_and_floats": "a89423ee38cbf8cd6bd02ade8386c3e89985cd83e68c4716d0571c86f3ff043e",
+    "minmax_round_compare": "431a448792dc7338658dff42d42c5f3c150fb1c17b24cde0d325415b67281eb0",
+    "shared_reduction": "f7a24b14100c4cddf50e2de65cf5a4366b7acb8ea4195adbf2e6241fb2b8af00",
+    "halves_and_casts": "7d23a2f936f69e1d0500a231918245a9518a3778fb01cae982394a21242c549f",
 }
 
 
