@@ -1535,7 +1535,13 @@ class Generator:
         else:
             bd = (ch.choice([1, 2, 3, 4]), ch.choice([1, 2, 3]), ch.choice([1, 2, 3]))
             ext = (ch.int(1, 5), ch.int(1, 4), ch.int(1, 4))
-        gd = tuple((e + b - 1) // b + (1 if ch.bool(0.2) else 0) for e, b in zip(ext, bd))
+        # Sometimes a spare threadgroup beyond the data, but only along an axis the kernel's guard
+        # checks: a spare group along an axis a 1-D kernel ignores (y, z) would run every thread id
+        # twice, racing on its outputs (the decision is drawn for every axis all the same, so the
+        # programs of other seeds do not change).
+        spare = [ch.bool(0.2) for _ in range(3)]
+        gd = tuple((e + b - 1) // b + (1 if spare[axis] and axis < dims else 0)
+                   for axis, (e, b) in enumerate(zip(ext, bd)))
         if any(e % b for e, b in zip(ext, bd)):
             self.feat("block_nondivisible")
         if data_seed is None:

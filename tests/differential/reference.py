@@ -42,6 +42,10 @@ class _State:
         self.unstable: set = set()   # (case index, tid)
         self.unstable_groups = 0
         self.unstable_reasons: list = []
+        # Data races: id(kernel argument array) -> {element index: grid position of the thread that
+        # wrote it}. Generated threads own their rows of the output arrays; a second thread touching
+        # an element another one wrote is a race, whose result on a parallel device depends on timing.
+        self.written: dict = {}
 
 
 STATE = _State()
@@ -94,6 +98,18 @@ def _indices(arr: np.ndarray, idx):
     return (_index(idx, arr.shape[0]),)
 
 
+def _check_race(arr: np.ndarray, ii: tuple, access: str) -> None:
+    """A generated program whose threads share an element of a kernel argument (one writes it,
+    another reads or writes it) has no single answer: refused as a generator bug."""
+    written = STATE.written.get(id(arr))
+    if written is None or STATE.cur is None:
+        return
+    writer = written.get(ii)
+    if writer is not None and writer != STATE.cur.gid:
+        raise GeneratorError(f"data race: thread {STATE.cur.gid} {access} element {list(ii)} of a "
+                             f"kernel argument that thread {writer} wrote")
+
+
 def getitem(obj, idx):
     if type(obj) is tuple:
         if type(idx) is U or isinstance(idx, (float, np.floating)):
@@ -104,6 +120,7 @@ def getitem(obj, idx):
     ii = _indices(obj, idx)
     if len(ii) < obj.ndim:
         return obj[ii]  # a view (numba: partial indexing gives a view)
+    _check_race(obj, ii, "reads")
     v = obj[ii]
     sh = STATE.shadow.get(id(obj))
     if sh is not None and sh[0] is obj:
@@ -121,6 +138,10 @@ def setitem(obj, idx, value):
     ii = _indices(obj, idx)
     if len(ii) != obj.ndim:
         raise GeneratorError("partial index in an assignment")
+    _check_race(obj, ii, "writes")
+    written = STATE.written.get(id(obj))
+    if written is not None and STATE.cur is not None:
+        written[ii] = STATE.cur.gid
     nb = S.NB_OF_NP[obj.dtype.type]
     cv = cast(value, nb)
     sh = STATE.shadow.get(id(obj))
@@ -991,6 +1012,7 @@ def launch(kernel, griddim, blockdim, args) -> None:
     gdx, gdy, gdz = griddim
     bdx, bdy, bdz = blockdim
     gsize = (gdx * bdx, gdy * bdy, gdz * bdz)
+    STATE.written = {id(a): {} for a in args if isinstance(a, np.ndarray)}
     with np.errstate(all="ignore"):
         for gz in range(gdz):
             for gy in range(gdy):

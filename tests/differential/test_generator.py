@@ -85,3 +85,27 @@ def test_generated_sources_compile_as_python_and_follow_the_batch_layout():
         assert b.threads >= 1 and all(g * t >= e for g, t, e in zip(b.griddim, b.blockdim, b.extent))
         for name, k in b.case_index.items():
             assert f"def {name}(tid, " in b.source and 1 <= k < b.ncases
+
+
+def _thread_ids(b):
+    """The thread id (``tid``) of every launched thread that passes the kernel's guard."""
+    dims = next(int(f[4]) for f in b.features if f in ("grid1d", "grid2d", "grid3d"))
+    nx, ny, nz = b.extent
+    size = [g * t for g, t in zip(b.griddim, b.blockdim)]
+    ids = []
+    for gz in range(size[2]):
+        for gy in range(size[1]):
+            for gx in range(size[0]):
+                if gx < nx and (dims < 2 or gy < ny) and (dims < 3 or gz < nz):
+                    ids.append(gx if dims == 1 else gy * nx + gx if dims == 2 else (gz * ny + gy) * nx + gx)
+    return ids
+
+
+def test_no_two_threads_of_a_launch_share_a_thread_id():
+    """Threads own the rows ``[case, tid]`` of the outputs: two threads with one id would race on them
+    (the reference runs threadgroups one after another, the device in parallel), as spare threadgroups
+    along the axes a 1-D kernel ignores once did (seed 1000001: W_i64[1, 0] ^= True run by four threads)."""
+    for seed in [1_000_001, *range(20_000, 20_300)]:
+        b = G.generate_batch(RandomChooser(seed), 8)
+        ids = _thread_ids(b)
+        assert len(ids) == len(set(ids)) == b.threads, (seed, b.griddim, b.blockdim, b.extent)

@@ -228,3 +228,21 @@ def test_copysign_with_a_nan_sign_is_not_compared():
         ns.copysign(np.float32(2.0), np.float32(math.nan))
     assert ns.copysign(np.float32(2.0), np.float32(-0.0)) == -2.0
     assert ns.copysign(np.float32(-2.0), np.float32(math.inf)) == 2.0
+
+
+def test_the_reference_refuses_threads_that_race_on_an_element():
+    """Two threads touching one element of a kernel argument, one of them writing, have no single answer on
+    a device that runs threadgroups in parallel: the reference reports a generator bug instead of picking
+    the answer of its own sequential order."""
+    src = ("import numpy as np\nfrom numba_metal import metal\n\n@metal.jit\ndef kern(W, nx):\n"
+           "    gx = metal.grid(1)\n    if gx >= nx:\n        return\n    W[0, gx] ^= 1\n")
+    for griddim, racy in [((1, 1, 1), False), ((1, 2, 1), True)]:
+        R.reset()
+        ns = R.load(src, "kern", {}, None, 0)
+        w = np.zeros((1, 4), np.int64)
+        if racy:
+            with pytest.raises(S.GeneratorError, match=r"data race: thread \(0, 1, 0\) reads element \[0, 0\]"):
+                R.launch(ns["kern"], griddim, (4, 1, 1), [w, np.int64(4)])
+        else:
+            R.launch(ns["kern"], griddim, (4, 1, 1), [w, np.int64(4)])
+            assert w.tolist() == [[1, 1, 1, 1]]
