@@ -151,12 +151,18 @@ def test_an_editable_install_registers_the_target_in_programs_that_never_import_
     """``pip install -e`` puts numba_metal_target.pth in site-packages as a wheel does (setup.py), because
     Numba runs its ``numba_extensions`` entry points only when it first compiles, after
     ``numba.vectorize(target=...)`` has looked the target up. Installed into a throwaway virtual environment
-    that sees this machine's packages (nothing is downloaded); the program has no PYTHONPATH."""
+    that sees the test environment's packages through a .pth file (nothing is downloaded; not
+    ``--system-site-packages``, which would show the base interpreter's packages instead of this virtual
+    environment's, e.g. an old setuptools); the program has no PYTHONPATH."""
+    import site
     root = Path(__file__).resolve().parents[2]
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
-                   timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
+    inner = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    outer = [p for p in dict.fromkeys(site.getsitepackages()) if Path(p).is_dir()]
+    (Path(inner) / "test_environment.pth").write_text("".join(p + "\n" for p in outer))
     install = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-index",
                               "--no-build-isolation", "--no-deps", "-e", str(root)],
                              capture_output=True, text=True, timeout=900, cwd=tmp_path)
