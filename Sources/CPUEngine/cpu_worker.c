@@ -1,0 +1,188 @@
+/*
+ * cpu_worker.c -- the CPU device's executor: its configuration (read once from the environment) and the
+ * per-thread worker (fiber table, threadgroup scratch, alternate signal stack, FTZ/DAZ), with the signal
+ * handlers that take a fault or an interrupt of kernel code back to the worker.
+ */
+#include "cpu_engine.h"
+
+/* MARK: - configuration */
+
+NM_ENGINE_PRIVATE uint32_t g_threads;
+NM_ENGINE_PRIVATE uint64_t g_stack_bytes;
+NM_ENGINE_PRIVATE uint64_t g_spin_ns = NM_CQ_SPIN_NS;
+static uint64_t g_time_limit_ns;
+NM_ENGINE_PRIVATE size_t g_page;
+NM_ENGINE_PRIVATE pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+
+NM_ENGINE_PRIVATE void config_init(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    g_threads = cores > 0 ? (uint32_t)cores : 1;
+    const char *t = getenv("NUMBA_METAL_CPU_THREADS");
+    if (t && *t) {
+        long v = strtol(t, NULL, 10);
+        if (v >= 1 && v <= 1024) g_threads = (uint32_t)v;
+    }
+    g_stack_bytes = 128 * 1024;
+    const char *s = getenv("NUMBA_METAL_CPU_STACK_KB");
+    if (s && *s) {
+        long v = strtol(s, NULL, 10);
+        if (v >= 16 && v <= 65536) g_stack_bytes = (uint64_t)v * 1024;
+    }
+    const char *spin = getenv("NUMBA_METAL_CPU_SPIN_US");
+    if (spin && *spin) {
+        long v = strtol(spin, NULL, 10);
+        if (v >= 0 && v <= 100000) g_spin_ns = (uint64_t)v * 1000;
+    }
+    const char *limit = getenv("NUMBA_METAL_CPU_TIME_LIMIT_MS");
+    if (limit && *limit) {
+        long long v = strtoll(limit, NULL, 10);
+        if (v > 0 && v <= 1000000000ll) g_time_limit_ns = (uint64_t)v * 1000000ull;
+    }
+    g_page = (size_t)sysconf(_SC_PAGESIZE);
+    g_stack_bytes = (g_stack_bytes + g_page - 1) & ~(uint64_t)(g_page - 1);
+}
+
+uint32_t nm_cpu_thread_count(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_threads;
+}
+
+uint64_t nm_cpu_stack_bytes(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_stack_bytes;
+}
+
+uint64_t nm_cpu_default_time_limit_ns(void) {
+    pthread_once(&g_config_once, config_init);
+    return g_time_limit_ns;
+}
+
+/* MARK: - workers */
+
+NM_ENGINE_PRIVATE _Thread_local worker *tl_worker;
+
+static const int g_signals[5] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, NM_INTERRUPT_SIGNAL};
+static struct sigaction g_previous[5];
+static pthread_once_t g_signals_once = PTHREAD_ONCE_INIT;
+
+
+/* Hands a signal the runtime does not take to whoever had it before. 1 if someone did. */
+static int chain_signal(int sig, siginfo_t *info, void *uc) {
+    for (int i = 0; i < 5; i++) {
+        if (g_signals[i] != sig) continue;
+        struct sigaction *old = &g_previous[i];
+        if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+            old->sa_sigaction(sig, info, uc);
+            return 1;
+        }
+        if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
+            old->sa_handler(sig);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void fault_handler(int sig, siginfo_t *info, void *uc) {
+    worker *w = tl_worker;
+    if (w && w->in_kernel) {
+        w->in_kernel = 0;
+        w->signo = sig;
+        w->fault_addr = info ? info->si_addr : NULL;
+        siglongjmp(w->jb, 1);
+    }
+    if (chain_signal(sig, info, uc)) return;
+    /* Not ours and nobody else's: restore the default action; returning re-executes the fault. */
+    signal(sig, SIG_DFL);
+}
+
+static void interrupt_handler(int sig, siginfo_t *info, void *uc) {
+    worker *w = tl_worker;
+    if (w && w->in_kernel && w->job && job_interrupted(w->job)) {
+        w->in_kernel = 0;
+        w->signo = sig;
+        w->fault_addr = NULL;
+        siglongjmp(w->jb, 1);
+    }
+    chain_signal(sig, info, uc);
+}
+
+static void install_signal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    /* SA_NODEFER: siglongjmp out of the handler does not restore the signal mask (sigsetjmp(jb, 0)). */
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 4; i++) sigaction(g_signals[i], &sa, &g_previous[i]);
+    sa.sa_sigaction = interrupt_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    sigaction(NM_INTERRUPT_SIGNAL, &sa, &g_previous[4]);
+}
+
+/* Frees a worker (fiber stacks, scratch, alternate signal stack): at the exit of any thread that ran
+   kernels, through the key's destructor, so that threads the runtime does not own (a simulated GPU's)
+   leave nothing behind. */
+static void worker_release(void *p) {
+    worker *w = (worker *)p;
+    if (!w) return;
+    tl_worker = NULL;
+    for (uint32_t i = 0; i < 1024; i++)
+        if (w->fibers[i].stack) munmap((char *)w->fibers[i].stack - g_page, g_stack_bytes + g_page);
+    stack_t ss, old;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_flags = SS_DISABLE;
+    if (sigaltstack(&ss, &old) == 0 && old.ss_sp) free(old.ss_sp);
+    free(w->fibers);
+    free(w->tg_scratch);
+    free(w);
+}
+
+/* Where this thread's own stack ends (for telling a stack overflow from another fault). */
+static void thread_stack_bounds(worker *w) {
+#if defined(__APPLE__)
+    pthread_t self = pthread_self();
+    uintptr_t top = (uintptr_t)pthread_get_stackaddr_np(self);
+    w->stack_size = pthread_get_stacksize_np(self);
+    w->stack_lo = top - w->stack_size;
+    w->stack_guard = g_page;
+#elif defined(__linux__)
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *lo = NULL;
+        size_t size = 0, guard = 0;
+        pthread_attr_getstack(&a, &lo, &size);
+        pthread_attr_getguardsize(&a, &guard);
+        w->stack_lo = (uintptr_t)lo;
+        w->stack_size = size;
+        w->stack_guard = guard ? guard : g_page;
+        pthread_attr_destroy(&a);
+    }
+#endif
+}
+
+static pthread_key_t g_worker_key;
+static pthread_once_t g_worker_key_once = PTHREAD_ONCE_INIT;
+static void worker_key_init(void) { pthread_key_create(&g_worker_key, worker_release); }
+
+NM_ENGINE_PRIVATE worker *worker_get(void) {
+    worker *w = tl_worker;
+    if (w) return w;
+    pthread_once(&g_config_once, config_init);
+    pthread_once(&g_signals_once, install_signal_handlers);
+    pthread_once(&g_worker_key_once, worker_key_init);
+    w = (worker *)calloc(1, sizeof(worker));
+    w->fibers = (fiber *)calloc(1024, sizeof(fiber));
+    w->tg_scratch = (unsigned char *)aligned_alloc(64, NM_TG_SCRATCH);
+    size_t alt = 64 * 1024;
+    stack_t ss;
+    ss.ss_sp = malloc(alt);
+    ss.ss_size = alt;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+    nm_enable_ftz_daz();
+    thread_stack_bounds(w);
+    tl_worker = w;
+    pthread_setspecific(g_worker_key, w);
+    return w;
+}
