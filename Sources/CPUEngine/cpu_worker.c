@@ -63,8 +63,8 @@ NM_ENGINE_PRIVATE _Thread_local worker *tl_worker;
 
 static const int g_signals[5] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, NM_INTERRUPT_SIGNAL};
 static struct sigaction g_previous[5];
+static struct sigaction g_ours[5];
 static pthread_once_t g_signals_once = PTHREAD_ONCE_INIT;
-
 
 /* Hands a signal the runtime does not take to whoever had it before. 1 if someone did. */
 static int chain_signal(int sig, siginfo_t *info, void *uc) {
@@ -83,16 +83,49 @@ static int chain_signal(int sig, siginfo_t *info, void *uc) {
     return 0;
 }
 
+/* A signal sent by kill(), sigqueue(), tgkill() or raise() (si_code <= 0: SI_USER, SI_QUEUE, SI_TKILL, ...)
+   rather than raised by an instruction (SEGV_MAPERR, FPE_INTDIV, ...: si_code > 0). */
+static int signal_was_sent(const siginfo_t *info) { return info && info->si_code <= 0; }
+
+/* What the process would have done without numba-metal with a sent fault signal whose previous disposition
+   was SIG_DFL or SIG_IGN: ignore it, or take the default action (terminate with a core dump) by raising it
+   again with the default disposition on this thread. Should that return, numba-metal's handler is put back. */
+static void take_previous_disposition(int sig) {
+    for (int i = 0; i < 5; i++) {
+        if (g_signals[i] != sig) continue;
+        if (g_previous[i].sa_handler == SIG_IGN) return;
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        sigaction(sig, &g_ours[i], NULL);
+        return;
+    }
+}
+
 static void fault_handler(int sig, siginfo_t *info, void *uc) {
     worker *w = tl_worker;
-    if (w && w->in_kernel) {
+    int sent = signal_was_sent(info);
+    if (w && w->in_kernel && !sent) {
         w->in_kernel = 0;
         w->signo = sig;
         w->fault_addr = info ? info->si_addr : NULL;
         siglongjmp(w->jb, 1);
     }
     if (chain_signal(sig, info, uc)) return;
-    /* Not ours and nobody else's: restore the default action; returning re-executes the fault. */
+    if (sent) {
+        take_previous_disposition(sig);
+        return;
+    }
+    /* A fault of code that is not a kernel's, and nobody else's handler: restore the default action;
+       returning re-executes the faulting instruction, which then terminates the process. (An ignored
+       SIGSEGV, SIGBUS, SIGILL or SIGFPE cannot stop the kernel from killing a process that faults.) */
     signal(sig, SIG_DFL);
 }
 
@@ -104,7 +137,7 @@ static void interrupt_handler(int sig, siginfo_t *info, void *uc) {
         w->fault_addr = NULL;
         siglongjmp(w->jb, 1);
     }
-    chain_signal(sig, info, uc);
+    chain_signal(sig, info, uc);  /* otherwise SIGURG's default action: ignore it */
 }
 
 static void install_signal_handlers(void) {
@@ -114,9 +147,13 @@ static void install_signal_handlers(void) {
     sa.sa_sigaction = fault_handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 4; i++) sigaction(g_signals[i], &sa, &g_previous[i]);
+    for (int i = 0; i < 4; i++) {
+        g_ours[i] = sa;
+        sigaction(g_signals[i], &sa, &g_previous[i]);
+    }
     sa.sa_sigaction = interrupt_handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    g_ours[4] = sa;
     sigaction(NM_INTERRUPT_SIGNAL, &sa, &g_previous[4]);
 }
 
