@@ -74,8 +74,15 @@ int nm_run_process(const char *const *argv, int pass_fd, char **output);
    there is none (errno set). */
 int nm_memory_file(const void *bytes, size_t n, const char *name);
 /* Writes n bytes to an anonymous in-memory file (memfd on Linux, an unlinked temporary file under tmpdir
-   elsewhere) and dlopens exactly those bytes. Returns the handle or NULL (message in err). */
-void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err, size_t errlen);
+   elsewhere) and dlopens exactly those bytes. Returns the handle or NULL (message in err); *object_fd is
+   the in-memory file the object is loaded from (-1 when there is none), for nm_dlclose_object. */
+void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, int *object_fd, char *err, size_t errlen);
+/* dlcloses an object of nm_dlopen_bytes and closes its in-memory file once the object is unloaded (kept open,
+   never reused, when the loader keeps the object). 1 when the descriptor was closed (or there was none). */
+int nm_dlclose_object(void *handle, int object_fd);
+/* The message for EMFILE or ENFILE met while doing `doing` ("could not <doing>: ..."): which limit, how to
+   raise it. */
+void nm_describe_descriptor_exhaustion(int code, const char *doing, char *out, size_t len);
 /* Reads a whole regular file through an open descriptor (at most max_bytes; larger: -1 with errno EFBIG). */
 long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes);
 /* Path of the shared object that contains this library (dladdr), or "" */
