@@ -6,6 +6,7 @@
 #if defined(__linux__)
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -181,13 +183,50 @@ void nm_enable_ftz_daz(void) {
 
 /* MARK: - processes */
 
-int nm_run_process(const char *const *argv, int pass_fd, char **output) {
+/* environ with TMPDIR set to tmpdir (malloc'ed array of borrowed strings but the new TMPDIR entry). */
+static char **environment_with_tmpdir(const char *tmpdir) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = (char **)calloc(n + 2, sizeof(char *));
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "TMPDIR=", 7) != 0) env[k++] = environ[i];
+    size_t len = strlen(tmpdir) + 8;
+    env[k] = (char *)malloc(len);
+    if (!env[k]) {
+        free(env);
+        return NULL;
+    }
+    snprintf(env[k], len, "TMPDIR=%s", tmpdir);
+    return env;
+}
+
+static void environment_free(char **env, const char *tmpdir) {
+    if (!env || env == environ) return;
+    size_t k = 0;
+    while (env[k]) k++;
+    if (tmpdir && k) free(env[k - 1]);
+    free(env);
+}
+
+int nm_run_process(const char *const *argv, int pass_fd, const char *tmpdir, char **output) {
     *output = NULL;
+    char **env = tmpdir ? environment_with_tmpdir(tmpdir) : environ;
+    if (!env) return -ENOMEM;
     int fds[2];
 #if defined(__linux__)
-    if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        int e = errno;
+        environment_free(env, tmpdir);
+        return -e;
+    }
 #else
-    if (pipe(fds) != 0) return -errno;
+    if (pipe(fds) != 0) {
+        int e = errno;
+        environment_free(env, tmpdir);
+        return -e;
+    }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
     fcntl(fds[1], F_SETFD, FD_CLOEXEC);
 #endif
@@ -198,10 +237,19 @@ int nm_run_process(const char *const *argv, int pass_fd, char **output) {
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     /* dup2 clears close-on-exec, except from a descriptor onto itself: never pass descriptor 3 as it is. */
     int passed = pass_fd == 3 ? fcntl(pass_fd, F_DUPFD_CLOEXEC, 4) : pass_fd;
+    if (pass_fd >= 0 && passed < 0) {
+        int e = errno;
+        environment_free(env, tmpdir);
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[0]);
+        close(fds[1]);
+        return -e;
+    }
     if (passed >= 0) posix_spawn_file_actions_adddup2(&fa, passed, 3);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, env);
     posix_spawn_file_actions_destroy(&fa);
+    environment_free(env, tmpdir);
     if (passed != pass_fd && passed >= 0) close(passed);
     close(fds[1]);
     if (rc != 0) {
@@ -235,6 +283,24 @@ int nm_run_process(const char *const *argv, int pass_fd, char **output) {
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* MARK: - build directories */
+
+int nm_remove_directory(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return rmdir(path);
+    struct dirent *e;
+    char child[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) nm_remove_directory(child);
+        else unlink(child);
+    }
+    closedir(d);
+    return rmdir(path);
 }
 
 /* MARK: - loading verified bytes */
@@ -314,11 +380,13 @@ long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes) {
     return (long long)len;
 }
 
-void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err, size_t errlen) {
+void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, int *object_fd, char *err, size_t errlen) {
     char path[4096];
+    *object_fd = -1;
 #if defined(__linux__)
-    /* The memfd stays open for the life of the process: dlopen recognises objects by path, so the
-       fd number (and with it "/proc/self/fd/N") must never be reused for another object. */
+    /* The memfd stays open while the object is loaded: dlopen recognises objects by path, so the fd number
+       (and with it "/proc/self/fd/N") must not be reused for another object while this one is loaded
+       (nm_dlclose_object). */
     int fd = nm_memory_file(bytes, n, "numba-metal-kernel");
     if (fd >= 0) {
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
@@ -326,8 +394,14 @@ void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err
         if (!h) {
             snprintf(err, errlen, "could not load the compiled kernel: %s", dlerror());
             close(fd);
+            return NULL;
         }
+        *object_fd = fd;
         return h;
+    }
+    if (errno == EMFILE || errno == ENFILE) {
+        nm_describe_descriptor_exhaustion(errno, "load the compiled kernel", err, errlen);
+        return NULL;
     }
     if (errno != ENOSYS) {  /* ENOSYS: a kernel without memfd; use a file as elsewhere */
         snprintf(err, errlen, "could not write the kernel object to memory: %s", strerror(errno));
@@ -338,7 +412,10 @@ void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err
     snprintf(path, sizeof path, "%s/numba-metal-kernel-XXXXXX", tmpdir);
     int tfd = mkstemp(path);
     if (tfd < 0) {
-        snprintf(err, errlen, "could not create a private copy of the kernel in %s: %s", tmpdir, strerror(errno));
+        if (errno == EMFILE || errno == ENFILE)
+            nm_describe_descriptor_exhaustion(errno, "load the compiled kernel", err, errlen);
+        else
+            snprintf(err, errlen, "could not create a private copy of the kernel in %s: %s", tmpdir, strerror(errno));
         return NULL;
     }
     if (write_all(tfd, bytes, n) != 0) {
@@ -352,6 +429,39 @@ void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err
     if (!h) snprintf(err, errlen, "could not load the compiled kernel: %s", dlerror());
     unlink(path);
     return h;
+}
+
+int nm_dlclose_object(void *handle, int object_fd) {
+    if (handle) dlclose(handle);
+    if (object_fd < 0) return 1;
+#if defined(__linux__)
+    /* The loader may keep an object loaded after its last dlclose (RTLD_NODELETE, unique symbols). Its
+       descriptor is closed only once the object is gone, else a new object loaded from the same number
+       would be taken for it. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", object_fd);
+    void *still = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (still) {
+        dlclose(still);
+        return 0;
+    }
+#endif
+    close(object_fd);
+    return 1;
+}
+
+void nm_describe_descriptor_exhaustion(int code, const char *doing, char *out, size_t len) {
+    struct rlimit rl;
+    char limit[96] = "";
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(limit, sizeof limit, ", RLIMIT_NOFILE %llu", (unsigned long long)rl.rlim_cur);
+    if (code == ENFILE)
+        snprintf(out, len, "could not %s: the system has too many open files (ENFILE, %s); close files other processes "
+                 "hold open or raise the system's limit (fs.file-max)", doing, strerror(code));
+    else
+        snprintf(out, len, "could not %s: this process has too many open files (EMFILE, %s%s); close files it no "
+                 "longer needs (each loaded kernel holds one until no kernel object uses it) or raise the limit "
+                 "(ulimit -n, resource.setrlimit)", doing, strerror(code), limit);
 }
 
 const char *nm_library_path(void) {

@@ -131,6 +131,12 @@ def truth(lc, value: Value) -> str:
     lc.error(f"the truth value of {ty} is not defined in Metal kernels")
 
 
+#: Tuples up to this length are indexed by a chain of selects; longer ones by a balanced tree of them, whose
+#: nesting depth is log2 of the length (clang's parser overflows its stack on a chain as deep as a
+#: 3,000-element tuple).
+SELECT_CHAIN_MAX = 32
+
+
 def tuple_item(lc, tup: Value, index_expr: str) -> str:
     """Element ``index_expr`` (a run-time integer, negative wraps) of a homogeneous tuple."""
     n = tup.type.count
@@ -138,7 +144,22 @@ def tuple_item(lc, tup: Value, index_expr: str) -> str:
         lc.error("indexing an empty tuple")
     lc.need("array")
     idx = lc.tmp(types.int64, msl.call("nm_wrap", msl.cast("long", index_expr), msl.long_literal(n)))
-    expr = msl.member(tup.expr, msl.tuple_field(n - 1))
+
+    def field(k: int) -> str:
+        return msl.member(tup.expr, msl.tuple_field(k))
+
+    if n > SELECT_CHAIN_MAX:
+        return _select_tree(idx, 0, n, field)
+    expr = field(n - 1)
     for k in range(n - 2, -1, -1):
-        expr = msl.select(msl.binary("==", idx, msl.long_literal(k)), msl.member(tup.expr, msl.tuple_field(k)), expr)
+        expr = msl.select(msl.binary("==", idx, msl.long_literal(k)), field(k), expr)
     return expr
+
+
+def _select_tree(idx: str, lo: int, hi: int, field) -> str:
+    """Element ``idx`` of fields ``lo`` .. ``hi - 1``, halving the range at each select."""
+    if hi - lo == 1:
+        return field(lo)
+    mid = (lo + hi) // 2
+    return msl.select(msl.binary("<", idx, msl.long_literal(mid)), _select_tree(idx, lo, mid, field),
+                      _select_tree(idx, mid, hi, field))

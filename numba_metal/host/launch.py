@@ -18,12 +18,20 @@ import struct
 import threading
 
 from numba_metal import profiling
-from numba_metal.errors import KernelLaunchError
+from numba_metal.errors import KernelCompilationError, KernelLaunchError
 
 from . import streams as _streams
 from .arguments import bind_array
 from .arrays import DeviceNDArray
 from .kernel_output import KernelOutput
+
+
+def _naming_the_kernel(error: KernelCompilationError, kernel, entry_name: str) -> KernelCompilationError:
+    """The device's compiler names the MSL entry point (``kernel nm_k_...()``); the user knows the Python
+    kernel and where it is defined."""
+    code = getattr(kernel.dispatcher.py_func, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return KernelCompilationError(str(error).replace(f"kernel {entry_name}()", f"kernel {kernel.name}(){where}"))
 
 
 class LaunchState:
@@ -37,8 +45,11 @@ class LaunchState:
         self.abi = abi
         options = kernel.dispatcher.options
         start = profiling.now_ns() if profiling.listeners else 0
-        self.pipeline = ctx.device.compile(kernel.msl, abi.entry_name, fast_math=options.fastmath,
-                                           language_version=abi.language_version, params=abi.params)
+        try:
+            self.pipeline = ctx.device.compile(kernel.msl, abi.entry_name, fast_math=options.fastmath,
+                                               language_version=abi.language_version, params=abi.params)
+        except KernelCompilationError as e:
+            raise _naming_the_kernel(e, kernel, abi.entry_name) from None
         if start:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
                            end_ns=profiling.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))

@@ -67,15 +67,25 @@ void nm_sha256_final(nm_sha256_ctx *c, uint8_t out[32]);
 /* ---- process helpers ---- */
 /* Runs argv[0] with argv (NULL-terminated) via posix_spawnp, its stdout and stderr captured through a pipe
    (so a full disk cannot swallow its messages) into *output (malloc'ed, NUL-terminated; free it). pass_fd,
-   when >= 0, is given to the child as descriptor 3 (e.g. for `/dev/fd/3`). Returns the exit status (>= 0),
-   128 + the signal that ended it, or -errno if it could not be started. */
-int nm_run_process(const char *const *argv, int pass_fd, char **output);
+   when >= 0, is given to the child as descriptor 3 (e.g. for `/dev/fd/3`); tmpdir, when not NULL, is its
+   TMPDIR (so whatever temporary files it leaves are where the caller removes them). Returns the exit status
+   (>= 0), 128 + the signal that ended it, or -errno if it could not be started. */
+int nm_run_process(const char *const *argv, int pass_fd, const char *tmpdir, char **output);
+/* Removes a directory and everything in it (symbolic links are removed, not followed). 0 on success. */
+int nm_remove_directory(const char *path);
 /* An anonymous in-memory file holding bytes (Linux memfd; its descriptor is close-on-exec), or -1 where
    there is none (errno set). */
 int nm_memory_file(const void *bytes, size_t n, const char *name);
 /* Writes n bytes to an anonymous in-memory file (memfd on Linux, an unlinked temporary file under tmpdir
-   elsewhere) and dlopens exactly those bytes. Returns the handle or NULL (message in err). */
-void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, char *err, size_t errlen);
+   elsewhere) and dlopens exactly those bytes. Returns the handle or NULL (message in err); *object_fd is
+   the in-memory file the object is loaded from (-1 when there is none), for nm_dlclose_object. */
+void *nm_dlopen_bytes(const void *bytes, size_t n, const char *tmpdir, int *object_fd, char *err, size_t errlen);
+/* dlcloses an object of nm_dlopen_bytes and closes its in-memory file once the object is unloaded (kept open,
+   never reused, when the loader keeps the object). 1 when the descriptor was closed (or there was none). */
+int nm_dlclose_object(void *handle, int object_fd);
+/* The message for EMFILE or ENFILE met while doing `doing` ("could not <doing>: ..."): which limit, how to
+   raise it. */
+void nm_describe_descriptor_exhaustion(int code, const char *doing, char *out, size_t len);
 /* Reads a whole regular file through an open descriptor (at most max_bytes; larger: -1 with errno EFBIG). */
 long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes);
 /* Path of the shared object that contains this library (dladdr), or "" */

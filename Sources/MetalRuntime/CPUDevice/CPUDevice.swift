@@ -1,6 +1,6 @@
 // CPUDevice.swift -- the CPU reference device: runs the same MSL Metal would get, compiled by clang
 // against a strict Metal shim, with threadgroups in parallel on a worker pool and the work-items of a
-// threadgroup as fibers (see Sources/CPUEngine/cpu_engine.c).
+// threadgroup as fibers (see Sources/CPUEngine/cpu_pool.c and cpu_fibers.c).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,5 @@
 // CPUQueue.swift -- the CPU device's queue: records validated work into the C executor's ring
-// (Sources/CPUEngine/cpu_engine.c), retaining every buffer and pipeline the work uses until it completes.
+// (Sources/CPUEngine/cpu_queue.c), retaining every buffer and pipeline the work uses until it completes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

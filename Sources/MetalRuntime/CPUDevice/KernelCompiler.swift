@@ -11,21 +11,40 @@ import CPUEngine
 
 // MARK: - Loaded kernels
 
-/// A kernel object loaded into this process (never unloaded: its code may run on any worker).
+/// A kernel object loaded into this process, unloaded (and its descriptor closed) when the last pipeline
+/// using it is released. Work in flight retains its pipeline, so no thread runs its code by then.
 final class LoadedKernel {
     /// The kernel function name.
     let name: String
-    /// Entry points for the executor (allocated for the process lifetime).
+    /// Entry points for the executor (allocated for the object's life).
     let entry: UnsafeMutablePointer<nm_cpu_kernel>
     /// What the signature declares.
     let analysis: KernelAnalysis
+    /// The dlopen handle.
+    private let handle: UnsafeMutableRawPointer
+    /// The in-memory file the object was loaded from, or -1.
+    private let objectFD: Int32
 
-    /// Wraps bound entry points.
-    init(name: String, entry: UnsafeMutablePointer<nm_cpu_kernel>, analysis: KernelAnalysis) {
+    /// Wraps a loaded object whose entry points are bound.
+    init(name: String, entry: UnsafeMutablePointer<nm_cpu_kernel>, analysis: KernelAnalysis,
+         handle: UnsafeMutableRawPointer, objectFD: Int32) {
         self.name = name
         self.entry = entry
         self.analysis = analysis
+        self.handle = handle
+        self.objectFD = objectFD
     }
+
+    deinit {
+        nm_dlclose_object(handle, objectFD)
+        entry.deinitialize(count: 1)
+        entry.deallocate()
+    }
+}
+
+/// A table entry that does not keep its kernel loaded.
+private struct WeakKernel {
+    weak var kernel: LoadedKernel?
 }
 
 /// The outcome of a compile request.
@@ -44,8 +63,13 @@ struct CompileResult {
 final class KernelCompiler {
     /// Guards the tables below.
     private let lock = Mutex()
-    /// Kernels loaded in this process, by (source, kernel, options) digest.
-    private var loaded: [String: LoadedKernel] = [:]
+    /// Kernels loaded in this process, by (source, kernel, options) digest, while a pipeline uses them.
+    private var loaded: [String: WeakKernel] = [:]
+    /// The most recently loaded kernels, kept loaded a little longer: a library compiled then asked for its
+    /// pipelines (the simulated Metal device) or a kernel dropped and compiled again is not loaded twice.
+    private var recent: [LoadedKernel] = []
+    /// How many of them.
+    static let recentlyLoaded = 8
     /// clang's path and identity for cache keys, found on first use.
     private var toolchain: (clang: String, identity: String)? = nil
     /// The shim directory and a digest of its headers, found on first use.
@@ -59,6 +83,8 @@ final class KernelCompiler {
     /// The C++ standard follows the MSL version (`languageStandard`).
     static let baseFlags: [String] = [
         "-x", "c++", "-O2", "-fPIC", "-shared", "-nostdinc", "-fno-exceptions", "-fno-rtti",
+        // A crash of clang writes no reproducer (the kernel's whole source and a script, in TMPDIR).
+        "-fno-crash-diagnostics",
         // Every page of a large stack frame (a big local array) is touched in order, so an overflow hits the
         // guard page below the stack, a fault the executor reports, instead of writing into other memory.
         "-fstack-clash-protection",
@@ -107,7 +133,7 @@ final class KernelCompiler {
         }
         let memoKey = hex(sha256(Array("\(kernelName)\u{0}\(options.fast_math)\u{0}\(version)\u{0}\(abi?.key ?? "")\u{0}".utf8)
             + Array(source.utf8)))
-        if let k = lock.locked({ loaded[memoKey] }) {
+        if let k = lock.locked({ loaded[memoKey]?.kernel }) {
             return CompileResult(kernel: k, compiled: false, nanoseconds: nm_clock_ns() - t0)
         }
         let analysis = try analyzeKernel(source: source, kernelName: kernelName, languageVersion: version)
@@ -128,16 +154,21 @@ final class KernelCompiler {
         let cache = lock.locked { cacheLocked() }
         if let cache, let cached = cache.read(key: key, kind: .object) { bytes = cached }
         if bytes == nil {
-            bytes = try runClang(clang: clang, shimDir: shimDir, flags: flags, unit: unit)
+            bytes = try runClang(clang: clang, shimDir: shimDir, flags: flags, unit: unit, kernelName: kernelName)
             compiledNow = true
             cache?.write(key: key, kind: .object, bytes: bytes!)
         }
         let kernel = try load(bytes: bytes!, name: kernelName, analysis: analysis)
+        var evicted: LoadedKernel? = nil  // unloaded after the lock is released
         let result = lock.locked { () -> LoadedKernel in
-            if let existing = loaded[memoKey] { return existing }
-            loaded[memoKey] = kernel
+            if let existing = loaded[memoKey]?.kernel { return existing }
+            loaded = loaded.filter { $0.value.kernel != nil }
+            loaded[memoKey] = WeakKernel(kernel: kernel)
+            recent.append(kernel)
+            if recent.count > KernelCompiler.recentlyLoaded { evicted = recent.removeFirst() }
             return kernel
         }
+        evicted = nil
         return CompileResult(kernel: result, compiled: compiledNow, nanoseconds: nm_clock_ns() - t0)
     }
 
@@ -176,43 +207,45 @@ final class KernelCompiler {
         return toolchain!
     }
 
-    /// Runs clang on the translation unit in a new temporary directory (removed afterwards); returns the
-    /// object's bytes or throws NM_ERR_COMPILE with clang's messages.
-    private func runClang(clang: String, shimDir: String, flags: [String], unit: String) throws -> [UInt8] {
+    /// Runs clang on the translation unit in a new temporary directory (clang's TMPDIR too; removed with
+    /// everything in it afterwards); returns the object's bytes or throws NM_ERR_COMPILE with clang's
+    /// messages (a summary of them when clang crashed).
+    private func runClang(clang: String, shimDir: String, flags: [String], unit: String, kernelName: String) throws -> [UInt8] {
         let tmp = temporaryDirectory()
         var template = Array("\(tmp)/numba-metal-build-XXXXXX".utf8CString)
         guard let dirPtr = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw temporaryDirectoryFailure(tmp, errno, doing: "create a build directory")
         }
         let dir = String(cString: dirPtr)
-        defer {
-            for f in ["kernel.cpp", "kernel.so", "shim.pch"] { unlink("\(dir)/\(f)") }
-            rmdir(dir)
-        }
+        defer { nm_remove_directory(dir) }
         guard writeFile("\(dir)/kernel.cpp", Array(unit.utf8)) else {
-            throw temporaryDirectoryFailure(tmp, errno, doing: "write the kernel's source")
+            let code = errno
+            throw descriptorExhaustion(code, doing: "write the kernel's source for clang")
+                ?? temporaryDirectoryFailure(tmp, code, doing: "write the kernel's source")
         }
         let argv = [clang] + flags + ["-isystem", shimDir, "-o", "\(dir)/kernel.so", "\(dir)/kernel.cpp", "-lm"]
         var rc: Int32 = -1
         var log = ""
         if let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags, buildDir: dir) {
-            (rc, log) = runProcess(argv + ["-include-pch", pch.path, "-Xclang", "-fno-validate-pch"], passing: pch.descriptor)
+            (rc, log) = runProcess(argv + ["-include-pch", pch.path, "-Xclang", "-fno-validate-pch"], passing: pch.descriptor,
+                                   temporaryDirectory: dir)
         }
         if rc != 0 && (rc < 0 || log.isEmpty || log.contains("precompiled header") || log.contains(".pch")) {
-            (rc, log) = runProcess(argv, passing: -1)  // without the precompiled header
+            (rc, log) = runProcess(argv, passing: -1, temporaryDirectory: dir)  // without the precompiled header
         }
         log = log.replacingAll("\(dir)/", with: "")
-        if rc < 0 {
-            throw RuntimeError.unavailable("could not run \(clang) (errno \(-rc)); set NUMBA_METAL_CLANG to a working clang++")
-        }
+        if rc < 0 { throw clangStartFailure(clang, -rc) }
         if rc != 0 {
             if log.contains("No space left on device") || (log.isEmpty && freeBytes(tmp).map { $0 < 1 << 20 } == true) {
                 throw temporaryDirectoryFailure(tmp, ENOSPC, doing: "compile the kernel", detail: log)
             }
+            if let crash = compilerCrash(status: rc, log: log, kernelName: kernelName) { throw crash }
             throw RuntimeError.compile(log.isEmpty ? "clang failed with exit status \(rc) and printed nothing" : log)
         }
         guard let bytes = readFile("\(dir)/kernel.so") else {
-            throw RuntimeError.internal("clang succeeded but \(dir)/kernel.so cannot be read")
+            let code = errno
+            throw descriptorExhaustion(code, doing: "read the object clang compiled")
+                ?? RuntimeError.internal("clang succeeded but \(dir)/kernel.so cannot be read (\(String(cString: strerror(code))))")
         }
         return bytes
     }
@@ -221,15 +254,17 @@ final class KernelCompiler {
     private func load(bytes: [UInt8], name: String, analysis: KernelAnalysis) throws -> LoadedKernel {
         var err = [CChar](repeating: 0, count: 1024)
         let tmp = temporaryDirectory()
-        guard let handle = bytes.withUnsafeBytes({ nm_dlopen_bytes($0.baseAddress, $0.count, tmp, &err, err.count) }) else {
+        var objectFD: Int32 = -1
+        guard let handle = bytes.withUnsafeBytes({ nm_dlopen_bytes($0.baseAddress, $0.count, tmp, &objectFD, &err, err.count) }) else {
             throw RuntimeError.internal(String(cString: err))
         }
         let entry = UnsafeMutablePointer<nm_cpu_kernel>.allocate(capacity: 1)
         entry.initialize(to: nm_cpu_kernel())
+        let kernel = LoadedKernel(name: name, entry: entry, analysis: analysis, handle: handle, objectFD: objectFD)
         if nm_cpu_kernel_bind(handle, entry, &err, err.count) != 0 { throw RuntimeError.internal(String(cString: err)) }
         entry.pointee.uses_fibers = analysis.usesFibers ? 1 : 0
         copy(name, intoTuple: &entry.pointee.name)
-        return LoadedKernel(name: name, entry: entry, analysis: analysis)
+        return kernel
     }
 
     // MARK: precompiled shim
@@ -276,7 +311,7 @@ final class KernelCompiler {
             }
             let out = "\(buildDir)/shim.pch"
             let (rc, _) = runProcess([clang] + headerFlags + ["-isystem", shimDir, "-x", "c++-header", "\(shimDir)/metal_stdlib", "-o", out],
-                                     passing: -1)
+                                     passing: -1, temporaryDirectory: buildDir)
             defer { unlink(out) }
             guard rc == 0, let built = readFile(out) else { return nil }
             bytes = built
@@ -328,7 +363,9 @@ final class KernelCompiler {
         }
         var digestInput = [UInt8]()
         for f in ["metal_stdlib", "simd/simd.h"] {
-            digestInput += Array("\(f)\u{0}".utf8) + (readFile("\(dir)/\(f)") ?? [])
+            let contents = readFile("\(dir)/\(f)")
+            if contents == nil, let e = descriptorExhaustion(errno, doing: "read the Metal shim \(dir)/\(f)") { throw e }
+            digestInput += Array("\(f)\u{0}".utf8) + (contents ?? [])
         }
         shim = (dir, hex(sha256(digestInput)))
         return shim!
@@ -336,10 +373,13 @@ final class KernelCompiler {
 
     // MARK: directories
 
-    /// The disk cache, opened and checked on first use (cache held).
+    /// The disk cache, opened and checked on first use (cache held). A process out of descriptors decides
+    /// later: the cache is not given up for good because of it.
     private func cacheLocked() -> ObjectCache? {
         if let c = cache { return c }
-        cache = .some(ObjectCache.open())
+        let opened = ObjectCache.open()
+        if opened == nil && (errno == EMFILE || errno == ENFILE) { return nil }
+        cache = .some(opened)
         return cache!
     }
 }
@@ -366,6 +406,53 @@ func temporaryDirectoryFailure(_ dir: String, _ code: Int32, doing what: String,
         + "writable directory with free space")
 }
 
+/// The error for a descriptor limit met while doing `what` (EMFILE, ENFILE), or nil for another errno.
+func descriptorExhaustion(_ code: Int32, doing what: String) -> RuntimeError? {
+    guard code == EMFILE || code == ENFILE else { return nil }
+    var message = [CChar](repeating: 0, count: 512)
+    nm_describe_descriptor_exhaustion(code, what, &message, message.count)
+    return RuntimeError.internal(String(cString: message))
+}
+
+/// The error for clang that could not be started (errno `code`): a missing or unusable clang is the
+/// platform's; no descriptors, processes or memory to start it is the process's state, said as such.
+func clangStartFailure(_ clang: String, _ code: Int32) -> RuntimeError {
+    if let e = descriptorExhaustion(code, doing: "run \(clang)") { return e }
+    let reason = String(cString: strerror(code))
+    switch code {
+    case ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, EPERM:
+        return RuntimeError.unavailable("could not run \(clang) (\(reason)); set NUMBA_METAL_CLANG to a working clang++")
+    default:
+        return RuntimeError.internal("could not start \(clang) (\(reason), errno \(code)): the system is short of processes "
+            + "or memory; try again when it has more")
+    }
+}
+
+/// What clang prints when it crashes, whatever the version: its request for a bug report, its stack dump,
+/// and the driver's note that the compiler process died.
+private let crashMarkers = ["PLEASE submit a bug report", "Stack dump:", "frontend command failed due to signal",
+                            "crash backtrace"]
+
+/// NM_ERR_COMPILE saying that clang crashed compiling kernelName, with the first lines of what it printed
+/// that are not its stack dump (those name the MSL line it was at); nil when clang did not crash.
+func compilerCrash(status: Int32, log: String, kernelName: String) -> RuntimeError? {
+    let signalled = status > 128 && status < 128 + 65
+    guard signalled || crashMarkers.contains(where: { log.contains($0) }) else { return nil }
+    var kept: [String] = []
+    for line in log.split(separator: "\n", omittingEmptySubsequences: true) {
+        let text = String(line).trimmingSpaces()
+        if crashMarkers.contains(where: { text.contains($0) }) || text.contains("Program arguments:")
+            || text.hasPrefix("#") || text.hasPrefix("0x") || text.contains(" 0x") { continue }
+        kept.append(text.utf8.count > 240 ? String(decoding: Array(text.utf8)[..<240], as: UTF8.self) + " ..." : text)
+        if kept.count == 6 { break }
+    }
+    let how = signalled ? "it was killed by signal \(status - 128)" : "exit status \(status)"
+    return RuntimeError.compile("the C++ compiler crashed compiling kernel \(kernelName)() (\(how)): the CPU device's clang "
+        + "could not compile this kernel, which says nothing about Metal's compiler; make the kernel smaller (a very large "
+        + "expression, tuple or unrolled loop is the usual cause). The first lines of its output:"
+        + (kept.isEmpty ? " (none)" : "\n" + kept.map { "  " + $0 }.joined(separator: "\n")))
+}
+
 /// Paths removed when the process exits normally.
 nonisolated(unsafe) private var pathsToRemove: [String] = []
 private let pathsToRemoveLock = Mutex()
@@ -380,15 +467,18 @@ func removeAtExit(_ path: String) {
     }
 }
 
-/// Runs argv (descriptor passFd, if >= 0, becomes the child's 3); its exit status (or -errno when it
-/// could not start) and what it printed.
-func runProcess(_ argv: [String], passing passFd: Int32) -> (Int32, String) {
+/// Runs argv (descriptor passFd, if >= 0, becomes the child's 3; TMPDIR is temporaryDirectory when given);
+/// its exit status (or -errno when it could not start) and what it printed.
+func runProcess(_ argv: [String], passing passFd: Int32, temporaryDirectory: String? = nil) -> (Int32, String) {
     var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
     cArgs.append(nil)
     defer { for p in cArgs { free(p) } }
     var output: UnsafeMutablePointer<CChar>? = nil
     let rc = cArgs.withUnsafeBufferPointer { buf in
-        buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { nm_run_process($0, passFd, &output) }
+        buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buf.count) { argv in
+            if let tmp = temporaryDirectory { return nm_run_process(argv, passFd, tmp, &output) }
+            return nm_run_process(argv, passFd, nil, &output)
+        }
     }
     defer { free(output) }
     return (rc, output.map { String(cString: $0) } ?? "")
