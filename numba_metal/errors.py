@@ -59,6 +59,13 @@ class NumbaMetalWarning(UserWarning):
     """Something numba-metal could not do as asked but could do without (e.g. an unsafe cache directory)."""
 
 
+class KernelBarrierError(MetalRuntimeError):
+    """Work-items of a threadgroup did not all reach the same barrier the same number of times (undefined
+    behaviour on a GPU: it may hang or give wrong results). The CPU device checks every barrier of every
+    kernel and raises this at the next wait, naming the kernel, the barrier's file:line and the work-items
+    that did not arrive."""
+
+
 class KernelRaisedError(MetalRuntimeError):
     """An exception a ``debug=True`` kernel raised (``raise``, a failed ``assert``), raised at the next
     wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
@@ -135,6 +142,7 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "KernelBoundsError",
+    "KernelBarrierError",
     "KernelRaisedError",
     "LaunchArgumentError",
     "LaunchConfigurationError",

@@ -8,7 +8,8 @@ use, so importing numba-metal does not import Numba's compiler.
 
 from __future__ import annotations
 
-from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBoundsError, KernelCompilationError,  # noqa: F401
+from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBarrierError,  # noqa: F401
+                                KernelBoundsError, KernelCompilationError,
                                 KernelLaunchError, KernelRaisedError, LaunchArgumentError,
                                 LaunchConfigurationError, MetalRuntimeError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)

@@ -54,6 +54,7 @@ typedef struct fiber {
     void *sp;
     void *stack;          /* usable stack above the guard page; NULL until first needed */
     const void *site;     /* call site of the SIMD-group function it waits in */
+    uint32_t line;        /* MSL line of the threadgroup_barrier it waits at */
     uint32_t state;
 } fiber;
 

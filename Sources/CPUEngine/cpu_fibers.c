@@ -13,10 +13,11 @@ static void fail_outside_fibers(worker *w) {
     siglongjmp(w->jb, 1);
 }
 
-static void rt_threadgroup_barrier(void) {
+static void rt_threadgroup_barrier(uint32_t msl_line) {
     worker *w = tl_worker;
     if (!w->fiber_mode) fail_outside_fibers(w);
     fiber *f = &w->fibers[w->current];
+    f->line = msl_line;
     f->state = F_BARRIER;
     nm_ctx_switch(&f->sp, w->sched_sp);
 }
@@ -64,6 +65,84 @@ NM_ENGINE_PRIVATE void group_coords(const nm_launch *L, uint32_t g, uint32_t out
     out[2] = g / (L->groups[0] * L->groups[1]);
 }
 
+/* Where the barrier on an MSL line is: its Python location, or the MSL line. */
+static void describe_barrier(const worker *w, uint32_t line, char *out, size_t len) {
+    const char *where = w->k->barrier_site ? w->k->barrier_site(line) : NULL;
+    if (where) snprintf(out, len, "the barrier at %s", where);
+    else snprintf(out, len, "the barrier on line %u of the kernel's MSL", line);
+}
+
+/* Appends " (threads (x,y,z), ...)" naming up to 6 work-items of the group in `state` (and, for F_BARRIER,
+   waiting on `line`), by their position in the threadgroup. */
+static void append_threads(const worker *w, uint32_t state, uint32_t line, char *out, size_t len) {
+    const fiber *f = w->fibers;
+    const uint32_t *t = w->L->threads;
+    uint32_t shown = 0, total = 0;
+    size_t n = strlen(out);
+    for (uint32_t i = 0; i < w->nthreads; i++) {
+        if (f[i].state != state || (state == F_BARRIER && f[i].line != line)) continue;
+        if (shown < 6) {
+            n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s(%u,%u,%u)", shown ? ", " : " (threads ",
+                                  i % t[0], (i / t[0]) % t[1], i / (t[0] * t[1]));
+            shown++;
+        }
+        total++;
+    }
+    if (total > shown) n += (size_t)snprintf(out + n, n < len ? len - n : 0, ", ...");
+    if (shown) snprintf(out + n, n < len ? len - n : 0, ")");
+}
+
+/* Every live work-item waits at a threadgroup_barrier. A barrier that not every work-item of the
+   threadgroup reaches, at the same call, is undefined behaviour on a GPU (MSL specification, 6.9.1: "all
+   threads in a threadgroup executing the kernel must encounter" it): fails the dispatch naming the barrier,
+   the work-items waiting elsewhere and those that have exited; 0 when every work-item is at one call. */
+static int barrier_diverged(worker *w, char *err, size_t errlen) {
+    const fiber *f = w->fibers;
+    uint32_t n = w->nthreads;
+    /* The barrier: the line most work-items wait on. */
+    uint32_t best = 0, best_count = 0, exited = 0, elsewhere = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (f[i].state == F_DONE) { exited++; continue; }
+        uint32_t c = 0;
+        for (uint32_t j = 0; j < n; j++) c += f[j].state == F_BARRIER && f[j].line == f[i].line;
+        if (c > best_count) { best_count = c; best = f[i].line; }
+    }
+    elsewhere = n - exited - best_count;
+    if (exited == 0 && elsewhere == 0) return 0;
+    uint32_t gc[3];
+    group_coords(w->L, w->group, gc);
+    char where[512];
+    describe_barrier(w, best, where, sizeof where);
+    int k = snprintf(err, errlen, "hit a divergent barrier in threadgroup (%u,%u,%u): %u work-items wait at %s, "
+                     "%u did not arrive", gc[0], gc[1], gc[2], best_count, where, exited + elsewhere);
+    size_t used = k > 0 ? (size_t)k : 0;
+    /* the other barriers, each with its work-items */
+    uint32_t reported[8], nreported = 0;
+    for (uint32_t i = 0; i < n && used < errlen; i++) {
+        if (f[i].state != F_BARRIER || f[i].line == best) continue;
+        int seen = 0;
+        for (uint32_t r = 0; r < nreported; r++) seen |= reported[r] == f[i].line;
+        if (seen || nreported == 8) continue;
+        reported[nreported++] = f[i].line;
+        uint32_t c = 0;
+        for (uint32_t j = 0; j < n; j++) c += f[j].state == F_BARRIER && f[j].line == f[i].line;
+        describe_barrier(w, f[i].line, where, sizeof where);
+        used += (size_t)snprintf(err + used, errlen - used, "; %u wait at %s", c, where);
+        append_threads(w, F_BARRIER, f[i].line, err, errlen);
+        used = strlen(err);
+    }
+    if (exited && used < errlen) {
+        used += (size_t)snprintf(err + used, errlen - used, "; %u have exited without reaching it", exited);
+        append_threads(w, F_DONE, 0, err, errlen);
+        used = strlen(err);
+    }
+    if (used < errlen)
+        snprintf(err + used, errlen - used, " (every work-item of a threadgroup must reach the same barrier the "
+                 "same number of times: a barrier some work-items skip is undefined behaviour on a GPU, which may "
+                 "hang or give wrong results)");
+    return 1;
+}
+
 NM_ENGINE_PRIVATE int run_group_fibers(worker *w, char *err, size_t errlen) {
     uint32_t n = w->nthreads;
     fiber *f = w->fibers;
@@ -96,6 +175,7 @@ NM_ENGINE_PRIVATE int run_group_fibers(worker *w, char *err, size_t errlen) {
         uint32_t live = n - done;
         if (live == 0) return 0;
         if (at_barrier == live) {
+            if (barrier_diverged(w, err, errlen)) return 1;
             for (uint32_t i = 0; i < n; i++)
                 if (f[i].state == F_BARRIER) f[i].state = F_RUN;
             continue;

@@ -479,7 +479,8 @@ int nm_cpu_kernel_bind(void *h, nm_cpu_kernel *k, char *err, size_t errlen) {
     k->run_groups = (nm_run_groups_fn)dlsym(h, "nm_kernel_run_groups");
     k->run_item = (nm_run_item_fn)dlsym(h, "nm_kernel_run_item");
     const uint64_t *tg = (const uint64_t *)dlsym(h, "nm_kernel_static_tg_bytes");
-    if (!abi || !set_rt || !k->run_groups || !k->run_item || !tg) {
+    k->barrier_site = (const char *(*)(uint32_t))dlsym(h, "nm_kernel_barrier_site");
+    if (!abi || !set_rt || !k->run_groups || !k->run_item || !tg || !k->barrier_site) {
         snprintf(err, errlen, "the compiled kernel object lacks the numba-metal entry points");
         return 1;
     }

@@ -337,6 +337,18 @@ def statement(expr: str) -> str:
     return expr + ";"
 
 
+#: Where a ``threadgroup_barrier`` call came from, in a comment after it (Metal ignores it): the CPU device
+#: reads it back (KernelGlue.swift, ``barrierSites``) to name the barrier when threads diverge at barriers.
+BARRIER_SITE_PREFIX = "/* nm barrier at "
+
+
+def barrier_site(filename: str, line: int) -> str:
+    """The comment naming a barrier's Python location: the file's name (not its directory, so a kernel's MSL
+    does not depend on where its project is checked out) and line."""
+    name = os.path.basename(filename or "?").replace("*/", "* /")
+    return f"{BARRIER_SITE_PREFIX}{name}:{line} */"
+
+
 def assign(target: str, value: str) -> str:
     return f"{target} = {value};"
 

@@ -84,7 +84,10 @@ def _lower_barrier(lc, sig, args):
     elif lc.callee is threadfence_block:
         lc.require_language_version(msl.VERSION_3_2)
     function, arguments = BARRIERS[lc.callee]
-    return Value(msl.call(function, *arguments), types.none)
+    call = msl.call(function, *arguments)
+    if function == "threadgroup_barrier" and lc.loc is not None:
+        call += " " + msl.barrier_site(lc.loc.filename, lc.loc.line)
+    return Value(call, types.none)
 
 
 @lowering.call(syncthreads_count, syncthreads_and, syncthreads_or)

@@ -30,6 +30,7 @@ import weakref
 from typing import NamedTuple
 
 from numba_metal.errors import (
+    KernelBarrierError,
     KernelCompilationError,
     KernelLaunchError,
     MetalRuntimeError,
@@ -90,6 +91,11 @@ class KernelParam(NamedTuple):
     builtin: str | None = None  # PARAM_BUILTIN: the attribute, e.g. "thread_position_in_grid"
 
 
+#: The words the CPU device's failure of a dispatch whose work-items diverged at barriers holds
+#: (Sources/CPUEngine/cpu_fibers.c): such a failure is a KernelBarrierError.
+DIVERGENT_BARRIER = "divergent barrier"
+
+
 def _message(lib, ffi) -> str:
     return ffi.string(lib.nm_last_error()).decode("utf-8", "replace")
 
@@ -105,6 +111,8 @@ def _raise(rc: int, *, launch: bool = False):
         raise MetalRuntimeError(msg)
     if launch and rc in (NM_ERR_LIMIT, NM_ERR_INVALID_ARGUMENT):
         raise KernelLaunchError(msg)
+    if DIVERGENT_BARRIER in msg:
+        raise KernelBarrierError(msg)
     raise MetalRuntimeError(msg)
 
 

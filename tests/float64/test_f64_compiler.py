@@ -517,7 +517,7 @@ FLOAT32_MSL_DIGESTS = {
     "literals_and_int_division": "bfda572b718c4f96f33e511bcbae3727348a5fc7beb432a249827a7890e254c8",
     "math_of_ints_and_floats": "a89423ee38cbf8cd6bd02ade8386c3e89985cd83e68c4716d0571c86f3ff043e",
     "minmax_round_compare": "431a448792dc7338658dff42d42c5f3c150fb1c17b24cde0d325415b67281eb0",
-    "shared_reduction": "f7a24b14100c4cddf50e2de65cf5a4366b7acb8ea4195adbf2e6241fb2b8af00",
+    "shared_reduction": "5079dbd883c32f7210726618b77c9469abb585e3b1293c0e5e2361ac89be75b8",
     "halves_and_casts": "7d23a2f936f69e1d0500a231918245a9518a3778fb01cae982394a21242c549f",
 }
 

@@ -92,7 +92,7 @@ long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes);
 const char *nm_library_path(void);
 
 /* ---- kernel ABI between the runtime and a compiled CPU kernel (mirrors shim/metal_runtime_abi) ---- */
-#define NM_KERNEL_ABI_VERSION 1
+#define NM_KERNEL_ABI_VERSION 2
 typedef struct nm_launch {
     void *buffers[31];          /* resolved [[buffer(i)]] pointers (contents + offset; the argument block) */
     uint32_t groups[3];         /* threadgroups per grid */
@@ -108,7 +108,7 @@ typedef struct nm_simd_group_state {
 
 typedef struct nm_rt_api {
     uint32_t version;
-    void (*threadgroup_barrier)(void);
+    void (*threadgroup_barrier)(uint32_t msl_line);  /* the MSL line of the call */
     nm_simd_group_state *(*simd_exchange)(const void *site, const void *operand, uint32_t size, uint32_t *lane);
 } nm_rt_api;
 
@@ -121,6 +121,8 @@ typedef struct nm_cpu_kernel {
     nm_run_item_fn run_item;
     uint64_t static_threadgroup_bytes;
     uint32_t uses_fibers;       /* 1 when the source calls barriers or SIMD-group functions */
+    /* The Python location ("file.py:12") of the threadgroup_barrier call on an MSL line, or NULL. */
+    const char *(*barrier_site)(uint32_t msl_line);
     char name[128];
 } nm_cpu_kernel;
 

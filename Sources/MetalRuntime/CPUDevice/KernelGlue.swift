@@ -37,6 +37,8 @@ func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount:
     let staticBytes = analysis.staticThreadgroupTypes.map { "((sizeof(\($0)) + 15ull) & ~15ull)" }
     let bindText = binds.map { "    " + $0 }.joined(separator: "\n")
     let call = "\(kernelName)(\(args.joined(separator: ",\n            ")));"
+    let siteCases = barrierSites(in: analysis.rewrittenSource)
+        .map { "    case \($0.line)u: return \(cStringLiteral($0.location));" }.joined(separator: "\n")
     return """
 
     #line 1 "nm_glue.cpp"
@@ -45,7 +47,13 @@ func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount:
         const uint __T0 = __L->threads[0], __T1 = __L->threads[1], __T2 = __L->threads[2]; \\
         (void)__G2; (void)__T2; (void)__tg;
     extern "C" {
-    __attribute__((visibility("default"))) extern const unsigned int nm_kernel_abi_version = 1;
+    __attribute__((visibility("default"))) extern const unsigned int nm_kernel_abi_version = 2;
+    __attribute__((visibility("default"))) const char *nm_kernel_barrier_site(uint __line) {
+        switch (__line) {
+    \(siteCases)
+        default: return nullptr;
+        }
+    }
     __attribute__((visibility("default"))) extern const unsigned long long nm_kernel_static_tg_bytes = 0ull\(staticBytes.map { " + " + $0 }.joined());
     __attribute__((visibility("default"))) void nm_kernel_set_rt(const __nm_rt_api *rt) { __nm_rt = rt; }
     __attribute__((visibility("default"))) void nm_kernel_run_groups(const __nm_launch *__L, void *const *__tg, uint __first, uint __count) {
@@ -73,4 +81,44 @@ func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount:
     }
 
     """
+}
+
+// MARK: - Barrier sites
+
+/// The Python locations of the source's `threadgroup_barrier` calls by MSL line (1-based), from the comment
+/// numba-metal's compiler writes after each (`/* nm barrier at file.py:12 */`, msl.barrier_site).
+func barrierSites(in source: String) -> [(line: Int, location: String)] {
+    let prefix = Array("/* nm barrier at ".utf8), call = Array("threadgroup_barrier(".utf8)
+    var sites: [(line: Int, location: String)] = []
+    for (i, text) in source.utf8.split(separator: 10, omittingEmptySubsequences: false).enumerated() {
+        let u = Array(text)
+        guard firstIndex(of: call, in: u, from: 0) != nil, let p = firstIndex(of: prefix, in: u, from: 0),
+              let end = firstIndex(of: Array(" */".utf8), in: u, from: p + prefix.count) else { continue }
+        sites.append((i + 1, String(decoding: u[(p + prefix.count)..<end], as: UTF8.self)))
+    }
+    return sites
+}
+
+/// The first index at or after `from` where `needle` occurs in `haystack`.
+private func firstIndex(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+    guard needle.count <= haystack.count else { return nil }
+    var i = from
+    while i + needle.count <= haystack.count {
+        if haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+        i += 1
+    }
+    return nil
+}
+
+/// A C string literal holding text (quotes, backslashes and other than printable ASCII escaped in octal).
+func cStringLiteral(_ text: String) -> String {
+    var out = "\""
+    for byte in text.utf8 {
+        if byte >= 0x20 && byte < 0x7f && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+            out.unicodeScalars.append(UnicodeScalar(byte))
+        } else {
+            out += "\\" + String(byte >> 6) + String((byte >> 3) & 7) + String(byte & 7)
+        }
+    }
+    return out + "\""
 }
