@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -301,6 +302,28 @@ int nm_remove_directory(const char *path) {
     }
     closedir(d);
     return rmdir(path);
+}
+
+int nm_sweep_build_directories(const char *tmpdir) {
+    static const char prefix[] = "numba-metal-build-";
+    DIR *d = opendir(tmpdir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, sizeof prefix - 1) != 0) continue;
+        char *end = NULL;
+        long pid = strtol(e->d_name + sizeof prefix - 1, &end, 10);
+        if (pid <= 0 || end == e->d_name + sizeof prefix - 1 || *end != '-') continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+        if (nm_remove_directory(path) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 /* MARK: - loading verified bytes */

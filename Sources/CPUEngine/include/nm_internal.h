@@ -73,6 +73,9 @@ void nm_sha256_final(nm_sha256_ctx *c, uint8_t out[32]);
 int nm_run_process(const char *const *argv, int pass_fd, const char *tmpdir, char **output);
 /* Removes a directory and everything in it (symbolic links are removed, not followed). 0 on success. */
 int nm_remove_directory(const char *path);
+/* Removes the build directories `<tmpdir>/numba-metal-build-<pid>-*` this user owns whose process <pid> no
+   longer exists (a process killed while clang ran leaves its directory behind). Returns how many. */
+int nm_sweep_build_directories(const char *tmpdir);
 /* An anonymous in-memory file holding bytes (Linux memfd; its descriptor is close-on-exec), or -1 where
    there is none (errno set). */
 int nm_memory_file(const void *bytes, size_t n, const char *name);

@@ -72,6 +72,8 @@ final class KernelCompiler {
     static let recentlyLoaded = 8
     /// clang's path and identity for cache keys, found on first use.
     private var toolchain: (clang: String, identity: String)? = nil
+    /// Whether the build directories of dead processes were removed (once, before the first compile).
+    private var swept = false
     /// The shim directory and a digest of its headers, found on first use.
     private var shim: (dir: String, digest: String)? = nil
     /// The disk cache: nil = not decided yet, .some(nil) = none usable.
@@ -212,7 +214,9 @@ final class KernelCompiler {
     /// messages (a summary of them when clang crashed).
     private func runClang(clang: String, shimDir: String, flags: [String], unit: String, kernelName: String) throws -> [UInt8] {
         let tmp = temporaryDirectory()
-        var template = Array("\(tmp)/numba-metal-build-XXXXXX".utf8CString)
+        if lock.locked({ () -> Bool in defer { swept = true }; return !swept }) { _ = nm_sweep_build_directories(tmp) }
+        // The process id in the name lets a later process remove what a killed one left behind.
+        var template = Array("\(tmp)/numba-metal-build-\(getpid())-XXXXXX".utf8CString)
         guard let dirPtr = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw temporaryDirectoryFailure(tmp, errno, doing: "create a build directory")
         }
@@ -226,11 +230,13 @@ final class KernelCompiler {
         let argv = [clang] + flags + ["-isystem", shimDir, "-o", "\(dir)/kernel.so", "\(dir)/kernel.cpp", "-lm"]
         var rc: Int32 = -1
         var log = ""
-        if let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags, buildDir: dir) {
+        let pch = precompiledShim(clang: clang, shimDir: shimDir, flags: flags, buildDir: dir)
+        if let pch {
             (rc, log) = runProcess(argv + ["-include-pch", pch.path, "-Xclang", "-fno-validate-pch"], passing: pch.descriptor,
                                    temporaryDirectory: dir)
         }
-        if rc != 0 && (rc < 0 || log.isEmpty || log.contains("precompiled header") || log.contains(".pch")) {
+        if rc != 0 && (rc < 0 || KernelCompiler.refusedPrecompiledHeader(log)) {
+            if let pch, rc > 0 { forgetPrecompiledShim(pch) }
             (rc, log) = runProcess(argv, passing: -1, temporaryDirectory: dir)  // without the precompiled header
         }
         log = log.replacingAll("\(dir)/", with: "")
@@ -276,6 +282,28 @@ final class KernelCompiler {
         let path: String
         /// The descriptor the clang process gets as 3, or -1.
         let descriptor: Int32
+        /// Its key in `headers` and the disk cache.
+        var key: String = ""
+    }
+
+    /// Whether clang's messages say it could not use the precompiled header (whatever the version says:
+    /// "input is not a PCH file", "malformed or corrupted AST file", "precompiled header ... built with").
+    static func refusedPrecompiledHeader(_ log: String) -> Bool {
+        log.isEmpty || log.contains("precompiled header") || log.contains(".pch") || log.contains("PCH file")
+            || log.contains("AST file")
+    }
+
+    /// Forgets a precompiled header clang could not use: the next compile builds it again and replaces
+    /// the disk-cache entry (an entry whose digest verifies but which clang refuses is a miss).
+    private func forgetPrecompiledShim(_ header: PrecompiledHeader) {
+        lock.locked {
+            // Its descriptor stays open: another thread may be starting a clang that reads it (a rare leak of
+            // one descriptor per refused header).
+            if let known = headers[header.key], known.path == header.path, known.descriptor == header.descriptor {
+                headers[header.key] = nil
+            }
+        }
+        if let cache = lock.locked({ cacheLocked() }) { cache.remove(key: header.key, kind: .precompiledHeader) }
     }
 
     /// A precompiled `metal_stdlib` for these flags (halves the compile time: parsing the shim dominates),
@@ -317,7 +345,8 @@ final class KernelCompiler {
             bytes = built
             cache?.write(key: key, kind: .precompiledHeader, bytes: built)
         }
-        guard let b = bytes, let header = privateHeader(b) else { return nil }
+        guard let b = bytes, var header = privateHeader(b) else { return nil }
+        header.key = key
         return lock.locked {
             if let known = headers[key] {  // another thread got there first
                 if header.descriptor >= 0 { close(header.descriptor) } else { unlink(header.path) }

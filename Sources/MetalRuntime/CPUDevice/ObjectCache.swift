@@ -117,6 +117,11 @@ final class ObjectCache {
         }
     }
 
+    /// Removes key's entry (one that verified but could not be used).
+    func remove(key: String, kind: Kind) {
+        unlinkat(fd, "\(key).\(kind.rawValue)", 0)
+    }
+
     /// What an entry's header records: SHA-256 of the format, kind, key and bytes.
     static func digest(key: String, kind: Kind, bytes: [UInt8]) -> String {
         hex(sha256(Array("numba-metal cache entry 2\u{0}\(kind.rawValue)\u{0}\(key)\u{0}".utf8) + bytes))
