@@ -361,9 +361,11 @@ def _entry(qualified: str, seen: dict) -> str:
 
 
 def _family_title(family) -> str:
-    """'Kernel side: ' and the family docstring's opening words (up to its first ':', ',' or '.')."""
-    first = inspect.getdoc(family).split("\n")[0]
-    return "Kernel side: " + re.split(r"[:,.]", first, maxsplit=1)[0].replace("``", "`")
+    """'Kernel side: ' and the family's own title (its ``API_TITLE``)."""
+    title = getattr(family, "API_TITLE", None)
+    if not title:
+        raise KeyError(f"{family.__name__} has no API_TITLE: give it one (its section's title in docs/api.md)")
+    return "Kernel side: " + title
 
 
 def _sections() -> list[str]:

@@ -15,6 +15,9 @@ numba.cuda's ``atomic.*`` refuse float16 arrays; so do these, pointing at ``fp16
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Atomic operations"
+
 import types as pytypes
 
 from numba.core import types

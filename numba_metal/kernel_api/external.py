@@ -16,6 +16,9 @@ file's contents and recompiles when one changes (host/cache.py).
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Hand-written MSL called from kernels"
+
 import re
 
 from numba.core import sigutils, types

@@ -11,6 +11,9 @@ rounds each operation (MSL Table 8.3).
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Half precision (`metal.fp16`)"
+
 import builtins
 import operator
 import types as pytypes

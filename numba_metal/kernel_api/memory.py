@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Kernel memory"
+
 import math
 import types as pytypes
 

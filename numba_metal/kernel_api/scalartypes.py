@@ -9,6 +9,9 @@ index, and signatures written with them are Numba's own objects (``metal.float32
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Scalar types"
+
 from numba.core import types
 
 #: ``metal.<name>`` -> Numba type, with numba.cuda's names (those of ``numba.core.types``).

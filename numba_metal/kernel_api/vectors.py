@@ -10,6 +10,9 @@ them (compiler/vectortypes.py).
 
 from __future__ import annotations
 
+#: This family's section title in docs/api.md (docs/generate_api.py).
+API_TITLE = "Vector types"
+
 from numba.core import types
 from numba.core.typing.templates import AttributeTemplate, ConcreteTemplate, signature
 

@@ -175,3 +175,19 @@ def test_an_entry_may_take_another_callables_errors_and_a_malformed_line_is_refu
         generate_api.errors("numba_metal.metal.borrows_what_is_not_there")
     with pytest.raises(ValueError, match="neither"):
         generate_api.errors("numba_metal.metal.malformed")
+
+
+def test_no_two_sections_share_a_title_and_no_entry_is_printed_twice():
+    """Titles cut from the families' docstrings once gave three sections called "Kernel side: numba", each
+    printing the same 424-line block: every family names its own title, and the page has each once."""
+    from numba_metal import kernel_api
+    titles = [generate_api._family_title(f) for f in kernel_api.families()]
+    assert len(titles) == len(set(titles)), f"families share a title: {titles}"
+    assert all(t.count("`") % 2 == 0 for t in titles), f"a title has an unbalanced backtick: {titles}"
+    text = doc_pages.read("docs/api.md")
+    headings = re.findall(r"^#{2,3} (.+)$", text, re.M)
+    repeated = sorted({h for h in headings if headings.count(h) > 1 and h != "Errors"})
+    assert not repeated, f"docs/api.md has these section titles more than once: {repeated}. {_FIX}"
+    entries = re.findall(r"^#### (.+)$", text, re.M)
+    twice = sorted({e for e in entries if entries.count(e) > 1})
+    assert not twice, f"docs/api.md prints these entries more than once: {twice}. {_FIX}"
