@@ -1,0 +1,53 @@
+"""docs/porting-from-numba-cuda.md lists the changes a port needs beyond renaming; the errors it quotes are
+the ones a ported program meets (issue 24, item 14)."""
+import numba
+import numpy as np
+import pytest
+
+import doc_pages
+from numba_metal import metal
+from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
+
+PAGE = "docs/porting-from-numba-cuda.md"
+
+
+def _section() -> str:
+    text = doc_pages.read(PAGE)
+    start = text.index("## Changes a port needs beyond renaming")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_page_lists_each_change_a_port_meets():
+    section = _section()
+    for topic in ("from numba import types", "numba_metal.random", "@metal.jit(device=True)", "this_grid().sync()",
+                  "np.sin(x[i])", "np.float32(0.5)", "first kernel"):
+        assert topic in section, f"{PAGE} no longer says {topic!r}"
+
+
+@numba.njit
+def _helper(x):
+    return x * 2
+
+
+def test_the_quoted_errors_are_the_ones_a_port_meets():
+    section = " ".join(_section().split())
+
+    @metal.jit
+    def calls_njit(a):
+        i = metal.grid(1)
+        a[i] = _helper(a[i])
+
+    @metal.jit
+    def calls_numpy(a):
+        i = metal.grid(1)
+        a[i] = np.sin(a[i])
+
+    with pytest.raises(UnsupportedFeatureError) as njit_error:
+        metal.compile_msl(calls_njit, "void(float32[:])")
+    with pytest.raises(KernelCompilationError) as numpy_error:
+        metal.compile_msl(calls_numpy, "void(float32[:])")
+    assert "is not supported in Metal kernels" in str(njit_error.value)
+    assert "decorate it with @metal.jit(device=True)" in str(njit_error.value)
+    assert "is not supported in Metal kernels" in section and "decorate it with @metal.jit(device=True)" in section
+    quoted = "Use of unsupported NumPy function 'numpy.sin'"
+    assert quoted in str(numpy_error.value) and quoted in section
