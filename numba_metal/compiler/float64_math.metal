@@ -2213,6 +2213,9 @@ static inline nm_f64 nm_f64_round_ndigits(nm_f64 x, long nd) {
     ulong u = x.bits;
     ulong sign = u & NM_F64_SIGN;
     int biased = int(u >> 52) & 0x7FF;
+    if (biased == 0x7FF && (u & NM_F64_FRAC) != 0UL) {
+        return nm_f64_from_bits(u | NM_F64_QUIET);   // a NaN, quieted as NumPy's np.round returns it
+    }
     if (biased == 0x7FF || (u & NM_F64_ABS) == 0UL || nd > 323) {
         return x;
     }

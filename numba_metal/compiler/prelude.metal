@@ -392,7 +392,8 @@ NM_INLINE bool nm_eq(ulong a, long b) { return b >= 0l && a == ulong(b); }
 //@@ round requires: pow10
 // round(x, ndigits) as Numba computes it (scale, round half to even, unscale).
 NM_INLINE float nm_round_ndigits(float x, long nd) {
-    if (isinf(x) || isnan(x)) return x;
+    if (isnan(x)) return as_type<float>(as_type<uint>(x) | 0x00400000u);  // quieted, as NumPy's np.round
+    if (isinf(x)) return x;
     if (nd >= 0l) {
         float p = nm_pow10(nd);
         float y = x * p;

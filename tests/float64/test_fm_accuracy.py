@@ -25,9 +25,12 @@ N = 300
 AGREE = {name: 1 for name in S.CASES}
 AGREE.update({"nm_f64_gamma": 9, "nm_f64_lgamma": 5, "nm_f64_erfc": 3, "nm_f64_erf": 2, "nm_f64_cbrt": 3,
               "nm_f64_tanh": 2})
-# lgamma next to its negative zeros is judged absolutely (no libm bounds it relatively), and there the two
-# libraries may differ by many ulps of a tiny result; within this many units of 2^-52 absolutely.
-LGAMMA_ABSOLUTE = 0.5
+# lgamma next to its negative zeros is judged absolutely (numba-metal's is not relatively accurate there;
+# glibc's is, within 4.4 ulp), and there the two libraries may differ by many ulps of a tiny result. The
+# bound documented in docs/math-accuracy.md, in units of 2^-52: the largest a run measured (0.2658), rounded up.
+LGAMMA_ABSOLUTE = 0.266
+# Against Numba's (the C library's) lgamma there, each library's own error adds up: within 2 x 2^-52.
+LGAMMA_AGREE_ABSOLUTE = 2.0
 
 
 def _inputs(name):
@@ -43,6 +46,15 @@ def test_error_within_documented_bound(mathlib, name):  # noqa: F811
     worst = max(results, key=lambda r: r.max_ulp)
     assert worst.max_ulp <= bound, worst
     assert max(r.max_abs for r in results) <= LGAMMA_ABSOLUTE
+
+
+def test_the_worst_points_longer_runs_found_are_within_the_documented_bounds(mathlib):  # noqa: F811
+    """Points where a longer run than the table's measured more than the bound once documented (lgamma:
+    0.509110 ulp, documented 0.507)."""
+    from pathlib import Path
+    worst = S.measure(mathlib, S.CASES["nm_f64_lgamma"], "worst", (np.array([-12.000000000534834]),))
+    assert 0.509 < worst.max_ulp <= S.ROWS["nm_f64_lgamma"].ulp, worst
+    assert f"absolutely {LGAMMA_ABSOLUTE} x 2^-52" in (Path(__file__).resolve().parents[2] / "docs" / "math-accuracy.md").read_text()
 
 
 def _njit_reference(python: str, arity: int):
@@ -76,7 +88,7 @@ def test_agrees_with_numba(mathlib, name):  # noqa: F811
         if S.CASES[name].absolute is not None:
             # next to lgamma's negative zeros the comparison is absolute
             near_zero = (args[0] < 0) & (np.abs(ref) < 1)
-            assert np.all(np.abs(got[near_zero] - ref[near_zero]) <= LGAMMA_ABSOLUTE * 2.0 ** -52 * 4), label
+            assert np.all(np.abs(got[near_zero] - ref[near_zero]) <= LGAMMA_AGREE_ABSOLUTE * 2.0 ** -52), label
             steps = np.where(near_zero, 0, steps)
         worst = max(worst, float(steps.max()))
     assert worst <= AGREE[name], (name, worst)
