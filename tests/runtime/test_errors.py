@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from numba_metal import runtime as rt
-from numba_metal.errors import KernelCompilationError, KernelLaunchError, MetalRuntimeError
+from numba_metal.errors import KernelBarrierError, KernelCompilationError, KernelLaunchError, MetalRuntimeError
 from runtime_helpers import from_buffer, launch, pack, to_buffer
 
 # Compile logs and the faults the CPU engine catches are the CPU engine's words: the CPU device and the
@@ -142,6 +142,26 @@ kernel void diverge(device int* x [[buffer(0)]], uint tid [[thread_index_in_thre
     buf = device.new_buffer(4 * 64)
     launch(queue, device.compile(src, "diverge"), [buf], (1, 1, 1), (64, 1, 1))
     with pytest.raises(MetalRuntimeError, match="kernel 'diverge'.*divergent barrier"):
+        queue.wait()
+    launch(queue, device.compile(OK_KERNEL, "ok"), [buf], (1, 1, 1), (64, 1, 1))
+    queue.wait()
+
+
+@CPU_ENGINE
+def test_work_items_that_exit_before_a_barrier_the_others_reach_fail_the_dispatch(device, queue):
+    # MSL: a barrier inside a conditional must be reached by every thread of the threadgroup; an early
+    # return before it is such a conditional. The CPU device reports it instead of returning a result.
+    src = HEADER + """
+kernel void early(device int* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
+    if (tid >= 40) return;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    x[tid] = 1;
+}
+"""
+    buf = device.new_buffer(4 * 64)
+    launch(queue, device.compile(src, "early"), [buf], (1, 1, 1), (64, 1, 1))
+    with pytest.raises(KernelBarrierError, match=r"kernel 'early'.*40 work-items wait at the barrier on line \d+ "
+                       r"of the kernel's MSL, 24 did not arrive; 24 have exited without reaching it \(threads \(40,0,0\)"):
         queue.wait()
     launch(queue, device.compile(OK_KERNEL, "ok"), [buf], (1, 1, 1), (64, 1, 1))
     queue.wait()
