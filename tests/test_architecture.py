@@ -1,9 +1,10 @@
 """The package's structure is the one docs/architecture.md describes: dependencies point down its layer
-table, there is no import cycle, and no module reads another module's private attributes.
+table, there is no import cycle at all, and no module reads another module's private attributes.
 
 The layer table is read from docs/architecture.md itself (each row's `code` column names the paths of its
 layer), so the documentation and this test cannot disagree. Every import counts, including those inside
-functions (which may not hide a cycle).
+functions. The one documented upward edge (the typing context loading the kernel-API families) is exempt
+from the layer check only: no cycle is exempt.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
 
 #: The one documented upward edge: the compiler's typing context plugs in the kernel-language families
-#: (they register their typing and lowering with the compiler when imported).
+#: (they register their typing and lowering in the compiler's leaf registries when imported, and import
+#: neither the typing context nor anything that does).
 PLUGIN_EDGES = {("numba_metal.compiler.typing", "numba_metal.kernel_api")}
 
 
@@ -130,7 +132,7 @@ def test_the_plugin_edge_is_documented_and_real():
 
 
 def test_there_is_no_import_cycle():
-    edges = {m: {t for t in targets if (m, t) not in PLUGIN_EDGES} for m, targets in EDGES.items()}
+    edges = EDGES
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):
