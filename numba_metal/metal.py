@@ -27,14 +27,14 @@ from numba_metal.host.dispatcher import normalize_signature as _normalize_signat
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, external_stream, legacy_default_stream,
                                       per_thread_default_stream, stream, synchronize)
-from numba_metal.profiling import profile_start, profile_stop, profiling  # noqa: F401
+from numba_metal.host.profiling import profile_start, profile_stop, profiling  # noqa: F401
 from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.host.kernel_output import PrintOutputTruncated  # noqa: F401
 from numba_metal.host.interop import (as_cuda_array, as_metal_array, from_cuda_array_interface,  # noqa: F401
                                       from_dlpack, is_cuda_array, is_metal_array)
-from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
-from numba_metal import vectorize as _vectorize
-from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
+from numba_metal.libraries.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
+from numba_metal.libraries import vectorize as _vectorize
+from numba_metal.libraries.vectorize import guvectorize, vectorize  # noqa: F401
 
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 

@@ -112,6 +112,25 @@ def test_every_module_belongs_to_a_documented_layer():
         _layer_of(module)
 
 
+#: The layers whose modules users import by name, so that sit at the package root instead of in a folder.
+ROOT_LAYERS = {"public namespace", "errors"}
+
+
+def test_every_layer_is_a_folder():
+    """A reader finds each layer by its folder: a layer's code is folders, except the public namespace and
+    the errors (modules users name), and the package root holds nothing else but ``__main__.py``."""
+    files = []
+    for layer, paths in LAYERS:
+        for p in paths:
+            if not p.endswith("/") and p != f"{PACKAGE}/__main__.py":
+                assert layer in ROOT_LAYERS, f"layer {layer!r} names the module {p}: give the layer a folder"
+                files.append(p)
+            assert os.path.exists(os.path.join(ROOT, p)), f"docs/architecture.md names {p}, which does not exist"
+    root = {f"{PACKAGE}/{n}" for n in os.listdir(os.path.join(ROOT, PACKAGE)) if n.endswith(".py")}
+    assert root == set(files) | {f"{PACKAGE}/__main__.py"}, (
+        f"modules at the package root outside the public namespace and errors: {sorted(root - set(files))}")
+
+
 def test_dependencies_point_down_the_layer_table():
     upward = []
     for module, targets in EDGES.items():

@@ -12,7 +12,7 @@ import contextlib
 
 import numpy as np
 
-from numba_metal import profiling
+from numba_metal.host import profiling
 from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError)
 

@@ -28,7 +28,7 @@ from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError,
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
 from numba_metal.host.dispatcher import DeviceFunction, normalize_signature
-from numba_metal.reduction import Reduce
+from numba_metal.libraries.reduction import Reduce
 
 #: Threads per threadgroup of the generated kernels.
 THREADS = 256
