@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from numba_metal.errors import MetalValueError
-from numba_metal.host.arrays import device_array
+from numba_metal.host.allocation import device_array
 from numba_metal.host.decorators import jit
 
 _U0 = np.uint64(0)
