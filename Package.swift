@@ -6,7 +6,7 @@ import PackageDescription
 let package = Package(
     name: "NumbaMetalRuntime",
     // macOS 13 has MSL 3.0 (float atomics) and every Metal API the backend uses without a guard;
-    // numba_metal/_build.py checks each use of a newer one against this line.
+    // numba_metal/tools/build.py checks each use of a newer one against this line.
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "NumbaMetalRuntime", type: .dynamic, targets: ["MetalRuntime"]),
@@ -32,6 +32,9 @@ let package = Package(
                 "Locks",
                 .target(name: "MetalSimulator", condition: .when(platforms: [.linux])),
             ],
+            // The CPU device's Metal standard library: headers clang reads when it compiles a kernel, staged
+            // beside the library (numba_metal/_lib/shim), not compiled into it.
+            exclude: ["CPUDevice/shim"],
             // Threads the library starts (the CPU device's worker pool, a simulated GPU's queues) may still run
             // when the host unloads it at exit (cffi closes its libraries): never unmap its code.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"], .when(platforms: [.linux]))]

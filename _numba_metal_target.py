@@ -5,7 +5,7 @@ Numba looks its ufunc targets up in registries filled when ``numba.np.ufunc.deco
 runs its ``numba_extensions`` entry points only when it first compiles a function, which
 ``numba.vectorize(..., target='metal')`` does not do first. So ``numba_metal_target.pth``, installed beside
 this module, imports it at interpreter start-up and :func:`install` waits for that module to be imported,
-then registers the target. Registration loads nothing: ``numba_metal.vectorize`` is imported when the
+then registers the target. Registration loads nothing: ``numba_metal.libraries.vectorize`` is imported when the
 target is first used. This module imports only ``sys``, so every Python process of the environment pays
 under a millisecond for it (0.7-0.8 ms by ``python -X importtime`` with cached bytecode, on a
 shared 2-core x86-64 VM under load). numba_metal itself calls :func:`install` on import, so the
@@ -19,7 +19,7 @@ _DECORATORS = "numba.np.ufunc.decorators"
 
 def _loader(name):
     def load():
-        from numba_metal import vectorize
+        from numba_metal.libraries import vectorize
         return getattr(vectorize, name)
     return load
 

@@ -1,4 +1,4 @@
-"""Build hook: compiles the Swift runtime library (numba_metal/_build.py) as part of build_py, so that
+"""Build hook: compiles the Swift runtime library (numba_metal/tools/build.py) as part of build_py, so that
 `pip install .`, `pip install -e .` and wheel builds all ship numba_metal/_lib/ (library, C header, shim)."""
 
 import importlib.util
@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _builder():
-    # Load _build.py by path: importing the numba_metal package would need numba in the build environment.
-    spec = importlib.util.spec_from_file_location("_numba_metal_build", ROOT / "numba_metal" / "_build.py")
+    # Load tools/build.py by path: importing the numba_metal package would need numba in the build environment.
+    spec = importlib.util.spec_from_file_location("_numba_metal_build", ROOT / "numba_metal" / "tools" / "build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

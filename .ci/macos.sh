@@ -35,10 +35,10 @@ else
 fi
 
 step "availability of Apple's API (Package.swift's deployment target)"
-python -m numba_metal._build --availability | tail -n 1
+python -m numba_metal.tools.build --availability | tail -n 1
 
 step "build (SwiftPM, release)"
-python -m numba_metal._build
+python -m numba_metal.tools.build
 
 step "collect the MSL the test suite compiles (CPU reference device)"
 rm -rf "$msl_dir"

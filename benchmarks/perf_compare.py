@@ -1,6 +1,6 @@
 """Launch overhead, compile time and start-up of two source trees (e.g. two commits), measured interleaved.
 
-    git worktree add /tmp/before <commit>        # and build its runtime there: python -m numba_metal._build
+    git worktree add /tmp/before <commit>        # and build its runtime there: python -m numba_metal.tools.build
     python benchmarks/perf_compare.py --before /tmp/before --after . [--rounds 3] [--json out.json]
 
 Each round runs perf_launch.py, perf_compile.py and perf_startup.py of each tree, alternating which tree

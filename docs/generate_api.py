@@ -47,14 +47,15 @@ SECTIONS = {
     "numba_metal.host.arguments": "Kernels and device functions",
     "numba_metal.metal": "Kernels and device functions",
     "numba_metal.host.arrays": "Device arrays and unified memory",
+    "numba_metal.host.allocation": "Device arrays and unified memory",
     "numba_metal.host.interop": "Device arrays and unified memory",
     "numba_metal.host.streams": "Streams, events and waits",
     "numba_metal.host.kernel_output": "Streams, events and waits",
     "numba_metal.host.batch": "Streams, events and waits",
     "numba_metal.host.device": "Devices",
-    "numba_metal.reduction": "Reductions",
-    "numba_metal.vectorize": "Ufuncs",
-    "numba_metal.profiling": "Profiling",
+    "numba_metal.libraries.reduction": "Reductions",
+    "numba_metal.libraries.vectorize": "Ufuncs",
+    "numba_metal.host.profiling": "Profiling",
     "numba_metal.errors": "Errors",
     "numpy": "Data types",
     "builtins": "Data types",
@@ -258,7 +259,17 @@ def _defining_module(modname: str, name: str, value) -> str:
         owner = None
     if isinstance(value, type) and issubclass(value, __import__("numpy").generic):
         return "numpy"
-    return owner if isinstance(owner, str) else modname
+    if isinstance(owner, str):
+        return owner
+    # A plain value a public module re-exports (numba_metal.profiling.listeners is numba_metal.host.profiling's):
+    # the module that assigns it, where its `#:` comment is.
+    for other in sorted(m for m in sys.modules if m.startswith("numba_metal.") and m != modname):
+        if vars(sys.modules[other]).get(name, _ABSENT) is value and _value_comment(other, name):
+            return other
+    return modname
+
+
+_ABSENT = object()
 
 
 def _signature(qualified: str, value) -> str:
@@ -433,7 +444,7 @@ def generate() -> str:
                 continue
             for q in entries:
                 parts += [_entry(q, seen), ""]
-    from numba_metal.__main__ import USAGE
+    from numba_metal.tools.cli import USAGE
     parts += ["## The `numba-metal` command", "",
               "`numba-metal` (or `python -m numba_metal`); its usage text, as `numba-metal --help` prints it. "
               "[installation.md](installation.md) explains `doctor`, [advisor.md](advisor.md) the advisor.", "",

@@ -14,10 +14,10 @@ from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBarrierErr
                                 LaunchConfigurationError, MetalRuntimeError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
 from numba_metal.host.arguments import In, InOut, Out  # noqa: F401
-from numba_metal.host.arrays import (DeviceNDArray, MappedNDArray, device_array,  # noqa: F401
-                                     defer_cleanup, device_array_like, is_device_array, managed_array, mapped,
-                                     mapped_array, mapped_array_like, open_ipc_array, pinned,
-                                     pinned_array, pinned_array_like, to_device)
+from numba_metal.host.allocation import (defer_cleanup, device_array, device_array_like,  # noqa: F401
+                                         managed_array, mapped, mapped_array, mapped_array_like, open_ipc_array,
+                                         pinned, pinned_array, pinned_array_like, to_device)
+from numba_metal.host.arrays import DeviceNDArray, MappedNDArray, is_device_array  # noqa: F401
 from numba_metal.host.decorators import device_func, jit  # noqa: F401
 from numba_metal.host.device import (close, current_context, detect, get_current_device,  # noqa: F401
                                      get_device_info, get_kernel_time_limit, gpus, is_available, is_bfloat16_supported,
@@ -28,14 +28,14 @@ from numba_metal.host.dispatcher import normalize_signature as _normalize_signat
 from numba_metal.host.streams import (Event, Stream, default_stream, event,  # noqa: F401
                                       event_elapsed_time, external_stream, legacy_default_stream,
                                       per_thread_default_stream, stream, synchronize)
-from numba_metal.profiling import profile_start, profile_stop, profiling  # noqa: F401
+from numba_metal.host.profiling import profile_start, profile_stop, profiling  # noqa: F401
 from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.host.kernel_output import PrintOutputTruncated  # noqa: F401
 from numba_metal.host.interop import (as_cuda_array, as_metal_array, from_cuda_array_interface,  # noqa: F401
                                       from_dlpack, is_cuda_array, is_metal_array)
-from numba_metal.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
-from numba_metal import vectorize as _vectorize
-from numba_metal.vectorize import guvectorize, vectorize  # noqa: F401
+from numba_metal.libraries.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
+from numba_metal.libraries import vectorize as _vectorize
+from numba_metal.libraries.vectorize import guvectorize, vectorize  # noqa: F401
 
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
 

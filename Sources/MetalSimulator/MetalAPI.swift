@@ -1,6 +1,6 @@
 // MetalAPI.swift -- Apple's Metal declarations as the numba-metal Metal backend uses them: Apple's Swift
 // names, argument labels, types and `@available` annotations (developer.apple.com/documentation/metal), so
-// that the backend type-checks here as on a Mac, and numba_metal/_build.py's availability check can read
+// that the backend type-checks here as on a Mac, and numba_metal/tools/build.py's availability check can read
 // the macOS version each symbol appeared in. The behaviour behind the protocols is in the other files of
 // this module. Keep it to what the backend uses; add a declaration only after checking it against Apple's
 // documentation.

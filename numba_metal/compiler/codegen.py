@@ -1,7 +1,8 @@
-"""Typed Numba IR → MSL source.
+"""Typed Numba IR → MSL source: the lowering of functions.
 
-``ModuleBuilder`` is one MSL translation unit (prelude sections, type definitions, device functions,
-the kernel). ``FunctionLowering`` turns one typed function into MSL: it structures the control-flow
+``FunctionLowering`` turns one typed function into MSL, inside the translation unit a
+:class:`~.module_builder.ModuleBuilder` collects (which spells types); its interface (signature, the
+kernel's ABI and environment, its arguments) comes from :mod:`.interface`. It structures the control-flow
 graph (``structurize``), declares one MSL local per IR variable (the IR is not in SSA form, so there
 is nothing to destroy) and lowers each statement. Syntax comes from :mod:`.msl`; operators from
 :mod:`.operators`' table; calls, attributes and values of the kernel API from :mod:`.lowering`'s
@@ -13,327 +14,17 @@ kernel-API families use (they receive it as ``lc``).
 
 from __future__ import annotations
 
-import hashlib
-
 from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, effects, kernel_io, libraries, msl, operators, records
+from . import abi, arrays, calls, constants, conversions, interface, kernel_io, msl, operators, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
+from .module_builder import ModuleBuilder, function_name
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
-from .vectortypes import VectorType
-
-#: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
-_COMPILE_TIME_ONLY = (types.Module, types.Function, types.NumberClass, types.Dispatcher,
-                      types.BoundFunction, types.DType, types.StringLiteral, types.UnicodeType,
-                      types.Omitted, types.Dummy, types.NoneType, types.TypeRef,
-                      types.Opaque, types.EnumClass, types.Callable, types.ExceptionClass,
-                      types.ExceptionInstance)
-
-#: Threadgroup memory is allocated in multiples of 16 bytes (Metal's rule for its lengths).
-_THREADGROUP_ALIGNMENT = 16
-
-
-def _round_up(n: int, to: int) -> int:
-    return (n + to - 1) // to * to
-
-
-class ModuleBuilder:
-    """Collects everything one MSL translation unit needs, then renders it in dependency order.
-
-    ``coherent``: device memory is declared ``coherent(device)`` (a function of the module fences
-    device memory across threadgroups; see ``lower_kernel``). ``exact_float64``: float64 values are
-    IEEE binary64 computed by the emulated library (the kernel holds float64 data, or asked for it);
-    otherwise they are float32 (see ``precision.py``).
-    """
-
-    def __init__(self, kernel_name: str, *, debug: bool = False, coherent: bool = False,
-                 exact_float64: bool = False):
-        self.kernel_name = kernel_name
-        self.debug = debug
-        self.coherent = coherent
-        self.exact_float64 = exact_float64
-        self.library_sections: set[str] = set()   # sections of msl.FLOAT64_LIBRARY the code calls
-        self.fences_device_memory = False
-        self.language_version = msl.ANY_VERSION   # the newest MSL version its code needs
-        self.snippets: set[str] = {"base", "env"}
-        self.uses_mathlib = False
-        self._type_names: dict = {}
-        self._spelt: dict = {}   # id(type) -> (type, type_name(type))
-        self._definitions: list[str] = []   # structs and program-scope constants, in order
-        self._constants: dict = {}
-        self._functions: list[str] = []
-        self._device_functions: dict = {}
-        self.linked: list[tuple[str, str]] = []   # (path, digest) of each linked MSL file, in order
-        self._linked_text: dict[str, str] = {}
-        self.kernel_text = ""
-        self.uses_threadgroup_counter = False
-        self.uses_dynamic_shared = False
-        self.shared_bytes = 0  # static shared arrays of the kernel itself
-        self.pool_bytes = 0    # shared arrays of device functions, in one threadgroup pool
-        self.local_bytes = 0   # local arrays of the kernel and its device functions, per thread
-        self.array_names: list[str] = []
-        self.print_formats: list[str] = []   # kernel_io descriptions of the print() calls
-        self.raise_sites: list = []          # kernel_io.RaiseSite of each raise (debug=True)
-        self.uses_raise = False
-        self._raising: set = set()           # device functions that may raise
-        self._records: dict = {}             # record type -> abi.RecordLayout
-
-    # -- prelude ---------------------------------------------------------------------------
-
-    def need(self, snippet: str) -> None:
-        self.snippets.add(snippet)
-
-    def need_mathlib(self) -> None:
-        self.uses_mathlib = True
-
-    def need_library_function(self, function: str) -> None:
-        """Include the section of the emulated float64 library (or its math and complex libraries) that
-        defines ``function``."""
-        self.library_sections.add(libraries.section_of(function))
-
-    def is_float64(self, ty) -> bool:
-        """True if ``ty`` is float64 computed exactly (the emulated library's ``nm_f64``)."""
-        return self.exact_float64 and types.unliteral(ty) == types.float64
-
-    # -- types -----------------------------------------------------------------------------
-
-    def type_name(self, ty) -> str | None:
-        """MSL spelling of a Numba type, defining a struct for it if needed; None if the type has no
-        run-time representation (modules, functions, classes...)."""
-        # Asked for every variable, value and conversion: remembered by identity (hashing a Numba type
-        # computes its key), which is safe while the typed IR holding the type is alive.
-        known = self._spelt.get(id(ty))
-        if known is not None and known[0] is ty:
-            return known[1]
-        name = self._type_name(ty)
-        self._spelt[id(ty)] = (ty, name)
-        return name
-
-    def _type_name(self, ty) -> str | None:
-        if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
-            ty = ty.literal_type
-        if self.is_float64(ty):
-            self.need_library_function("nm_f64_from_bits")
-            return msl.FLOAT64
-        if ty == types.complex128:
-            self.need_library_function("nm_c128_make")
-            return msl.COMPLEX128
-        if ty == types.complex64:
-            return msl.COMPLEX64
-        name = msl.scalar_type(ty)
-        if name is not None:
-            return name
-        if isinstance(ty, types.EnumMember):  # a member is its value
-            return self.type_name(ty.dtype)
-        if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
-            return None
-        if isinstance(ty, types.SliceType):
-            raise UnsupportedFeatureError("slicing is not supported inside Metal kernels (integer and tuple "
-                                          "indexing are); slice device arrays on the host instead")
-        if isinstance(ty, types.BaseTuple):
-            ty = canonical_tuple(ty)
-        if ty in self._type_names:
-            return self._type_names[ty]
-        if isinstance(ty, types.Array):
-            self.need("array")
-            elem = self.element_type_name(ty.dtype)
-            space = array_space(ty)
-            name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device"), ty.ndim)
-        elif isinstance(ty, types.BaseTuple):
-            members = [self.type_name(t) for t in ty.types]
-            if any(m is None for m in members):
-                raise UnsupportedFeatureError(f"a tuple holding {ty} cannot be used at run time in a kernel")
-            name = msl.numbered("nm_tuple", len(self._definitions))
-            self._definitions.append(msl.struct_definition(
-                name, [(m, msl.tuple_field(i)) for i, m in enumerate(members)]))
-        elif isinstance(ty, types.Pair):
-            self.need("pair")
-            name = msl.template("nm_pair", self.require_type(ty.first_type), self.require_type(ty.second_type))
-        elif isinstance(ty, types.RangeType):
-            self.need("range")
-            name = msl.template("nm_range", self.require_type(ty.dtype))
-        elif isinstance(ty, types.RangeIteratorType):
-            self.need("range")
-            name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
-        elif isinstance(ty, types.Record):
-            # A record is a reference to its bytes (records.py).
-            name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
-        elif isinstance(ty, VectorType):
-            element = self.require_type(ty.element)
-            if ty.native:
-                name = msl.vector_type(element, ty.count)
-            else:
-                name = msl.numbered("nm_vec", len(self._definitions))
-                self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
-        elif isinstance(ty, types.UniTupleIter):
-            tup = self.require_type(ty.container)
-            name = msl.numbered("nm_tupleiter", len(self._definitions))
-            self._definitions.append(msl.struct_definition(name, [(tup, "t"), ("long", "i")]))
-        else:
-            raise UnsupportedFeatureError(f"values of type {ty} are not supported in Metal kernels")
-        self._type_names[ty] = name
-        return name
-
-    def require_type(self, ty) -> str:
-        name = self.type_name(ty)
-        if name is None:
-            raise UnsupportedFeatureError(f"values of type {ty} cannot be used at run time in a kernel")
-        return name
-
-    def record_layout(self, rec) -> abi.RecordLayout:
-        """The layout of a record type, its MSL struct defined in this module (once)."""
-        known = self._records.get(rec)
-        if known is None:
-            try:
-                known = records.layout(rec)
-            except TypeError as e:
-                raise UnsupportedFeatureError(str(e)) from None
-            self._records[rec] = known
-            self._definitions.append(msl.record_definition(known.struct, known.size))
-        return known
-
-    def element_type_name(self, dtype) -> str:
-        """The MSL type an array of ``dtype`` holds in memory (float64: its bit pattern)."""
-        if isinstance(dtype, types.Record):
-            return self.record_layout(dtype).struct
-        if self.is_float64(dtype):
-            self.need_library_function("nm_f64_from_bits")
-            return msl.FLOAT64_STORAGE
-        if dtype == types.complex128:
-            self.need_library_function("nm_c128_make")
-            return msl.COMPLEX128_STORAGE
-        if dtype == types.complex64:
-            return msl.COMPLEX64
-        name = msl.scalar_type(dtype)
-        if name is None:
-            raise UnsupportedFeatureError(f"arrays of {dtype} are not supported in Metal kernels")
-        return name
-
-    # -- functions -------------------------------------------------------------------------
-
-    def may_raise(self, name: str) -> bool:
-        """True if the device function ``name`` (lowered into this module) may raise."""
-        return name in self._raising
-
-    def device_function(self, devfn, argtypes) -> tuple[str, types.Type]:
-        """Lower a device function for ``argtypes`` into this module (once); returns (name, return type)."""
-        key = (devfn, tuple(argtypes))
-        if key in self._device_functions:
-            return self._device_functions[key]
-        tf = devfn.typed(tuple(argtypes))
-        name = function_name(tf)
-        lowering = FunctionLowering(self, tf, kind="device", name=name)
-        text = lowering.lower()
-        if lowering.raises:
-            self._raising.add(name)
-        self._device_functions[key] = (name, tf.return_type)
-        self._functions.append(text)
-        return name, tf.return_type
-
-    def reserve_threadgroup_memory(self, nbytes: int, in_pool: bool) -> int:
-        """Reserve ``nbytes`` of static threadgroup memory for a shared array of the kernel or (``in_pool``)
-        of a device function, whose arrays live in one pool; returns the offset in the pool. The kernel's
-        total is checked against Metal's limit here, the one place it grows."""
-        nbytes = _round_up(nbytes, _THREADGROUP_ALIGNMENT)
-        offset = self.pool_bytes
-        if in_pool:
-            self.pool_bytes += nbytes
-        else:
-            self.shared_bytes += nbytes
-        total = self.shared_bytes + self.pool_bytes
-        if total > abi.MAX_THREADGROUP_MEMORY:
-            raise UnsupportedFeatureError(
-                f"shared arrays of kernel {self.kernel_name}() and its device functions need {total} bytes of "
-                f"threadgroup memory, more than Metal's {abi.MAX_THREADGROUP_MEMORY}; use smaller arrays")
-        return offset
-
-    def reserve_local_memory(self, nbytes: int) -> None:
-        """Count ``nbytes`` of a local array against the per-thread limit. A thread's private memory at any
-        moment is at most that of the kernel and all its device functions together (MSL has no recursion),
-        which is what is checked, here, the one place it grows."""
-        self.local_bytes += nbytes
-        if self.local_bytes > abi.MAX_LOCAL_MEMORY:
-            raise UnsupportedFeatureError(
-                f"local arrays of kernel {self.kernel_name}() and its device functions need {self.local_bytes} "
-                f"bytes per thread, more than numba-metal's limit of {abi.MAX_LOCAL_MEMORY}; use smaller local "
-                "arrays, or shared arrays or a device array for larger data")
-
-    def constant_array(self, element: str, values: list[str]) -> str:
-        """Define a program-scope constant array and return its name."""
-        key = (element, tuple(values))
-        if key in self._constants:
-            return self._constants[key]
-        name = msl.numbered("nm_const", len(self._definitions))
-        self._constants[key] = name
-        self._definitions.append(msl.constant_array_definition(element, name, values))
-        return name
-
-    def define(self, definition: str) -> None:
-        """A program-scope definition (a struct) placed before the functions."""
-        self._definitions.append(definition)
-
-    def link(self, path: str, source: str, digest: str) -> None:
-        """Hand-written MSL (a linked .metal file, ``digest`` the fingerprint of its contents: see
-        linking.py), placed once before the functions that call it (once also when two paths name it)."""
-        if path in self._linked_text:
-            return
-        if all(d != digest for _, d in self.linked):
-            self._definitions.append(source)
-        # Every path is recorded, so that the disk cache sees an edit of either of two identical files.
-        self._linked_text[path] = source
-        self.linked.append((path, digest))
-
-    def linked_sources(self) -> dict[str, str]:
-        """Path -> text of the MSL files linked so far."""
-        return dict(self._linked_text)
-
-    def render(self) -> str:
-        parts = [msl.HEADER]
-        for snippet in msl.PRELUDE.closure(self.snippets):
-            parts.append(msl.PRELUDE.text(snippet))
-        library = msl.FLOAT64_LIBRARY.closure(self.library_sections)
-        if self.uses_mathlib or msl.MATHLIB_SECTION in library:
-            parts.append(msl.mathlib_text())
-        for section in library:
-            if section != msl.MATHLIB_SECTION:
-                parts.append(msl.FLOAT64_LIBRARY.text(section))
-        parts.extend(d + "\n" for d in self._definitions)
-        parts.extend(f + "\n" for f in self._functions)
-        parts.append(self.kernel_text)
-        return "\n".join(p.rstrip("\n") for p in parts if p) + "\n"
-
-
-def canonical_tuple(ty):
-    """The tuple type with literal members replaced by their types (UniTuple when homogeneous): tuples
-    that have the same layout get the same MSL struct."""
-    members = tuple(canonical_tuple(t) if isinstance(t, types.BaseTuple) else types.unliteral(t)
-                    for t in ty.types)
-    if members and all(m == members[0] for m in members):
-        return types.UniTuple(members[0], len(members))
-    return types.Tuple(members)
-
-
-def array_space(ty) -> str:
-    """Address space of an array type's data: kernel-API array types say theirs; read-only arrays are
-    module globals baked in as constants; the others are device buffers."""
-    space = getattr(ty, "address_space", None)
-    if space is not None:
-        return space
-    return "device" if ty.mutable else "constant"
-
-
-def function_name(tf: TypedFunction, prefix: str = "nm_f_") -> str:
-    """The MSL name of a function typed for its argument types (a digest keeps overloads apart)."""
-    digest = hashlib.sha1(repr(tuple(str(t) for t in tf.argtypes)).encode()).hexdigest()[:8]
-    return prefix + msl.identifier(tf.name, prefix="") + "_" + digest
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class FunctionLowering:
@@ -581,14 +272,14 @@ class FunctionLowering:
         self._declare_variables()
         self._emit_tree(tree)
         if self.is_kernel:
-            self.abi = self._kernel_abi()
+            self.abi = interface.kernel_abi(self)
             header = self.abi.signature()
             struct_definition = self.abi.struct_definition()
             if struct_definition is not None:
                 self.module.define(struct_definition)
-            entry = ["    " + line for line in self._environment()]
+            entry = ["    " + line for line in interface.kernel_environment(self)]
         else:
-            header = self._device_function_header()
+            header = interface.device_function_header(self)
             entry = []
         body = entry
         body.extend("    " + d for d in self._decls)
@@ -666,118 +357,6 @@ class FunctionLowering:
                 if isinstance(stmt, ir.Assign) and stmt.target.name == name:
                     raise UnsupportedFeatureError(exc.message, loc_of(stmt.loc)) from None
         raise exc
-
-    # -- signatures ------------------------------------------------------------------------
-
-    def _device_function_header(self) -> str:
-        params = [msl.parameter(msl.reference("thread", msl.ENV_TYPE, const=True), msl.ENV_PARAM)]
-        for i, ty in enumerate(self.tf.argtypes):
-            tname = self.module.type_name(ty)
-            if tname is not None:
-                params.append(msl.parameter(tname, msl.numbered("p", i)))
-        rty = self.tf.return_type
-        rname = "void" if isinstance(rty, types.NoneType) else self.msl_type(rty)
-        return msl.device_function_header(rname, self.name, params)
-
-    def _kernel_abi(self) -> abi.KernelABI:
-        """The kernel's ABI, from its argument types and what lowering its body needed."""
-        arguments = []
-        written = effects.written_arguments(self.tf)
-        for i, (argname, ty) in enumerate(zip(self.tf.arg_names, self.tf.argtypes)):
-            at = ":".join(map(str, written[i])) if i in written else ""
-            if isinstance(ty, types.Record):
-                arguments.append(abi.ArrayArgument(i, 0, argname, self.module.record_layout(ty).struct, 0, "C",
-                                                   self.module.coherent, at))
-                continue
-            if _function_of_type(ty) is not None:
-                continue  # a device function argument is known at compile time: nothing is passed
-            if isinstance(ty, types.Array):
-                arguments.append(abi.ArrayArgument(i, 0, argname, self.module.element_type_name(ty.dtype), ty.ndim,
-                                                   ty.layout if ty.layout in ("C", "F") else "A", self.module.coherent,
-                                                   at))
-                continue
-            for path, sty in _flatten_scalars(ty):
-                # An Enum or IntEnum member is passed as its value (an IntEnum member is an int already).
-                attribute = ""
-                if isinstance(sty, types.EnumMember):
-                    attribute = "" if isinstance(sty, types.IntEnumMember) else "value"
-                    sty = sty.dtype
-                mtype = msl.FLOAT64 if self.is_float64(sty) else msl.scalar_type(sty)
-                if mtype is None:
-                    raise UnsupportedFeatureError(
-                        f"argument '{argname}' of type {ty} is not supported by Metal kernels", self.tf.location)
-                arguments.append(abi.ScalarArgument(i, path, mtype, attribute))
-        module = self.module
-        return abi.layout(self.name, self.tf.name, arguments, debug=self.debug,
-                          dynamic_threadgroup_memory=module.uses_dynamic_shared,
-                          static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
-                          array_names=module.array_names,
-                          language_version=module.language_version,
-                          print_formats=module.print_formats, raise_sites=module.raise_sites,
-                          where=self.tf.location)
-
-    def _environment(self) -> list[str]:
-        """The kernel's first statements: its ``nm_env`` value."""
-        lines = [msl.declare(msl.ENV_TYPE, msl.ENV_PARAM)]
-        for member, _, _ in abi.BUILTINS:
-            lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
-        lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if self.debug else msl.NULL))
-        if self.abi.print_slot is not None:
-            lines.append(msl.assign(msl.env("out"), abi.PRINT_BUFFER_PARAM))
-        if self.module.uses_raise:
-            lines.append(msl.declare("uint", "nm_raised"))
-            lines.append(msl.assign(msl.env("raised"), msl.address_of("nm_raised")))
-        if self.module.uses_threadgroup_counter:
-            lines.append(msl.declare_uninitialized("threadgroup atomic_int", "nm_tgcount"))
-            lines.append(msl.assign(msl.env("tgcount"), msl.address_of("nm_tgcount")))
-        else:
-            lines.append(msl.assign(msl.env("tgcount"), msl.NULL))
-        if self.module.pool_bytes:
-            lines.append(msl.declare_array("float4", "nm_tgpool", self.module.pool_bytes // 16, space="threadgroup"))
-            lines.append(msl.assign(msl.env("tgpool"), msl.pointer_cast("threadgroup uchar*", "nm_tgpool")))
-        else:
-            lines.append(msl.assign(msl.env("tgpool"), msl.NULL))
-        if self.abi.dynamic_threadgroup_memory:
-            lines.append(msl.assign(msl.env("dynshared"), abi.DYNAMIC_MEMORY_PARAM))
-            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.member(abi.ARGS_PARAM, abi.DYNAMIC_MEMORY_FIELD)))
-        else:
-            lines.append(msl.assign(msl.env("dynshared"), msl.NULL))
-            lines.append(msl.assign(msl.env("dynshared_bytes"), msl.uint_literal(0)))
-        return lines
-
-    # -- arguments -------------------------------------------------------------------------
-
-    def lower_arg(self, arg: ir.Arg) -> Value:
-        i = arg.index
-        ty = self.tf.argtypes[i]
-        if not self.is_kernel:
-            return Value(msl.numbered("p", i), ty)
-        args = abi.ARGS_PARAM
-        if isinstance(ty, types.Record):
-            return Value(abi.array_param(i), ty)
-        if isinstance(ty, types.Array):
-            data = abi.array_param(i)
-            if ty.layout not in ("C", "F"):
-                data = msl.binary("+", data, msl.member(args, abi.origin_field(i)))
-            shape = [msl.member(args, abi.shape_field(i, k)) for k in range(ty.ndim)]
-            strides = [msl.member(args, abi.stride_field(i, k)) for k in range(ty.ndim)]
-            return arrays.array_value(self, ty, data, shape, strides)
-        return Value(self._rebuild_scalar_arg(i, ty, ()), ty)
-
-    def _rebuild_scalar_arg(self, i, ty, path) -> str:
-        if isinstance(ty, types.BaseTuple):
-            items = [self._rebuild_scalar_arg(i, t, path + (k,)) for k, t in enumerate(ty.types)]
-            return msl.aggregate(self.msl_type(ty), items)
-        if isinstance(ty, types.Complex):
-            re, im = (self._rebuild_scalar_arg(i, ty.underlying_float, path + (p,)) for p in abi.COMPLEX_PARTS)
-            if ty == types.complex128:
-                return self.library_call("nm_c128_make", re, im)
-            return msl.call(msl.COMPLEX64, re, im)
-        field = msl.member(abi.ARGS_PARAM, abi.scalar_field(i, path))
-        # A float64 is copied out of constant memory as its bits (the struct itself is not copied
-        # across address spaces).
-        value_type = ty.dtype if isinstance(ty, types.EnumMember) else ty   # a member is its value
-        return self.load(value_type, msl.member(field, msl.FLOAT64_BITS)) if self.is_float64(value_type) else field
 
     # -- structured control flow -----------------------------------------------------------
 
@@ -914,7 +493,7 @@ class FunctionLowering:
         if isinstance(value, ir.Var):
             return self.value(value)
         if isinstance(value, ir.Arg):
-            return self.lower_arg(value)
+            return interface.lower_argument(self, value)
         if isinstance(value, (ir.Global, ir.FreeVar)):
             fn = lowerings.find_value(value.value)
             if fn is not None:
@@ -1018,7 +597,7 @@ class FunctionLowering:
             return getattr(base, d.attr)
         if isinstance(d, ir.Arg):
             # A device function passed as an argument: its type (one per function) names it.
-            key = _function_of_type(self.tf.argtypes[d.index])
+            key = interface.function_of_type(self.tf.argtypes[d.index])
             if key is not None:
                 return key
         self.error(f"cannot tell at compile time which function '{var.name}' is; call functions by name")
@@ -1049,9 +628,20 @@ class FunctionLowering:
 
     # -- calls -----------------------------------------------------------------------------
 
+    def _device_function(self, devfn: DeviceFunctionBase, argtypes) -> tuple[str, types.Type]:
+        """Lower a device function for ``argtypes`` into the module (once); returns (name, return type)."""
+        key = (devfn, tuple(argtypes))
+        known = self.module.lowered_device_function(key)
+        if known is not None:
+            return known
+        tf = devfn.typed(tuple(argtypes))
+        lowering = FunctionLowering(self.module, tf, kind="device", name=function_name(tf))
+        text = lowering.lower()
+        return self.module.add_device_function(key, lowering.name, tf.return_type, text, lowering.raises)
+
     def lower_device_call(self, devfn: DeviceFunctionBase, argtypes, args: list[Value]) -> Value | None:
         """A call of a device function (lowered into this module once per argument types)."""
-        name, rtype = self.module.device_function(devfn, argtypes)
+        name, rtype = self._device_function(devfn, argtypes)
         actual = [self.cast(a, t) for a, t in zip(args, argtypes) if self.module.type_name(t) is not None]
         call = msl.call(name, msl.ENV_PARAM, *actual)
         if self.module.may_raise(name):
@@ -1068,28 +658,6 @@ class FunctionLowering:
             self.emit(msl.statement(call))
             return None
         return Value(call, rtype)
-
-
-def _function_of_type(ty):
-    """The device function a function type stands for (the key of its one template), or None."""
-    templates = getattr(ty, "templates", None) if isinstance(ty, types.Function) else None
-    if templates and len(templates) == 1 and isinstance(templates[0].key, DeviceFunctionBase):
-        return templates[0].key
-    return None
-
-
-def _flatten_scalars(ty, path=()):
-    """(path, type) of every scalar field a scalar argument is passed in: tuple items by index, a complex
-    number as its parts (abi.COMPLEX_PARTS, read by attribute on the host)."""
-    ty = types.unliteral(ty)
-    if isinstance(ty, types.BaseTuple):
-        for k, t in enumerate(ty.types):
-            yield from _flatten_scalars(t, path + (k,))
-    elif isinstance(ty, types.Complex):
-        for part in abi.COMPLEX_PARTS:
-            yield path + (part,), ty.underlying_float
-    else:
-        yield path, ty
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Numba typing for numba-metal: the ``metal`` hardware target and its typing context.
 
 The context knows Numba's core typing (operators, builtins, arrays, ``range``, NumPy scalar
-constructors) and numba-metal's own declarations in :data:`registry`, which the kernel-API families
-fill (each family declares its functions' types next to their MSL lowering; the ``math`` module's come
-from its table). It is created on the first compile, never at import time: building it imports the
-kernel API, the one place the compiler reaches up to the kernel language (docs/architecture.md).
+constructors) and numba-metal's own declarations in :data:`.declarations.registry`, which the
+kernel-API families fill (each family declares its functions' types next to their MSL lowering; the
+``math`` module's come from its table). It is created on the first compile, never at import time:
+building it imports the kernel API, the one place the compiler reaches up to the kernel language
+(docs/architecture.md). The families import only the leaf registries, never this module, so that
+edge closes no cycle.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import types as pytypes
 from numba.core import types
 from numba.core import errors as numba_errors
 from numba.core.target_extension import GPU, dispatcher_registry, jit_registry, target_override, target_registry
-from numba.core.typing import templates
 from numba.core.typing.context import BaseContext
+
+from .declarations import registry
 
 
 class MetalHardware(GPU):
@@ -70,10 +73,6 @@ if MetalHardware not in jit_registry:
 if MetalHardware not in dispatcher_registry:
     dispatcher_registry[MetalHardware] = _NoDispatcher()
 
-#: numba-metal's own typing declarations (kernel API stubs, device functions).
-registry = templates.Registry()
-
-
 class MetalTypingContext(BaseContext):
     """Typing context of numba-metal kernels and device functions."""
 
@@ -81,7 +80,7 @@ class MetalTypingContext(BaseContext):
         from numba.core.typing import enumdecl
 
         from numba_metal import kernel_api
-        kernel_api.families()  # each family fills ``registry`` (and the lowering registry) when imported
+        kernel_api.families()  # each family fills the typing and lowering registries when imported
         self.install_registry(registry)
         self.install_registry(enumdecl.registry)  # Enum and IntEnum classes and members
 
@@ -165,4 +164,4 @@ def typing_context() -> MetalTypingContext:
     return _context
 
 
-__all__ = ["MetalHardware", "MetalTypingContext", "TARGET_CONTEXT", "registry", "typing_context", "types"]
+__all__ = ["MetalHardware", "MetalTypingContext", "TARGET_CONTEXT", "typing_context", "types"]

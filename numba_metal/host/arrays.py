@@ -1,4 +1,4 @@
-"""Device arrays: ``DeviceNDArray``, ``to_device``, ``device_array``, ``mapped_array``.
+"""Device arrays: ``DeviceNDArray`` and ``MappedNDArray`` (the constructors are :mod:`.allocation`'s).
 
 All numba-metal memory is shared storage (Apple silicon has unified memory; the CPU reference device
 is host memory), so every buffer has a host address. Host-side views, copies and slicing therefore
@@ -8,12 +8,9 @@ bind a buffer at a byte offset; shape and strides travel in the argument block.
 
 from __future__ import annotations
 
-import contextlib
-import math
-
 import numpy as np
 
-from numba_metal import profiling
+from numba_metal.host import profiling
 from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError)
 
@@ -21,7 +18,7 @@ from . import device as _device
 from . import streams as _streams
 
 
-def _as_dtype(dtype) -> np.dtype:
+def as_dtype(dtype) -> np.dtype:
     try:
         dtype = np.dtype(dtype)
     except TypeError as e:
@@ -31,7 +28,7 @@ def _as_dtype(dtype) -> np.dtype:
     return dtype
 
 
-def _normalize_shape(shape) -> tuple[int, ...]:
+def normalize_shape(shape) -> tuple[int, ...]:
     dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
         raise MetalTypeError(f"shape must be an int or a sequence of ints, not {shape!r}")
@@ -41,7 +38,7 @@ def _normalize_shape(shape) -> tuple[int, ...]:
     return dims
 
 
-def _contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
+def contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
     strides = [0] * len(shape)
     acc = itemsize
     dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
@@ -53,7 +50,7 @@ def _contiguous_strides(shape, itemsize, order) -> tuple[int, ...]:
 
 def layout_of(shape, strides, itemsize) -> str:
     """Numba's layout letter for an array geometry: 'C', 'F' or 'A'."""
-    if strides == _contiguous_strides(shape, itemsize, "C") or _is_contig(shape, strides, itemsize, "C"):
+    if strides == contiguous_strides(shape, itemsize, "C") or _is_contig(shape, strides, itemsize, "C"):
         return "C"
     if _is_contig(shape, strides, itemsize, "F"):
         return "F"
@@ -402,7 +399,7 @@ class DeviceNDArray:
         if order == "A":
             order = "F" if flags["F_CONTIGUOUS"] else "C"
         if flags["C_CONTIGUOUS"] or flags["F_CONTIGUOUS"]:
-            return self._with(newshape, _contiguous_strides(newshape, self.itemsize, order))
+            return self._with(newshape, contiguous_strides(newshape, self.itemsize, order))
         try:
             sub = np.reshape(self._host_view(), newshape, order=order, copy=False)
         except ValueError:
@@ -441,7 +438,7 @@ class DeviceNDArray:
     def view(self, dtype):
         """The same memory as another dtype (numba.cuda's rules: a dtype of another size needs a
         C-contiguous array, and the last axis is rescaled)."""
-        dtype = _as_dtype(dtype)
+        dtype = as_dtype(dtype)
         shape, strides = list(self.shape), list(self.strides)
         if dtype.itemsize != self.itemsize:
             if not self.is_c_contiguous() or not shape:
@@ -550,8 +547,8 @@ class DeviceNDArray:
         _synchronize_for_export(self.context, stream, on_host=target[0] == _dlpack.DeviceType.kDLCPU)
         src = self
         if copy:   # a new buffer on this array's device (which need not be the current one), copied by the host
-            strides = _contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
-            src = DeviceNDArray(_new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
+            strides = contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
+            src = DeviceNDArray(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
                                 self.context)
             np.copyto(src._host_view(), self._memory())
         versioned = max_version is not None and int(max_version[0]) >= 1
@@ -565,7 +562,7 @@ class DeviceNDArray:
 
     def __reduce__(self):
         # As numba.cuda's: a device array pickles as its host data and unpickles onto the current device.
-        return (to_device, (self.copy_to_host(),))
+        return (from_host, (self.copy_to_host(),))
 
     def _numba_type(self):
         ty = self._nbtype
@@ -797,7 +794,8 @@ for _name in _ELEMENT_METHODS:
 MAX_ARRAY_BYTES = 2**63 - 1
 
 
-def _new_buffer(ctx, nbytes):
+def new_buffer(ctx, nbytes):
+    """A zero-filled buffer of ``nbytes`` (at least one byte) on the context's device; an ``alloc`` event."""
     if not profiling.listeners:
         return ctx.device.new_buffer(max(int(nbytes), 1))
     start = profiling.now_ns()
@@ -806,203 +804,24 @@ def _new_buffer(ctx, nbytes):
     return buf
 
 
-def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
-    """An uninitialised (zero-filled) array on the device. (numba.cuda defaults to float64; Apple GPUs
-    have no float64, so the default here is float32.)
-
-    Raises:
-        UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
-            reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
-            ``NUMBA_METAL_DEVICE`` naming no device kind.
-        MetalTypeError: ``shape`` is not an int or a sequence of ints.
-        MetalValueError: a dimension is negative; the array would span more than ``2**63 - 1`` bytes.
-        NumbaMetalError: ``dtype`` is not a NumPy dtype or is an object dtype; ``order`` is not ``'C'`` or
-            ``'F'``; ``strides`` do not fit ``shape``.
-        MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory (the
-            message names the size).
-    """
-    ctx = _device.current()
-    dtype = _as_dtype(dtype)
-    shape = _normalize_shape(shape)
-    if order not in ("C", "F"):
-        raise NumbaMetalError(f"order must be 'C' or 'F', not {order!r}")
-    if strides is None:
-        strides = _contiguous_strides(shape, dtype.itemsize, order)
-        nbytes = math.prod(shape) * dtype.itemsize   # Python integers: sizes never wrap
-    else:
-        strides = tuple(int(s) for s in strides)
-        if len(strides) != len(shape) or any(s < 0 for s in strides):
-            raise NumbaMetalError(f"strides {strides} do not fit shape {shape}")
-        nbytes = (sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize) if all(shape) else 0
-    if nbytes > MAX_ARRAY_BYTES:
-        raise MetalValueError(f"an array of shape {shape} and dtype {dtype} would take {nbytes} bytes, more than "
-                              f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
-                              "signed integers)")
-    buf = _new_buffer(ctx, nbytes)
-    return DeviceNDArray(buf, 0, shape, strides, dtype, ctx, stream)
-
-
-def device_array_like(ary, stream=0) -> DeviceNDArray:
-    """A device array with the shape and dtype (and C/F order) of ``ary``.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-        AttributeError: ``ary`` has no ``shape`` or ``dtype``.
-    """
-    order = "F" if (getattr(ary, "ndim", 1) > 1 and _flag(ary, "F_CONTIGUOUS")
-                    and not _flag(ary, "C_CONTIGUOUS")) else "C"
-    return device_array(ary.shape, ary.dtype, order=order, stream=stream)
-
-
-def _flag(ary, name) -> bool:
-    flags = ary.flags
-    return bool(flags[name]) if isinstance(flags, dict) else bool(getattr(flags, name.lower(), False) or
-                                                                  flags[name])
-
-
-def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
-    """Copy a host array to the device (``to``: an existing device array to copy into).
-
-    A non-contiguous array is stored as a C-contiguous copy.
-
-    Raises:
-        NumbaMetalError: ``obj`` is None or becomes a NumPy array of Python objects.
-        MetalTypeError: ``to`` is a device array of another dtype.
-        MetalValueError: ``to`` is a device array of another shape.
-        UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
-    """
-    if isinstance(obj, DeviceNDArray):
-        return obj
-    if obj is None:
-        raise NumbaMetalError("to_device(None): there is nothing to copy; pass a NumPy array (or a sequence "
-                              "of numbers), or use metal.device_array(shape, dtype) for an uninitialised one")
-    ary = np.asarray(obj)
-    if ary.dtype.hasobject:
-        raise NumbaMetalError(f"to_device: {type(obj).__name__} becomes a NumPy array of Python objects, "
-                              "which cannot go to the device; pass an array or sequence of numbers")
-    if to is not None:
-        to.copy_to_device(ary, stream=stream)
-        return to
+def from_host(ary: np.ndarray, stream=0, copy=True) -> DeviceNDArray:
+    """A new device array on the current device holding a copy of the NumPy array ``ary`` (C-contiguous
+    unless ``ary`` is F-contiguous; ``copy=False``: its shape and dtype only). What ``to_device`` does
+    once it has checked its arguments, and how a pickled device array is rebuilt."""
     if not (ary.flags.c_contiguous or ary.flags.f_contiguous):
         ary = np.ascontiguousarray(ary)
     order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
-    dev = device_array(ary.shape, ary.dtype, order=order, stream=stream)
+    ctx = _device.current()
+    dtype = as_dtype(ary.dtype)
+    shape = normalize_shape(ary.shape)
+    dev = DeviceNDArray(new_buffer(ctx, ary.nbytes), 0, shape, contiguous_strides(shape, dtype.itemsize, order),
+                        dtype, ctx, stream)
     if copy and ary.size:
         start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(dev._host_view(), ary)
         if start:
             profiling.emit("copy", direction="h2d", nbytes=ary.nbytes, start_ns=start, end_ns=profiling.now_ns())
     return dev
-
-
-def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, portable=False, wc=False):
-    """A NumPy array in unified memory that kernels read and write directly, with no copies.
-
-    Launches that use it are asynchronous: synchronize before reading results on the host.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-    """
-    ctx = _device.current()
-    dev = device_array(shape, dtype, strides=strides, order=order)
-    host = dev._host_view().view(MappedNDArray)
-    host.device_buffer = dev.buffer
-    host.device_context = ctx
-    return host
-
-
-def mapped_array_like(ary, stream=0):
-    """A mapped array with the shape and dtype (and C/F order) of ``ary``.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-        AttributeError: ``ary`` is not an array (no ``shape``, ``dtype`` or ``flags``).
-    """
-    order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
-    return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
-
-
-def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
-    """numba.cuda's page-locked host array. Apple silicon's memory is unified, so this is
-    :func:`mapped_array`: host memory that kernels also use without copies.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-    """
-    return mapped_array(shape, dtype, strides=strides, order=order)
-
-
-def pinned_array_like(ary):
-    """numba.cuda's ``pinned_array_like``: on unified memory, the same as :func:`mapped_array_like`.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-        AttributeError: ``ary`` is not an array.
-    """
-    return mapped_array_like(ary)
-
-
-def managed_array(shape, dtype=np.float32, strides=None, order="C", stream=0, attach_global=True):
-    """numba.cuda's managed (unified) memory: on Apple silicon all memory is unified, so this is
-    :func:`mapped_array`.
-
-    Raises:
-        UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
-            ``device_array``.
-    """
-    return mapped_array(shape, dtype, strides=strides, order=order, stream=stream)
-
-
-@contextlib.contextmanager
-def pinned(*arylist):
-    """numba.cuda's context manager that page-locks host arrays for faster copies. Metal has no
-    page-locking to do (memory is unified), so this does nothing.
-
-    Raises:
-        nothing: the block does nothing.
-    """
-    yield
-
-
-@contextlib.contextmanager
-def mapped(*arylist, stream=0, portable=False, wc=False):
-    """Device arrays over host NumPy arrays for the block (numba.cuda's ``mapped``): one device array,
-    or a list of them for several. A page-aligned writeable array is used in place, with no copy; any
-    other is copied in, and copied back when the block ends (after the work of ``stream``): read its
-    results after the block.
-
-    Raises:
-        MetalTypeError: an argument is not a NumPy array.
-        UnsupportedPlatformError: as ``get_current_device``.
-        MetalRuntimeError: a copy cannot be allocated, or, when the block ends, the work waited for before
-            copying back failed.
-        KernelBoundsError, KernelRaisedError: as ``synchronize``.
-    """
-    ctx = _device.current()
-    devices, copies = [], []
-    for ary in arylist:
-        if not isinstance(ary, np.ndarray):
-            raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
-        wrapped = wrap_host_memory(ctx, ary)
-        if wrapped is not None:
-            dev = DeviceNDArray(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
-        else:
-            dev = to_device(ary, stream=stream)
-            copies.append((dev, ary))
-        devices.append(dev)
-    try:
-        yield devices[0] if len(devices) == 1 else devices
-    finally:
-        if copies:
-            _streams.wait_for_host_access(ctx, stream)
-            for dev, ary in copies:
-                if ary.flags.writeable:
-                    copy_into_host(dev, ary)
 
 
 def host_span(ary: np.ndarray) -> tuple:
@@ -1025,28 +844,6 @@ def wrap_host_memory(ctx, ary: np.ndarray):
     return buf, ary.ctypes.data - lowest
 
 
-def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
-    """numba.cuda's ``open_ipc_array``: always raises :class:`UnsupportedFeatureError` (no Metal equivalent).
-
-    Raises:
-        UnsupportedFeatureError: always: CUDA IPC handles have no Metal equivalent.
-    """
-    raise UnsupportedFeatureError(
-        "open_ipc_array(): CUDA IPC handles have no Metal equivalent; to share data between processes use "
-        "multiprocessing.shared_memory (or a file) on the host and metal.to_device() in each process")
-
-
-@contextlib.contextmanager
-def defer_cleanup():
-    """numba.cuda's block that defers freeing device memory. A Metal buffer is freed only once no
-    queued work uses it, whenever it is released, so there is nothing to defer.
-
-    Raises:
-        nothing: the block does nothing.
-    """
-    yield
-
-
 def is_device_array(obj) -> bool:
     """True if ``obj`` is a ``DeviceNDArray`` (a mapped array is a NumPy array, not a device array).
 
@@ -1060,3 +857,11 @@ def check_same_device(ctx, arr, what: str) -> None:
     if arr.context is not ctx:
         raise KernelLaunchError(f"{what} lives on {arr.context.info.name!r}, but the kernel runs on "
                                 f"{ctx.info.name!r}; copy it with copy_to_host()/to_device()")
+
+
+def as_mapped(dev: DeviceNDArray) -> MappedNDArray:
+    """The mapped array (a NumPy array kernels use in place) over a new device array's memory."""
+    host = dev._host_view().view(MappedNDArray)
+    host.device_buffer = dev.buffer
+    host.device_context = dev.context
+    return host

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numba_metal import profiling
+from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
                                 UnsupportedFeatureError)

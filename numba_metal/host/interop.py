@@ -21,7 +21,8 @@ import numpy as np
 from numba_metal.errors import DLPackError, KernelLaunchError, UnsupportedFeatureError
 
 from . import device as _device
-from .arrays import DeviceNDArray, device_array, host_view, to_device
+from .allocation import device_array, to_device
+from .arrays import DeviceNDArray, host_view
 
 
 def _dl():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import threading
 
-from numba_metal import profiling
+from numba_metal.host import profiling
 from numba_metal.errors import KernelCompilationError, KernelLaunchError
 
 from . import streams as _streams

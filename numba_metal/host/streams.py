@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 
-from numba_metal import profiling
+from numba_metal.host import profiling
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device

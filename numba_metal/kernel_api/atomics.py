@@ -27,7 +27,7 @@ from numba_metal.compiler import msl
 from numba_metal.compiler.arrays import element_address
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from .fp16 import atomicAdd as half_atomic_add

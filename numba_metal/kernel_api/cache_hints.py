@@ -18,7 +18,7 @@ from numba.core.typing.templates import AbstractTemplate, signature
 from numba_metal.compiler.arrays import load_element, store_element
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.lowering import registry as lowering
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from .stubs import Stub

@@ -21,7 +21,7 @@ import types as pytypes
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 
 from . import functions as F
 from .pymath import register

@@ -26,7 +26,7 @@ from numba_metal.compiler.arrays import array_value
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.constants import lower_constant_array
 from numba_metal.compiler.lowering import registry as lowering
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from .stubs import Stub

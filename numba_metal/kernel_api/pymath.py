@@ -23,7 +23,7 @@ from numba.core.typing.templates import AbstractTemplate, ConcreteTemplate, sign
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.operators import lower_binop, lower_unary
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from . import functions as F

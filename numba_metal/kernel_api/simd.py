@@ -23,7 +23,7 @@ from numba.core.typing.templates import AbstractTemplate, signature
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
 
 from .stubs import Stub

@@ -18,7 +18,7 @@ from numba.core.typing.templates import AttributeTemplate, ConcreteTemplate, sig
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
-from numba_metal.compiler.typing import registry as typing
+from numba_metal.compiler.declarations import registry as typing
 from numba_metal.compiler.vectortypes import ALIASES, VECTOR_TYPES, VectorType
 
 from .stubs import Stub

@@ -64,7 +64,7 @@ def _header_text() -> str:
             return text[begin:end]
     raise MetalRuntimeError(
         f"the C ABI header numba_metal_runtime.h was not found in {_LIB_DIR} or {_SOURCE_HEADER.parent}; "
-        "rebuild the runtime with `python -m numba_metal._build` or reinstall numba-metal")
+        "rebuild the runtime with `python -m numba_metal.tools.build` or reinstall numba-metal")
 
 
 def library_path() -> Path:
@@ -90,7 +90,7 @@ def load():
         if not path.is_file():
             raise MetalRuntimeError(
                 f"the numba-metal runtime library was not found at {path}; build it with "
-                "`python -m numba_metal._build` (needs Swift 6 on PATH), or reinstall with `pip install .`, "
+                "`python -m numba_metal.tools.build` (needs Swift 6 on PATH), or reinstall with `pip install .`, "
                 "or set NUMBA_METAL_LIBRARY to the path of libNumbaMetalRuntime")
         cdef = _header_text()
         ffi = _prebuilt_ffi(cdef)
@@ -102,13 +102,13 @@ def load():
             lib = ffi.dlopen(str(path))
         except OSError as e:
             raise MetalRuntimeError(f"could not load the numba-metal runtime library {path}: {e}; rebuild it with "
-                                    "`python -m numba_metal._build`") from e
+                                    "`python -m numba_metal.tools.build`") from e
         expected = int(lib.NM_ABI_VERSION)
         found = int(lib.nm_abi_version())
         if found != expected:
             raise MetalRuntimeError(
                 f"the runtime library {path} implements C ABI version {found} but this numba-metal needs version "
-                f"{expected}; rebuild it with `python -m numba_metal._build`")
+                f"{expected}; rebuild it with `python -m numba_metal.tools.build`")
         _loaded = (ffi, lib)
     # The runtime's own settings (NUMBA_METAL_CPU_*) that it refused, once per process.
     for line in ffi.string(lib.nm_config_warnings()).decode("utf-8", "replace").splitlines():

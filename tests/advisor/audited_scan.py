@@ -64,7 +64,7 @@ def canary_codec_search(name):
 codecs.register(canary_codec_search)
 sys.addaudithook(hook)
 
-from numba_metal.advisor import scan  # noqa: E402
+from numba_metal.tools.advisor import scan  # noqa: E402
 
 recording = True
 doc = scan.scan(root)

@@ -25,7 +25,7 @@ def advisor_env(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def run_cli(capsys):
     """Run `numba-metal advisor ARGS` in this process; returns (exit code, stdout, stderr)."""
-    from numba_metal.advisor.cli import main
+    from numba_metal.tools.advisor.cli import main
 
     def run(*args):
         code = main([str(a) for a in args])

@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from typing import Callable
 
-from numba_metal.advisor.sourcefile import MAX_FILE_BYTES
+from numba_metal.tools.advisor.sourcefile import MAX_FILE_BYTES
 
 
 @dataclass(frozen=True)

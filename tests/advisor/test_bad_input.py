@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from numba_metal.advisor import scan
-from numba_metal.advisor.console import render_to_text
-from numba_metal.advisor.schema import SCAN_ERROR_REASONS, validate
+from numba_metal.tools.advisor import scan
+from numba_metal.tools.advisor.console import render_to_text
+from numba_metal.tools.advisor.schema import SCAN_ERROR_REASONS, validate
 
 import corpus
 
@@ -59,8 +59,8 @@ def test_the_corpus_covers_every_reason():
 
 def test_the_docs_give_every_reason_and_limit():
     from advisor_paths import REPO
-    from numba_metal.advisor.compat import MAX_CHECKED_NODES
-    from numba_metal.advisor.sourcefile import MAX_FILE_BYTES
+    from numba_metal.tools.advisor.compat import MAX_CHECKED_NODES
+    from numba_metal.tools.advisor.sourcefile import MAX_FILE_BYTES
     with open(os.path.join(REPO, "docs", "advisor.md"), encoding="utf-8") as fh:
         text = fh.read()
     assert re.findall(r"^\| `([a-z-]+)` \| ", text.split("| reason | what |")[1].split("\n\n")[0], re.M) == \
@@ -123,7 +123,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("bad", corpus.COMPARE, ids=lambda b: b.id)
 def test_each_way_a_workload_fails_has_its_exit_code_and_message(bad, run_cli, tmp_path, monkeypatch):
-    from numba_metal.advisor.outcomes import exit_code
+    from numba_metal.tools.advisor.outcomes import exit_code
     monkeypatch.setenv("ADVISOR_TEST_DIR", str(tmp_path))
     script = tmp_path / f"{bad.id}.py"
     script.write_text(bad.src)
@@ -146,7 +146,7 @@ def test_compare_still_works_after_a_workload_failed(run_json):
 
 
 def test_profile_and_compare_refuse_a_script_they_cannot_read_or_parse(run_cli, tmp_path):
-    from numba_metal.advisor.outcomes import exit_code
+    from numba_metal.tools.advisor.outcomes import exit_code
     os.mkfifo(tmp_path / "fifo.py")
     (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
     for command in ("compare", "profile"):
@@ -159,7 +159,7 @@ def test_profile_and_compare_refuse_a_script_they_cannot_read_or_parse(run_cli, 
 def test_a_workload_process_that_never_started_is_not_blamed_on_the_workload(run_cli, tmp_path, monkeypatch):
     """If the advisor's own process cannot start (here: a Python that exits at once), that is an
     internal error, not 'the workload exited'."""
-    from numba_metal.advisor.outcomes import exit_code
+    from numba_metal.tools.advisor.outcomes import exit_code
     monkeypatch.setenv("ADVISOR_TEST_DIR", str(tmp_path))
     script = tmp_path / "fine.py"
     script.write_text(corpus.workload())

@@ -5,8 +5,8 @@ import warnings
 
 from numba.core.errors import NumbaPerformanceWarning
 
-from numba_metal.advisor import calibrate, roofline
-from numba_metal.advisor.schema import (CAL_BANDWIDTH_GBPS, CAL_COMPUTE_GFLOPS, CAL_LAUNCH_OVERHEAD_US,
+from numba_metal.tools.advisor import calibrate, roofline
+from numba_metal.tools.advisor.schema import (CAL_BANDWIDTH_GBPS, CAL_COMPUTE_GFLOPS, CAL_LAUNCH_OVERHEAD_US,
                                         CAL_LAUNCH_ROUNDTRIP_US, CAL_RIDGE, CALIBRATION_KEYS, ROOFLINE_KEYS,
                                         validate)
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from numba_metal.advisor.cli import build_parser
-from numba_metal.advisor.schema import KINDS
+from numba_metal.tools.advisor.cli import build_parser
+from numba_metal.tools.advisor.schema import KINDS
 
 from advisor_paths import REPO, sample
 
@@ -43,7 +43,7 @@ def test_python_dash_m_entry_point():
 
 
 def test_main_dispatch_and_help(capsys):
-    from numba_metal.__main__ import main
+    from numba_metal.tools.cli import main
     assert main(["--help"]) == 0 and "scan PATH" in capsys.readouterr().out
     assert main(["frobnicate"]) == 2
     assert main([]) == 2
@@ -104,7 +104,7 @@ def documented_exit_codes() -> list[tuple[int, str, str]]:
 
 
 def test_the_exit_code_table_is_the_one_the_docs_and_the_help_show():
-    from numba_metal.advisor.outcomes import EXIT_CODES
+    from numba_metal.tools.advisor.outcomes import EXIT_CODES
     assert documented_exit_codes() == [(row.code, row.name, row.meaning) for row in EXIT_CODES]
     help_text = " ".join(build_parser().format_help().split())
     for row in EXIT_CODES:
@@ -113,8 +113,8 @@ def test_the_exit_code_table_is_the_one_the_docs_and_the_help_show():
 
 
 def test_an_internal_error_has_its_own_exit_code_and_a_traceback(run_cli, monkeypatch):
-    from numba_metal.advisor import scan
-    from numba_metal.advisor.outcomes import exit_code
+    from numba_metal.tools.advisor import scan
+    from numba_metal.tools.advisor.outcomes import exit_code
 
     def broken(*args, **kwargs):
         raise KeyError("advisor bug")

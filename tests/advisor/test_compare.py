@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_metal.advisor import compare, measure
-from numba_metal.advisor.schema import validate
+from numba_metal.tools.advisor import compare, measure
+from numba_metal.tools.advisor.schema import validate
 
 from advisor_paths import sample
 
@@ -69,7 +69,7 @@ def test_script_without_the_protocol_is_a_usage_error(run_cli):
 
 
 def test_device_time_is_the_union_of_launch_intervals():
-    from numba_metal.advisor.runner import union_ns
+    from numba_metal.tools.advisor.runner import union_ns
     assert union_ns([(0, 10), (5, 20), (30, 40)]) == 30
 
 

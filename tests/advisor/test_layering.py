@@ -1,13 +1,13 @@
 """The advisor is a tool on numba-metal's public API: its modules import one another without cycles
-and import nothing of numba-metal outside :data:`numba_metal.advisor.PUBLIC_API`."""
+and import nothing of numba-metal outside :data:`numba_metal.tools.advisor.PUBLIC_API`."""
 import ast
 import importlib.util
 import os
 
-import numba_metal.advisor as advisor
-from numba_metal.advisor import PUBLIC_API
+import numba_metal.tools.advisor as advisor
+from numba_metal.tools.advisor import PUBLIC_API
 
-PACKAGE = "numba_metal.advisor"
+PACKAGE = "numba_metal.tools.advisor"
 ADVISOR_DIR = os.path.dirname(advisor.__file__)
 
 

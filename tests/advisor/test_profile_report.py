@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from numba_metal.advisor.schema import validate
+from numba_metal.tools.advisor.schema import validate
 
 from advisor_paths import GOLDEN, sample
 

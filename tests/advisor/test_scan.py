@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from numba_metal.advisor import rules, scan
-from numba_metal.advisor.schema import validate
+from numba_metal.tools.advisor import rules, scan
+from numba_metal.tools.advisor.schema import validate
 
 from advisor_paths import sample
 

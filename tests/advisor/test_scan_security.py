@@ -8,8 +8,8 @@ import sys
 import pytest
 from numba.core import sigutils
 
-from numba_metal.advisor import signatures
-from numba_metal.advisor.compat import definition_only
+from numba_metal.tools.advisor import signatures
+from numba_metal.tools.advisor.compat import definition_only
 
 import hostile
 from advisor_paths import HERE

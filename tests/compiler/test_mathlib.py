@@ -505,8 +505,8 @@ def test_source_follows_msl_rules():
 
 def test_compiles_with_reference_device_shim():
     """mathlib.metal as the CPU reference device compiles it: after <metal_stdlib> and
-    `using namespace metal;` from shim/ (C++17, -nostdinc), in safe and in fast-math mode."""
-    shim_dir = ROOT / "shim"
+    `using namespace metal;` from the CPU device's shim (C++17, -nostdinc), in safe and in fast-math mode."""
+    shim_dir = ROOT / "Sources" / "MetalRuntime" / "CPUDevice" / "shim"
     if not (shim_dir / "metal_stdlib").exists():
         pytest.skip("shim/metal_stdlib not present")
     clang = find_clang()

@@ -35,7 +35,7 @@ def _routines(source):
 
 
 def test_every_metal_routine_of_the_math_table_is_declared_for_float_and_half_by_the_cpu_shim():
-    shim = _read("shim", "metal_stdlib")
+    shim = _read("Sources", "MetalRuntime", "CPUDevice", "shim", "metal_stdlib")
     for name, _ in _routines(F.METAL):
         declared = (re.search(rf"__NM_F[123]\({name},", shim)
                     or (re.search(rf"inline \w+ {name}\(float ", shim) and re.search(rf"inline \w+ {name}\(half ", shim)))

@@ -49,7 +49,7 @@ def test_without_a_metal_gpu_the_default_device_fails_and_says_how_to_choose_the
 def test_a_missing_runtime_library_fails_and_says_how_to_build_it(tmp_path):
     rc, out = _doctor(tmp_path, NUMBA_METAL_DEVICE="cpu", NUMBA_METAL_LIBRARY=str(tmp_path / "nothing.so"))
     assert rc == 1, out
-    assert "FAIL  runtime library" in out and "python -m numba_metal._build" in out
+    assert "FAIL  runtime library" in out and "python -m numba_metal.tools.build" in out
 
 
 def test_a_cache_directory_others_can_write_fails_and_says_how_to_fix_it(tmp_path):
@@ -63,12 +63,12 @@ def test_a_cache_directory_others_can_write_fails_and_says_how_to_fix_it(tmp_pat
 
 
 def test_the_command_is_listed_by_the_usage_text():
-    from numba_metal.__main__ import USAGE
+    from numba_metal.tools.cli import USAGE
     assert "numba-metal doctor" in USAGE
 
 
 def test_version_bounds_are_read_as_pyproject_writes_them():
-    from numba_metal.doctor import _within
+    from numba_metal.tools.doctor import _within
     assert _within("3.13.5", ">=3.10,<3.14") and not _within("3.14.0", ">=3.10,<3.14")
     assert not _within("3.9.18", ">=3.10,<3.14")
     assert _within("0.68.1", ">=0.67,<0.69") and not _within("0.69.0", ">=0.67,<0.69")
@@ -79,7 +79,7 @@ def test_a_numba_outside_the_declared_range_fails(monkeypatch):
     import io
     from importlib import metadata
 
-    from numba_metal import doctor
+    from numba_metal.tools import doctor
     monkeypatch.setattr(metadata, "metadata", lambda name: {"Requires-Python": ">=3.10,<3.14"})
     monkeypatch.setattr(metadata, "requires", lambda name: ["numba<0.69,>=0.67", "numpy<3,>=1.24", "cffi>=1.15"])
     report = doctor._Report(io.StringIO())

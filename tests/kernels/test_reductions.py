@@ -5,7 +5,7 @@ import pytest
 
 from numba_metal import metal
 from numba_metal.errors import MetalValueError, UnsupportedFeatureError
-from numba_metal.reduction import MAX_GROUPS, THREADS
+from numba_metal.libraries.reduction import MAX_GROUPS, THREADS
 
 # Lengths around the tree's boundaries: one partial threadgroup, exactly one, one more, the most
 # threadgroups of pass 1, and more than that (threads fold several elements each).

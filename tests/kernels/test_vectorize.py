@@ -191,7 +191,7 @@ def test_entry_point_registration_is_idempotent():
     import _numba_metal_target
     from numba.np.ufunc.decorators import GUVectorize, Vectorize
 
-    from numba_metal.vectorize import MetalGUVectorize, MetalVectorize
+    from numba_metal.libraries.vectorize import MetalGUVectorize, MetalVectorize
     _numba_metal_target.register()
     _numba_metal_target.register()
     assert Vectorize.target_registry["metal"] is MetalVectorize

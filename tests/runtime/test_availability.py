@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numba_metal import _build
+from numba_metal.tools import build as _build
 
 ROOT = Path(_build.ROOT)
 

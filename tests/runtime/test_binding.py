@@ -64,7 +64,7 @@ def test_missing_library_says_how_to_build_it(tmp_path):
             "try:\n    r.list_devices()\nexcept MetalRuntimeError as e:\n    print('ERR', e)\n")
     env = dict(__import__("os").environ, NUMBA_METAL_LIBRARY=str(tmp_path / "libNope.so"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
-    assert "ERR" in out.stdout and "python -m numba_metal._build" in out.stdout, out.stdout + out.stderr
+    assert "ERR" in out.stdout and "python -m numba_metal.tools.build" in out.stdout, out.stdout + out.stderr
 
 
 def test_thread_and_stack_settings_are_honoured():

@@ -83,7 +83,7 @@ def test_a_shim_header_rebuilt_at_the_same_path_gets_a_new_precompiled_header(tm
     from the old file. clang (-fno-validate-pch) would then not match a source's own `#include
     <metal_stdlib>` to it, and hand-written MSL failed with "redefinition" errors."""
     shim = tmp_path / "shim"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "shim", shim)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "Sources" / "MetalRuntime" / "CPUDevice" / "shim", shim)
     cache = tmp_path / "cache"
     env = {"NUMBA_METAL_SHIM_DIR": str(shim)}
     assert run_child(cache, "int(i) * 5", env)["vals"] == [0, 5, 10, 15]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from numba_metal import _build
+from numba_metal.tools import build as _build
 
 ROOT = Path(_build.ROOT)
 TESTS = ROOT / "tests" / "runtime" / "swift" / "MetalSimulatorTests" / "SimulatorTests.swift"

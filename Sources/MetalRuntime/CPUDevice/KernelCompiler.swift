@@ -385,7 +385,8 @@ final class KernelCompiler {
         var candidates: [String] = []
         if let env = environment("NUMBA_METAL_SHIM_DIR") { candidates.append(env) }
         let libDir = dirname(of: lib)
-        candidates += ["\(libDir)/shim", "\(libDir)/../../../shim", "\(libDir)/../../shim", "\(libDir)/../shim"]
+        let source = "Sources/MetalRuntime/CPUDevice/shim"  // the source tree's, from a library in .build/
+        candidates += ["\(libDir)/shim", "\(libDir)/../../../\(source)", "\(libDir)/../../\(source)", "\(libDir)/../\(source)"]
         guard let dir = candidates.first(where: { fileExists("\($0)/metal_stdlib") }) else {
             throw RuntimeError.unavailable("the Metal shim headers (metal_stdlib) were not found next to \(lib); reinstall "
                 + "numba-metal or set NUMBA_METAL_SHIM_DIR to its shim/ directory")

@@ -162,7 +162,7 @@ def run_workload(mode: str, script: str, settings: dict, deadline: float | None,
     says how it ended (see the exit-code table)."""
     with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
         result_path, phase_path, log_path = (os.path.join(tmp, n) for n in ("result.json", "phase.txt", "log"))
-        cmd = [sys.executable, "-m", "numba_metal.advisor.runner", mode, script, result_path, phase_path,
+        cmd = [sys.executable, "-m", "numba_metal.tools.advisor.runner", mode, script, result_path, phase_path,
                json.dumps(settings)]
         timed_out = False
         with open(log_path, "wb") as log:

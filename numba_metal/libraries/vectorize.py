@@ -26,10 +26,11 @@ import warnings
 import numpy as np
 
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.host import allocation as _allocation
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
 from numba_metal.host.dispatcher import DeviceFunction, normalize_signature
-from numba_metal.reduction import Reduce
+from numba_metal.libraries.reduction import Reduce
 
 #: Threads per threadgroup of the generated kernels.
 THREADS = 256
@@ -154,7 +155,7 @@ class _Launch:
         host = np.asarray(value)
         if host.dtype != dtype:
             host = host.astype(dtype)
-        return _arrays.to_device(np.ascontiguousarray(host), stream=self.stream)
+        return _allocation.to_device(np.ascontiguousarray(host), stream=self.stream)
 
 
 def _flat_views(arrays, shape):
@@ -191,7 +192,7 @@ def _check_out(out, shape, dtype, what):
         raise NumbaMetalError(f"{what}: out must be a NumPy or device array, not {type(out).__name__}")
     if not np.can_cast(dtype, out.dtype, "same_kind"):
         raise NumbaMetalError(f"{what}: cannot write {dtype} results into out of dtype {out.dtype}")
-    return _arrays.device_array(shape, dtype), out
+    return _allocation.device_array(shape, dtype), out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,7 +413,7 @@ class MetalUFunc:
             launch.any_device = launch.any_device or out_host is None
             out_dev = out_dev.reshape(kshape)
         else:
-            out_dev, out_host = _arrays.device_array(kshape, out_dtype, stream=stream), None
+            out_dev, out_host = _allocation.device_array(kshape, out_dtype, stream=stream), None
         operands = []
         for a, s, d in zip(args, scalars, ins):
             if s:
@@ -583,7 +584,7 @@ class MetalGUFunc:
                 dev, host = _check_out(outputs[k], shape, outputs[k].dtype, f"gufunc {self.__name__!r}")
                 launch.any_device = launch.any_device or host is None
             else:
-                dev, host = _arrays.device_array(shape, dtype, stream=stream), None
+                dev, host = _allocation.device_array(shape, dtype, stream=stream), None
             out_devs.append(dev)
             out_hosts.append(host)
         # Inputs on the device, broadcast over the loop dimensions.

@@ -3,7 +3,7 @@
 The file is ``<cache>/numba-metal/advisor/calibration-<device>.json`` where ``<cache>`` is
 ``$XDG_CACHE_HOME``, else ``~/Library/Caches`` on macOS and ``~/.cache`` elsewhere; ``<device>`` is
 the device kind and a slug of its name. It holds a ``calibration`` document whose ``values`` are
-exactly the keys of :data:`~numba_metal.advisor.schema.CALIBRATION_KEYS`; the roofline classifier
+exactly the keys of :data:`~numba_metal.tools.advisor.schema.CALIBRATION_KEYS`; the roofline classifier
 reads them through the same constants.
 
 Device times come from ``metal.event()`` pairs (``event_elapsed_time``), i.e. the device's own

@@ -7,7 +7,7 @@ Every ``--format json`` output and every file written by ``--output`` is one doc
 with ``<kind>`` one of ``scan``, ``compare``, ``profile``, ``calibration``. The schemas below are the
 single source of truth; docs/advisor.md describes them and ``numba-metal advisor schema KIND`` prints
 them. Calibration keys are defined here once: ``calibrate`` writes them and the roofline classifier
-(:mod:`numba_metal.advisor.roofline`) reads them through these same constants.
+(:mod:`numba_metal.tools.advisor.roofline`) reads them through these same constants.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Builds the Swift runtime library and stages it in numba_metal/_lib/.
 
-``python -m numba_metal._build`` rebuilds in place (used by setup.py's build_py for ``pip install .`` and
+``python -m numba_metal.tools.build`` rebuilds in place (used by setup.py's build_py for ``pip install .`` and
 ``pip install -e .``). It first checks the Metal backend's use of Apple's API against the package's
 deployment target (``check_availability``; ``--availability`` prints the table and stops), then runs
 ``swift build -c release`` with the Swift standard library linked statically on Linux (so an installed
@@ -17,7 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+#: The CPU device's Metal standard library (headers), staged as _lib/shim.
+SHIM = Path("Sources", "MetalRuntime", "CPUDevice", "shim")
 LIB_NAME = "libNumbaMetalRuntime.dylib" if sys.platform == "darwin" else "libNumbaMetalRuntime.so"
 
 
@@ -64,7 +66,7 @@ def build(root: Path = ROOT, dest: Path | None = None, verbose: bool = True) -> 
     shim_dest = dest / "shim"
     if shim_dest.exists():
         shutil.rmtree(shim_dest)
-    shutil.copytree(root / "shim", shim_dest)
+    shutil.copytree(root / SHIM, shim_dest)
     _emit_ffi(dest)
     if verbose:
         print(f"numba-metal: runtime staged in {dest}", file=sys.stderr)

@@ -5,7 +5,7 @@ crash the interpreter or never return (a kernel that loops forever cannot be int
 command must still say which of these happened, with its own exit code, and stop it after
 ``--timeout``. So it starts::
 
-    python -m numba_metal.advisor.runner MODE SCRIPT RESULT.json PHASE.txt SETTINGS-JSON
+    python -m numba_metal.tools.advisor.runner MODE SCRIPT RESULT.json PHASE.txt SETTINGS-JSON
 
 ``MODE`` is ``measure`` (correctness, warm-up, the instrumented call, warm calls and steady-state
 rounds) or ``cold`` (the first ``cpu()`` and ``metal()`` calls of a fresh process). Before each step
@@ -229,5 +229,5 @@ def run(mode: str, script: str, result_path: str, phase_path: str, settings: dic
 
 if __name__ == "__main__":
     if len(sys.argv) != 6 or sys.argv[1] not in ("measure", "cold"):
-        sys.exit("usage: python -m numba_metal.advisor.runner measure|cold SCRIPT RESULT.json PHASE.txt SETTINGS-JSON")
+        sys.exit("usage: python -m numba_metal.tools.advisor.runner measure|cold SCRIPT RESULT.json PHASE.txt SETTINGS-JSON")
     run(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5]))

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.host import allocation as _allocation
 from numba_metal.host import arrays as _arrays
 from numba_metal.host.decorators import jit
 from numba_metal.host.dispatcher import DeviceFunction
@@ -162,12 +163,12 @@ class Reduce:
             res[:1].copy_to_device(np.array([init], dtype=arr.dtype), stream=stream)
             return None
         kernel = self._get_kernel()
-        out = res.reshape(res.size) if res is not None else _arrays.device_array(1, arr.dtype)
+        out = res.reshape(res.size) if res is not None else _allocation.device_array(1, arr.dtype)
         groups = min((n + THREADS - 1) // THREADS, MAX_GROUPS)
         if groups == 1:
             kernel[1, THREADS, stream](arr, n, THREADS, out, init, use_init)
         else:
-            partials = _arrays.device_array(groups, arr.dtype)
+            partials = _allocation.device_array(groups, arr.dtype)
             kernel[groups, THREADS, stream](arr, n, groups * THREADS, partials, init, False)
             kernel[1, THREADS, stream](partials, groups, THREADS, out, init, use_init)
         if res is not None:
@@ -191,7 +192,7 @@ def _as_1d_device_array(arr, stream):
         raise UnsupportedFeatureError(f"reductions support integer and floating-point arrays, not {dtype}")
     if arr.ndim != 1:
         raise NumbaMetalError(f"reductions take a 1-d array, not a {arr.ndim}-d one; pass arr.ravel()")
-    return dev if dev is not None else _arrays.to_device(arr, stream=stream)
+    return dev if dev is not None else _allocation.to_device(arr, stream=stream)
 
 
 def _add(a, b):

@@ -1,6 +1,6 @@
 """Roofline classification: launch-bound, memory-bound or compute-bound, from calibrated figures.
 
-Reads exactly the keys :data:`~numba_metal.advisor.schema.ROOFLINE_KEYS` that ``calibrate`` writes
+Reads exactly the keys :data:`~numba_metal.tools.advisor.schema.ROOFLINE_KEYS` that ``calibrate`` writes
 (the same constants), for the device in use. Rules, in order:
 
 1. no calibration stored for this device -> ``unknown``;

@@ -219,7 +219,7 @@ def _spawn(mode, target, role, interval_ms, repeats, args, baseline_env: bool) -
         env.pop(BASELINE_ENV, None)
     with tempfile.TemporaryDirectory(prefix="numba-metal-advisor-") as tmp:
         out = os.path.join(tmp, "run.json")
-        cmd = [sys.executable, "-m", "numba_metal.advisor.profile", "--child", mode, target, out, role,
+        cmd = [sys.executable, "-m", "numba_metal.tools.advisor.profile", "--child", mode, target, out, role,
                str(interval_ms), str(repeats), "--", *args]
         # The program's own output is passed on to stderr, keeping stdout for the report.
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -302,4 +302,4 @@ if __name__ == "__main__":
         rest = argv[8:] if len(argv) > 7 and argv[7] == "--" else argv[7:]
         _child(mode, target, out, role, float(interval), int(reps), rest)
     else:
-        sys.exit("usage: python -m numba_metal.advisor.profile --child MODE TARGET OUT ROLE INTERVAL REPEATS -- ARGS")
+        sys.exit("usage: python -m numba_metal.tools.advisor.profile --child MODE TARGET OUT ROLE INTERVAL REPEATS -- ARGS")

@@ -24,7 +24,7 @@ MAX_STACK_DEPTH = 48
 
 def _tag(filename: str) -> str | None:
     f = filename.replace("\\", "/")
-    if ("/numba_metal/" in f and "/numba_metal/advisor/" not in f) or f.startswith("<numba_metal"):
+    if ("/numba_metal/" in f and "/numba_metal/tools/advisor/" not in f) or f.startswith("<numba_metal"):
         return "numba-metal"
     if "/numba/" in f or "/llvmlite/" in f:
         return "numba"
@@ -36,7 +36,7 @@ def _tag(filename: str) -> str | None:
 def _hidden(filename: str) -> bool:
     f = filename.replace("\\", "/")
     return (f.startswith("<frozen runpy") or f.endswith("/runpy.py") or "/_pytest/" in f or "/pluggy/" in f
-            or "/numba_metal/advisor/" in f)
+            or "/numba_metal/tools/advisor/" in f)
 
 
 def frame_label(code) -> str:

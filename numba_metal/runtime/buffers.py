@@ -1,0 +1,70 @@
+"""Buffers: shared storage, its host address, and immediate reads and writes."""
+
+from __future__ import annotations
+
+from numba_metal.errors import MetalRuntimeError
+
+from ._loader import load
+from .status import raise_status
+
+
+class Buffer:
+    """A shared-storage buffer. ``address`` is its host pointer, valid until release()."""
+
+    __slots__ = ("handle", "nbytes", "address", "device", "_owner", "__weakref__")
+
+    def __init__(self, device: "Device", handle, nbytes: int, owner: object):
+        ffi, lib = load()
+        self.device = device
+        self.handle = handle
+        self.nbytes = nbytes
+        self.address = int(ffi.cast("uintptr_t", lib.nm_buffer_contents(handle)))
+        self._owner = owner
+
+    def write(self, offset: int, src_address: int, n: int) -> None:
+        """Copies n bytes from host address src_address into the buffer at offset (immediately)."""
+        ffi, lib = load()
+        rc = lib.nm_buffer_write(self.checked_handle(), offset, ffi.cast("void *", src_address), n)
+        if rc:
+            raise_status(rc)
+
+    def read(self, offset: int, dst_address: int, n: int) -> None:
+        """Copies n bytes at offset into host memory at dst_address (immediately)."""
+        ffi, lib = load()
+        rc = lib.nm_buffer_read(self.checked_handle(), offset, ffi.cast("void *", dst_address), n)
+        if rc:
+            raise_status(rc)
+
+    def memory(self) -> memoryview:
+        """A writable memoryview of the buffer's nbytes bytes (shared memory; valid until release())."""
+        ffi, _ = load()
+        return memoryview(ffi.buffer(ffi.cast("char *", self.address), self.nbytes))
+
+    def native_handle(self) -> int:
+        """The address of the MTLBuffer under this buffer (a Metal device's; its contents start at byte 0 of
+        this buffer); UnsupportedPlatformError on the CPU device."""
+        ffi, lib = load()
+        out = ffi.new("void **")
+        rc = lib.nm_buffer_native(self.checked_handle(), out)
+        if rc:
+            raise_status(rc)
+        return int(ffi.cast("uintptr_t", out[0]))
+
+    def checked_handle(self):
+        """The handle; MetalRuntimeError once the buffer was released."""
+        if self.handle is None:
+            raise MetalRuntimeError("this buffer was released; create a new one")
+        return self.handle
+
+    def release(self) -> None:
+        """Drops the handle (idempotent). Work already queued keeps the memory valid until it completes."""
+        h, self.handle = self.handle, None
+        if h is not None:
+            try:
+                load()[1].nm_buffer_release(h)
+            except Exception:  # interpreter shutdown
+                pass
+            self._owner = None
+
+    def __del__(self):
+        self.release()
