@@ -48,6 +48,7 @@ SECTIONS = {
     "numba_metal.metal": "Kernels and device functions",
     "numba_metal.host.arrays": "Device arrays and unified memory",
     "numba_metal.host.allocation": "Device arrays and unified memory",
+    "numba_metal.host.mapped": "Device arrays and unified memory",
     "numba_metal.host.interop": "Device arrays and unified memory",
     "numba_metal.host.streams": "Streams, events and waits",
     "numba_metal.host.kernel_output": "Streams, events and waits",

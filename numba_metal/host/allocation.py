@@ -15,8 +15,8 @@ from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError,
 
 from . import device as _device
 from . import streams as _streams
-from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, as_mapped, contiguous_strides, copy_into_host, from_host, new_buffer,
-                     normalize_shape, wrap_host_memory)
+from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, contiguous_strides, copy_into_host, from_host,
+                     new_buffer, normalize_shape, wrap_host_memory, as_mapped)
 
 
 def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
