@@ -19,9 +19,10 @@ from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, contiguous_stride
                      new_buffer, normalize_shape, wrap_host_memory, as_mapped)
 
 
-def device_array(shape, dtype=np.float32, strides=None, order="C", stream=0) -> DeviceNDArray:
-    """An uninitialised (zero-filled) array on the device. (numba.cuda defaults to float64; Apple GPUs
-    have no float64, so the default here is float32.)
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> DeviceNDArray:
+    """An uninitialised (zero-filled) array on the device. The default dtype is float64, as numba.cuda's
+    and NumPy's (float64 kernels compute exactly, in software on an Apple GPU: pass ``np.float32`` for
+    the hardware's speed).
 
     Raises:
         UnsupportedPlatformError: the first use of a device finds none to use: no Metal GPU and the CPU
@@ -100,7 +101,7 @@ def to_device(obj, stream=0, copy=True, to=None) -> DeviceNDArray:
     return from_host(ary, stream=stream, copy=copy)
 
 
-def mapped_array(shape, dtype=np.float32, strides=None, order="C", stream=0, portable=False, wc=False):
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False, wc=False):
     """A NumPy array in unified memory that kernels read and write directly, with no copies.
 
     Launches that use it are asynchronous: synchronize before reading results on the host.
@@ -124,7 +125,7 @@ def mapped_array_like(ary, stream=0):
     return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
 
 
-def pinned_array(shape, dtype=np.float32, strides=None, order="C"):
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
     """numba.cuda's page-locked host array. Apple silicon's memory is unified, so this is
     :func:`mapped_array`: host memory that kernels also use without copies.
 
@@ -146,7 +147,7 @@ def pinned_array_like(ary):
     return mapped_array_like(ary)
 
 
-def managed_array(shape, dtype=np.float32, strides=None, order="C", stream=0, attach_global=True):
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, attach_global=True):
     """numba.cuda's managed (unified) memory: on Apple silicon all memory is unified, so this is
     :func:`mapped_array`.
 

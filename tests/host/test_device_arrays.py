@@ -35,9 +35,27 @@ def test_device_array_and_like():
     assert f.is_f_contiguous()
     like = metal.device_array_like(np.zeros((7, 2), np.uint8))
     assert like.shape == (7, 2) and like.dtype == np.uint8
-    assert metal.device_array(4).dtype == np.float32           # documented default dtype
     with pytest.raises(NumbaMetalError, match="negative"):
         metal.device_array((-1, 2))
+
+
+def test_allocators_default_to_float64_as_numba_cuda():
+    """numba.cuda's (and NumPy's) default dtype: a ported program computes in the precision it did."""
+    assert metal.device_array(4).dtype == np.float64
+    assert metal.device_array((2, 3), order="F").dtype == np.float64
+    for make in (metal.mapped_array, metal.pinned_array, metal.managed_array):
+        a = make(5)
+        assert a.dtype == np.float64 and a.shape == (5,), make.__name__
+
+    @metal.jit
+    def third(out):
+        i = metal.grid(1)
+        if i < out.size:
+            out[i] = 1.0 / 3.0
+
+    d = metal.device_array(3)
+    third[1, 4](d)
+    assert d.copy_to_host().tolist() == [1.0 / 3.0] * 3       # float64 exactly, not float32's 0.3333333432674408
 
 
 def test_copy_to_host_into_existing_array_and_copy_to_device():
