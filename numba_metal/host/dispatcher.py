@@ -193,8 +193,9 @@ class Dispatcher:
         return LaunchConfig(self, config)
 
     def __call__(self, *args, **kwargs):
-        raise LaunchConfigurationError(f"kernel {self.__name__}() was called without a launch configuration; "
-                                       f"launch it as {self.__name__}[blocks, threads](...)")
+        raise LaunchConfigurationError(f"kernel {self.__name__}() was called without a launch configuration "
+                                       f"(launch configuration was not specified); launch it as "
+                                       f"{self.__name__}[blocks, threads](...)")
 
     def configure(self, griddim, blockdim, stream=0, sharedmem=0):
         return LaunchConfig(self, (griddim, blockdim, stream, sharedmem))
@@ -487,10 +488,11 @@ def annotate_types(tf) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _dim3(value, what: str):
+def _dim3(value, cuda_name: str, what: str):
     """A launch dimension as numba.cuda takes it: an integer, or a sequence of 1 to 3 integers (a tuple,
     a list, a ``Dim3``-like named tuple) or an object with integer ``x``, ``y``, ``z`` (``metal.gridDim``
-    style), with NumPy integers anywhere; padded with 1s to three axes."""
+    style), with NumPy integers anywhere; padded with 1s to three axes. Errors begin with numba.cuda's
+    wording (``cuda_name``: griddim or blockdim), so code matching numba.cuda's messages keeps working."""
     if value is None:
         raise LaunchConfigurationError("Must specify both griddim and blockdim")
     if isinstance(value, (tuple, list)):
@@ -500,13 +502,14 @@ def _dim3(value, what: str):
     else:
         dims = [value]
     if not 1 <= len(dims) <= 3:
-        raise LaunchConfigurationError(f"{what} must be a sequence of 1, 2 or 3 integers, got {value!r}")
+        raise LaunchConfigurationError(f"{cuda_name} must be a sequence of 1, 2 or 3 integers, got {value!r}: the "
+                                       f"{what}")
     for d in dims:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
-            raise LaunchArgumentError(f"{what} must be a sequence of integers, got {value!r}")
+            raise LaunchArgumentError(f"{cuda_name} must be a sequence of integers, got {value!r}: the {what}")
     dims = tuple(int(d) for d in dims)
     if any(d <= 0 for d in dims):
-        raise LaunchConfigurationError(f"{what} must be positive, got {value!r}")
+        raise LaunchConfigurationError(f"{cuda_name} must be positive, got {value!r}: the {what}")
     return dims + (1,) * (3 - len(dims))
 
 
@@ -570,8 +573,8 @@ class LaunchConfig:
                                            "must be [blocks, threads], [blocks, threads, stream] or [blocks, "
                                            f"threads, stream, sharedmem], got {config!r}")
         self.dispatcher = dispatcher
-        self.griddim = _dim3(config[0], "blocks (threadgroups per grid)")
-        self.blockdim = _dim3(config[1], "threads (threads per threadgroup)")
+        self.griddim = _dim3(config[0], "griddim", "blocks (threadgroups per grid)")
+        self.blockdim = _dim3(config[1], "blockdim", "threads (threads per threadgroup)")
         self.stream = config[2] if len(config) > 2 else 0
         sharedmem = config[3] if len(config) > 3 else 0
         if not isinstance(sharedmem, (int, np.integer)) or isinstance(sharedmem, (bool, np.bool_)):
