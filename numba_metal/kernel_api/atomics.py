@@ -80,8 +80,13 @@ def _check_array(name, ary, idx):
                                       "arrays; use metal.fp16.atomicAdd(ary, idx, val) (numba.cuda's "
                                       "cuda.fp16.atomicAdd), or a float32 array")
     if ary.dtype in (types.int64, types.uint64, types.float64):
-        raise UnsupportedFeatureError(f"metal.{name} on {ary.dtype}: Metal has no 64-bit atomic "
-                                      "read-modify-write operations; use int32, uint32 or float32")
+        # MSL specification 6.15.4.5-6 and Apple's feature set tables: atomic_ulong has only max and min,
+        # returning nothing, on device memory, on Apple9 GPUs (and some Apple8).
+        raise UnsupportedFeatureError(f"metal.{name} on {ary.dtype}: Metal has no 64-bit atomic that returns the "
+                                      "old value, and no signed or float64 atomic at all (its only 64-bit atomics "
+                                      "are max and min of uint64 in device memory, without the old value, on "
+                                      "Apple9 GPUs, which numba-metal does not use yet); use int32, uint32 or "
+                                      "float32")
     if ary.dtype not in (types.int32, types.uint32, types.float32, types.float16):
         raise UnsupportedFeatureError(f"metal.{name}: atomics support int32, uint32 and float32 "
                                       f"arrays, not {ary.dtype}")

@@ -266,6 +266,8 @@ def test_64_bit_atomics_are_refused_clearly(dtype, call):
     with pytest.raises(UnsupportedFeatureError, match="64-bit") as e:
         _compile(call, (dtype[::1], types.int32[::1]))
     assert "int32, uint32 or float32" in str(e.value)
+    # what Metal does have, said exactly (issue 27 item 9)
+    assert "only 64-bit atomics are max and min of uint64 in device memory, without the old value" in str(e.value)
 
 
 @pytest.mark.parametrize("call, message", [
