@@ -99,7 +99,11 @@ static void append_threads(const worker *w, uint32_t state, uint32_t line, char 
 static int barrier_diverged(worker *w, char *err, size_t errlen) {
     const fiber *f = w->fibers;
     uint32_t n = w->nthreads;
-    /* The barrier: the line most work-items wait on. */
+    /* The common case, in one pass: every work-item waits at the first one's call. */
+    uint32_t same = 0;
+    for (uint32_t i = 0; i < n; i++) same += f[i].state == F_BARRIER && f[i].line == f[0].line;
+    if (same == n) return 0;
+    /* Diverged (a failure, so its cost does not matter): the barrier is the line most work-items wait on. */
     uint32_t best = 0, best_count = 0, exited = 0, elsewhere = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (f[i].state == F_DONE) { exited++; continue; }
