@@ -99,7 +99,7 @@ def _run_child(name: str, kind: str, version: int, timeout: float) -> dict:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"status": "fail", "value": None,
-                "reason": f"its child process did not finish in {timeout:.0f} s (a hang, or the GPU stopped "
+                "reason": f"its child process did not finish in {timeout:g} s (a hang, or the GPU stopped "
                           "answering); it was killed"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith(RESULT_TAG):

@@ -205,9 +205,19 @@ def main(argv: list[str] | None = None, out=None) -> int:
     parser.add_argument("--deep", action="store_true",
                         help="also run the checks only a Mac can answer, each in a child process (minutes)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
+    parser.add_argument("--checks", metavar="NAME,...",
+                        help="with --deep: run only these deep checks (names as the report prints them)")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="seconds each deep check's child process may run (default 180)")
     args = parser.parse_args(argv)
+    only = None
+    if args.checks:
+        from numba_metal.tools.deep_check import CHECKS
+        only = [n.strip() for n in args.checks.split(",") if n.strip()]
+        unknown = sorted(set(only) - {c.name for c in CHECKS})
+        if unknown or not args.deep:
+            parser.error(f"--checks needs --deep and names of its checks; unknown: {', '.join(unknown) or 'none'}; "
+                         f"the checks: {', '.join(c.name for c in CHECKS)}")
     report = _Report(out or sys.stdout)
     _versions(report)
     _settings(report)
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
     _caches(report)
     deep = None
     if args.deep:
-        deep = _deep(report, args.device, args.timeout)
+        deep = _deep(report, args.device, args.timeout, only)
     report.out.write("numba-metal doctor: " + (f"{report.failed} problem(s) found, see FAIL above\n"
                                                if report.failed else "everything works\n"))
     status = 1 if report.failed else 0
@@ -232,7 +242,7 @@ def _kind(kind: str | None) -> str:
     return kind or os.environ.get("NUMBA_METAL_DEVICE", "").strip() or "metal"
 
 
-def _deep(report: _Report, kind: str | None, timeout: float | None) -> list:
+def _deep(report: _Report, kind: str | None, timeout: float | None, only: list[str] | None) -> list:
     """The deep checks, printed as they finish; each ``fail`` counts as a problem."""
     from numba_metal.tools import deep_check
     kind = _kind(kind)
@@ -242,7 +252,7 @@ def _deep(report: _Report, kind: str | None, timeout: float | None) -> list:
     def progress(record):
         report.out.write(deep_check.format_record(record))
         report.out.flush()
-    records = deep_check.run(kind, timeout or deep_check.DEFAULT_TIMEOUT, progress=progress)
+    records = deep_check.run(kind, timeout or deep_check.DEFAULT_TIMEOUT, only=only, progress=progress)
     counts = {s: sum(r["status"] == s for r in records) for s in ("pass", "fail", "skip")}
     report.failed += counts["fail"]
     report.out.write(f"deep checks: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped\n")
