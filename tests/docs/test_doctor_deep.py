@@ -86,6 +86,22 @@ def test_a_crashed_child_is_its_checks_fail_and_the_others_still_run(tmp_path, m
     assert by_name["cross-queue"]["status"] == "pass" and by_name["kernel-vector-add"]["status"] == "pass"
 
 
+@pytest.mark.skipif(not _has_simulated_device(), reason="this build has no simulated Metal device (a macOS build)")
+def test_on_a_metal_gpu_each_kernel_runs_at_each_msl_version_it_can(tmp_path, monkeypatch):
+    """A Mac's path, on the simulated device (which takes MSL 3.0 and 3.2 but not 4.0, as macOS 15)."""
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    from numba_metal.tools.deep_probes import METAL_VERSIONS
+    monkeypatch.setattr(deep_check, "_versions", lambda kind: list(METAL_VERSIONS))
+    add, fence = deep_check.run("metal-sim", only=["kernel-vector-add", "kernel-threadfence"])
+    assert add["status"] == "pass" and fence["status"] == "pass", (add, fence)
+    assert list(add["value"]) == ["MSL 3.0", "MSL 3.2", "MSL 4.0"]
+    assert add["value"]["MSL 3.0"]["max_error_ulps"] == 0 and add["value"]["MSL 4.0"] == "skip"
+    assert "MSL 4.0: the device does not accept this MSL version" in add["reason"]
+    assert fence["value"]["MSL 3.0"] == "skip" and "MSL 3.0: the kernel needs MSL 3.2" in fence["reason"]
+    assert fence["value"]["MSL 3.2"]["max_error_ulps"] == 0
+
+
 def test_a_child_that_does_not_finish_in_time_is_killed_and_fails(tmp_path, monkeypatch):
     for key, value in _env(tmp_path).items():
         monkeypatch.setenv(key, value)
