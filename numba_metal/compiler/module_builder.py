@@ -135,7 +135,8 @@ class ModuleBuilder:
             self.need("array")
             elem = self.element_type_name(ty.dtype)
             space = array_space(ty)
-            name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device"), ty.ndim)
+            name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device",
+                                                      const=space == "device" and not ty.mutable), ty.ndim)
         elif isinstance(ty, types.BaseTuple):
             members = [self.type_name(t) for t in ty.types]
             if any(m is None for m in members):
@@ -310,12 +311,12 @@ def canonical_tuple(ty):
 
 
 def array_space(ty) -> str:
-    """Address space of an array type's data: kernel-API array types say theirs; read-only arrays are
-    module globals baked in as constants; the others are device buffers."""
+    """Address space of an array type's data: kernel-API array types say theirs (module globals baked in
+    as constants are ``constant`` arrays); every other array, read-only or not, is a device buffer (a
+    read-only one is ``device const``: a ``constant`` pointer cannot be initialised from the kernel's
+    ``device`` buffer parameter)."""
     space = getattr(ty, "address_space", None)
-    if space is not None:
-        return space
-    return "device" if ty.mutable else "constant"
+    return "device" if space is None else space
 
 
 def function_name(tf: TypedFunction, prefix: str = "nm_f_") -> str:

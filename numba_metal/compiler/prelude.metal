@@ -487,23 +487,27 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
     NM_ATOMIC_FLOAT_OP(SFX, AS, fmax, (v > o ? v : o))                                             \
     NM_ATOMIC_FLOAT_OP(SFX, AS, fmin, (v < o ? v : o))                                             \
     NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmax, (isnan(o) ? v : (isnan(v) ? o : (v > o ? v : o))))        \
-    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))        \
-    NM_INLINE half nm_atomic_hadd_##SFX(AS half* p, half v) {                                 \
-        /* Metal has no 16-bit atomics: a CAS loop on the aligned 32-bit word holding the half */ \
-        /* (little-endian: the half at the lower address is the low 16 bits), changing only   */ \
-        /* its bits. The word lies inside the allocation: device buffers are whole pages and   */ \
-        /* threadgroup half arrays are declared as 32-bit words.                               */ \
-        uint low = uint(reinterpret_cast<ulong>(p)) & 2u;                                     \
-        AS atomic_uint* q = (AS atomic_uint*)(p - (low >> 1));                                \
-        uint shift = low * 8u;                                                                \
-        uint old = atomic_load_explicit(q, memory_order_relaxed);                             \
-        while (true) {                                                                        \
-            half o = as_type<half>(ushort(old >> shift));                                     \
-            uint nv = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(half(o + v))) << shift); \
-            if (nv == old) return o;                                                          \
-            if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,      \
-                                                      memory_order_relaxed)) return o;        \
-        }                                                                                     \
+    NM_ATOMIC_FLOAT_OP(SFX, AS, fnanmin, (isnan(o) ? v : (isnan(v) ? o : (v < o ? v : o))))
+#define NM_HALF_ADD_WORD_LOOP(AS)                                                                 \
+    /* Metal has no 16-bit atomics: a CAS loop on the aligned 32-bit word q holding the half at p */ \
+    /* (little-endian: the half at the lower address is the low 16 bits; low is 2 for the high  */ \
+    /* half), changing only its bits.                                                           */ \
+    AS atomic_uint* q = (AS atomic_uint*)(p - (low >> 1));                                        \
+    uint shift = low * 8u;                                                                        \
+    uint old = atomic_load_explicit(q, memory_order_relaxed);                                     \
+    while (true) {                                                                                \
+        half o = as_type<half>(ushort(old >> shift));                                             \
+        uint nv = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(half(o + v))) << shift);    \
+        if (nv == old) return o;                                                                  \
+        if (atomic_compare_exchange_weak_explicit(q, &old, nv, memory_order_relaxed,              \
+                                                  memory_order_relaxed)) return o;                \
+    }
+#define NM_HALF_ADD_DEVICE(SFX, AS)                                                               \
+    NM_INLINE half nm_atomic_hadd_##SFX(AS half* p, half v) {                                     \
+        /* Device memory: the place comes from the address (a bound half array may start at any  */ \
+        /* even byte offset of its buffer; the word lies inside it: buffers are whole pages).    */ \
+        uint low = uint(reinterpret_cast<ulong>(p)) & 2u;                                         \
+        NM_HALF_ADD_WORD_LOOP(AS)                                                                 \
     }
 #define NM_ATOMIC_FLOAT_OP(SFX, AS, NAME, EXPR)                                                   \
     NM_INLINE float nm_atomic_##NAME##_##SFX(AS float* p, float v) {                          \
@@ -519,10 +523,19 @@ NM_INLINE int nm_sync_count(threadgroup atomic_int* c, bool p, uint3 tid, uint3 
     }
 NM_ATOMIC_CAS_LOOPS(dev, device)
 NM_ATOMIC_CAS_LOOPS(tg, threadgroup)
+NM_HALF_ADD_DEVICE(dev, device)
+// Threadgroup memory: the place comes from the half's index in an array that starts a 32-bit word (shared
+// half arrays are declared as words), by pointer subtraction; a threadgroup pointer is never cast to an
+// integer, which Apple's compiler may refuse.
+NM_INLINE half nm_atomic_hadd_tg(threadgroup half* data, threadgroup half* p, half v) {
+    uint low = uint((p - data) & 1) * 2u;
+    NM_HALF_ADD_WORD_LOOP(threadgroup)
+}
 
 //@@ coherent_atomics requires: atomics
 // The same on device memory declared coherent(device) (MSL 3.2): kernels that fence it across threadgroups.
 NM_ATOMIC_CAS_LOOPS(cdev, coherent(device) device)
+NM_HALF_ADD_DEVICE(cdev, coherent(device) device)
 
 //@@ simd64 requires: base
 // SIMD shuffles of 64-bit values, as two 32-bit shuffles (MSL's SIMD functions exclude long).

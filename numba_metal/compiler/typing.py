@@ -19,6 +19,7 @@ from numba.core import errors as numba_errors
 from numba.core.target_extension import GPU, dispatcher_registry, jit_registry, target_override, target_registry
 from numba.core.typing.context import BaseContext
 
+from .arraytypes import MetalArray
 from .declarations import registry
 
 
@@ -90,15 +91,12 @@ class MetalTypingContext(BaseContext):
         # and compile numba.typed: a third of a second of the first compile in a process, for checks
         # that cannot succeed on these values. Answer those values as Numba would without the checks.
         ty = self._registered_value_type(val)
-        return ty if ty is not None else super().resolve_value_type(val)
+        return _constant_array(ty if ty is not None else super().resolve_value_type(val))
 
     def resolve_module_constants(self, typ, attr):
         # An array reached as a module's attribute (``module.ARR``) is a constant baked into the kernel, as
-        # a global array is, and gets the read-only type Numba gives global arrays.
-        ty = super().resolve_module_constants(typ, attr)
-        if type(ty) is types.Array and ty.mutable:
-            ty = ty.copy(readonly=True)
-        return ty
+        # a global array is.
+        return _constant_array(super().resolve_module_constants(typ, attr))
 
     def _registered_value_type(self, val):
         """The type Numba's resolve_value_type gives ``val`` when its typeof rules cannot apply (then
@@ -165,3 +163,11 @@ def typing_context() -> MetalTypingContext:
 
 
 __all__ = ["MetalHardware", "MetalTypingContext", "TARGET_CONTEXT", "typing_context", "types"]
+
+
+def _constant_array(ty):
+    """A global array (or a module's) is baked into the kernel as a C-contiguous ``constant`` array
+    (constants.py): its type says so, so that it is never taken for a read-only ``device`` argument."""
+    if type(ty) is types.Array:
+        return MetalArray(ty.dtype, ty.ndim, "C", "constant", readonly=True)
+    return ty

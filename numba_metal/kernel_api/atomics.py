@@ -180,6 +180,11 @@ class HalfAtomicAddTemplate(AbstractTemplate):
         if ary.dtype != types.float16:
             raise UnsupportedFeatureError(f"metal.{name}: needs a float16 array, not {ary.dtype}; use "
                                           "metal.atomic.add for other element types")
+        if _space(ary) == "threadgroup" and not ary.aligned:
+            raise UnsupportedFeatureError(f"metal.{name} on a view of a shared float16 array (such as sm[i]): "
+                                          "the half's 32-bit word is found from its index, so the array must "
+                                          "start a word, which a view may not; index the shared array itself "
+                                          f"with all its indices: metal.{name}(sm, (i, j), val)")
         return signature(types.float16, ary, idx, types.float16)
 
 
@@ -253,7 +258,14 @@ def _lower_half_atomic_add(lc, sig, args):
     ary, idx, val = args
     aty = types.unliteral(sig.args[0])
     ptr = element_address(lc, ary, idx)
-    return Value(msl.call(_helper(lc, aty, "hadd"), ptr, lc.cast(val, types.float16)), types.float16)
+    value = lc.cast(val, types.float16)
+    if _space(aty) == "threadgroup":
+        # The half's place in its 32-bit word from its index, by pointer subtraction (legal MSL in every
+        # address space; a threadgroup pointer is never cast to an integer): a shared array starts a word
+        # (it is declared as 32-bit words, the pool and dynamic memory are 16-byte aligned), and typing
+        # refuses views, which may not.
+        return Value(msl.call(_helper(lc, aty, "hadd"), msl.member(ary.expr, "data"), ptr, value), types.float16)
+    return Value(msl.call(_helper(lc, aty, "hadd"), ptr, value), types.float16)
 
 
 @lowering.call(cas)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: numba-metal doctor [--device metal|cpu|metal-sim]
+USAGE = """usage: numba-metal doctor [--device metal|cpu|metal-sim] [--deep] [--json FILE]
        numba-metal advisor COMMAND [options]
 
-`numba-metal doctor` checks that this machine can compile and run kernels (exit status 1 if not).
+`numba-metal doctor` checks that this machine can compile and run kernels (exit status 1 if not);
+`--deep` adds the checks only a Mac can answer, each in a child process; `--json FILE` writes the report.
 
 commands of `numba-metal advisor`:
   scan PATH              static analysis of Python files (imports and runs nothing)

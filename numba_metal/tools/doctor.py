@@ -5,6 +5,11 @@ numba-metal would use (``--device``, else ``NUMBA_METAL_DEVICE``, else the Metal
 a run of a small kernel on it (checked against NumPy), the disk caches and the ``NUMBA_METAL_*``
 settings. Each check prints ``ok``, ``FAIL`` or ``info``; the exit status is 1 if any check failed,
 so scripts and CI can call it. docs/installation.md explains each failure.
+
+``--deep`` then runs, each in its own child process, the checks whose answers only a Mac has
+(:mod:`numba_metal.tools.deep_check`): each is ``ok``, ``FAIL`` or ``skip`` (with the reason), and a
+``FAIL`` makes the exit status 1 too; a skip never does. ``--json FILE`` also writes the whole report
+as JSON (every check with its status and observed value), the file to attach to a bug report.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ class _Report:
     def __init__(self, out):
         self.out = out
         self.failed = 0
+        self.entries = []  # (status, what, detail) of every line, for --json
 
     def line(self, status: str, what: str, detail: str) -> None:
+        self.entries.append({"status": status, "check": what, "detail": detail})
         if status == "FAIL":
             self.failed += 1
         first, *rest = detail.split("\n")
@@ -195,13 +202,58 @@ def main(argv: list[str] | None = None, out=None) -> int:
     parser = argparse.ArgumentParser(prog="numba-metal doctor", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("metal", "cpu", "metal-sim"),
                         help="the device to check (default: NUMBA_METAL_DEVICE, else the Metal GPU)")
+    parser.add_argument("--deep", action="store_true",
+                        help="also run the checks only a Mac can answer, each in a child process (minutes)")
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
+    parser.add_argument("--checks", metavar="NAME,...",
+                        help="with --deep: run only these deep checks (names as the report prints them)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="seconds each deep check's child process may run (default 180)")
     args = parser.parse_args(argv)
+    only = None
+    if args.checks:
+        from numba_metal.tools.deep_check import CHECKS
+        only = [n.strip() for n in args.checks.split(",") if n.strip()]
+        unknown = sorted(set(only) - {c.name for c in CHECKS})
+        if unknown or not args.deep:
+            parser.error(f"--checks needs --deep and names of its checks; unknown: {', '.join(unknown) or 'none'}; "
+                         f"the checks: {', '.join(c.name for c in CHECKS)}")
     report = _Report(out or sys.stdout)
     _versions(report)
     _settings(report)
     if _devices(report) is not None:
         _kernel_run(report, args.device)
     _caches(report)
+    deep = None
+    if args.deep:
+        deep = _deep(report, args.device, args.timeout, only)
     report.out.write("numba-metal doctor: " + (f"{report.failed} problem(s) found, see FAIL above\n"
                                                if report.failed else "everything works\n"))
-    return 1 if report.failed else 0
+    status = 1 if report.failed else 0
+    if args.json:
+        from numba_metal.tools import deep_check
+        deep_check.write_json(args.json, {"numba_metal_doctor": 1, "device": _kind(args.device),
+                                          "checks": report.entries, "deep": deep, "exit_status": status})
+        report.out.write(f"report written to {args.json}\n")
+    return status
+
+
+def _kind(kind: str | None) -> str:
+    return kind or os.environ.get("NUMBA_METAL_DEVICE", "").strip() or "metal"
+
+
+def _deep(report: _Report, kind: str | None, timeout: float | None, only: list[str] | None) -> list:
+    """The deep checks, printed as they finish; each ``fail`` counts as a problem."""
+    from numba_metal.tools import deep_check
+    kind = _kind(kind)
+    report.out.write(f"\ndeep checks on device '{kind}' (each in a child process):\n")
+    report.out.flush()
+
+    def progress(record):
+        report.out.write(deep_check.format_record(record))
+        report.out.flush()
+    records = deep_check.run(kind, timeout or deep_check.DEFAULT_TIMEOUT, only=only, progress=progress)
+    counts = {s: sum(r["status"] == s for r in records) for s in ("pass", "fail", "skip")}
+    report.failed += counts["fail"]
+    report.out.write(f"deep checks: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped\n")
+    return records
