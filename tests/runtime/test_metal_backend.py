@@ -129,10 +129,13 @@ def test_a_failed_command_buffer_releases_the_queues_waiting_for_it(device, faul
     a = to_buffer(device, np.zeros(n, dtype=np.int32))
     b, c = device.new_buffer(4 * n), device.new_buffer(4 * n)
     q1, q2 = device.new_queue(), device.new_queue()
-    w1 = launch(q1, pipe, [a, b], (n // 256, 1, 1), (256, 1, 1), label="producer")
+    # The GPU is held so that the consumer's command buffer is queued behind the producer's before it fails.
+    device.sim_control(rt.SIM_HOLD_GPU, 1)
     device.sim_control(fault)
-    q2.wait_for(q1, w1)  # commits q1's command buffer: the next one, so it fails
+    w1 = launch(q1, pipe, [a, b], (n // 256, 1, 1), (256, 1, 1), label="producer")  # committed at once: it fails
+    q2.wait_for(q1, w1)
     launch(q2, pipe, [b, c], (n // 256, 1, 1), (256, 1, 1), label="consumer")
+    device.sim_control(rt.SIM_HOLD_GPU, 0)
     t0 = time.monotonic()
     with pytest.raises(MetalRuntimeError, match=f"waited for work {w1} of another stream, which failed.*'producer' failed on the GPU"):
         q2.wait()
