@@ -59,7 +59,7 @@ class Buffer:
     def in_use(self) -> bool:
         """True while queued work still uses this buffer's memory and that memory is its owner's (a wrapped
         buffer): the owner must outlive that work. Always False for memory the device allocated."""
-        return _in_use(self.checked_handle())
+        return handle_in_use(self.checked_handle())
 
     def release(self) -> None:
         """Drops the handle (idempotent). Work already queued keeps the memory valid until it completes: the
@@ -69,7 +69,7 @@ class Buffer:
         if h is not None:
             owner, self._owner = self._owner, None
             try:
-                if owner is not None and _in_use(h):
+                if owner is not None and handle_in_use(h):
                     self.device.defer_release(h, owner)
                     return
                 load()[1].nm_buffer_release(h)
@@ -80,7 +80,8 @@ class Buffer:
         self.release()
 
 
-def _in_use(handle) -> bool:
+def handle_in_use(handle) -> bool:
+    """nm_buffer_in_use of a buffer handle (``Buffer.in_use``; also for handles a device keeps after release)."""
     ffi, lib = load()
     out = ffi.new("int32_t *")
     rc = lib.nm_buffer_in_use(handle, out)

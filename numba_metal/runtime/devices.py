@@ -122,7 +122,7 @@ class Device:
         with self._deferred_lock:
             done, waiting = [], []
             for d in self._deferred:
-                (waiting if buffers._in_use(d[0]) else done).append(d)
+                (waiting if buffers.handle_in_use(d[0]) else done).append(d)
             self._deferred = waiting
         for handle, _owner in done:
             lib.nm_buffer_release(handle)

@@ -274,3 +274,15 @@ def test_kernel_tests_pass_through_the_metal_backend():
                           *KERNEL_TESTS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
     assert " passed" in res.stdout and "failed" not in res.stdout
+
+
+def test_the_timestamp_ring_grows_and_keeps_every_id(device, queue):
+    # The history ring starts small and grows (64, 128, 256, 512 entries here) as work ids outrun it: every
+    # id still has its timestamps, none is taken for another.
+    b = device.new_buffer(64)
+    ids = [queue.fill(b, 0, 64, i % 256) for i in range(300)]
+    queue.wait()
+    for i in ids:
+        start, end = queue.timestamps(i)
+        assert 0 < start <= end
+    assert queue.timestamps(ids[-1])[1] >= queue.timestamps(ids[0])[1]
