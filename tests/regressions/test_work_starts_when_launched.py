@@ -59,9 +59,10 @@ def test_a_launch_on_an_idle_queue_is_committed_at_once(sim):
     dev, pipe = sim
     q = dev.new_queue()
     out = dev.new_buffer(4)
+    before = dev.sim_stats()["uncommitted_work_command_buffers"]   # other tests' queues (normally 0)
     launch_mark(q, pipe, out, value(dev, 5))
     time.sleep(0.2)
-    assert dev.sim_stats()["uncommitted_work_command_buffers"] == 0
+    assert dev.sim_stats()["uncommitted_work_command_buffers"] == before
     assert poll(out, 5), "a host loop polling for the kernel's result would hang: the work never started"
     q.wait()
     q.release()
@@ -71,6 +72,7 @@ def test_launches_gather_while_the_gpu_is_busy_and_start_when_it_is_done(sim):
     dev, pipe = sim
     q = dev.new_queue()
     first, second = dev.new_buffer(4), dev.new_buffer(4)
+    before = dev.sim_stats()
     dev.sim_control(rt.SIM_HOLD_GPU, 1)
     try:
         launch_mark(q, pipe, first, value(dev, 1))     # committed: the queue was idle
@@ -78,12 +80,13 @@ def test_launches_gather_while_the_gpu_is_busy_and_start_when_it_is_done(sim):
         launch_mark(q, pipe, second, value(dev, 3))    # ... with this one
         time.sleep(0.1)
         s = dev.sim_stats()
-        assert s["uncommitted_work_command_buffers"] == 1 and s["uncompleted_command_buffers"] == 2
+        assert s["uncommitted_work_command_buffers"] == before["uncommitted_work_command_buffers"] + 1
+        assert s["uncompleted_command_buffers"] == before["uncompleted_command_buffers"] + 2   # committed + open
     finally:
         dev.sim_control(rt.SIM_HOLD_GPU, 0)
     # No wait, no flush: the completed handler of the first command buffer commits the second.
     assert poll(second, 3)
-    assert dev.sim_stats()["uncommitted_work_command_buffers"] == 0
+    assert dev.sim_stats()["uncommitted_work_command_buffers"] == before["uncommitted_work_command_buffers"]
     q.wait()
     q.release()
 
@@ -92,12 +95,13 @@ def test_a_batch_leaves_work_for_its_end(sim):
     dev, pipe = sim
     q = dev.new_queue()
     out = dev.new_buffer(4)
+    before = dev.sim_stats()["uncommitted_work_command_buffers"]
     rt.Queue.set_batching(True)
     try:
         launch_mark(q, pipe, out, value(dev, 9))
         time.sleep(0.2)
         s = dev.sim_stats()
-        assert s["uncommitted_work_command_buffers"] == 1 and s["longest_uncommitted_ns"] >= 150_000_000
+        assert s["uncommitted_work_command_buffers"] == before + 1 and s["longest_uncommitted_ns"] >= 150_000_000
     finally:
         rt.Queue.set_batching(False)
     q.flush()
@@ -119,14 +123,16 @@ def test_metal_batch_suppresses_it_and_submits_at_its_end(sim):
     metal.select_device("metal-sim")
     try:
         d = metal.device_array(64, np.float32)
+        metal.synchronize()
+        before = dev.sim_stats()["uncommitted_work_command_buffers"]
         with metal.batch():
             fill[1, 64](d, np.float32(4))
             time.sleep(0.1)
-            assert dev.sim_stats()["uncommitted_work_command_buffers"] >= 1
-        assert dev.sim_stats()["uncommitted_work_command_buffers"] == 0   # flushed as the block ends
+            assert dev.sim_stats()["uncommitted_work_command_buffers"] == before + 1
+        assert dev.sim_stats()["uncommitted_work_command_buffers"] == before   # flushed as the block ends
         fill[1, 64](d, np.float32(5))
         time.sleep(0.1)
-        assert dev.sim_stats()["uncommitted_work_command_buffers"] == 0   # outside a batch: started at once
+        assert dev.sim_stats()["uncommitted_work_command_buffers"] == before   # outside a batch: started at once
         assert (d.copy_to_host() == 5).all()
     finally:
         metal.synchronize()
