@@ -71,3 +71,44 @@ def test_memory_the_device_allocated_is_never_in_use_for_the_caller(device):
     q.wait()
     b.release()
     q.release()
+
+
+@pytest.mark.skipif("metal-sim" not in {d.kind for d in rt.list_devices(include_simulated=True)},
+                    reason="the simulated Metal device exists only in builds without Metal")
+def test_an_array_used_in_place_by_metal_mapped_outlives_the_launch_using_it():
+    # The host API's path: metal.mapped() uses an mmap'd NumPy array in place; the block ends and the program
+    # drops the array and the device array while the kernel still waits for the (held) GPU.
+    from numba_metal import metal
+
+    @metal.jit
+    def put(a, v):
+        i = metal.grid(1)
+        if i < a.size:
+            a[i] = v
+
+    previous = metal.get_current_device().kind
+    metal.select_device("metal-sim")
+    dev = rt.open_device([d for d in rt.list_devices(include_simulated=True) if d.kind == "metal-sim"][0].index)
+    try:
+        memory = mmap.mmap(-1, mmap.PAGESIZE)
+        ary = np.frombuffer(memory, np.uint32)
+        seen = []
+        weakref.finalize(ary, lambda m: seen.append(int(np.frombuffer(m, np.uint32)[0])), memory)
+        put[1, 32](metal.to_device(np.zeros(32, np.uint32)), np.uint32(0))   # compile outside the hold
+        metal.synchronize()
+        dev.sim_control(rt.SIM_HOLD_GPU, 1)
+        try:
+            with metal.mapped(ary) as d:
+                assert d.buffer.address == ary.ctypes.data   # in place
+                put[1, 32](d, np.uint32(7))
+            del d, ary
+            metal.current_context().deallocations.clear()   # drops the kernel's last bindings: nothing else holds it
+            gc.collect()
+            assert seen == [], "the array was let go while the launch using its memory was still queued"
+        finally:
+            dev.sim_control(rt.SIM_HOLD_GPU, 0)
+        metal.synchronize()
+        gc.collect()
+        assert seen == [7]
+    finally:
+        metal.select_device(previous)
