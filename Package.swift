@@ -1,4 +1,5 @@
-// swift-tools-version:5.9
+// swift-tools-version:5.10
+// 5.10, not less: the runtime and the simulated Metal API use `nonisolated(unsafe)` (SE-0412, Swift 5.10).
 // The numba-metal runtime: one dynamic library with a C ABI (Sources/CPUEngine/include/numba_metal_runtime.h)
 // behind which sit the Metal backend (macOS) and the CPU reference device (every OS).
 import PackageDescription

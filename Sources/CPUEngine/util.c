@@ -87,6 +87,12 @@ static void owner_exit(void *p) {
 
 static void owner_key_init(void) { pthread_key_create(&g_owner_key, owner_exit); }
 
+static _Thread_local int32_t tl_batching;
+
+void nm_set_batching(int32_t on) { tl_batching = on != 0; }
+
+int32_t nm_thread_batching(void) { return tl_batching; }
+
 nm_owner nm_owner_current(void) {
     if (!tl_owner) {
         pthread_once(&g_owner_once, owner_key_init);

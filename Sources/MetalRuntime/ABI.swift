@@ -216,6 +216,15 @@ public func nmBufferLength(_ buffer: OpaquePointer?) -> UInt64 {
     withAutoreleasePool { (try? object(buffer, Buffer.self, "nm_buffer_length"))?.length ?? 0 }
 }
 
+/// Whether queued work still holds a caller-memory buffer.
+@_cdecl("nm_buffer_in_use")
+public func nmBufferInUse(_ buffer: OpaquePointer?, _ result: UnsafeMutablePointer<Int32>?) -> nm_status {
+    guarded {
+        let b = try object(buffer, Buffer.self, "nm_buffer_in_use")
+        try out(result, "nm_buffer_in_use").pointee = b.inUse ? 1 : 0
+    }
+}
+
 /// Immediate host copy into a buffer.
 @_cdecl("nm_buffer_write")
 public func nmBufferWrite(_ buffer: OpaquePointer?, _ offset: UInt64, _ src: UnsafeRawPointer?, _ n: UInt64) -> nm_status {

@@ -11,16 +11,32 @@ final class Buffer {
     let length: UInt64
     /// What keeps the memory alive: the MTLBuffer, the CPU device's mapping, or nil for caller memory.
     let storage: AnyObject?
+    /// Whether the memory is the caller's (nm_buffer_wrap, nm_buffer_wrap_native): queued work then holds the
+    /// buffer through a BufferUse, which counts it, so that the caller can learn when it may free the memory.
+    let callerMemory: Bool
+    /// Counter 0: the BufferUse objects alive (queued work not completed).
+    private let uses = Counters(count: 1)
 
     /// Records a live buffer in the device statistics.
-    init(device: any Device, contents: UnsafeMutableRawPointer, length: UInt64, storage: AnyObject?) {
+    init(device: any Device, contents: UnsafeMutableRawPointer, length: UInt64, storage: AnyObject?, callerMemory: Bool = false) {
         self.device = device
         self.contents = contents
         self.length = length
         self.storage = storage
+        self.callerMemory = callerMemory
         device.stats.add(DeviceStat.liveBuffers.rawValue, 1)
         device.stats.add(DeviceStat.liveBufferBytes.rawValue, Int64(length))
     }
+
+    /// What queued work keeps until it completes: the buffer itself, or for caller memory a BufferUse that
+    /// counts as a use while it lives (whatever drops it: a completed command buffer, a cancelled item, a
+    /// queue released with work in it).
+    func keptForWork() -> AnyObject { callerMemory ? BufferUse(self) : self }
+
+    /// Whether queued work still holds this buffer (always false for memory the device allocated).
+    var inUse: Bool { uses.get(0) != 0 }
+
+    fileprivate func countUse(_ delta: Int64) { uses.add(0, delta) }
 
     deinit {
         device.stats.add(DeviceStat.liveBuffers.rawValue, -1)
@@ -45,4 +61,14 @@ final class Buffer {
         try checkRange(offset: offset, count: n, what: "nm_buffer_read")
         if n > 0 { dst.copyMemory(from: contents + Int(offset), byteCount: Int(n)) }
     }
+}
+
+/// A use of a caller-memory buffer by queued work: counted from creation to deinit.
+final class BufferUse {
+    let buffer: Buffer
+    init(_ buffer: Buffer) {
+        self.buffer = buffer
+        buffer.countUse(1)
+    }
+    deinit { buffer.countUse(-1) }
 }

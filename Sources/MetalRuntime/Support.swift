@@ -72,6 +72,14 @@ final class Mutex {
         defer { pthread_mutex_unlock(raw) }
         return try body()
     }
+
+    /// Runs body with the mutex held if it is free now; nil (body not run) if another thread holds it.
+    @inline(__always)
+    func lockedIfFree<T>(_ body: () throws -> T) rethrows -> T? {
+        guard pthread_mutex_trylock(raw) == 0 else { return nil }
+        defer { pthread_mutex_unlock(raw) }
+        return try body()
+    }
 }
 
 /// Lock-free 64-bit counters (relaxed), for device statistics.

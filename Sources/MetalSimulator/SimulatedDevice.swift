@@ -27,6 +27,14 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     private var lastCompile: MetalSimulation.CompileRequest? = nil
     /// Bytes of the live buffers whose memory it allocated (guarded by lock).
     private var allocatedBytes = 0
+    /// Whether bytesNoCopy accepts only file-backed mapped memory (guarded by lock).
+    private var strictNoCopy = false
+    /// bytesNoCopy calls answered nil (guarded by lock).
+    private var refusedNoCopy = 0
+    /// Command buffers holding encoded work, not committed: when their first command was encoded; and the
+    /// longest time one held work uncommitted before its commit (guarded by lock).
+    private var pendingWork: [ObjectIdentifier: Double] = [:]
+    private var longestUncommitted = 0.0
 
     init(profile: MetalSimulation.Profile, engine: any MetalSimulation.ComputeEngine) {
         self.profile = profile
@@ -58,6 +66,10 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
         if Int(bitPattern: pointer) % page != 0 || length <= 0 || length % page != 0 {
             validationFailure("makeBuffer(bytesNoCopy:length:options:deallocator:): the pointer (\(pointer)) must be "
                 + "page-aligned and the length (\(length)) a non-zero multiple of the page size (\(page))")
+            return nil
+        }
+        if lock.locked({ strictNoCopy }) && !fileMapped(UInt(bitPattern: pointer), length: UInt(length)) {
+            lock.locked { refusedNoCopy += 1 }
             return nil
         }
         return SimBuffer(device: self, wrapping: pointer, length: length, deallocator: deallocator)
@@ -106,6 +118,31 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func setHeld(_ value: Bool) { lock.update { held = value } }
 
+    func setStrictNoCopy(_ value: Bool) { lock.locked { strictNoCopy = value } }
+
+    /// A command buffer's first command was encoded.
+    func workEncoded(_ cb: ObjectIdentifier) { lock.locked { pendingWork[cb] = monotonicSeconds() } }
+
+    /// A command buffer holding work was committed (or released uncommitted: committed false).
+    func workLeft(_ cb: ObjectIdentifier, committed: Bool) {
+        lock.locked {
+            if let since = pendingWork.removeValue(forKey: cb), committed {
+                longestUncommitted = max(longestUncommitted, monotonicSeconds() - since)
+            }
+        }
+    }
+
+    /// Command buffers holding work uncommitted now, and the longest any held it (those still waiting
+    /// measured now), in seconds.
+    func uncommittedWork() -> (count: Int, longest: Double) {
+        lock.locked {
+            let now = monotonicSeconds()
+            return (pendingWork.count, pendingWork.values.reduce(longestUncommitted) { max($0, now - $1) })
+        }
+    }
+
+    func refusedNoCopyCount() -> Int { lock.locked { refusedNoCopy } }
+
     /// Blocks a GPU thread while the device is held.
     func waitWhileHeld() { _ = lock.wait(until: { !held }) }
 
@@ -128,6 +165,27 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 }
 
 // MARK: - Buffers
+
+/// Whether [address, address+length) lies in file-backed mappings of this process (/proc/self/maps: a
+/// mapping with an inode), the memory the strict no-copy mode accepts.
+func fileMapped(_ address: UInt, length: UInt) -> Bool {
+    guard let f = fopen("/proc/self/maps", "r") else { return false }
+    defer { fclose(f) }
+    var next = address
+    let end = address + length
+    var line = [CChar](repeating: 0, count: 4096)
+    while next < end, fgets(&line, Int32(line.count), f) != nil {
+        let fields = String(cString: line).split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 5 else { continue }
+        let range = fields[0].split(separator: "-")
+        guard range.count == 2, let lo = UInt(range[0], radix: 16), let hi = UInt(range[1], radix: 16) else { continue }
+        if lo <= next && next < hi {
+            if fields[4] == "0" { return false }  // anonymous: malloc's heap or mmap chunks, or other anonymous memory
+            next = hi
+        }
+    }
+    return next >= end
+}
 
 /// A shared-storage buffer: zero-filled page-aligned memory, or the caller's memory (bytesNoCopy).
 final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {

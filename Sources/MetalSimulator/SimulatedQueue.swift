@@ -142,12 +142,26 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
     /// The encoder being encoded into, if any (weak: an encoder released without endEncoding is an error).
     private weak var openEncoder: SimEncoder? = nil
     private var fault: MetalSimulation.Fault? = nil
+    /// Whether a command was encoded (the simulation's uncommitted-work statistic).
+    private var holdsWork = false
 
     init(queue: SimCommandQueue) { self.queue = queue }
 
     deinit {
         // Never committed: its slot was never given back.
-        if statusValue == .notEnqueued { queue.core.releaseSlot() }
+        if statusValue == .notEnqueued {
+            queue.core.releaseSlot()
+            if holdsWork { queue.device.workLeft(ObjectIdentifier(self), committed: false) }
+        }
+    }
+
+    /// An encoder recorded a command: the first one starts the time the buffer holds work uncommitted.
+    func noteWork() {
+        let first = lock.locked { () -> Bool in
+            defer { holdsWork = true }
+            return !holdsWork
+        }
+        if first { queue.device.workEncoded(ObjectIdentifier(self)) }
     }
 
     var label: String? {
@@ -238,6 +252,7 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
             return true
         }
         guard ok else { return }
+        if lock.locked({ holdsWork }) { queue.device.workLeft(ObjectIdentifier(self), committed: true) }
         let injected = queue.device.takeFault()
         lock.locked { fault = injected }
         queue.core.submit(self)
@@ -468,6 +483,7 @@ final class SimComputeEncoder: SimEncoder, MTLComputeCommandEncoder, @unchecked 
         }
         encoded.append(.dispatch(SimDispatch(pipeline: p, buffers: buffers, bytes: bytes, threadgroupLengths: threadgroupLengths,
                                              groups: g, threads: t)))
+        commandBuffer.noteWork()
     }
 }
 
@@ -487,6 +503,7 @@ final class SimBlitEncoder: SimEncoder, MTLBlitCommandEncoder, @unchecked Sendab
             return validationFailure("copy(from:sourceOffset:to:destinationOffset:size:): the range is outside a buffer")
         }
         encoded.append(.copy(source: s, sourceOffset: sourceOffset, destination: d, destinationOffset: destinationOffset, size: size))
+        commandBuffer.noteWork()
     }
 
     func fill(buffer: any MTLBuffer, range: Range<Int>, value: UInt8) {
@@ -500,6 +517,7 @@ final class SimBlitEncoder: SimEncoder, MTLBlitCommandEncoder, @unchecked Sendab
             return validationFailure("fill(buffer:range:value:): the range is outside the buffer")
         }
         encoded.append(.fill(buffer: b, range: range, value: value))
+        commandBuffer.noteWork()
     }
 }
 

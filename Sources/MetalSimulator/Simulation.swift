@@ -133,6 +133,13 @@ public enum MetalSimulation {
         (device as! SimDevice).setHeld(held)
     }
 
+    /// Strict no-copy mode: makeBuffer(bytesNoCopy:) answers nil unless the memory lies in file-backed
+    /// mappings of the process (/proc/self/maps), modelling the reports that Metal refuses malloc'd memory
+    /// (anonymous mappings, the kind malloc uses, are refused too: this model cannot tell them apart).
+    public static func setStrictNoCopy(_ strict: Bool, device: any MTLDevice) {
+        (device as! SimDevice).setStrictNoCopy(strict)
+    }
+
     // MARK: statistics
 
     /// Counters of the simulation.
@@ -149,6 +156,13 @@ public enum MetalSimulation {
         public let failedCommandBuffers: Int
         /// The compile options of device's last makeLibrary, as the compiler received them.
         public let lastCompile: CompileRequest?
+        /// Command buffers of device holding encoded work, not committed.
+        public let uncommittedWorkCommandBuffers: Int
+        /// The longest a command buffer of device held encoded work uncommitted, in seconds (the ones still
+        /// uncommitted measured now): time the GPU could have worked and did not.
+        public let longestUncommittedSeconds: Double
+        /// makeBuffer(bytesNoCopy:) calls on device answered nil.
+        public let refusedNoCopyWraps: Int
     }
 
     /// The counters, for device.
@@ -156,9 +170,12 @@ public enum MetalSimulation {
         let (live, leaked) = SimulationCounters.lock.locked {
             (SimulationCounters.liveObjects, SimulationCounters.autoreleasedWithoutPool)
         }
-        let d = (device as! SimDevice).counters()
+        let sim = device as! SimDevice
+        let d = sim.counters(), pending = sim.uncommittedWork()
         return Statistics(liveObjects: live, autoreleasedWithoutPool: leaked, uncompletedCommandBuffers: d.uncompleted,
-                          peakUncompletedCommandBuffers: d.peak, failedCommandBuffers: d.failed, lastCompile: d.lastCompile)
+                          peakUncompletedCommandBuffers: d.peak, failedCommandBuffers: d.failed, lastCompile: d.lastCompile,
+                          uncommittedWorkCommandBuffers: pending.count, longestUncommittedSeconds: pending.longest,
+                          refusedNoCopyWraps: sim.refusedNoCopyCount())
     }
 
     /// Whether device is a simulated one.

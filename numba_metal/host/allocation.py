@@ -16,7 +16,8 @@ from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError,
 from . import device as _device
 from . import streams as _streams
 from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, contiguous_strides, copy_into_host, from_host,
-                     new_buffer, normalize_shape, wrap_host_memory, as_mapped)
+                     new_buffer, normalize_shape, as_mapped)
+from .wrapping import wrap_host_memory
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> DeviceNDArray:
@@ -172,9 +173,11 @@ def pinned(*arylist):
 @contextlib.contextmanager
 def mapped(*arylist, stream=0, portable=False, wc=False):
     """Device arrays over host NumPy arrays for the block (numba.cuda's ``mapped``): one device array,
-    or a list of them for several. A page-aligned writeable array is used in place, with no copy; any
-    other is copied in, and copied back when the block ends (after the work of ``stream``): read its
-    results after the block.
+    or a list of them for several. A page-aligned writeable array in mapped memory (``np.memmap``, an
+    ``mmap.mmap``; any page-aligned memory with ``NUMBA_METAL_WRAP_ALIGNED_HOST_MEMORY=1``) is used in
+    place, with no copy, when the device accepts it; any other is copied in, and copied back when the block
+    ends (after the work of ``stream``): read its results after the block. Memory used in place is kept
+    alive until the work queued on it completes, even if the arrays are dropped first.
 
     Raises:
         MetalTypeError: an argument is not a NumPy array.

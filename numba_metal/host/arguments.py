@@ -23,7 +23,8 @@ from numba_metal.errors import KernelLaunchError
 from . import perf_warnings
 from .allocation import to_device
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
-                     element_binding, host_span, layout_of, wrap_host_memory)
+                     element_binding, host_span, layout_of)
+from .wrapping import wrap_host_memory
 
 _scalar_types: dict | None = None
 

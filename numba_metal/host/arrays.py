@@ -747,18 +747,6 @@ def host_span(ary: np.ndarray) -> tuple:
     return lowest, extent
 
 
-def wrap_host_memory(ctx, ary: np.ndarray):
-    """(a buffer over ``ary``'s own memory, the byte offset of ``ary[0, ..., 0]`` in it), or None when
-    the device cannot use that memory in place: it must be unified memory, page-aligned and writeable (a
-    read-only array may be immutable memory, e.g. over a bytes object, which a kernel must not write)."""
-    page = ctx.info.page_size
-    lowest, extent = host_span(ary)
-    if not (ctx.info.unified_memory and ary.size and lowest % page == 0 and ary.flags.writeable):
-        return None
-    buf = ctx.device.wrap_buffer(lowest, (extent + page - 1) // page * page, ary)
-    return buf, ary.ctypes.data - lowest
-
-
 def is_device_array(obj) -> bool:
     """True if ``obj`` is a ``DeviceNDArray`` (a mapped array is a NumPy array, not a device array).
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba_metal.errors import DLPackError, KernelLaunchError, UnsupportedFeatureError
+from numba_metal.errors import DLPackError, KernelLaunchError, UnsupportedFeatureError, UnsupportedPlatformError
 
 from . import device as _device
 from .allocation import device_array, to_device
@@ -120,9 +120,14 @@ def _from_tensor(ctx, tensor: "dlpack.Imported", copy, what: str) -> DeviceNDArr
     elif tensor.read_only:
         reason = "the producer marked it read-only, and kernels could write a device array"
     if reason is None and not copy:
+        # DLPack asks to share (copy None or False): any page-aligned memory is tried, and a refusal is
+        # answered as any other reason to copy (host/wrapping.py says why Metal may refuse).
         length = (span + page - 1) // page * page
-        buf = ctx.device.wrap_buffer(lowest, length, tensor)
-        return DeviceNDArray(buf, -low, tensor.shape, tensor.strides, tensor.dtype, ctx)
+        try:
+            buf = ctx.device.wrap_buffer(lowest, length, tensor)
+            return DeviceNDArray(buf, -low, tensor.shape, tensor.strides, tensor.dtype, ctx)
+        except UnsupportedPlatformError as e:
+            reason = f"the device refused to use this memory in place ({e})"
     if copy is False:
         tensor.release()
         raise DLPackError(f"the {what} cannot be used without a copy: {reason}; metal.from_dlpack(x) (copy=None) "

@@ -6,7 +6,16 @@ The runtime library reads its own (``NUMBA_METAL_CPU_THREADS``, ``NUMBA_METAL_CP
 ``NUMBA_METAL_CPU_SPIN_US``, ``NUMBA_METAL_CPU_TIME_LIMIT_MS``) by the same rule and reports the values it
 refused when it is loaded (``nm_config_warnings``). Variables are read when used, not at import, so a
 program may set them before its first launch.
+
+``NUMBA_METAL_WRAP_ALIGNED_HOST_MEMORY`` (on/off, default off): whether a NumPy argument whose memory is
+page-aligned but not known to be mapped (malloc'd memory: on macOS most arrays above 32 KiB) is used by
+kernels in place through Metal's ``makeBuffer(bytesNoCopy:)`` instead of through a device copy that is
+copied back. Off, only mapped memory (``np.memmap``, ``mmap.mmap``, ``mapped_array`` views) is used in
+place (host/wrapping.py). The trade-off: on saves the two copies of the array per launch (time linear in
+its size) but Metal may refuse malloc'd memory (then numba-metal copies anyway, after a failed wrap);
+neither the copies saved nor the cost of a refused or accepted wrap has been measured on a Mac yet.
 """
+
 
 from __future__ import annotations
 

@@ -56,15 +56,35 @@ class Buffer:
             raise MetalRuntimeError("this buffer was released; create a new one")
         return self.handle
 
+    def in_use(self) -> bool:
+        """True while queued work still uses this buffer's memory and that memory is its owner's (a wrapped
+        buffer): the owner must outlive that work. Always False for memory the device allocated."""
+        return handle_in_use(self.checked_handle())
+
     def release(self) -> None:
-        """Drops the handle (idempotent). Work already queued keeps the memory valid until it completes."""
+        """Drops the handle (idempotent). Work already queued keeps the memory valid until it completes: the
+        device's own memory through the runtime, wrapped memory by keeping its owner (the NumPy array, the
+        DLPack tensor) until the last queued work that uses it completes (``Device.reap``)."""
         h, self.handle = self.handle, None
         if h is not None:
+            owner, self._owner = self._owner, None
             try:
+                if owner is not None and handle_in_use(h):
+                    self.device.defer_release(h, owner)
+                    return
                 load()[1].nm_buffer_release(h)
             except Exception:  # interpreter shutdown
                 pass
-            self._owner = None
 
     def __del__(self):
         self.release()
+
+
+def handle_in_use(handle) -> bool:
+    """nm_buffer_in_use of a buffer handle (``Buffer.in_use``; also for handles a device keeps after release)."""
+    ffi, lib = load()
+    out = ffi.new("int32_t *")
+    rc = lib.nm_buffer_in_use(handle, out)
+    if rc:
+        raise_status(rc)
+    return bool(out[0])

@@ -28,6 +28,7 @@ MATH_FAST = 2       # also assumes no Inf or NaN
 SIM_FAIL_NEXT_COMMAND_BUFFER = 1
 SIM_WATCHDOG_NEXT_COMMAND_BUFFER = 2
 SIM_HOLD_GPU = 3
+SIM_STRICT_NO_COPY = 4
 
 # Kinds of kernel parameters (nm_kernel_param.kind).
 PARAM_BUFFER = 1

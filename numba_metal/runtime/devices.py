@@ -7,12 +7,13 @@ import atexit
 import hashlib
 import os
 import sys
+import threading
 import warnings
 from typing import NamedTuple
 
 from numba_metal.errors import MetalRuntimeError, NumbaMetalWarning
 
-from . import _loader, queues
+from . import _loader, buffers, queues
 from ._loader import load
 from .buffers import Buffer
 from .constants import DEVICE_KINDS, MATH_SAFE, NM_ERR_FORKED
@@ -102,6 +103,34 @@ class Device:
         if rc:
             raise_status(rc)
         self.handle = out[0]
+        # Released wrapped buffers whose memory queued work still uses: (handle, owner) until it completes.
+        self._deferred: list = []
+        self._deferred_lock = threading.Lock()
+
+    def defer_release(self, handle, owner) -> None:
+        """Keeps a released wrapped buffer's handle and memory owner until no queued work uses it (reaped
+        at every wait, and at every later deferral)."""
+        with self._deferred_lock:
+            self._deferred.append((handle, owner))
+        self.reap()
+
+    def reap(self) -> None:
+        """Lets go of the deferred wrapped buffers that no queued work uses any more, and of their owners."""
+        if not self._deferred:
+            return
+        _, lib = load()
+        with self._deferred_lock:
+            done, waiting = [], []
+            for d in self._deferred:
+                (waiting if buffers.handle_in_use(d[0]) else done).append(d)
+            self._deferred = waiting
+        for handle, _owner in done:
+            lib.nm_buffer_release(handle)
+
+    @property
+    def deferred_releases(self) -> int:
+        """How many released wrapped buffers wait for queued work before their owners are dropped."""
+        return len(self._deferred)
 
     def __repr__(self) -> str:
         return f"<numba_metal.runtime.Device {self.info.index}: {self.info.name}>"
@@ -225,15 +254,18 @@ class Device:
 
     def sim_control(self, action: int, value: int = 0) -> None:
         """The simulated Metal device only: inject a fault (SIM_FAIL_NEXT_COMMAND_BUFFER,
-        SIM_WATCHDOG_NEXT_COMMAND_BUFFER) or hold its GPU (SIM_HOLD_GPU with value 1, release with 0)."""
+        SIM_WATCHDOG_NEXT_COMMAND_BUFFER), hold its GPU (SIM_HOLD_GPU with value 1, release with 0), or
+        accept only file-backed mapped memory in makeBuffer(bytesNoCopy:) (SIM_STRICT_NO_COPY, 1 or 0)."""
         rc = load()[1].nm_sim_control(self.handle, action, value)
         if rc:
             raise_status(rc)
 
     def sim_stats(self) -> dict:
         """The simulated Metal device only: live_objects, autoreleased_without_pool,
-        uncompleted_command_buffers, peak_uncompleted_command_buffers, failed_command_buffers, and the
-        last_math_mode, last_math_functions, last_language_version its Metal compiler received."""
+        uncompleted_command_buffers, peak_uncompleted_command_buffers, failed_command_buffers, the
+        last_math_mode, last_math_functions, last_language_version its Metal compiler received,
+        uncommitted_work_command_buffers and longest_uncommitted_ns (encoded work the GPU was not given),
+        and refused_no_copy_wraps."""
         ffi, lib = load()
         out = ffi.new("nm_sim_stats *")
         rc = lib.nm_sim_get_stats(self.handle, out)
@@ -241,7 +273,9 @@ class Device:
             raise_status(rc)
         return {k: int(getattr(out, k)) for k in ("live_objects", "autoreleased_without_pool", "uncompleted_command_buffers",
                                                    "peak_uncompleted_command_buffers", "failed_command_buffers",
-                                                   "last_math_mode", "last_math_functions", "last_language_version")}
+                                                   "last_math_mode", "last_math_functions", "last_language_version",
+                                                   "uncommitted_work_command_buffers", "longest_uncommitted_ns",
+                                                   "refused_no_copy_wraps")}
 
 
 #: Time limits from this many seconds on (2**64 ns: the runtime's counter) are no limit.

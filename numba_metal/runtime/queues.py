@@ -167,6 +167,12 @@ class Queue:
         if rc:
             raise_status(rc)
 
+    @staticmethod
+    def set_batching(on: bool) -> None:
+        """Whether the calling thread's work is batched (``metal.batch()``): on a Metal device it stays in
+        the open command buffer until a flush or wait instead of starting when the GPU is idle."""
+        load()[1].nm_set_batching(1 if on else 0)
+
     def flush(self) -> None:
         """Submits encoded work without waiting."""
         rc = load()[1].nm_queue_flush(self.handle)
@@ -186,8 +192,10 @@ class Queue:
             while True:
                 rc = lib.nm_queue_wait_bounded(self.handle, work, WAIT_SLICE_NS, done)
                 if rc:
+                    self.device.reap()
                     raise_status(rc)
                 if done[0]:
+                    self.device.reap()
                     return
         except KeyboardInterrupt as interrupt:
             if not self.cancel() and hasattr(interrupt, "add_note"):  # add_note: Python 3.11+

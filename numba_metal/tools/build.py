@@ -95,12 +95,16 @@ def _emit_ffi(dest: Path) -> None:
 #  - run time: a symbol introduced after Package.swift's macOS deployment target must be used inside
 #    `if #available(macOS N, *)` (or `guard #available`, or code marked `@available(macOS N, *)`), N >= its version;
 #  - compile time: a symbol that first appeared in an SDK newer than the oldest one the package builds
-#    with (the SDK of the Xcode that ships its swift-tools-version) must be inside `#if compiler(>=V)`,
-#    V being a Swift version whose Xcode ships an SDK that has it. `#available` does not help there.
+#    with (the SDK of the Xcode that ships its swift-tools-version) must be inside an SDK test,
+#    `#if canImport(Metal, _version: N)` with N a Metal module version of an SDK that has it (METAL_MODULE_SDK),
+#    or `#if compiler(>=V)`, V a Swift version whose Xcode ships such an SDK. `#available` does not help there.
 
 # The macOS SDK of the first Xcode release with each Swift version (Xcode 15.0: 5.9, SDK 14.0; 15.3: 5.10,
 # SDK 14.4; 16.0: 6.0, SDK 15.0; 16.3: 6.1, SDK 15.4; 26.0: 6.2, SDK 26.0).
 SWIFT_SDK = {(5, 9): (14, 0), (5, 10): (14, 4), (6, 0): (15, 0), (6, 1): (15, 4), (6, 2): (26, 0)}
+# The macOS SDK whose Metal module first has each version `#if canImport(Metal, _version: N)` tests (the
+# Metal framework's version: 366.x is macOS 15's, e.g. 366.12.1 in build 24A5289g, per blacktop/ipsw-diffs).
+METAL_MODULE_SDK = {366: (15, 0)}
 # What SwiftPM targets when Package.swift declares no macOS platform.
 SWIFTPM_DEFAULT_MACOS = (10, 13)
 
@@ -214,6 +218,10 @@ def _condition(text: str) -> tuple[bool, tuple | None]:
     if m:
         swift = (int(m.group(1)), int(m.group(2)))
         return True, max((sdk for v, sdk in SWIFT_SDK.items() if v <= swift), default=None)
+    # An SDK test (the second clause is false on a Mac: it admits the simulated Metal API elsewhere).
+    m = re.fullmatch(r"canImport\(\s*Metal\s*,\s*_version:\s*(\d+)\s*\)(\s*\|\|\s*!\s*canImport\(Metal\))?", text)
+    if m:
+        return True, max((sdk for v, sdk in METAL_MODULE_SDK.items() if v <= int(m.group(1))), default=None)
     return True, None
 
 
@@ -280,8 +288,10 @@ def check_availability(root: Path = ROOT) -> list[str]:
                                     f"macOS {_show(deployment)} and this use is not inside `if #available(macOS "
                                     f"{_show(needed)}, *)`")
                 if needed > sdk:
+                    metal = min((v for v, s in METAL_MODULE_SDK.items() if s >= needed), default=None)
                     swift = min((v for v, s in SWIFT_SDK.items() if s >= needed), default=None)
-                    guard = f"`#if compiler(>={swift[0]}.{swift[1]})`" if swift else "a compile-time guard"
+                    guard = (f"`#if canImport(Metal, _version: {metal})`" if metal else
+                             f"`#if compiler(>={swift[0]}.{swift[1]})`" if swift else "a compile-time guard")
                     problems.append(f"{where}: '{t}' first appeared in the macOS {_show(needed)} SDK, but the package "
                                     f"builds with Swift {tools} (whose Xcode has the macOS {_show(base_sdk)} SDK) and "
                                     f"`#available` is checked at run time only: put this use inside {guard}")

@@ -81,12 +81,15 @@ def test_arrays_computed_from_a_mapped_array_are_not_taken_for_its_memory():
 
 
 @pytest.mark.parametrize("make", ["mmap", "aligned_empty"])
-def test_page_aligned_numpy_arrays_are_wrapped_without_copies(make):
+def test_page_aligned_numpy_arrays_are_wrapped_without_copies(make, monkeypatch):
+    # Mapped memory is wrapped by default; page-aligned malloc'd memory when the setting opts in (issue 26
+    # item 1: Metal may refuse malloc'd memory; host/test_host_memory_in_place.py has the default).
     n = 3000
     if make == "mmap":
         mem = mmap.mmap(-1, n * 4)
         a = np.frombuffer(mem, dtype=np.float32)
     else:
+        monkeypatch.setenv("NUMBA_METAL_WRAP_ALIGNED_HOST_MEMORY", "1")
         a = _aligned_empty(n)
     assert a.ctypes.data % _page() == 0 and a.flags.writeable
     a[:] = np.arange(n)

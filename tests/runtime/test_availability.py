@@ -61,6 +61,13 @@ def test_a_package_without_a_deployment_target_fails(tmp_path):
      ["is available from macOS 15.0"]),
     ("func f() -> MTLLanguageVersion { if #available(macOS 14.0, *) { return .version3_1 }; return .version3_0 }", []),
     ("#if !canImport(Metal)\nfunc f(o: MTLCompileOptions) { o.mathMode = .safe }\n#endif", []),  # Linux-only code
+    # The SDK test by the Metal module's version (366: macOS 15's), as the backend writes it.
+    ("func f(o: MTLCompileOptions) {\n#if canImport(Metal, _version: 366) || !canImport(Metal)\n"
+     "if #available(macOS 15.0, *) { o.mathMode = .safe }\n#endif\n}", []),
+    ("func f(o: MTLCompileOptions) {\n#if canImport(Metal, _version: 366)\no.mathMode = .safe\n#endif\n}",
+     ["is available from macOS 15.0"]),
+    ("func f(o: MTLCompileOptions) {\n#if canImport(Metal, _version: 341)\nif #available(macOS 15.0, *) { o.mathMode = .safe }\n"
+     "#endif\n}", ["first appeared in the macOS 15.0 SDK"]),
 ])
 def test_newer_api_needs_both_guards(tmp_path, code, expected):
     found = [p for p in _build.check_availability(tree(tmp_path, backend=code)) if "Extra.swift" in p]

@@ -129,10 +129,13 @@ def test_a_failed_command_buffer_releases_the_queues_waiting_for_it(device, faul
     a = to_buffer(device, np.zeros(n, dtype=np.int32))
     b, c = device.new_buffer(4 * n), device.new_buffer(4 * n)
     q1, q2 = device.new_queue(), device.new_queue()
-    w1 = launch(q1, pipe, [a, b], (n // 256, 1, 1), (256, 1, 1), label="producer")
+    # The GPU is held so that the consumer's command buffer is queued behind the producer's before it fails.
+    device.sim_control(rt.SIM_HOLD_GPU, 1)
     device.sim_control(fault)
-    q2.wait_for(q1, w1)  # commits q1's command buffer: the next one, so it fails
+    w1 = launch(q1, pipe, [a, b], (n // 256, 1, 1), (256, 1, 1), label="producer")  # committed at once: it fails
+    q2.wait_for(q1, w1)
     launch(q2, pipe, [b, c], (n // 256, 1, 1), (256, 1, 1), label="consumer")
+    device.sim_control(rt.SIM_HOLD_GPU, 0)
     t0 = time.monotonic()
     with pytest.raises(MetalRuntimeError, match=f"waited for work {w1} of another stream, which failed.*'producer' failed on the GPU"):
         q2.wait()
@@ -271,3 +274,15 @@ def test_kernel_tests_pass_through_the_metal_backend():
                           *KERNEL_TESTS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
     assert " passed" in res.stdout and "failed" not in res.stdout
+
+
+def test_the_timestamp_ring_grows_and_keeps_every_id(device, queue):
+    # The history ring starts small and grows (64, 128, 256, 512 entries here) as work ids outrun it: every
+    # id still has its timestamps, none is taken for another.
+    b = device.new_buffer(64)
+    ids = [queue.fill(b, 0, 64, i % 256) for i in range(300)]
+    queue.wait()
+    for i in ids:
+        start, end = queue.timestamps(i)
+        assert 0 < start <= end
+    assert queue.timestamps(ids[-1])[1] >= queue.timestamps(ids[0])[1]

@@ -38,6 +38,8 @@ typedef struct nm_owner {
     uint64_t token;             /* unique per thread; the slot holds it while the thread lives */
 } nm_owner;
 nm_owner nm_owner_current(void);
+/* Whether the calling thread asked for its launches to be batched (nm_set_batching). */
+int32_t nm_thread_batching(void);
 int nm_owner_same(nm_owner a, nm_owner b);
 int nm_owner_exited(nm_owner o);
 /* True when a wait by `waiter` reports a failure owned by `owner`. */

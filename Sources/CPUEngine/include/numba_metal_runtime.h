@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 7
+#define NM_ABI_VERSION 8
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -181,7 +181,17 @@ nm_status nm_device_get_time_limit(nm_device *device, uint64_t *nanoseconds);
 nm_status nm_buffer_new(nm_device *device, uint64_t length, nm_buffer **out);      /* zero-filled */
 nm_status nm_buffer_wrap(nm_device *device, void *host, uint64_t length, nm_buffer **out);
                                             /* host must be page-aligned; no copy; the caller keeps the
-                                               memory alive until the buffer is released */
+                                               memory alive until the buffer is released and
+                                               nm_buffer_in_use says no queued work uses it. A Metal
+                                               device that refuses the memory (makeBuffer(bytesNoCopy:)
+                                               answers nil or a buffer that is not over it):
+                                               NM_ERR_UNAVAILABLE, so that the caller copies instead */
+nm_status nm_buffer_in_use(nm_buffer *buffer, int32_t *in_use);
+                                            /* *in_use = 1 while work queued on any queue still holds a
+                                               buffer made by nm_buffer_wrap or nm_buffer_wrap_native
+                                               (until that work completes); 0 otherwise, and always 0 for
+                                               buffers the device allocated (their memory is the
+                                               device's and lives as long as the work) */
 nm_status nm_buffer_native(nm_buffer *buffer, void **mtl_buffer);
                                             /* the id<MTLBuffer> under a Metal device's buffer (not retained;
                                                valid while the buffer is), its contents at byte 0: DLPack's
@@ -228,6 +238,13 @@ nm_status nm_queue_marker(nm_queue *queue, uint64_t *work_id);
 nm_status nm_queue_wait_for(nm_queue *queue, nm_queue *other, uint64_t other_work_id);
                                             /* later work on queue starts after other's work_id completes */
 nm_status nm_queue_flush(nm_queue *queue);  /* submit encoded work without waiting */
+void nm_set_batching(int32_t on);           /* on != 0: the calling thread's launches are batched (Metal:
+                                               they stay in the open command buffer until a flush, a wait
+                                               or its 64th dispatch); 0, the default: work is committed at
+                                               the end of the call that queued it whenever the queue has no
+                                               committed, unfinished command buffer, and otherwise as soon
+                                               as the last of those completes. The CPU device starts all
+                                               work as it is queued either way */
 nm_status nm_queue_wait(nm_queue *queue);   /* flush, then wait for all submitted work; NM_ERR_EXECUTION
                                                names the first failed kernel that the calling thread
                                                submitted (or a thread that has exited) and no wait reported */
@@ -251,6 +268,10 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
                                                  fault: none of its commands run, nor its encoded signals */
 #define NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER 2 /* the GPU watchdog kills the next command buffer committed */
 #define NM_SIM_HOLD_GPU 3                     /* value 1: the GPU starts no more command buffers; 0: resumes */
+#define NM_SIM_STRICT_NO_COPY 4               /* value 1: makeBuffer(bytesNoCopy:) answers nil unless the memory
+                                                 lies in file-backed mappings of the process (np.memmap), as
+                                                 Metal is reported to refuse malloc'd memory; 0: any
+                                                 page-aligned memory (the default) */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */
@@ -262,6 +283,11 @@ typedef struct {
     uint32_t last_math_mode;               /* the MTLCompileOptions of the last makeLibrary: MTLMathMode */
     uint32_t last_math_functions;          /* MTLMathFloatingPointFunctions */
     uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100 */
+    uint64_t uncommitted_work_command_buffers; /* command buffers holding encoded work, not yet committed */
+    uint64_t longest_uncommitted_ns;       /* the longest any command buffer held encoded work uncommitted
+                                              (the ones still uncommitted measured now): time the GPU could
+                                              have worked and did not */
+    uint64_t refused_no_copy_wraps;        /* makeBuffer(bytesNoCopy:) calls answered nil */
 } nm_sim_stats;
 
 nm_status nm_sim_control(nm_device *device, uint32_t action, uint64_t value);

@@ -54,7 +54,7 @@ final class CPUDevice: Device {
     /// Caller memory, page-aligned as on Metal.
     func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
-        return Buffer(device: self, contents: host, length: length, storage: nil)
+        return Buffer(device: self, contents: host, length: length, storage: nil, callerMemory: true)
     }
 
     func nativeHandle(of buffer: Buffer) throws -> UnsafeMutableRawPointer {

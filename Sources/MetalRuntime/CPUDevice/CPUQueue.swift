@@ -52,7 +52,7 @@ final class CPUQueue: Queue {
         for i in 0..<d.bufferCount {
             let b = d.buffer(i)
             nm_launch_bind_buffer(&w.pointee.launch, d.slot(i), b.contents + Int(d.offset(i)))
-            keep(b, in: w)
+            keep(b.keptForWork(), in: w)
         }
         if let arguments = d.arguments {
             w.pointee.arg_slot = d.argumentSlot
@@ -85,8 +85,8 @@ final class CPUQueue: Queue {
         w.pointee.src = UnsafePointer((src.contents + Int(srcOffset)).assumingMemoryBound(to: UInt8.self))
         w.pointee.dst = (dst.contents + Int(dstOffset)).assumingMemoryBound(to: UInt8.self)
         w.pointee.n = count
-        keep(src, in: w)
-        keep(dst, in: w)
+        keep(src.keptForWork(), in: w)
+        keep(dst.keptForWork(), in: w)
         let id = w.pointee.id
         nm_cq_commit(cq, w)
         return id
@@ -99,7 +99,7 @@ final class CPUQueue: Queue {
         w.pointee.dst = (buffer.contents + Int(offset)).assumingMemoryBound(to: UInt8.self)
         w.pointee.n = count
         w.pointee.value = value
-        keep(buffer, in: w)
+        keep(buffer.keptForWork(), in: w)
         let id = w.pointee.id
         nm_cq_commit(cq, w)
         return id

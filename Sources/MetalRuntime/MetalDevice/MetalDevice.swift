@@ -111,15 +111,19 @@ final class MetalDevice: Device {
         return Buffer(device: self, contents: b.contents(), length: length, storage: b)
     }
 
-    /// An MTLBuffer over caller memory (bytesNoCopy).
+    /// An MTLBuffer over caller memory (bytesNoCopy). Metal may refuse memory it does not consider its kind
+    /// (malloc'd memory is reported refused; hosted runners have answered zero-length buffers): both are
+    /// NM_ERR_UNAVAILABLE, which the caller answers with a copy.
     func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
         try checkWrappable(host: host, length: length)
         // bytesNoCopy needs a page-aligned length too; the rest of the last page is mapped (same page).
         let mapped = (max(length, 1) + info.page_size - 1) / info.page_size * info.page_size
-        guard let b = mtl.makeBuffer(bytesNoCopy: host, length: Int(mapped), options: .storageModeShared, deallocator: nil) else {
-            throw RuntimeError.outOfMemory("Metal could not wrap \(length) bytes of host memory at \(host)")
+        guard let b = mtl.makeBuffer(bytesNoCopy: host, length: Int(mapped), options: .storageModeShared, deallocator: nil),
+              b.length >= Int(mapped), b.contents() == host else {
+            throw RuntimeError.unavailable("Metal refused to use \(length) bytes of host memory at \(host) in place "
+                + "(makeBuffer(bytesNoCopy:) answered nil or a buffer not over that memory); copy it instead")
         }
-        return Buffer(device: self, contents: host, length: length, storage: b)
+        return Buffer(device: self, contents: host, length: length, storage: b, callerMemory: true)
     }
 
     func nativeHandle(of buffer: Buffer) throws -> UnsafeMutableRawPointer {
@@ -140,7 +144,7 @@ final class MetalDevice: Device {
                 + "not shared (0): its memory is not the host's, so numba-metal cannot use it in place; copy it to "
                 + "a shared buffer (e.g. tensor.cpu()) first")
         }
-        return Buffer(device: self, contents: b.contents(), length: UInt64(b.length), storage: b)
+        return Buffer(device: self, contents: b.contents(), length: UInt64(b.length), storage: b, callerMemory: true)
     }
 
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
@@ -205,11 +209,12 @@ final class MetalDevice: Device {
     }
 
     /// Sets NM_MATH_* on compile options. mathMode and mathFloatingPointFunctions exist from the macOS 15 SDK
-    /// (Xcode 16, whose Swift is 6.0: the compiler version stands in for the SDK's, which Swift cannot test)
-    /// and from macOS 15 at run time. Elsewhere fastMathEnabled is all there is: relaxed falls back to safe,
-    /// the mode that keeps its promise of Inf and NaN.
+    /// and from macOS 15 at run time. The SDK is tested by the version of its Metal module: 366 is the Metal
+    /// framework of macOS 15 (numba_metal/tools/build.py's METAL_MODULE_SDK owns that fact); the simulated
+    /// Metal API (no Metal module) declares the macOS 15 API. Elsewhere fastMathEnabled is all there is:
+    /// relaxed falls back to safe, the mode that keeps its promise of Inf and NaN.
     static func setMathMode(_ mode: Int32, on options: MTLCompileOptions) {
-        #if compiler(>=6.0)
+        #if canImport(Metal, _version: 366) || !canImport(Metal)
         if #available(macOS 15.0, *) {
             switch mode {
             case NM_MATH_FAST:
@@ -240,7 +245,7 @@ final class MetalDevice: Device {
         case 310:
             if #available(macOS 14.0, *) { return .version3_1 }
         case 320:
-            #if compiler(>=6.0)  // the macOS 15 SDK (see setMathMode)
+            #if canImport(Metal, _version: 366) || !canImport(Metal)  // the macOS 15 SDK (see setMathMode)
             if #available(macOS 15.0, *) { return .version3_2 }
             #endif
         default: break

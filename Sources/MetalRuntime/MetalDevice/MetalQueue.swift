@@ -1,13 +1,19 @@
 // MetalQueue.swift -- one MTLCommandQueue per nm_queue. Dispatches are encoded into an open command buffer
-// and compute encoder, committed at flush/wait or every `dispatchesPerCommandBuffer` dispatches; a completed
-// handler records status, error and GPU times per command buffer. Cross-queue waits use an MTLSharedEvent
+// and compute encoder. Work starts when it is queued: the call that queues it commits the open command
+// buffer when the queue has no committed, unfinished one (the GPU is idle), and the completed handler that
+// leaves the queue idle commits what was encoded meanwhile; so command buffers batch only while the GPU is
+// busy. A thread inside nm_set_batching(1) (metal.batch()) leaves its work for a flush or wait. Every
+// `dispatchesPerCommandBuffer` dispatches commit too. A completed handler records status, error and GPU
+// times per command buffer. Cross-queue waits use an MTLSharedEvent
 // that each queue signals with the last work id of every command buffer it commits.
 //
 // Two locks, so that nothing a completed handler needs is ever held across a call into Metal that can
 // block: `encoding` serialises the client side (encoding, makeCommandBuffer(), commit()) and completed
 // handlers never take it; `state` holds what handlers update and is never held across a Metal call that
 // can block. makeCommandBuffer() blocks while all of the queue's 64 command buffers are uncompleted, so the
-// queue itself bounds committed command buffers to 63 (the 64th is the one being encoded).
+// queue itself bounds committed command buffers to 63 (the 64th is the one being encoded). A completed
+// handler commits only if it can take `encoding` without waiting (lockedIfFree); when it cannot, the thread
+// holding it finds `idleKick` set as it lets go, and commits then.
 //
 // A command buffer that fails (a fault, the GPU watchdog) never runs its encoded signal: its handler sets
 // the event from the host instead, so that queues waiting for it are released, and each queue that waited
@@ -28,14 +34,22 @@ import Darwin
 import CPUEngine
 import Locks
 
+/// What a committed command buffer's work uses, released by its completed handler.
+private final class Kept: @unchecked Sendable {
+    var objects: [AnyObject]
+    init(_ objects: [AnyObject]) { self.objects = objects }
+}
+
 /// An in-order Metal queue.
 final class MetalQueue: Queue, @unchecked Sendable {
     /// Uncompleted command buffers the MTLCommandQueue allows (makeCommandQueue(maxCommandBufferCount:)).
     static let maxCommandBuffers = 64
     /// Dispatches per command buffer before it is committed without waiting for a flush.
     static let dispatchesPerCommandBuffer = 64
-    /// Completed work whose timestamps are kept.
+    /// Completed work whose timestamps are kept (a power of two; the ring grows to it as work is issued).
     static let historyLength = 65_536
+    /// The ring's first size.
+    static let historyInitial = 64
     /// Failed command buffers remembered for the queues that waited on them.
     static let failuresKept = 1024
 
@@ -54,6 +68,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
         let firstID: UInt64
         /// Dispatches in it.
         var dispatches = 0
+        /// Whether a thread that does not batch queued work here: it must start without a flush.
+        var unbatched = false
         /// Objects its work uses, kept until it completes.
         var kept: [AnyObject] = []
         /// Kernel labels (first 8), for error messages.
@@ -109,8 +125,11 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private var waitedFor: [Upstream] = []
     /// Recent failed ranges and their messages, for the queues that waited on them.
     private var failedRanges: [(first: UInt64, last: UInt64, message: String)] = []
-    /// Start/end times of recent work ids (ring).
-    private var history = [(id: UInt64, start: UInt64, end: UInt64)](repeating: (0, 0, 0), count: MetalQueue.historyLength)
+    /// Start/end times of recent work ids (ring, grown on demand up to historyLength entries).
+    private var history: [(id: UInt64, start: UInt64, end: UInt64)] = []
+    /// Set when a completed handler left the queue with nothing committed and unfinished; the open command
+    /// buffer is then committed by whoever takes `encoding` next (startIdleWork).
+    private var idleKick = false
 
     /// Creates the queue over a Metal command queue.
     init(device: any Device, queue: any MTLCommandQueue, event: any MTLSharedEvent) {
@@ -179,10 +198,12 @@ final class MetalQueue: Queue, @unchecked Sendable {
         let cb = o.commandBuffer
         cb.label = o.labels.first
         cb.encodeSignalEvent(event, value: last)
-        let kept = o.kept, names = o.labels, waits = o.waits, owners = o.owners
+        let kept = Kept(o.kept), names = o.labels, waits = o.waits, owners = o.owners
         cb.addCompletedHandler { [self] done in
+            // Let go of what the work used before it counts as completed: a waiter that returns then finds
+            // caller memory no longer in use (nm_buffer_in_use), whenever Metal releases this handler.
+            kept.objects = []
             withAutoreleasePool { completed(done, first: first, last: last, names: names, waits: waits, owners: owners) }
-            _ = kept
         }
         state.locked { inFlight += 1 }
         cb.commit()
@@ -212,11 +233,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
             }
         }
         state.update {
-            for id in first...max(first, last) where id <= last {
-                history[Int(id % UInt64(MetalQueue.historyLength))] = (id, start, end)
-            }
+            for id in first...max(first, last) where id <= last { record(id, start, end) }
             markCompleted(first, last)
             inFlight -= 1
+            if inFlight == 0 { idleKick = true }
             if let m = message {
                 failedRanges.append((first, last, m))
                 if failedRanges.count > MetalQueue.failuresKept { failedRanges.removeFirst() }
@@ -226,6 +246,61 @@ final class MetalQueue: Queue, @unchecked Sendable {
         }
         // Its encoded signal never ran: release the queues waiting for this work (values only grow).
         if done.status == .error { event.signaledValue = last }
+        startIdleWork(wait: false)
+    }
+
+    /// Records the GPU times of work id in the history ring (state held), growing the ring while ids outrun
+    /// it: a queue that runs little work never holds 65,536 entries.
+    private func record(_ id: UInt64, _ start: UInt64, _ end: UInt64) {
+        if history.count < MetalQueue.historyLength && id >= UInt64(history.count) {
+            var size = max(history.count, MetalQueue.historyInitial)
+            while UInt64(size) <= id && size < MetalQueue.historyLength { size *= 2 }
+            var grown = [(id: UInt64, start: UInt64, end: UInt64)](repeating: (0, 0, 0), count: size)
+            for h in history where h.id != 0 { grown[Int(h.id % UInt64(size))] = h }
+            history = grown
+        }
+        history[Int(id % UInt64(history.count))] = (id, start, end)
+    }
+
+    /// The GPU times of work id, if the ring still holds them (state held).
+    private func recorded(_ id: UInt64) -> (start: UInt64, end: UInt64)? {
+        guard !history.isEmpty else { return nil }
+        let h = history[Int(id % UInt64(history.count))]
+        return h.id == id ? (h.start, h.end) : nil
+    }
+
+    // MARK: starting work
+
+    /// Commits the open command buffer if a completed handler left the queue idle and it holds work a
+    /// non-batching thread queued. wait: false (a completed handler) gives up when another thread holds
+    /// `encoding`: that thread calls this again as it lets go (submitting).
+    private func startIdleWork(wait: Bool) {
+        let body = { [self] in
+            let kicked = state.locked { () -> Bool in
+                let k = idleKick && inFlight == 0
+                idleKick = false
+                return k
+            }
+            if kicked && open?.unbatched == true { commitLocked() }
+        }
+        if wait { encoding.locked(body) } else { _ = encoding.lockedIfFree(body) }
+    }
+
+    /// Queues work (body, run with `encoding` held), then starts it unless the calling thread batches: the
+    /// open command buffer is committed at once when the queue has nothing committed and unfinished, and
+    /// otherwise by the completed handler that leaves it so.
+    private func submitting<T>(_ body: () throws -> T) throws -> T {
+        let batching = nm_thread_batching() != 0
+        let result = try encoding.locked { () -> T in
+            let r = try body()
+            if !batching && open != nil {
+                open!.unbatched = true
+                if state.locked({ inFlight == 0 }) { commitLocked() }
+            }
+            return r
+        }
+        if state.locked({ idleKick }) { startIdleWork(wait: true) }
+        return result
     }
 
     /// Keeps message for each owner's next wait, unless it has an unreported failure already (state held).
@@ -275,7 +350,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
             let end = nm_clock_ns()
             let id = state.update { () -> UInt64 in
                 issued += 1
-                history[Int(issued % UInt64(MetalQueue.historyLength))] = (issued, start, end)
+                record(issued, start, end)
                 completedThrough = issued
                 return issued
             }
@@ -291,14 +366,14 @@ final class MetalQueue: Queue, @unchecked Sendable {
     func dispatch(_ desc: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
         let d = try validateDispatch(desc, on: self, pipelines: MetalPipeline.self)
         let pipeline = d.pipeline
-        return try encoding.locked {
+        return try submitting {
             let enc = try computeEncoder()
             open!.addOwner()
             enc.setComputePipelineState(pipeline.state)
             for i in 0..<d.bufferCount {
                 let b = d.buffer(i)
                 enc.setBuffer(b.storage as? any MTLBuffer, offset: Int(d.offset(i)), index: Int(d.slot(i)))
-                open!.kept.append(b)
+                open!.kept.append(b.keptForWork())
             }
             if let arguments = d.arguments {
                 enc.setBytes(arguments.baseAddress!, length: arguments.count, index: Int(d.argumentSlot))
@@ -323,10 +398,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
     func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
         if count > 0 && srcOffset % 4 == 0 && dstOffset % 4 == 0 && count % 4 == 0,
            let s = src.storage as? any MTLBuffer, let t = dst.storage as? any MTLBuffer {
-            return try encoding.locked {
+            return try submitting {
                 try blitEncoder().copy(from: s, sourceOffset: Int(srcOffset), to: t, destinationOffset: Int(dstOffset), size: Int(count))
                 open!.addOwner()
-                open!.kept += [src, dst]
+                open!.kept += [src.keptForWork(), dst.keptForWork()]
                 return issue()
             }
         }
@@ -337,10 +412,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// A blit fill, or a host memset after earlier work when Metal's 4-byte rule is not met.
     func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
         if count > 0 && offset % 4 == 0 && count % 4 == 0, let b = buffer.storage as? any MTLBuffer {
-            return try encoding.locked {
+            return try submitting {
                 try blitEncoder().fill(buffer: b, range: Int(offset)..<Int(offset + count), value: value)
                 open!.addOwner()
-                open!.kept.append(buffer)
+                open!.kept.append(buffer.keptForWork())
                 return issue()
             }
         }
@@ -349,7 +424,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// A work id in the open command buffer.
     func marker() throws -> UInt64 {
-        try encoding.locked {
+        try submitting {
             _ = try openCommandBuffer()
             return issue()
         }
@@ -429,8 +504,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
             if workID > completedThrough {
                 throw RuntimeError.invalid("nm_queue_timestamps: work \(workID) has not completed; wait for it first")
             }
-            let h = history[Int(workID % UInt64(MetalQueue.historyLength))]
-            if h.id != workID {
+            guard let h = recorded(workID) else {
                 throw RuntimeError.invalid("nm_queue_timestamps: work \(workID) is older than the last \(MetalQueue.historyLength) "
                     + "items this queue keeps timestamps for")
             }

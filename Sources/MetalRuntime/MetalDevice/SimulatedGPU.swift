@@ -101,6 +101,7 @@ extension MetalDevice {
         case NM_SIM_FAIL_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.pageFault, into: mtl)
         case NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.watchdog, into: mtl)
         case NM_SIM_HOLD_GPU: MetalSimulation.setHeld(value != 0, device: mtl)
+        case NM_SIM_STRICT_NO_COPY: MetalSimulation.setStrictNoCopy(value != 0, device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
@@ -121,7 +122,10 @@ extension MetalDevice {
                             failed_command_buffers: UInt64(s.failedCommandBuffers),
                             last_math_mode: UInt32(s.lastCompile?.mathMode.rawValue ?? 0),
                             last_math_functions: UInt32(s.lastCompile?.mathFloatingPointFunctions.rawValue ?? 0),
-                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0))
+                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0),
+                            uncommitted_work_command_buffers: UInt64(s.uncommittedWorkCommandBuffers),
+                            longest_uncommitted_ns: UInt64(s.longestUncommittedSeconds * 1e9),
+                            refused_no_copy_wraps: UInt64(s.refusedNoCopyWraps))
     }
 }
 
