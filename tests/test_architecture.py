@@ -300,3 +300,23 @@ def test_modules_stay_small():
     stale = [path for path in LARGE_MODULES if sizes.get(path, 0) <= MODULE_LINES]
     assert not stale, f"LARGE_MODULES names modules that are no longer large (remove them): {stale}"
 
+
+
+def _header_defines() -> dict[str, int]:
+    header = os.path.join(ROOT, "Sources", "CPUEngine", "include", "numba_metal_runtime.h")
+    with open(header, encoding="utf-8") as f:
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define\s+(NM_\w+)\s+(\d+)\b", f.read(), re.M)}
+
+
+def test_the_bindings_constants_are_the_headers():
+    """The header owns every constant runtime/constants.py spells in Python: each has a twin there with its value,
+    and every constant of the module is named in HEADER_NAMES (or is the binding's own WAIT_SLICE_NS)."""
+    from numba_metal.runtime import constants
+    defines = _header_defines()
+    values = {name: value for name, value in vars(constants).items() if name.isupper() and isinstance(value, int)}
+    values.update({kind: code for code, kind in constants.DEVICE_KINDS.items()})
+    values.pop("WAIT_SLICE_NS")
+    assert set(values) == set(constants.HEADER_NAMES), "a constant without its header name, or a name without a constant"
+    wrong = {name: (value, defines.get(constants.HEADER_NAMES[name])) for name, value in values.items()
+             if defines.get(constants.HEADER_NAMES[name]) != value}
+    assert not wrong, f"constants that differ from the header (Python, header): {wrong}"

@@ -81,6 +81,21 @@ private func out<T>(_ p: UnsafeMutablePointer<T>?, _ call: StaticString) throws 
 @_cdecl("nm_abi_version")
 public func nmAbiVersion() -> UInt32 { withAutoreleasePool { UInt32(NM_ABI_VERSION) } }
 
+/// `<cache>` by the one rule (ObjectCache.root()), for Python's disk cache and the advisor: its length, 0 without
+/// one; written with its NUL terminator when it fits in `capacity` bytes.
+@_cdecl("nm_cache_root")
+public func nmCacheRoot(_ out: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
+    withAutoreleasePool {
+        guard let root = ObjectCache.root() else { return 0 }
+        let bytes = Array(root.utf8)
+        if let out, bytes.count < capacity {
+            for (i, b) in bytes.enumerated() { out[i] = CChar(bitPattern: b) }
+            out[bytes.count] = 0
+        }
+        return bytes.count
+    }
+}
+
 /// Host monotonic clock in nanoseconds; the base of work timestamps.
 @_cdecl("nm_now_ns")
 public func nmNowNs() -> UInt64 { withAutoreleasePool { nm_clock_ns() } }

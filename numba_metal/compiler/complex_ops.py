@@ -3,7 +3,7 @@
 Data for the compiler's operator and math tables, as float64_math_ops.py: the MSL function, its parameter
 and result types as spelled in MSL (`nm_c128` is a complex128, a struct of two `nm_f64`; complex64 is MSL's
 `float2`, .x real and .y imaginary), the `//@@` section that defines it (resolve its `requires:` closure with
-float64_math_ops.msl_sections), the Python operation it implements and its measured maximum error: for
+msl.float64_sections), the Python operation it implements and its measured maximum error: for
 cmath functions the largest error of either part in ulps of the larger part of the exact result (so a part
 far smaller than the other is judged against the whole number), from the long run
 (tests/complex/cx_long_run.py; docs/math-accuracy.md). `ulp` is 0.0 for exact results and None where an

@@ -2,7 +2,7 @@
 
 Data for the compiler's math table: a row names the MSL function, its parameter and result types as spelled
 in MSL (`nm_f64` is a float64 value, see float64_ops.py), the `//@@` section of float64_math.metal that
-defines it (its `requires:` closure spans float64.metal and float64_math.metal: `msl_sections` resolves it),
+defines it (its `requires:` closure spans the four libraries: `msl.float64_sections` resolves it),
 the Python function it implements (what Numba's @njit computes on float64: C99 Annex F results, values
 instead of exceptions), and the maximum error in ulps measured against mpmath by the long run
 (tests/float64/fm_long_run.py; docs/math-accuracy.md has the inputs, the machine and the command). `ulp` is
@@ -14,9 +14,6 @@ quotes these bounds.
 
 from __future__ import annotations
 
-import functools
-import re
-from pathlib import Path
 from typing import NamedTuple
 
 
@@ -70,39 +67,3 @@ FUNCTIONS: tuple[MathFunction, ...] = (
     _F("nm_f64_math_isclose", (F64, F64, F64, F64), "bool", "fm_misc", "math.isclose", None),
     _F("nm_f64_round_ndigits", (F64, "long"), F64, "fm_round", "round(x, ndigits)", 0.0),
 )
-
-_LIBRARIES = ("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal")
-_HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$", re.M)
-
-
-@functools.lru_cache(maxsize=1)
-def _sections() -> dict[str, tuple[tuple[str, ...], str]]:
-    """Every `//@@` section of float64.metal, float64_math.metal and complex.metal: name -> (requirements,
-    text); `mathlib` is the whole of mathlib.metal (the float32 math library, which has no sections)."""
-    out: dict[str, tuple[tuple[str, ...], str]] = {
-        "mathlib": ((), (Path(__file__).parent / "mathlib.metal").read_text(encoding="utf-8"))}
-    for filename in _LIBRARIES:
-        text = (Path(__file__).parent / filename).read_text(encoding="utf-8")
-        heads = list(_HEADER.finditer(text))
-        for k, m in enumerate(heads):
-            end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
-            out[m.group(1)] = (tuple((m.group(2) or "").split()), text[m.end() + 1:end])
-    return out
-
-
-def msl_sections(names) -> list[tuple[str, str]]:
-    """(section name, MSL text) for the sections `names` need, dependencies first, each once; sections of
-    float64.metal, float64_math.metal and complex.metal (and `mathlib`) may require one another."""
-    sections = _sections()
-    order: list[str] = []
-
-    def visit(name: str):
-        if name in order:
-            return
-        for dep in sections[name][0]:
-            visit(dep)
-        order.append(name)
-
-    for name in sorted(names):
-        visit(name)
-    return [(name, sections[name][1]) for name in order]

@@ -544,12 +544,21 @@ class SnippetLibrary:
 
 PRELUDE = SnippetLibrary("prelude.metal")
 
-#: The emulated float64 library, its math functions and complex numbers: sections of the three files
-#: may require one another; ``mathlib`` (a requirement of complex64's sections) is the float32 math
+#: The emulated float64 library, its math functions, complex numbers and libdevice's helpers: sections of
+#: the four files may require one another; ``mathlib`` (a requirement of complex64's sections) is the float32 math
 #: library, included whole (``mathlib_text``).
 MATHLIB_SECTION = "mathlib"
 FLOAT64_LIBRARY = SnippetLibrary("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal",
                                  external=(MATHLIB_SECTION,))
+
+
+
+def float64_sections(names) -> list[tuple[str, str]]:
+    """(section name, MSL text) of every section ``names`` need in the four libraries of FLOAT64_LIBRARY,
+    dependencies first, each once; ``mathlib`` is the whole float32 math library."""
+    return [(name, mathlib_text() if name == MATHLIB_SECTION else FLOAT64_LIBRARY.text(name))
+            for name in FLOAT64_LIBRARY.closure(names)]
+
 
 _mathlib: str | None = None
 

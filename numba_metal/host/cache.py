@@ -34,9 +34,10 @@ Safety: entries are written to a temporary file and renamed (concurrent writers 
 whole old or new entry); an entry is ``NMKC1 <sha256 of payload>\\n`` + a JSON payload (never pickle:
 loading must not execute anything), and one that is truncated, corrupt, unparsable, for another key, or
 whose contents cannot be used (any failure reading it: JSON nested too deeply, a value of the wrong kind, an
-ABI outside Metal's limits, MSL the device's compiler refuses) is ignored and rebuilt. The directory is ``<cache>/kernels`` where ``<cache>`` is ``NUMBA_METAL_CACHE_DIR``,
-else ``$NUMBA_CACHE_DIR/numba-metal``, else ``$XDG_CACHE_HOME/numba-metal``, else ``~/.cache/numba-metal``
-(the runtime's rule). The rules for what is trusted are the runtime's for its compiled objects
+ABI outside Metal's limits, MSL the device's compiler refuses) is ignored and rebuilt. The directory is
+``<cache>/kernels`` where ``<cache>`` is the runtime's (:func:`numba_metal.runtime.cache_root`, the one rule:
+``NUMBA_METAL_CACHE_DIR``, else ``$NUMBA_CACHE_DIR/numba-metal``, else ``$XDG_CACHE_HOME/numba-metal``, else
+``$HOME/.cache/numba-metal``). The rules for what is trusted are the runtime's for its compiled objects
 (ObjectCache.swift), so that the two caches are on or off together: ``<cache>`` and ``<cache>/kernels`` are
 created 0700 and opened without following a symlink in their place (symlinks further up the path are
 followed), and used only if owned by the user and not writable by group or others; entries are opened
@@ -64,6 +65,7 @@ from numba_metal._version import __version__
 from numba_metal.errors import NumbaMetalWarning
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.abi import CompiledKernel, KernelABI
+from numba_metal.runtime import cache_root
 
 try:  # CPython's own SHA-256: importing hashlib loads OpenSSL, a measurable part of a warm start
     from _sha2 import sha256 as _sha256
@@ -105,21 +107,6 @@ class Unfingerprintable(Exception):
 
 _dirs: dict = {}
 _dirs_lock = threading.Lock()
-
-
-def cache_root() -> str | None:
-    """``<cache>``, by the runtime's rule (see the module docstring), or None without a home."""
-    env = os.environ
-    if env.get("NUMBA_METAL_CACHE_DIR"):
-        return env["NUMBA_METAL_CACHE_DIR"]
-    if env.get("NUMBA_CACHE_DIR"):
-        return os.path.join(env["NUMBA_CACHE_DIR"], "numba-metal")
-    if env.get("XDG_CACHE_HOME"):
-        return os.path.join(env["XDG_CACHE_HOME"], "numba-metal")
-    home = env.get("HOME") or os.path.expanduser("~")
-    if not home or home == "~":
-        return None
-    return os.path.join(home, ".cache", "numba-metal")
 
 
 class _Unsafe(Exception):

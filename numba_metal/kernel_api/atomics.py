@@ -19,6 +19,7 @@ from __future__ import annotations
 API_TITLE = "Atomic operations"
 
 import types as pytypes
+from typing import NamedTuple
 
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
@@ -33,9 +34,39 @@ from numba_metal.errors import UnsupportedFeatureError
 from .fp16 import atomicAdd as half_atomic_add
 from .stubs import Stub
 
-_OPS = ("add", "sub", "max", "min", "nanmax", "nanmin", "and_", "or_", "xor", "exch", "inc", "dec")
-_STUBS = {op: Stub(f"atomic.{op}", f"atomic.{op}(ary, idx, val): atomically update ary[idx]; "
-                                   "returns the old value") for op in _OPS}
+class _Op(NamedTuple):
+    """One read-modify-write operation of ``metal.atomic``: everything the family knows of it."""
+
+    name: str                  # metal.atomic.<name>, numba.cuda's spelling
+    dtypes: tuple              # the element types it takes
+    native_int: str | None     # MSL's atomic function on int32/uint32 (max/min of integers have no NaN)
+    native_float: str | None   # MSL's atomic function on float32 in device memory (atomic_float, MSL 3.0)
+    loop: str | None           # otherwise the prelude's compare-and-swap loop (section ``atomics``), named
+                               # nm_atomic_<loop>_<memory>
+    alias: str | None = None   # the earlier numba-metal's spelling (metal.atomic_<...>), kept for old code
+
+
+_I32, _U32, _F32 = types.int32, types.uint32, types.float32
+_FETCH = "atomic_fetch_{}_explicit".format
+
+#: Every update operation, one row each.
+OPERATIONS = (
+    _Op("add", (_I32, _U32, _F32), _FETCH("add"), _FETCH("add"), "fadd", alias="atomic_add"),
+    _Op("sub", (_I32, _U32, _F32), _FETCH("sub"), _FETCH("sub"), "fsub", alias="atomic_sub"),
+    _Op("max", (_I32, _U32, _F32), _FETCH("max"), None, "fmax", alias="atomic_max"),
+    _Op("min", (_I32, _U32, _F32), _FETCH("min"), None, "fmin", alias="atomic_min"),
+    _Op("nanmax", (_I32, _U32, _F32), _FETCH("max"), None, "fnanmax"),
+    _Op("nanmin", (_I32, _U32, _F32), _FETCH("min"), None, "fnanmin"),
+    _Op("and_", (_I32, _U32), _FETCH("and"), None, None),
+    _Op("or_", (_I32, _U32), _FETCH("or"), None, None),
+    _Op("xor", (_I32, _U32), _FETCH("xor"), None, None),
+    _Op("exch", (_I32, _U32, _F32), "atomic_exchange_explicit", None, None, alias="atomic_exchange"),
+    _Op("inc", (_U32,), None, None, "inc"),
+    _Op("dec", (_U32,), None, None, "dec"),
+)
+
+_STUBS = {row.name: Stub(f"atomic.{row.name}", f"atomic.{row.name}(ary, idx, val): atomically update ary[idx]; "
+                                               "returns the old value") for row in OPERATIONS}
 cas = Stub("atomic.cas", "atomic.cas(ary, idx, old, val): if ary[idx] == old, set it to val; returns the "
                          "old value")
 compare_and_swap = Stub("atomic.compare_and_swap", "atomic.compare_and_swap(ary, old, val): cas on ary[0]")
@@ -46,22 +77,19 @@ for _op, _stub in _STUBS.items():
 atomic.cas = cas
 atomic.compare_and_swap = compare_and_swap
 
-# The earlier numba-metal's spellings.
-atomic_add = Stub("atomic_add", "atomic_add(ary, idx, val): atomic.add")
-atomic_sub = Stub("atomic_sub", "atomic_sub(ary, idx, val): atomic.sub")
-atomic_min = Stub("atomic_min", "atomic_min(ary, idx, val): atomic.min")
-atomic_max = Stub("atomic_max", "atomic_max(ary, idx, val): atomic.max")
-atomic_exchange = Stub("atomic_exchange", "atomic_exchange(ary, idx, val): atomic.exch")
+# The earlier numba-metal's spellings, from the rows' aliases.
+_ALIASES = {row.alias: Stub(row.alias, f"{row.alias}(ary, idx, val): atomic.{row.name}")
+            for row in OPERATIONS if row.alias}
+atomic_add = _ALIASES["atomic_add"]
+atomic_sub = _ALIASES["atomic_sub"]
+atomic_min = _ALIASES["atomic_min"]
+atomic_max = _ALIASES["atomic_max"]
+atomic_exchange = _ALIASES["atomic_exchange"]
 atomic_compare_exchange = Stub("atomic_compare_exchange",
                                "atomic_compare_exchange(ary, idx, expected, desired) -> (old, success)")
 
-_ALIASES = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
-            atomic_exchange: "exch"}
-_OP_OF = {stub: op for op, stub in _STUBS.items()}
-_OP_OF.update(_ALIASES)
-
-_INT_ONLY = {"and_", "or_", "xor"}
-_UINT_ONLY = {"inc", "dec"}
+_ROW_OF = {_STUBS[row.name]: row for row in OPERATIONS}
+_ROW_OF.update({_ALIASES[row.alias]: row for row in OPERATIONS if row.alias})
 
 
 def _space(ary) -> str:
@@ -102,7 +130,7 @@ def _check_array(name, ary, idx):
         raise UnsupportedFeatureError(f"metal.{name}: the array is read-only")
 
 
-def _update_template(stub, op):
+def _update_template(stub, row):
     class Template(AbstractTemplate):
         key = stub
 
@@ -112,18 +140,19 @@ def _update_template(stub, op):
                 raise UnsupportedFeatureError(f"metal.{name}(ary, idx, val) takes 3 arguments")
             ary, idx, val = (types.unliteral(a) for a in args)
             _check_array(name, ary, idx)
-            if op in _INT_ONLY and ary.dtype == types.float32:
-                raise UnsupportedFeatureError(f"metal.{name}: bitwise atomics need an int32 or uint32 array")
-            if op in _UINT_ONLY and ary.dtype != types.uint32:
-                raise UnsupportedFeatureError(f"metal.{name}: needs a uint32 array (as numba.cuda)")
+            if ary.dtype not in row.dtypes:
+                spelt = " or ".join(str(t) for t in row.dtypes)
+                article = "an" if spelt.startswith("int") else "a"
+                raise UnsupportedFeatureError(f"metal.{name}: needs {article} {spelt} array (as numba.cuda), "
+                                              f"not {ary.dtype}")
             return signature(ary.dtype, ary, idx, ary.dtype)
 
-    Template.__name__ = f"Metal_atomic_{op}"
+    Template.__name__ = f"Metal_atomic_{row.name}"
     return types.Function(Template)
 
 
-for _stub, _op in _OP_OF.items():
-    typing.register_global(_stub, _update_template(_stub, _op))
+for _stub, _row in _ROW_OF.items():
+    typing.register_global(_stub, _update_template(_stub, _row))
 
 
 class CasTemplate(AbstractTemplate):
@@ -200,20 +229,6 @@ typing.register_global(atomic_compare_exchange, types.Function(CompareExchangeTe
 _MSL_TYPE = {types.int32: "int", types.uint32: "uint", types.float32: "float"}
 _RELAXED = "memory_order_relaxed"
 
-#: The native MSL atomic of each operation: int32/uint32 arrays (max and min of integers have no NaN).
-_NATIVE_INT = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
-               "max": "atomic_fetch_max_explicit", "min": "atomic_fetch_min_explicit",
-               "nanmax": "atomic_fetch_max_explicit", "nanmin": "atomic_fetch_min_explicit",
-               "and_": "atomic_fetch_and_explicit", "or_": "atomic_fetch_or_explicit",
-               "xor": "atomic_fetch_xor_explicit", "exch": "atomic_exchange_explicit"}
-#: float32 arrays in device memory (atomic_float exists only there, MSL 3.0).
-_NATIVE_FLOAT_DEVICE = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit"}
-#: Everything else is a compare-and-swap loop of the prelude (section ``atomics``), named by operation,
-#: element kind and memory: nm_atomic_<op>_<memory>, nm_atomic_f<op>_<memory> for float32.
-_LOOP_OPERATION = {"inc": "inc", "dec": "dec", "add": "fadd", "sub": "fsub", "max": "fmax", "min": "fmin",
-                   "nanmax": "fnanmax", "nanmin": "fnanmin"}
-
-
 def _memory(lc, aty) -> str:
     """The prelude's name for the memory an array is in."""
     space = _space(aty)
@@ -228,9 +243,9 @@ def _helper(lc, aty, operation: str) -> str:
     return msl.join_names("nm_atomic", operation, memory)
 
 
-@lowering.call(*_OP_OF)
+@lowering.call(*_ROW_OF)
 def _lower_update(lc, sig, args):
-    op = _OP_OF[lc.callee]
+    row = _ROW_OF[lc.callee]
     ary, idx, val = args
     aty = types.unliteral(sig.args[0])
     dtype = aty.dtype
@@ -238,19 +253,19 @@ def _lower_update(lc, sig, args):
     ptr = element_address(lc, ary, idx)
     v = lc.cast(val, dtype)
     if dtype in (types.int32, types.uint32):
-        if op in _NATIVE_INT:
+        if row.native_int:
             atomic = msl.pointer_cast(lc.pointer(space, "atomic_" + _MSL_TYPE[dtype]), ptr)
-            return Value(msl.call(_NATIVE_INT[op], atomic, v, _RELAXED), dtype)
-        return Value(msl.call(_helper(lc, aty, _LOOP_OPERATION[op]), ptr, v), dtype)
+            return Value(msl.call(row.native_int, atomic, v, _RELAXED), dtype)
+        return Value(msl.call(_helper(lc, aty, row.loop), ptr, v), dtype)
     # float32
-    if op == "exch":
+    if row.name == "exch":   # the same bits through atomic_uint
         atomic = msl.pointer_cast(lc.pointer(space, "atomic_uint"), ptr)
-        old = msl.call("atomic_exchange_explicit", atomic, msl.reinterpret("uint", v), _RELAXED)
+        old = msl.call(row.native_int, atomic, msl.reinterpret("uint", v), _RELAXED)
         return Value(msl.reinterpret("float", old), dtype)
-    if op in _NATIVE_FLOAT_DEVICE and space == "device":
+    if row.native_float and space == "device":
         atomic = msl.pointer_cast(lc.pointer(space, "atomic_float"), ptr)
-        return Value(msl.call(_NATIVE_FLOAT_DEVICE[op], atomic, v, _RELAXED), dtype)
-    return Value(msl.call(_helper(lc, aty, _LOOP_OPERATION[op]), ptr, v), dtype)
+        return Value(msl.call(row.native_float, atomic, v, _RELAXED), dtype)
+    return Value(msl.call(_helper(lc, aty, row.loop), ptr, v), dtype)
 
 
 @lowering.call(half_atomic_add)

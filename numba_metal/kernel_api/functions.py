@@ -21,6 +21,7 @@ This module imports nothing else (``metal.math_functions()`` reads it without Nu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +312,8 @@ INTRINSICS: tuple[Function, ...] = (
     _bits("brev", metal("reverse_bits"), argument_types=("uint32", "uint64")),
     Function("fma", ("float32(float32, float32, float32)", "float64(float64, float64, float64)"),
              floats(metal("fma"), _f64("fma")), CORRECTLY_ROUNDED),
-    Function("cbrt", ("float32(float32)", "float64(float64)"), floats(mathlib("nm_cbrt"), _f64("cbrt")), mathlib_bound(4)),
+    # cuda.cbrt is math.cbrt's row with numba.cuda's float-only signatures (cudadecl.py).
+    dataclasses.replace(MATH_BY_NAME["cbrt"], signatures=("float32(float32)", "float64(float64)")),
 )
 
 
@@ -330,8 +332,9 @@ INTRINSICS: tuple[Function, ...] = (
 #   correctly rounded, MSL Table 8.1);
 # - float-to-integer conversions round with floor/ceil/rint/trunc, then convert as Numba does (saturating;
 #   the unsigned forms through uint32/uint64, keeping numba.cuda's signed result type).
-# Functions no routine computes yet are LIBDEVICE_NOT_YET (absent from metal.libdevice).
 # ---------------------------------------------------------------------------------------------
+
+from numba_metal.compiler import libdevice_ops  # noqa: E402
 
 from .libdevice_signatures import SIGNATURES as LIBDEVICE_SIGNATURES  # noqa: E402
 
@@ -348,7 +351,6 @@ def _refused(why: str) -> Routine:
 _NEEDS_EXACT = _refused("needs float64 computed exactly, and this kernel computes float64 in float32 (it holds "
                         "no float64 data): pass float64 data or compile with float64='exact'")
 _ROUNDINGS = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}
-_MODES = {"rz": 1, "rd": 2, "ru": 3}     # compiler/libdevice_ops.py's TOWARD_ZERO, DOWN, UP
 FAST_MATH_BOUND = Accuracy(float("inf"), "MSL Table 8.2 (fast math)")   # Table 8.2 bounds some, not all
 #: j0 j1 y0 y1 jn yn: 1e-15 absolute or 7 ulp (j0 j1 y0 y1 below |x| = 8: 7 ulp, CUDA's bound, also at the
 #: zeros; yn: CUDA's ceil(2 + 2.5 n) ulp), measured against mpmath.
@@ -516,7 +518,7 @@ def _libdevice_routines() -> dict:
     r["ll2double_rn"] = ({"float64": same, "float32": same}, CORRECTLY_ROUNDED)
     r["ull2double_rn"] = ({"float64": Routine(SAME, params=("uint64",)),
                            "float32": Routine(SAME, params=("uint64",))}, CORRECTLY_ROUNDED)
-    for mode, code in _MODES.items():
+    for mode, code in libdevice_ops.MODES.items():
         r[f"double2float_{mode}"] = ({"float64": _ld("nm_ld_double2float", code, result="float32"),
                                       "float32": _NEEDS_EXACT}, EXACT)
         r[f"int2float_{mode}"] = ({"float32": _ld("nm_ld_ll2float", code, params=("int64",))}, EXACT)
@@ -559,13 +561,10 @@ def _libdevice_signature(results: tuple[str, ...], args: tuple[str, ...]) -> str
     return result + "(" + ", ".join(args) + ")"
 
 
+#: Every one of numba.cuda's libdevice functions (a KeyError here names one without a routine).
 LIBDEVICE: tuple[Function, ...] = tuple(
     Function(name, (_libdevice_signature(results, args),), *_LIBDEVICE_ROUTINES[name])
-    for name, results, args in LIBDEVICE_SIGNATURES if name in _LIBDEVICE_ROUTINES)
-
-#: numba.cuda's libdevice functions without a row yet (absent from metal.libdevice).
-LIBDEVICE_NOT_YET: tuple[str, ...] = tuple(name for name, _, _ in LIBDEVICE_SIGNATURES
-                                           if name not in _LIBDEVICE_ROUTINES)
+    for name, results, args in LIBDEVICE_SIGNATURES)
 
 # ---------------------------------------------------------------------------------------------
 # metal.fp16.<name>: numba.cuda's cuda.fp16 functions, on MSL's half. MSL Table 8.3 (half): the
@@ -683,6 +682,6 @@ FP16_CUDA_C: tuple[Function, ...] = (
 )
 
 __all__ = ["Routine", "Accuracy", "Function", "MATH", "MATH_BY_NAME", "INTRINSICS", "INTEGERS", "FP16", "FP16_CUDA_C",
-           "LIBDEVICE", "LIBDEVICE_NOT_YET", "LIBDEVICE_SIGNATURES", "FLOAT16_MATH", "argument_types", "result_type",
+           "LIBDEVICE", "LIBDEVICE_SIGNATURES", "FLOAT16_MATH", "argument_types", "result_type",
            "tuple_members", "computation_type", "METAL", "PRELUDE", "MATHLIB", "OPERATOR", "CONSTANT", "SAME",
            "EMULATED", "TUPLE", "REFUSED"]

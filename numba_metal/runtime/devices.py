@@ -92,6 +92,23 @@ def now_ns() -> int:
     return int(lib.nm_now_ns())
 
 
+def cache_root() -> str | None:
+    """``<cache>``, the directory of every numba-metal cache (kernels, CPU objects, the advisor's calibration),
+    by the runtime's one rule (ObjectCache.root(): NUMBA_METAL_CACHE_DIR, else ``$NUMBA_CACHE_DIR/numba-metal``,
+    else ``$XDG_CACHE_HOME/numba-metal``, else ``$HOME/.cache/numba-metal``); None without a home. Read from
+    the environment at each call."""
+    ffi, lib = load()
+    capacity = 4096
+    while True:
+        out = ffi.new("char[]", capacity)
+        length = int(lib.nm_cache_root(out, capacity))
+        if length == 0:
+            return None
+        if length < capacity:
+            return os.fsdecode(ffi.string(out, length))
+        capacity = length + 1
+
+
 class Device:
     """An opened device (use open_device)."""
 

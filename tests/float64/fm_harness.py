@@ -15,7 +15,7 @@ import numpy as np
 
 from f64_harness import _IN, _OUT, HEADER, THREADS
 from numba_metal import runtime as rt
-from numba_metal.compiler.float64_math_ops import msl_sections
+from numba_metal.compiler.msl import float64_sections as msl_sections
 
 INPUTS = 5
 # MSL type -> (number of words, expression reading it from words {p0}, {p1}, numpy dtype passed by callers)

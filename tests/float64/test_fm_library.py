@@ -15,7 +15,7 @@ import pytest
 import fm_constants
 from numba_metal.compiler import complex_ops, float64_math_ops
 from test_f64_library import _strip_comments
-from numba_metal.compiler.float64_math_ops import msl_sections
+from numba_metal.compiler.msl import float64_sections as msl_sections
 
 COMPILER = Path(float64_math_ops.__file__).parent
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "math-accuracy.md"

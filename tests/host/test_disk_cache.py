@@ -164,6 +164,29 @@ def test_numba_cache_dir_and_xdg_cache_home_are_honoured(tmp_path):
     assert len(_entries(tmp_path / "xdg" / "numba-metal" / "kernels")) == 1
 
 
+def test_one_rule_places_every_cache(tmp_path, monkeypatch):
+    """The runtime owns the rule (ObjectCache.root()): the kernels' cache is under the directory it names, for each
+    of the rule's four cases, and there is none without a home."""
+    from numba_metal import runtime
+    for name in ("NUMBA_METAL_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cases = [(None, str(tmp_path / "home" / ".cache" / "numba-metal"))]
+    for name, value, want in (("XDG_CACHE_HOME", "xdg", "xdg/numba-metal"), ("NUMBA_CACHE_DIR", "nc", "nc/numba-metal"),
+                              ("NUMBA_METAL_CACHE_DIR", "mine", "mine")):
+        cases.append(((name, str(tmp_path / value)), str(tmp_path / want)))
+    for setting, want in cases:
+        if setting:
+            monkeypatch.setenv(*setting)
+        assert runtime.cache_root() == want
+        assert cache.kernels_dir().startswith(want + os.sep)
+    monkeypatch.setenv("NUMBA_METAL_CACHE_DIR", str(tmp_path / ("x" * 5000)))   # longer than the first buffer
+    assert runtime.cache_root() == str(tmp_path / ("x" * 5000))
+    for name in ("NUMBA_METAL_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name)
+    assert runtime.cache_root() is None
+
+
 # ---------------------------------------------------------------------------------------------
 # In this process: each test gets its own cache directory.
 # ---------------------------------------------------------------------------------------------

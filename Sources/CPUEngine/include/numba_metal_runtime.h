@@ -156,6 +156,11 @@ uint64_t nm_now_ns(void);                   /* host monotonic clock, the base of
 const char *nm_config_warnings(void);       /* the runtime's NUMBA_METAL_* settings whose values were refused,
                                                one line each naming the variable, its value and the value
                                                used instead; "" when there are none (read once per process) */
+size_t nm_cache_root(char *out, size_t capacity); /* `<cache>`, the directory of every numba-metal cache, by the one
+                                               rule (NUMBA_METAL_CACHE_DIR, else $NUMBA_CACHE_DIR/numba-metal,
+                                               else $XDG_CACHE_HOME/numba-metal, else $HOME/.cache/numba-metal):
+                                               its length in bytes, 0 when there is none (no HOME); written
+                                               with its NUL to `out` when the length is below `capacity` */
 
 /* ---- devices ---- */
 int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (Apple family 7 and later,
