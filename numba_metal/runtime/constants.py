@@ -43,7 +43,8 @@ HEADER_NAMES: dict[str, str] = {
                                "NM_ERR_COMPILE", "NM_ERR_LIMIT", "NM_ERR_EXECUTION", "NM_ERR_INTERNAL",
                                "NM_ERR_FORKED")},
     **{name: "NM_" + name for name in ("MATH_SAFE", "MATH_RELAXED", "MATH_FAST", "SIM_FAIL_NEXT_COMMAND_BUFFER",
-                                       "SIM_WATCHDOG_NEXT_COMMAND_BUFFER", "SIM_HOLD_GPU", "PARAM_BUFFER",
+                                       "SIM_WATCHDOG_NEXT_COMMAND_BUFFER", "SIM_HOLD_GPU", "SIM_STRICT_NO_COPY",
+                                       "PARAM_BUFFER",
                                        "PARAM_ARGUMENT_BLOCK", "PARAM_THREADGROUP", "PARAM_BUILTIN")},
     "metal": "NM_DEVICE_METAL", "cpu": "NM_DEVICE_CPU", "metal-sim": "NM_DEVICE_METAL_SIM",
 }
