@@ -91,6 +91,23 @@ def now_ns() -> int:
     return int(lib.nm_now_ns())
 
 
+def cpu_compiler_info() -> str:
+    """The clang the CPU device compiles MSL with: its path, version and where it was found, then a line
+    ``skipped PATH (where): why`` per candidate refused before it (nm_cpu_compiler_info). Finds and probes
+    it when no kernel has been compiled yet.
+
+    Raises:
+        UnsupportedPlatformError: no usable clang; the message names every candidate tried, why each was
+            refused, and how to get one.
+    """
+    ffi, lib = load()
+    out = ffi.new("char[]", 8192)
+    rc = lib.nm_cpu_compiler_info(out, len(out))
+    if rc:
+        raise_status(rc)
+    return ffi.string(out).decode("utf-8", "replace")
+
+
 class Device:
     """An opened device (use open_device)."""
 

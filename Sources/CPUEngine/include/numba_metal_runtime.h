@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 7
+#define NM_ABI_VERSION 8
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -156,6 +156,14 @@ uint64_t nm_now_ns(void);                   /* host monotonic clock, the base of
 const char *nm_config_warnings(void);       /* the runtime's NUMBA_METAL_* settings whose values were refused,
                                                one line each naming the variable, its value and the value
                                                used instead; "" when there are none (read once per process) */
+nm_status nm_cpu_compiler_info(char *out, size_t capacity);
+                                            /* the clang the CPU device compiles MSL with, as text: its path,
+                                               version and where it was found, then a line "skipped PATH
+                                               (where): why" per candidate refused before it (too old, a flag
+                                               or feature the shim needs missing). Finds and probes it if no
+                                               compile has yet. NM_ERR_UNAVAILABLE when none works: the
+                                               message names every candidate and why, and how to get one.
+                                               The text is cut to capacity - 1 bytes and NUL-terminated */
 
 /* ---- devices ---- */
 int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (Apple family 7 and later,

@@ -27,6 +27,8 @@ final class ObjectCache {
         case object = "nmo"
         /// A precompiled shim header for one flag set.
         case precompiledHeader = "pch"
+        /// What probing a clang found (ClangToolchain.swift).
+        case compilerProbe = "probe"
     }
 
     /// Larger entries are not read.
