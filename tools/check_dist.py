@@ -8,7 +8,8 @@ linux_/manylinux_ x86_64 or aarch64, or macosx_13_0_arm64 for Package.swift's `.
 and hold the prebuilt runtime library, its C header and cffi module, every file of the Metal shim, every
 `.metal` file and Python module of the package, the `.pth` file and `_numba_metal_target`, the entry points
 pyproject.toml declares, the metadata's version, Python range and dependencies, and no tests. The sdist must
-hold what building the wheel needs (Package.swift, Sources/, setup.py) and no built library or tests.
+hold what building the wheel needs (Package.swift, Sources/, setup.py, the Swift test target's sources) and
+no built library or Python tests.
 Prints one line per finding; exit status 1 if there is any.
 """
 
@@ -25,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIM = Path("Sources", "MetalRuntime", "CPUDevice", "shim")
+#: The Swift test target Package.swift declares: SwiftPM refuses a package whose target directory is missing.
+SWIFT_TESTS = "tests/runtime/swift/"
 LIBRARIES = {"linux": "libNumbaMetalRuntime.so", "macosx": "libNumbaMetalRuntime.dylib"}
 WHEEL_NAME = re.compile(r"^numba_metal-(?P<version>[^-]+)-(?P<python>[^-]+)-(?P<abi>[^-]+)-(?P<platform>[^-]+)\.whl$")
 
@@ -149,7 +152,8 @@ def check_sdist(path: Path, facts: dict) -> list[str]:
               "numba_metal/tools/build.py", "PKG-INFO"] + [f"{SHIM.as_posix()}/{f}" for f in facts["shim"]] + facts["metal"]
     problems = [f"missing {n}" for n in wanted if n not in names]
     problems += [f"holds {n}" for n in sorted(names)
-                 if n.startswith(("tests/", "numba_metal/_lib/", ".build/")) or n.endswith((".so", ".dylib", ".pyc"))]
+                 if n.startswith(("tests/", "numba_metal/_lib/", ".build/")) and not n.startswith(SWIFT_TESTS)
+                 or n.endswith((".so", ".dylib", ".pyc"))]
     return [f"{path.name}: {p}" for p in problems]
 
 
