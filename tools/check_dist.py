@@ -116,7 +116,8 @@ def _metadata_problems(text: str, facts: dict) -> list[str]:
     problems = []
     if meta["Version"] != facts["version"]:
         problems.append(f"METADATA Version {meta['Version']}, numba_metal/_version.py says {facts['version']}")
-    if (meta["Requires-Python"] or "").replace(" ", "") != facts["requires_python"].replace(" ", ""):
+    bounds = lambda spec: sorted(re.sub(r"\s", "", spec).split(","))  # noqa: E731
+    if bounds(meta["Requires-Python"] or "") != bounds(facts["requires_python"]):
         problems.append(f"METADATA Requires-Python {meta['Requires-Python']}, pyproject.toml says {facts['requires_python']}")
     have = {re.sub(r"\s", "", d) for d in meta.get_all("Requires-Dist") or [] if "extra ==" not in d}
     for dep in facts["dependencies"]:
@@ -152,7 +153,8 @@ def check_sdist(path: Path, facts: dict) -> list[str]:
               "numba_metal/tools/build.py", "PKG-INFO"] + [f"{SHIM.as_posix()}/{f}" for f in facts["shim"]] + facts["metal"]
     problems = [f"missing {n}" for n in wanted if n not in names]
     problems += [f"holds {n}" for n in sorted(names)
-                 if n.startswith(("tests/", "numba_metal/_lib/", ".build/")) and not n.startswith(SWIFT_TESTS)
+                 if n.startswith(("tests/", "numba_metal/_lib/", ".build/"))
+                 and not (n.startswith(SWIFT_TESTS) or SWIFT_TESTS.startswith(n + "/"))
                  or n.endswith((".so", ".dylib", ".pyc"))]
     return [f"{path.name}: {p}" for p in problems]
 
