@@ -81,7 +81,7 @@ final class ClangToolchain {
             let explicit = environment("NUMBA_METAL_CLANG")
             var refusals: [String] = []
             for (path, origin) in ClangToolchain.candidates() {
-                switch probe(path, cache: cache) {
+                switch try probe(path, cache: cache) {
                 case let .works(version)?:
                     let c = Clang(path: path, identity: compilerIdentity(of: path)!, version: version, origin: origin)
                     found = c
@@ -151,8 +151,10 @@ final class ClangToolchain {
 
     // MARK: probing
 
-    /// The outcome for path (nil when it does not exist), from this process's memory, the disk cache, or a probe.
-    private func probe(_ path: String, cache: ObjectCache?) -> Outcome? {
+    /// The outcome for path (nil when it does not exist), from this process's memory, the disk cache, or a
+    /// probe. Throws what says nothing about the compiler: a full or unusable TMPDIR, no descriptors or
+    /// processes left (the error a kernel compile would give; nothing is remembered).
+    private func probe(_ path: String, cache: ObjectCache?) throws -> Outcome? {
         guard let id = compilerIdentity(of: path) else { return nil }
         if let o = outcomes[id] { return o }
         let key = hex(sha256(Array(("numba-metal clang probe v1\u{0}\(id)\u{0}\(ClangToolchain.probeFlags.joined(separator: " "))\u{0}"
@@ -161,7 +163,7 @@ final class ClangToolchain {
             outcomes[id] = o
             return o
         }
-        guard let (o, lasting) = run(path) else { return nil }
+        guard let (o, lasting) = try run(path) else { return nil }
         outcomes[id] = o
         if lasting { cache?.write(key: key, kind: .compilerProbe, bytes: ClangToolchain.encode(o)) }
         return o
@@ -169,12 +171,12 @@ final class ClangToolchain {
 
     /// Runs the probe: the outcome, and whether it is the compiler's own (false when it could not be started:
     /// that may pass). nil when path is not a file.
-    private func run(_ path: String) -> (Outcome, Bool)? {
+    private func run(_ path: String) throws -> (Outcome, Bool)? {
         guard access(path, X_OK) == 0 else {
             return fileExists(path) ? (.refused("it is not executable"), false) : nil
         }
         let (rc, text) = runProcess([path, "--version"], passing: -1)
-        if rc < 0 { return (.refused("it could not be run (\(String(cString: strerror(-rc))))"), false) }
+        if rc < 0 { return try ClangToolchain.notStarted(path, -rc) }
         let first = text.split(separator: "\n").first.map(String.init) ?? ""
         guard rc == 0, let (major, version, apple) = ClangToolchain.parseVersion(text) else {
             return (.refused("`--version` does not say it is clang (exit status \(rc): \(first.isEmpty ? "nothing" : first))"), true)
@@ -184,24 +186,38 @@ final class ClangToolchain {
                 + "works with (it needs -ffloat16-excess-precision=none)"), true)
         }
         // One compile and link with the kernels' flags, in a private directory removed afterwards.
-        var template = Array("\(temporaryDirectory())/numba-metal-build-\(getpid())-XXXXXX".utf8CString)
+        let tmp = temporaryDirectory()
+        var template = Array("\(tmp)/numba-metal-build-\(getpid())-XXXXXX".utf8CString)
         guard let dirPtr = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            return (.refused("the probe could not create a directory in \(temporaryDirectory()) (\(String(cString: strerror(errno))))"), false)
+            let code = errno
+            throw descriptorExhaustion(code, doing: "probe \(path)") ?? temporaryDirectoryFailure(tmp, code, doing: "probe the C++ compiler")
         }
         let dir = String(cString: dirPtr)
         defer { nm_remove_directory(dir) }
         guard writeFile("\(dir)/probe.cpp", Array(ClangToolchain.probeSource.utf8)) else {
-            return (.refused("the probe could not write \(dir)/probe.cpp"), false)
+            let code = errno
+            throw descriptorExhaustion(code, doing: "probe \(path)") ?? temporaryDirectoryFailure(tmp, code, doing: "probe the C++ compiler")
         }
         let argv = [path] + ClangToolchain.probeFlags + ["-o", "\(dir)/probe.so", "\(dir)/probe.cpp", "-lm"]
         let (crc, log) = runProcess(argv, passing: -1, temporaryDirectory: dir)
-        if crc < 0 { return (.refused("it could not be run (\(String(cString: strerror(-crc))))"), false) }
+        if crc < 0 { return try ClangToolchain.notStarted(path, -crc) }
+        if crc != 0 && (log.contains("No space left on device") || (log.isEmpty && freeBytes(tmp).map { $0 < 1 << 20 } == true)) {
+            throw temporaryDirectoryFailure(tmp, ENOSPC, doing: "probe the C++ compiler", detail: log)
+        }
         if crc != 0 {
             let lines = log.replacingAll("\(dir)/", with: "").split(separator: "\n").map { String($0).trimmingSpaces() }
             let error = lines.first { $0.contains("error") } ?? lines.first ?? "exit status \(crc)"
             return (.refused("\(version) cannot compile what the CPU device's Metal shim needs: \(error)"), true)
         }
         return (.works(version: version), true)
+    }
+
+    /// A compiler that could not be started (errno code): refused when the file cannot be run, thrown when the
+    /// process is short of descriptors, processes or memory (clangStartFailure's NM_ERR_INTERNAL).
+    private static func notStarted(_ path: String, _ code: Int32) throws -> (Outcome, Bool) {
+        let e = clangStartFailure(path, code)
+        if e.status != NM_ERR_UNAVAILABLE { throw e }
+        return (.refused("it could not be run (\(String(cString: strerror(code))))"), false)
     }
 
     /// (major, "clang X.Y.Z" or "Apple clang X.Y.Z", Apple's) from `--version` output.
