@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
@@ -49,4 +50,14 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildPyWithRuntime}, distclass=BinaryDistribution)
+class PlatformWheel(bdist_wheel):
+    """Tags the wheel py3-none-PLATFORM: the runtime library is loaded with cffi's ABI mode and uses no
+    Python C API of its own (the DLPack capsule destructor resolves the running interpreter's at run time),
+    so one wheel per platform serves every Python that pyproject.toml's requires-python admits."""
+
+    def get_tag(self):
+        _, _, platform = super().get_tag()
+        return "py3", "none", platform
+
+
+setup(cmdclass={"build_py": BuildPyWithRuntime, "bdist_wheel": PlatformWheel}, distclass=BinaryDistribution)

@@ -1,3 +1,4 @@
-"""numba-metal's version (the cache key includes it; pyproject.toml declares the same)."""
+"""numba-metal's version, its one source: pyproject.toml reads it for the distribution's metadata, and the
+cache key includes it."""
 
 __version__ = "0.1.0"

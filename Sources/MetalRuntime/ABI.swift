@@ -100,6 +100,17 @@ public func nmCacheRoot(_ out: UnsafeMutablePointer<CChar>?, _ capacity: Int) ->
 @_cdecl("nm_now_ns")
 public func nmNowNs() -> UInt64 { withAutoreleasePool { nm_clock_ns() } }
 
+/// The CPU device's clang: path, version, origin, and the candidates skipped before it (ClangToolchain.swift).
+@_cdecl("nm_cpu_compiler_info")
+public func nmCpuCompilerInfo(_ out: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> nm_status {
+    guarded {
+        guard let out, capacity > 0 else { throw RuntimeError.invalid("nm_cpu_compiler_info: the output buffer is NULL or empty") }
+        let text = Array(try ClangToolchain.shared.describe(cache: ObjectCache.open()).utf8.prefix(capacity - 1))
+        for (i, byte) in text.enumerated() { out[i] = CChar(bitPattern: byte) }
+        out[text.count] = 0
+    }
+}
+
 // MARK: - Devices
 
 /// Usable Metal devices first, then the CPU reference device; the simulated device is at this index, uncounted.

@@ -24,12 +24,14 @@ from __future__ import annotations
 from ._loader import library_path, load
 from .buffers import Buffer
 from .constants import *  # noqa: F401,F403
-from .devices import Device, DeviceInfo, cache_root, dlpack_capsule_destructor, list_devices, now_ns, open_device
+from .devices import (Device, DeviceInfo, cache_root, cpu_compiler_info, dlpack_capsule_destructor, list_devices,
+                      now_ns, open_device)
 from .pipelines import KernelParam, Pipeline
 from .queues import DispatchPlan, Queue
 
 __all__ = [
     "DeviceInfo", "Device", "Buffer", "Pipeline", "Queue", "DispatchPlan", "KernelParam",
-    "list_devices", "open_device", "now_ns", "cache_root", "library_path", "load", "dlpack_capsule_destructor",
+    "list_devices", "open_device", "now_ns", "cache_root", "cpu_compiler_info", "library_path", "load",
+    "dlpack_capsule_destructor",
     "MATH_SAFE", "MATH_RELAXED", "MATH_FAST",
 ]

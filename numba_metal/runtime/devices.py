@@ -93,7 +93,7 @@ def now_ns() -> int:
 
 
 def cache_root() -> str | None:
-    """``<cache>``, the directory of every numba-metal cache (kernels, CPU objects, the advisor's calibration),
+    """``<cache>``, the directory of numba-metal's caches (compiled kernels, CPU objects),
     by the runtime's one rule (ObjectCache.root(): NUMBA_METAL_CACHE_DIR, else ``$NUMBA_CACHE_DIR/numba-metal``,
     else ``$XDG_CACHE_HOME/numba-metal``, else ``$HOME/.cache/numba-metal``); None without a home. Read from
     the environment at each call."""
@@ -107,6 +107,23 @@ def cache_root() -> str | None:
         if length < capacity:
             return os.fsdecode(ffi.string(out, length))
         capacity = length + 1
+
+
+def cpu_compiler_info() -> str:
+    """The clang the CPU device compiles MSL with: its path, version and where it was found, then a line
+    ``skipped PATH (where): why`` per candidate refused before it (nm_cpu_compiler_info). Finds and probes
+    it when no kernel has been compiled yet.
+
+    Raises:
+        UnsupportedPlatformError: no usable clang; the message names every candidate tried, why each was
+            refused, and how to get one.
+    """
+    ffi, lib = load()
+    out = ffi.new("char[]", 8192)
+    rc = lib.nm_cpu_compiler_info(out, len(out))
+    if rc:
+        raise_status(rc)
+    return ffi.string(out).decode("utf-8", "replace")
 
 
 class Device:

@@ -122,6 +122,19 @@ def _devices(report: _Report):
     return devices
 
 
+def _cpu_compiler(report: _Report, kind: str | None) -> None:
+    """The clang the CPU device compiles with, the candidates it skipped, or how to get one. Its absence
+    fails only when the CPU device is the one being checked."""
+    from numba_metal import runtime
+    try:
+        chosen, *skipped = runtime.cpu_compiler_info().split("\n")
+    except Exception as e:  # noqa: BLE001 - the finding
+        want = kind or os.environ.get("NUMBA_METAL_DEVICE", "").strip() or "metal"
+        report.line("FAIL" if want == "cpu" else "info", "CPU-device clang", str(e))
+        return
+    report.line("ok", "CPU-device clang", "\n".join([chosen, *skipped]))
+
+
 def _limits(info) -> str:
     return (f"threads per threadgroup <= {info.max_threads_per_threadgroup}, threadgroup memory "
             f"{info.max_threadgroup_memory // 1024} KiB, SIMD width {info.simd_width}, "
@@ -222,6 +235,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
     _versions(report)
     _settings(report)
     if _devices(report) is not None:
+        _cpu_compiler(report, args.device)
         _kernel_run(report, args.device)
     _caches(report)
     deep = None

@@ -2,6 +2,7 @@
 the caches, exits 0 when kernels compile and run, and 1 naming the problem otherwise."""
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -31,6 +32,27 @@ def test_on_the_cpu_device_it_compiles_and_runs_a_kernel_and_reports_device_limi
     assert "ok    compiler" in out and "ok    kernel run" in out and "results equal NumPy's" in out
     assert f"{tmp_path / 'cache' / 'kernels'}: 0 entries" in out
     assert "NUMBA_METAL_DEVICE=cpu" in out and out.rstrip().endswith("everything works")
+
+
+def test_it_names_the_cpu_devices_clang_and_the_candidates_it_skipped(tmp_path):
+    from numba_metal import runtime
+    old, good = tmp_path / "old" / "clang++", tmp_path / "good" / "clang++"
+    old.parent.mkdir()
+    good.parent.mkdir()
+    old.write_text('#!/bin/sh\necho "Debian clang version 14.0.6"\n')
+    old.chmod(0o755)
+    good.symlink_to(os.path.realpath(runtime.cpu_compiler_info().split(" (")[0]))
+    rc, out = _doctor(tmp_path, "--device", "cpu", PATH=os.pathsep.join(map(str, [old.parent, good.parent, "/usr/bin", "/bin"])))
+    assert rc == 0, out
+    assert re.search(rf"^ok    CPU-device clang   {re.escape(str(good))} \(clang \d+\.\d+", out, re.M), out
+    assert f"skipped {old} (clang++ on PATH): clang 14.0.6 is older than clang 16" in out, out
+
+
+def test_without_a_usable_clang_the_cpu_device_fails_and_says_how_to_get_one(tmp_path):
+    rc, out = _doctor(tmp_path, "--device", "cpu", NUMBA_METAL_CLANG=str(tmp_path / "none"))
+    assert rc == 1, out
+    assert "FAIL  CPU-device clang" in out and "(NUMBA_METAL_CLANG): it does not exist" in out, out
+    assert "FAIL  kernel run" in out and "clang++ 16 or newer" in out, out
 
 
 def test_the_device_option_overrides_the_environment(tmp_path):

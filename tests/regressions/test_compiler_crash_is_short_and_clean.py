@@ -32,6 +32,9 @@ def test_a_3000_element_constant_tuple_indexed_at_run_time_compiles():
 FAKE_CLANG = """#!/bin/sh
 # A C++ compiler that crashes as clang does: a reproducer in TMPDIR, a request for a bug report, a stack dump.
 for a in "$@"; do [ "$a" = "--version" ] && { echo "clang version 19.1.0"; exit 0; }; done
+# It compiles the runtime's probe of a new compiler (a small unit, probe.cpp), as a clang that crashes on
+# one kernel does; it crashes on kernels.
+case "$*" in *probe.cpp*) exit 0;; esac
 echo 'int main;' > "${TMPDIR:-/tmp}/kernel-crash-repro.cpp"
 echo "PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash backtrace." >&2
 echo "Stack dump:" >&2

@@ -161,6 +161,14 @@ size_t nm_cache_root(char *out, size_t capacity); /* `<cache>`, the directory of
                                                else $XDG_CACHE_HOME/numba-metal, else $HOME/.cache/numba-metal):
                                                its length in bytes, 0 when there is none (no HOME); written
                                                with its NUL to `out` when the length is below `capacity` */
+nm_status nm_cpu_compiler_info(char *out, size_t capacity);
+                                            /* the clang the CPU device compiles MSL with, as text: its path,
+                                               version and where it was found, then a line "skipped PATH
+                                               (where): why" per candidate refused before it (too old, a flag
+                                               or feature the shim needs missing). Finds and probes it if no
+                                               compile has yet. NM_ERR_UNAVAILABLE when none works: the
+                                               message names every candidate and why, and how to get one.
+                                               The text is cut to capacity - 1 bytes and NUL-terminated */
 
 /* ---- devices ---- */
 int32_t nm_device_count(void);              /* Metal GPUs numba-metal can use (Apple family 7 and later,

@@ -176,36 +176,11 @@ final class KernelCompiler {
 
     // MARK: clang
 
-    /// Finds clang: NUMBA_METAL_CLANG, clang++ on PATH, or the clang++ beside the Swift toolchain's swift.
+    /// The clang to compile with and its identity for cache keys (ClangToolchain.swift), found on first use.
     private func toolchainLocked() throws -> (String, String) {
         if let t = toolchain { return t }
-        var candidates: [String] = []
-        if let env = environment("NUMBA_METAL_CLANG") { candidates.append(env) }
-        let path = environment("PATH") ?? "/usr/bin:/bin"
-        for d in path.split(separator: ":") where fileExists("\(d)/clang++") { candidates.append("\(d)/clang++"); break }
-        for d in path.split(separator: ":") where fileExists("\(d)/swift") { candidates.append("\(d)/clang++"); break }
-        candidates.append("/opt/swift/usr/bin/clang++")
-        guard let clang = candidates.first(where: { access($0, X_OK) == 0 }) else {
-            throw RuntimeError.unavailable("the CPU device needs clang to compile MSL and found none: set NUMBA_METAL_CLANG to a "
-                + "clang++ (version 16 or newer), put clang++ on PATH, or install a Swift toolchain (its clang++ is used)")
-        }
-        // Identify the compiler by its resolved path, size and modification time (a `--version` run would
-        // cost ~20 ms per process on every disk-cache hit).
-        var resolved = clang
-        if let r = realpath(clang, nil) {
-            resolved = String(cString: r)
-            free(r)
-        }
-        var st = stat()
-        guard stat(resolved, &st) == 0 else {
-            throw RuntimeError.unavailable("cannot stat \(resolved); set NUMBA_METAL_CLANG to a working clang++")
-        }
-        #if canImport(Darwin)
-        let mtime = st.st_mtimespec.tv_sec
-        #else
-        let mtime = st.st_mtim.tv_sec
-        #endif
-        toolchain = (clang, "\(resolved)|\(st.st_size)|\(mtime)")
+        let clang = try ClangToolchain.shared.resolve(cache: cacheLocked())
+        toolchain = (clang.path, clang.identity)
         return toolchain!
     }
 

@@ -1,5 +1,5 @@
-// ObjectCache.swift -- the CPU device's disk cache of compiled kernel objects and precompiled shim headers,
-// `<cache>/cpu-objects`. Its objects are native code this process will run, so an entry is used only when
+// ObjectCache.swift -- the CPU device's disk cache of compiled kernel objects, precompiled shim headers and
+// what probing a clang found (ClangToolchain.swift), `<cache>/cpu-objects`. Its objects are native code this process will run, so an entry is used only when
 // nobody but the user can have written it and it is the entry of the key asked for:
 //  - `<cache>` and `<cache>/cpu-objects` are opened with O_NOFOLLOW (a symlink in their place is refused) and
 //    checked on the open descriptor: directories owned by the effective user, not writable by group or
@@ -27,6 +27,8 @@ final class ObjectCache {
         case object = "nmo"
         /// A precompiled shim header for one flag set.
         case precompiledHeader = "pch"
+        /// What probing a clang found (ClangToolchain.swift).
+        case compilerProbe = "probe"
     }
 
     /// Larger entries are not read.
