@@ -15,7 +15,7 @@ numba.cuda's ``atomic.*`` refuse float16 arrays; so do these, pointing at ``fp16
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Atomic operations"
 
 import types as pytypes

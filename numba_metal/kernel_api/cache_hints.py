@@ -9,7 +9,7 @@ under ``debug=True``. As in numba.cuda, the array must be a global (device) arra
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Cache-hinted loads and stores"
 
 from numba.core import types

@@ -16,7 +16,7 @@ file's contents and recompiles when one changes (host/cache.py).
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Hand-written MSL called from kernels"
 
 import re

@@ -11,7 +11,7 @@ rounds each operation (MSL Table 8.3).
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Half precision (`metal.fp16`)"
 
 import builtins

@@ -8,7 +8,7 @@ and return an int64 or a tuple of int64; the ``.x/.y/.z`` attributes are int32, 
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Thread indexing"
 
 from numba.core import types

@@ -9,7 +9,7 @@ As in numba.cuda, ``popc(x)`` and ``clz(x)`` count in the width of ``x``'s type 
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Bit and arithmetic intrinsics"
 
 from numba.core import types

@@ -8,7 +8,7 @@ arguments (the rounding mode of the directed-rounding helpers) and convert its r
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "`metal.libdevice`"
 
 import types as pytypes

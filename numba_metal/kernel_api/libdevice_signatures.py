@@ -1,7 +1,7 @@
 """numba.cuda's cuda.libdevice functions with numba.cuda's signatures: (name, result types, argument
 types), one row each. A result of several types is numba.cuda's tuple (libdevice's pointer arguments are
 returned, after the function's own result). Generated from numba.cuda.libdevicefuncs by
-tests/language/libdevice_signatures_gen.py; do not edit by hand.
+tools/libdevice_signatures_gen.py; do not edit by hand.
 
 This module imports nothing (the math table reads it without Numba).
 """

@@ -9,7 +9,7 @@ Typing comes from Numba's own declarations (``numba.core.typing.builtins``), exc
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Python builtins"
 
 import builtins

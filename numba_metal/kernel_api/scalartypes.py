@@ -9,7 +9,7 @@ index, and signatures written with them are Numba's own objects (``metal.float32
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Scalar types"
 
 from numba.core import types

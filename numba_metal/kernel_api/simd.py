@@ -15,7 +15,7 @@ bit patterns (PTX ``match.sync``) of any integer or float, with numba.cuda's int
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "SIMD-group (warp) functions"
 
 from numba.core import types

@@ -12,7 +12,7 @@ device function) declares its device memory so.
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Synchronisation"
 
 import types as pytypes

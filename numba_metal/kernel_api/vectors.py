@@ -10,7 +10,7 @@ them (compiler/vectortypes.py).
 
 from __future__ import annotations
 
-#: This family's section title in docs/api.md (docs/generate_api.py).
+#: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Vector types"
 
 from numba.core import types

@@ -10,7 +10,7 @@ rerun by its seed. A failure is shrunk (the failing case isolated, then statemen
 the same failure persists) and its standalone reproducer is written to ``--failures`` (default
 tests/differential/failures/). The run's summary (kernels, batches, time, failures, coverage) is
 written as JSON to ``--summary``; docs/testing.md quotes the long run's summary,
-docs/differential-long-run.json.
+docs/data/differential-long-run.json.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     profile = args.profile or "ci"
     target = args.kernels or PROFILES[profile]
     seed_base = args.seed_base if args.seed_base is not None else {"ci": 1_000_000, "long": 2_000_000}[profile]
-    summary_path = args.summary or (os.path.join(ROOT, "docs", "differential-long-run.json")
+    summary_path = args.summary or (os.path.join(ROOT, "docs", "data", "differential-long-run.json")
                                     if profile == "long" else None)
     t_start = time.time()
     kinds = Counter()

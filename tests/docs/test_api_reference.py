@@ -1,5 +1,5 @@
 """docs/api.md names every public name of numba-metal and nothing else, each with a docstring (every
-callable with its errors), and is what docs/generate_api.py generates from the code now."""
+callable with its errors), and is what tools/generate_api.py generates from the code now."""
 
 import importlib.util
 import os
@@ -9,11 +9,11 @@ import pytest
 
 import doc_pages
 
-_spec = importlib.util.spec_from_file_location("generate_api", os.path.join(doc_pages.ROOT, "docs", "generate_api.py"))
+_spec = importlib.util.spec_from_file_location("generate_api", os.path.join(doc_pages.ROOT, "tools", "generate_api.py"))
 generate_api = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate_api)
 
-_FIX = "Then run `python docs/generate_api.py --update`."
+_FIX = "Then run `python tools/generate_api.py --update`."
 
 
 def _public() -> set[str]:

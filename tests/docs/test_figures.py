@@ -114,8 +114,8 @@ def test_the_checker_converts_units_and_rounds_as_shown(tmp_path):
 
 def test_the_derived_research_figures_are_what_the_results_give():
     spec = importlib.util.spec_from_file_location("research_figures",
-                                                  os.path.join(doc_pages.ROOT, "docs", "research_figures.py"))
+                                                  os.path.join(doc_pages.ROOT, "tools", "research_figures.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with open(module.OUT, encoding="utf-8") as f:
-        assert f.read() == module.render(), "run `python docs/research_figures.py` to refresh docs/research-figures.json"
+        assert f.read() == module.render(), "run `python tools/research_figures.py` to refresh docs/data/research-figures.json"

@@ -4,7 +4,7 @@ through the long double prefilter of fm_suite.measure_filtered; see there), one 
 JSON report.
 
     PYTHONPATH=$PWD python tests/float64/fm_long_run.py [--count 1000000] [--names nm_f64_exp,nm_c128_log]
-                                                        [--jobs 2] [--report docs/math-long-run.json]
+                                                        [--jobs 2] [--report docs/data/math-long-run.json]
 
 Each worker process compiles the libraries once (the CPU device caches the object) and measures whole entry
 points; results are printed as they finish. Exit status 1 if an entry point exceeds its documented bound.

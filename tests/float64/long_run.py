@@ -3,7 +3,7 @@
 every float32 and float16 converted to float64, all bit for bit against NumPy as in the CI tests.
 
     PYTHONPATH=$PWD python tests/float64/long_run.py [--count 100000000] [--ops nm_f64_add,nm_f64_mul]
-                                                     [--no-exhaustive] [--report docs/float64-long-run.json]
+                                                     [--no-exhaustive] [--report docs/data/float64-long-run.json]
 
 Prints one line per check and a summary; exits with status 1 if anything failed. The same vector
 counts run under pytest with NUMBA_METAL_LONG_TESTS=1 (tests/float64/test_f64_operations.py).

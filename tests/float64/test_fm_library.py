@@ -2,7 +2,7 @@
 complex_ops.py) match their definitions, each `//@@` section needs only what its `requires:` closure defines
 (across float64.metal, float64_math.metal, complex.metal and mathlib.metal), functions only call functions
 defined before them (MSL has no recursion), the text keeps to what Apple's Metal compiler accepts (program-scope
-data only as `constant` arrays), every generated constant is what tests/float64/fm_constants.py computes, and
+data only as `constant` arrays), every generated constant is what tools/fm_constants.py computes, and
 docs/math-accuracy.md quotes the tables' measured bounds."""
 
 from __future__ import annotations
@@ -10,14 +10,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 
-import fm_constants
 from numba_metal.compiler import complex_ops, float64_math_ops
 from test_f64_library import _strip_comments
 from numba_metal.compiler.msl import float64_sections as msl_sections
 
 COMPILER = Path(float64_math_ops.__file__).parent
+# The generator of the library's constants is a tool of the repository (tools/fm_constants.py), not a test.
+_spec = importlib.util.spec_from_file_location("fm_constants", Path(__file__).resolve().parents[2] / "tools" / "fm_constants.py")
+fm_constants = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fm_constants)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "math-accuracy.md"
 LIBRARIES = {
     "float64_math.metal": (float64_math_ops.FUNCTIONS, ("nm_f64_",)),
@@ -123,7 +128,7 @@ def test_generated_constants_are_fm_constants(library):
     if library == "float64_math.metal":
         assert set(blocks) == set(fm_constants.blocks()) | {"nm_fm_scalars"}
     for name, body in blocks.items():
-        assert body == fm_constants.render_block(name), f"{name}: run python tests/float64/fm_constants.py --write"
+        assert body == fm_constants.render_block(name), f"{name}: run python tools/fm_constants.py --write"
 
 
 def _documented_bounds() -> dict[str, float]:

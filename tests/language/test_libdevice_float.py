@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_the_checked_in_list_is_numba_cudas():
     pytest.importorskip("numba.cuda.libdevicefuncs")
-    generated = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "language", "libdevice_signatures_gen.py")],
+    generated = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "libdevice_signatures_gen.py")],
                                capture_output=True, text=True, check=True).stdout
     with open(os.path.join(ROOT, "numba_metal", "kernel_api", "libdevice_signatures.py"), encoding="utf-8") as f:
         assert f.read() == generated

@@ -2,7 +2,7 @@
 
 The default run uses light sizes (a few seconds each). The sizes the issue asks for run with
 
-    NUMBA_METAL_STRESS=1 NUMBA_METAL_STRESS_REPORT=docs/stress-run.json python -m pytest tests/stress -q -s
+    NUMBA_METAL_STRESS=1 NUMBA_METAL_STRESS_REPORT=docs/data/stress-run.json python -m pytest tests/stress -q -s
 
 which also writes every test's figures (time, rates, memory) to the report file quoted by
 docs/testing.md.

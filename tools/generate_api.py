@@ -1,9 +1,9 @@
 """Writes the reference part of docs/api.md from the code: every public name of numba-metal with its
 signature and docstring.
 
-    python docs/generate_api.py            # print the generated reference
-    python docs/generate_api.py --update   # rewrite the generated block of docs/api.md
-    python docs/generate_api.py --check    # exit 1 (saying why) if docs/api.md is out of date
+    python tools/generate_api.py            # print the generated reference
+    python tools/generate_api.py --update   # rewrite the generated block of docs/api.md
+    python tools/generate_api.py --check    # exit 1 (saying why) if docs/api.md is out of date
 
 The public surface is `PUBLIC_MODULES`: the package itself, the `metal` namespace (its host names and
 every name of the kernel API's index), `numba_metal.random` and `numba_metal.profiling`. A name is
@@ -32,7 +32,7 @@ import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 API_MD = os.path.join(ROOT, "docs", "api.md")
-BEGIN = "<!-- BEGIN GENERATED: python docs/generate_api.py --update; do not edit by hand -->"
+BEGIN = "<!-- BEGIN GENERATED: python tools/generate_api.py --update; do not edit by hand -->"
 END = "<!-- END GENERATED -->"
 
 #: The modules whose public names the reference documents, in page order.
@@ -396,7 +396,7 @@ def _section_of(qualified: str) -> str:
         return _family_title(family)
     if owner not in SECTIONS:
         raise KeyError(f"{qualified} is defined in {owner}, which has no section: add {owner!r} to SECTIONS "
-                       f"in docs/generate_api.py")
+                       f"in tools/generate_api.py")
     return SECTIONS[owner]
 
 
@@ -477,7 +477,7 @@ def main(argv=None) -> int:
         text = f.read()
     if args.check:
         if current_block(text) != generated:
-            print("docs/api.md is out of date: run `python docs/generate_api.py --update`", file=sys.stderr)
+            print("docs/api.md is out of date: run `python tools/generate_api.py --update`", file=sys.stderr)
             return 1
         return 0
     start, end = text.index(BEGIN), text.index(END) + len(END)

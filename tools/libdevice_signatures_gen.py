@@ -1,19 +1,19 @@
 """Writes numba_metal/kernel_api/libdevice_signatures.py, the checked-in list of numba.cuda's
 cuda.libdevice functions, from numba.cuda's own table (numba.cuda.libdevicefuncs) as numba.cuda types them
 (libdevicefuncs.create_signature: pointer arguments become extra members of a tuple result). numba.cuda is
-needed only to regenerate the list: `python tests/language/libdevice_signatures_gen.py --update`;
+needed only to regenerate the list: `python tools/libdevice_signatures_gen.py --update`;
 test_libdevice_signatures.py checks that the checked-in list is what this writes."""
 
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, "numba_metal", "kernel_api", "libdevice_signatures.py")
 
 HEADER = '''"""numba.cuda's cuda.libdevice functions with numba.cuda's signatures: (name, result types, argument
 types), one row each. A result of several types is numba.cuda's tuple (libdevice's pointer arguments are
 returned, after the function's own result). Generated from numba.cuda.libdevicefuncs by
-tests/language/libdevice_signatures_gen.py; do not edit by hand.
+tools/libdevice_signatures_gen.py; do not edit by hand.
 
 This module imports nothing (the math table reads it without Numba).
 """

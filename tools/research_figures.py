@@ -1,8 +1,8 @@
 """Derives the figures of docs/research-report.md that no benchmark prints directly (the roofline's rates
-and ridge, ratios) from the committed results, into docs/research-figures.json.
+and ridge, ratios) from the committed results, into docs/data/research-figures.json.
 
-    python docs/research_figures.py            # rewrite docs/research-figures.json
-    python docs/research_figures.py --check    # exit 1 if it differs from what the results give
+    python tools/research_figures.py            # rewrite docs/data/research-figures.json
+    python tools/research_figures.py --check    # exit 1 if it differs from what the results give
 
 Everything here is arithmetic on benchmarks/results/*.json: rerunning the benchmarks and then this
 script refreshes the report's figures, and tests/docs/test_figures.py checks both the JSON and every
@@ -17,7 +17,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
-OUT = os.path.join(ROOT, "docs", "research-figures.json")
+OUT = os.path.join(ROOT, "docs", "data", "research-figures.json")
 
 
 def _load(name: str) -> dict:
@@ -103,7 +103,7 @@ def main(argv) -> int:
     if "--check" in argv:
         with open(OUT, encoding="utf-8") as f:
             if f.read() != text:
-                print("docs/research-figures.json is out of date: run `python docs/research_figures.py`",
+                print("docs/data/research-figures.json is out of date: run `python tools/research_figures.py`",
                       file=sys.stderr)
                 return 1
         return 0

@@ -1,7 +1,7 @@
 """Every table and polynomial coefficient of numba_metal/compiler/float64_math.metal, computed with mpmath.
 
 float64_math.metal holds the constants between `//@generated NAME` and `//@end` lines; this module is their
-owner. `python tests/float64/fm_constants.py --write` rewrites those blocks from the definitions below;
+owner. `python tools/fm_constants.py --write` rewrites those blocks from the definitions below;
 tests/float64/test_fm_library.py checks that the file and this module agree.
 
 Conventions: a fixed-point constant "Qn" is round(value * 2^n), stored as the 64-bit two's-complement
@@ -21,8 +21,8 @@ import mpmath as mp
 
 PREC = 400      # every constant is computed at this precision (other test modules set mpmath's default lower)
 
-METAL = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "float64_math.metal"
-COMPLEX_METAL = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "complex.metal"
+METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "float64_math.metal"
+COMPLEX_METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "complex.metal"
 
 M64 = (1 << 64) - 1
 
