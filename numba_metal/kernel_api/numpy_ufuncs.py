@@ -53,7 +53,7 @@ def _kind(loop) -> str:
     return str(ctype)
 
 
-def _refuse(ufunc, message: str):
+def error(ufunc, message: str):
     raise UnsupportedFeatureError(f"np.{ufunc.__name__}: {message}")
 
 
@@ -69,42 +69,42 @@ def _element(ufunc, ty):
 def ufunc_signature(ufunc, row: Ufunc, args, kws):
     """The Numba signature of a call of ``ufunc`` (see the module docstring), or an error saying why not."""
     if kws:
-        _refuse(ufunc, f"keyword arguments ({', '.join(sorted(kws))}) are not supported in Metal kernels; pass "
+        error(ufunc, f"keyword arguments ({', '.join(sorted(kws))}) are not supported in Metal kernels; pass "
                        f"the output array positionally, as numba.cuda requires: np.{ufunc.__name__}(x, out)")
     if not ufunc.nin <= len(args) <= ufunc.nargs:
-        _refuse(ufunc, f"takes {ufunc.nin} inputs and at most {ufunc.nout} output arrays, got {len(args)} arguments")
+        error(ufunc, f"takes {ufunc.nin} inputs and at most {ufunc.nout} output arrays, got {len(args)} arguments")
     inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]
     elements = [_element(ufunc, t) for t in inputs]
     if None in elements:
         bad = next(t for t, e in zip(inputs, elements) if e is None)
-        _refuse(ufunc, f"an input of type {bad} is not supported; inputs are numbers, booleans or arrays of them")
+        error(ufunc, f"an input of type {bad} is not supported; inputs are numbers, booleans or arrays of them")
     for out in outputs:
         if not isinstance(out, types.Array) or _element(ufunc, out) is None:
-            _refuse(ufunc, f"the output must be an array of numbers or booleans, not {out}")
+            error(ufunc, f"the output must be an array of numbers or booleans, not {out}")
         if not out.mutable:
-            _refuse(ufunc, "the output array is read-only (constant memory)")
+            error(ufunc, "the output array is read-only (constant memory)")
     arrays_in = [t for t in inputs if isinstance(types.unliteral(t), types.Array)]
     if arrays_in and len(outputs) < ufunc.nout:
-        _refuse(ufunc, f"on arrays it would return a new array, which kernels cannot allocate; pass the output "
+        error(ufunc, f"on arrays it would return a new array, which kernels cannot allocate; pass the output "
                        f"array{'s' if ufunc.nout > 1 else ''} as numba.cuda requires: np.{ufunc.__name__}(x, out)")
     loop = _loop(ufunc, elements)
     if loop is None:
-        _refuse(ufunc, f"NumPy has no loop for {', '.join(map(str, elements))}")
+        error(ufunc, f"NumPy has no loop for {', '.join(map(str, elements))}")
     kind = _kind(loop)
     if row.routine(kind) is None:
-        _refuse(ufunc, f"its {loop.ufunc_sig} loop ({kind}) is not supported in Metal kernels; the loops kernels "
+        error(ufunc, f"its {loop.ufunc_sig} loop ({kind}) is not supported in Metal kernels; the loops kernels "
                        "may use are listed in docs/supported-features.md")
     if outputs:
         ndim = outputs[0].ndim
         for out, result in zip(outputs, loop.outputs):
             from numba.np.numpy_support import as_dtype
             if out.ndim != ndim:
-                _refuse(ufunc, "its output arrays must have the same number of dimensions")
+                error(ufunc, "its output arrays must have the same number of dimensions")
             if not np.can_cast(as_dtype(result), as_dtype(out.dtype), "same_kind"):
-                _refuse(ufunc, f"can't cast result to explicit result type ({result} to {out.dtype}, NumPy's "
+                error(ufunc, f"can't cast result to explicit result type ({result} to {out.dtype}, NumPy's "
                                "'same_kind' rule)")
         if any(t.ndim > ndim for t in arrays_in):
-            _refuse(ufunc, "an input has more dimensions than the output array")
+            error(ufunc, "an input has more dimensions than the output array")
         return signature(outputs[0] if len(outputs) == 1 else types.Tuple(outputs), *args)
     result = loop.outputs[0] if len(loop.outputs) == 1 else types.Tuple(loop.outputs)
     return signature(result, *args)
@@ -118,7 +118,7 @@ def _typing_template(ufunc, row: Ufunc):
 
 def _refusal_template(ufunc):
     def generic(self, args, kws):
-        _refuse(ufunc, "this NumPy ufunc is not supported in Metal kernels; the ufuncs kernels may call are "
+        error(ufunc, "this NumPy ufunc is not supported in Metal kernels; the ufuncs kernels may call are "
                        "listed in docs/supported-features.md")
     return type(f"Ufunc_{ufunc.__name__}_unsupported", (AbstractTemplate,), {"generic": generic, "key": ufunc})
 

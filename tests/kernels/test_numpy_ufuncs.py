@@ -329,3 +329,14 @@ def test_every_numba_cuda_kernel_ufunc_has_a_row():
         for alias in row.aliases:
             assert getattr(np, alias) is getattr(np, row.name)
     assert UFUNCS_BY_NAME["sin"].twin == "sin" and UFUNCS_BY_NAME["arctan2"].twin == "atan2"
+
+
+def test_supported_features_lists_exactly_the_ufuncs_of_the_table():
+    """docs/supported-features.md's list of ufuncs is the table's (names and aliases)."""
+    import os
+    import re
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "supported-features.md")
+    line = next(l for l in open(doc, encoding="utf-8") if l.startswith("| NumPy ufuncs, one row each"))
+    listed = re.findall(r"`(\w+)`", line.split("):", 1)[1].split(";", 1)[0])
+    assert listed == list(names())
+    assert set(listed) == metal.numpy_ufuncs()
