@@ -137,9 +137,42 @@ def _compare(lc, op, a: Value, b: Value) -> str:
 
 
 def _isnan(lc, a: Value) -> str:
-    routine = F.MATH_BY_NAME["isnan"].routines["float32"]
-    return routine_value(lc, F.MATH_BY_NAME["isnan"], routine, "float32", signature(types.boolean, a.type),
-                         [a], types.boolean).expr
+    row = F.MATH_BY_NAME["isnan"]
+    kind = "float64" if lc.is_float64(a.type) else "float32"
+    return routine_value(lc, row, row.routines[kind], str(a.type), signature(types.boolean, a.type), [a],
+                         types.boolean).expr
+
+
+def _parts(lc, z: Value) -> tuple[Value, Value]:
+    """The real and imaginary parts of a complex value."""
+    if z.type == types.complex64:
+        return tuple(Value(msl.member(z.expr, p), types.float32) for p in msl.COMPLEX64_PARTS)
+    z = Value(lc.tmp(z.type, z.expr), z.type)
+    return (Value(lc.library_call("nm_c128_real", z.expr), types.float64),
+            Value(lc.library_call("nm_c128_imag", z.expr), types.float64))
+
+
+#: NumPy's order of complex numbers (numpy/_core/src/umath/loops.c.src's CGT, CGE...): by the real parts,
+#: then, where they are equal, by the imaginary parts.
+def _complex_order(lc, op, a: Value, b: Value) -> str:
+    (ar, ai), (br, bi) = _parts(lc, a), _parts(lc, b)
+    strict = op[0]
+    return msl.binary("||", _compare(lc, strict, ar, br),
+                      msl.binary("&&", _compare(lc, "==", ar, br), _compare(lc, op, ai, bi)))
+
+
+def _complex_pick(lc, op, a: Value, b: Value, nan_of: int) -> str:
+    """NumPy's complex maximum/minimum (``nan_of`` 0: a NaN in ``a`` wins) and fmax/fmin (1: a NaN in ``b``
+    loses)."""
+    a, b = (Value(lc.tmp(v.type, v.expr), v.type) for v in (a, b))
+    nan = msl.binary("||", *(_isnan(lc, p) for p in _parts(lc, (a, b)[nan_of])))
+    return msl.select(msl.binary("||", _complex_order(lc, op, a, b), nan), a.expr, b.expr)
+
+
+def _log2_complex(lc, z: Value, t) -> str:
+    log = lc.library_call("nm_c64_log" if t == types.complex64 else "nm_c128_log", z.expr)
+    log2e = _constant(lc, complex(1.4426950408889634, 0.0), t)
+    return lower_binop(lc, "*", signature(t, t, t), Value(log, t), log2e).expr
 
 
 def _pick(lc, op, a: Value, b: Value, t) -> str:
@@ -187,6 +220,16 @@ _OWN = {
     "logical_or": lambda lc, args, t: msl.binary("||", *(_truth(lc, a) for a in args)),
     "logical_xor": lambda lc, args, t: msl.binary("!=", *(_truth(lc, a) for a in args)),
     "logical_not": lambda lc, args, t: msl.unary("!", _truth(lc, args[0])),
+    **{"complex" + op: (lambda op: lambda lc, args, t: _complex_order(lc, op, *args))(op)
+       for op in ("<", "<=", ">", ">=")},
+    "log2_complex": lambda lc, args, t: _log2_complex(lc, args[0], t),
+}
+#: The routines for complex arguments where the name serves real ones too.
+_OWN_COMPLEX = {
+    "maximum": lambda lc, args, t: _complex_pick(lc, ">=", *args, 0),
+    "minimum": lambda lc, args, t: _complex_pick(lc, "<=", *args, 0),
+    "fmax": lambda lc, args, t: _complex_pick(lc, ">=", *args, 1),
+    "fmin": lambda lc, args, t: _complex_pick(lc, "<=", *args, 1),
 }
 
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
@@ -210,8 +253,9 @@ def element_value(lc, row: Ufunc, loop, args: list[Value]) -> Value:
     rt = outs[0] if len(outs) == 1 else types.Tuple(outs)
     if routine.source == UFUNC:
         t = getattr(types, ctype) if ctype else ins[0]
-        expr = _OWN[routine.name](lc, [Value(lc.cast(a, t), t) for a in args], t)
-        made = types.boolean if routine.name in _LOGICAL else t
+        own = _OWN_COMPLEX if isinstance(t, types.Complex) and routine.name in _OWN_COMPLEX else _OWN
+        expr = own[routine.name](lc, [Value(lc.cast(a, t), t) for a in args], t)
+        made = types.boolean if routine.name in _LOGICAL or routine.name.startswith("complex") else t
         return Value(lc.cast(Value(expr, made), rt), rt)
     ctype = ctype or str(ins[0])
     if routine.source == F.TUPLE:

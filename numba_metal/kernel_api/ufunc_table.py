@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from numba_metal.compiler import complex_ops
+
 from .functions import (CORRECTLY_ROUNDED, EXACT, MATH_BY_NAME, OPERATOR, SAME, TUPLE, Accuracy, Routine, emulated,
                         metal)
 
@@ -31,7 +33,21 @@ from .functions import (CORRECTLY_ROUNDED, EXACT, MATH_BY_NAME, OPERATOR, SAME, 
 UFUNC = "ufunc"
 
 #: The kinds of a ufunc loop, the keys of a row's routines.
-KINDS = ("float32", "float64", "int", "uint", "bool")
+KINDS = ("float32", "float64", "int", "uint", "bool", "complex64", "complex128")
+_COMPLEX = ("complex64", "complex128")
+_LIBRARY_TYPES = {"complex64": complex_ops.C64, "complex128": complex_ops.C128}
+_PART_TYPES = {"float": "float32", complex_ops.F64: "float64", "bool": "bool"}
+
+
+def _complex(python: str) -> dict[str, Routine]:
+    """The complex library's entry points (compiler/complex_ops.py) of ``python`` (``cmath.sin``, ``abs(z)``)
+    taking one complex64 or complex128: kind -> routine (none if the library has no such row)."""
+    found = {}
+    for kind, library_type in _LIBRARY_TYPES.items():
+        for row in complex_ops.FUNCTIONS:
+            if row.python == python and row.params == (library_type,):
+                found[kind] = emulated(row.name, result=_PART_TYPES.get(row.result))
+    return found
 
 
 @dataclass(frozen=True)
@@ -59,7 +75,7 @@ def _twin(name: str, math_name: str, *, aliases=()) -> Ufunc:
     row = MATH_BY_NAME[math_name]
     kinds = {"int64": "int", "uint64": "uint"}
     routines = {kinds.get(k, k): r for k, r in row.routines.items() if k != "float16"}
-    return Ufunc(name, routines, row.accuracy, math_name, aliases)
+    return Ufunc(name, {**routines, **_complex("cmath." + math_name)}, row.accuracy, math_name, aliases)
 
 
 def _op(name: str, symbol: str, kinds=("float32", "float64", "int", "bool"), accuracy=EXACT, aliases=()) -> Ufunc:
@@ -75,6 +91,7 @@ def _own(name: str, kinds=("float32", "float64", "int", "bool"), accuracy=EXACT,
 _FLOATS = ("float32", "float64")
 _INTS = ("int", "bool")
 _NUMBERS = ("float32", "float64", "int")
+_ALL = ("float32", "float64", "int", "bool", *_COMPLEX)
 
 UFUNCS: tuple[Ufunc, ...] = (
     # -- math: the math table's rows ---------------------------------------------------------------
@@ -86,7 +103,10 @@ UFUNCS: tuple[Ufunc, ...] = (
     _twin("deg2rad", "radians"), _twin("radians", "radians"), _twin("rad2deg", "degrees"),
     _twin("degrees", "degrees"),
     _twin("exp", "exp"), _twin("exp2", "exp2"), _twin("expm1", "expm1"),
-    _twin("log", "log"), _twin("log2", "log2"), _twin("log10", "log10"), _twin("log1p", "log1p"),
+    _twin("log", "log"),
+    # log2 of a complex number is log(z) * log2(e), as NumPy's (the library has no complex log2).
+    Ufunc("log2", {**_twin("log2", "log2").routines, **{k: Routine(UFUNC, "log2_complex") for k in _COMPLEX}},
+          MATH_BY_NAME["log2"].accuracy, "log2"), _twin("log10", "log10"), _twin("log1p", "log1p"),
     _twin("sqrt", "sqrt"), _twin("cbrt", "cbrt"), _twin("fabs", "fabs"),
     _twin("floor", "floor"), _twin("ceil", "ceil"), _twin("trunc", "trunc"),
     _twin("copysign", "copysign"), _twin("nextafter", "nextafter"), _twin("ldexp", "ldexp"),
@@ -94,42 +114,48 @@ UFUNCS: tuple[Ufunc, ...] = (
     _twin("isnan", "isnan"), _twin("isinf", "isinf"), _twin("isfinite", "isfinite"),
     Ufunc("fmod", {**{k: r for k, r in MATH_BY_NAME["fmod"].routines.items()}, "int": Routine(UFUNC, "fmod_int")},
           EXACT, "fmod"),
-    Ufunc("power", {"float32": Routine(OPERATOR, "**"), "float64": Routine(OPERATOR, "**"),
-                    "int": Routine(OPERATOR, "**")}, MATH_BY_NAME["pow"].accuracy, "pow"),
+    _op("power", "**", _NUMBERS + _COMPLEX, MATH_BY_NAME["pow"].accuracy),
     # -- rounding and signs --------------------------------------------------------------------------
     Ufunc("rint", {"float32": metal("rint"), "float64": emulated("nm_f64_rint"), "int": Routine(SAME)}, EXACT),
     Ufunc("signbit", {"float32": metal("signbit", result="bool"),
                       "float64": emulated("nm_f64_signbit", result="bool")}, EXACT),
     Ufunc("absolute", {"float32": MATH_BY_NAME["fabs"].routines["float32"],
                        "float64": MATH_BY_NAME["fabs"].routines["float64"],
-                       "int": Routine(UFUNC, "abs_int"), "uint": Routine(SAME), "bool": Routine(SAME)},
+                       "int": Routine(UFUNC, "abs_int"), "uint": Routine(SAME), "bool": Routine(SAME),
+                       **_complex("abs(z)")},
           EXACT, "fabs", aliases=("abs",)),
     _own("sign", _NUMBERS),
-    _op("negative", "-", _NUMBERS),
-    _op("positive", "+", _NUMBERS),
-    Ufunc("conjugate", {k: Routine(SAME) for k in _NUMBERS}, EXACT, aliases=("conj",)),
+    _op("negative", "-", _NUMBERS + _COMPLEX),
+    _op("positive", "+", _NUMBERS + _COMPLEX),
+    Ufunc("conjugate", {**{k: Routine(SAME) for k in _NUMBERS}, **{k: emulated(n) for k, n in
+                        (("complex64", "nm_c64_conj"), ("complex128", "nm_c128_conj"))}}, EXACT, aliases=("conj",)),
     # -- arithmetic: the compiler's operators --------------------------------------------------------
-    _op("add", "+", _NUMBERS), _op("subtract", "-", _NUMBERS), _op("multiply", "*", _NUMBERS),
-    _op("divide", "/", _FLOATS, CORRECTLY_ROUNDED, aliases=("true_divide",)),
+    _op("add", "+", _NUMBERS + _COMPLEX), _op("subtract", "-", _NUMBERS + _COMPLEX),
+    _op("multiply", "*", _NUMBERS + _COMPLEX),
+    # Complex division is NumPy's algorithm (Smith's), not Python's.
+    Ufunc("divide", {**{k: Routine(OPERATOR, "/") for k in _FLOATS}, "complex64": emulated("nm_c64_np_divide"),
+                     "complex128": emulated("nm_c128_np_divide")}, CORRECTLY_ROUNDED, aliases=("true_divide",)),
     _op("floor_divide", "//", _NUMBERS),
     _op("remainder", "%", _NUMBERS, aliases=("mod",)),
     Ufunc("divmod", {k: Routine(TUPLE, parts=(Routine(OPERATOR, "//"), Routine(OPERATOR, "%"))) for k in _NUMBERS},
           EXACT),
-    _own("square", _NUMBERS),
+    _own("square", _NUMBERS + _COMPLEX),
     Ufunc("reciprocal", {k: Routine(UFUNC, "reciprocal") for k in _FLOATS}, CORRECTLY_ROUNDED),
     # -- comparisons, min and max --------------------------------------------------------------------
-    *(_op(name, symbol) for name, symbol in (("greater", ">"), ("greater_equal", ">="), ("less", "<"),
-                                            ("less_equal", "<="), ("equal", "=="), ("not_equal", "!="))),
+    # Complex numbers compare as NumPy orders them: by real part, then imaginary part.
+    *(Ufunc(name, {**_op(name, symbol).routines, **{k: Routine(UFUNC, "complex" + symbol) for k in _COMPLEX}}, EXACT)
+      for name, symbol in (("greater", ">"), ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="))),
+    _op("equal", "==", _ALL), _op("not_equal", "!=", _ALL),
     Ufunc("maximum", {"float32": Routine(UFUNC, "maximum"), "float64": emulated("nm_f64_np_maximum"),
-                      "int": Routine(UFUNC, "maximum")}, EXACT),
+                      "int": Routine(UFUNC, "maximum"), **_own("maximum", _COMPLEX).routines}, EXACT),
     Ufunc("minimum", {"float32": Routine(UFUNC, "minimum"), "float64": emulated("nm_f64_np_minimum"),
-                      "int": Routine(UFUNC, "minimum")}, EXACT),
+                      "int": Routine(UFUNC, "minimum"), **_own("minimum", _COMPLEX).routines}, EXACT),
     Ufunc("fmax", {"float32": metal("fmax"), "float64": emulated("nm_f64_np_fmax"),
-                   "int": Routine(UFUNC, "maximum")}, EXACT),
+                   "int": Routine(UFUNC, "maximum"), **_own("fmax", _COMPLEX).routines}, EXACT),
     Ufunc("fmin", {"float32": metal("fmin"), "float64": emulated("nm_f64_np_fmin"),
-                   "int": Routine(UFUNC, "minimum")}, EXACT),
+                   "int": Routine(UFUNC, "minimum"), **_own("fmin", _COMPLEX).routines}, EXACT),
     # -- logical and bitwise ---------------------------------------------------------------------------
-    _own("logical_and"), _own("logical_or"), _own("logical_xor"), _own("logical_not"),
+    _own("logical_and", _ALL), _own("logical_or", _ALL), _own("logical_xor", _ALL), _own("logical_not", _ALL),
     _op("bitwise_and", "&", _INTS), _op("bitwise_or", "|", _INTS), _op("bitwise_xor", "^", _INTS),
     _op("invert", "~", _INTS, aliases=("bitwise_not",)),
     _op("left_shift", "<<", ("int",)), _op("right_shift", ">>", ("int",)),
