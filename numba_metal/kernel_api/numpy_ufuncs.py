@@ -170,9 +170,12 @@ def _complex_pick(lc, op, a: Value, b: Value, nan_of: int) -> str:
 
 
 def _log2_complex(lc, z: Value, t) -> str:
-    log = lc.library_call("nm_c64_log" if t == types.complex64 else "nm_c128_log", z.expr)
-    log2e = _constant(lc, complex(1.4426950408889634, 0.0), t)
-    return lower_binop(lc, "*", signature(t, t, t), Value(log, t), log2e).expr
+    """NumPy's complex log2: both parts of log(z) times log2(e) (so log2(0) is -inf + 0j)."""
+    log = Value(lc.library_call("nm_c64_log" if t == types.complex64 else "nm_c128_log", z.expr), t)
+    part = t.underlying_float
+    log2e = _constant(lc, 1.4426950408889634, part)
+    scaled = [lower_binop(lc, "*", signature(part, part, part), p, log2e).expr for p in _parts(lc, log)]
+    return lc.library_call("nm_c64_make" if t == types.complex64 else "nm_c128_make", *scaled)
 
 
 def _pick(lc, op, a: Value, b: Value, t) -> str:
