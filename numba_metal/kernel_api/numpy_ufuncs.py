@@ -70,7 +70,7 @@ def ufunc_signature(ufunc, row: Ufunc, args, kws):
     """The Numba signature of a call of ``ufunc`` (see the module docstring), or an error saying why not."""
     if kws:
         error(ufunc, f"keyword arguments ({', '.join(sorted(kws))}) are not supported in Metal kernels; pass "
-                       f"the output array positionally, as numba.cuda requires: np.{ufunc.__name__}(x, out)")
+                     f"the output array positionally, as numba.cuda requires: np.{ufunc.__name__}(x, out)")
     if not ufunc.nin <= len(args) <= ufunc.nargs:
         error(ufunc, f"takes {ufunc.nin} inputs and at most {ufunc.nout} output arrays, got {len(args)} arguments")
     inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]
@@ -86,23 +86,23 @@ def ufunc_signature(ufunc, row: Ufunc, args, kws):
     arrays_in = [t for t in inputs if isinstance(types.unliteral(t), types.Array)]
     if arrays_in and len(outputs) < ufunc.nout:
         error(ufunc, f"on arrays it would return a new array, which kernels cannot allocate; pass the output "
-                       f"array{'s' if ufunc.nout > 1 else ''} as numba.cuda requires: np.{ufunc.__name__}(x, out)")
+                     f"array{'s' if ufunc.nout > 1 else ''} as numba.cuda requires: np.{ufunc.__name__}(x, out)")
     loop = _loop(ufunc, elements)
     if loop is None:
         error(ufunc, f"NumPy has no loop for {', '.join(map(str, elements))}")
     kind = _kind(loop)
     if row.routine(kind) is None:
         error(ufunc, f"its {loop.ufunc_sig} loop ({kind}) is not supported in Metal kernels; the loops kernels "
-                       "may use are listed in docs/supported-features.md")
+                     "may use are listed in docs/supported-features.md")
     if outputs:
         ndim = outputs[0].ndim
+        from numba.np.numpy_support import as_dtype
         for out, result in zip(outputs, loop.outputs):
-            from numba.np.numpy_support import as_dtype
             if out.ndim != ndim:
                 error(ufunc, "its output arrays must have the same number of dimensions")
             if not np.can_cast(as_dtype(result), as_dtype(out.dtype), "same_kind"):
                 error(ufunc, f"can't cast result to explicit result type ({result} to {out.dtype}, NumPy's "
-                               "'same_kind' rule)")
+                             "'same_kind' rule)")
         if any(t.ndim > ndim for t in arrays_in):
             error(ufunc, "an input has more dimensions than the output array")
         return signature(outputs[0] if len(outputs) == 1 else types.Tuple(outputs), *args)
@@ -119,17 +119,13 @@ def _typing_template(ufunc, row: Ufunc):
 def _refusal_template(ufunc):
     def generic(self, args, kws):
         error(ufunc, "this NumPy ufunc is not supported in Metal kernels; the ufuncs kernels may call are "
-                       "listed in docs/supported-features.md")
+                     "listed in docs/supported-features.md")
     return type(f"Ufunc_{ufunc.__name__}_unsupported", (AbstractTemplate,), {"generic": generic, "key": ufunc})
 
 
 # ---------------------------------------------------------------------------------------------
 # One element: the row's routine on the loop's types
 # ---------------------------------------------------------------------------------------------
-
-
-def _constant(lc, value, ty) -> Value:
-    return lc.lower_constant(value, ty)
 
 
 def _compare(lc, op, a: Value, b: Value) -> str:
@@ -173,7 +169,7 @@ def _log2_complex(lc, z: Value, t) -> str:
     """NumPy's complex log2: both parts of log(z) times log2(e) (so log2(0) is -inf + 0j)."""
     log = Value(lc.library_call("nm_c64_log" if t == types.complex64 else "nm_c128_log", z.expr), t)
     part = t.underlying_float
-    log2e = _constant(lc, 1.4426950408889634, part)
+    log2e = lc.lower_constant(1.4426950408889634, part)
     scaled = [lower_binop(lc, "*", signature(part, part, part), p, log2e).expr for p in _parts(lc, log)]
     return lc.library_call("nm_c64_make" if t == types.complex64 else "nm_c128_make", *scaled)
 
@@ -187,8 +183,8 @@ def _pick(lc, op, a: Value, b: Value, t) -> str:
 
 
 def _sign(lc, a: Value, t) -> str:
-    zero, one = _constant(lc, 0, t).expr, _constant(lc, 1, t).expr
-    minus = zero if isinstance(t, types.Integer) and not t.signed else _constant(lc, -1, t).expr
+    zero, one = lc.lower_constant(0, t).expr, lc.lower_constant(1, t).expr
+    minus = zero if isinstance(t, types.Integer) and not t.signed else lc.lower_constant(-1, t).expr
     z = Value(zero, t)
     inner = msl.select(_compare(lc, "==", a, z), zero, a.expr) if isinstance(t, types.Float) else zero
     return msl.select(_compare(lc, ">", a, z), one, msl.select(_compare(lc, "<", a, z), minus, inner))
@@ -197,10 +193,10 @@ def _sign(lc, a: Value, t) -> str:
 def _fmod_int(lc, a: Value, b: Value, t) -> str:
     # C's % on integers (the sign of the dividend), 0 for a zero divisor (NumPy's result) and for -1 (where
     # the hardware's MIN % -1 is undefined).
-    zero = _constant(lc, 0, t).expr
+    zero = lc.lower_constant(0, t).expr
     undefined = _compare(lc, "==", b, Value(zero, t))
     if t.signed:
-        undefined = msl.binary("||", undefined, _compare(lc, "==", b, _constant(lc, -1, t)))
+        undefined = msl.binary("||", undefined, _compare(lc, "==", b, lc.lower_constant(-1, t)))
     return msl.select(undefined, zero, msl.cast(lc.msl_type(t), msl.binary("%", a.expr, b.expr)))
 
 
@@ -214,11 +210,11 @@ _OWN = {
     "maximum": lambda lc, args, t: _pick(lc, ">=", *args, t),
     "minimum": lambda lc, args, t: _pick(lc, "<=", *args, t),
     "sign": lambda lc, args, t: _sign(lc, args[0], t),
-    "abs_int": lambda lc, args, t: msl.select(_compare(lc, "<", args[0], _constant(lc, 0, t)),
+    "abs_int": lambda lc, args, t: msl.select(_compare(lc, "<", args[0], lc.lower_constant(0, t)),
                                               lower_unary(lc, "-", signature(t, t), args[0]).expr, args[0].expr),
     "fmod_int": lambda lc, args, t: _fmod_int(lc, *args, t),
     "square": lambda lc, args, t: lower_binop(lc, "*", signature(t, t, t), args[0], args[0]).expr,
-    "reciprocal": lambda lc, args, t: lower_binop(lc, "/", signature(t, t, t), _constant(lc, 1, t), args[0]).expr,
+    "reciprocal": lambda lc, args, t: lower_binop(lc, "/", signature(t, t, t), lc.lower_constant(1, t), args[0]).expr,
     "logical_and": lambda lc, args, t: msl.binary("&&", *(_truth(lc, a) for a in args)),
     "logical_or": lambda lc, args, t: msl.binary("||", *(_truth(lc, a) for a in args)),
     "logical_xor": lambda lc, args, t: msl.binary("!=", *(_truth(lc, a) for a in args)),

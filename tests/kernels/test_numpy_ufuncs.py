@@ -223,6 +223,25 @@ def test_numpy_type_rules_float32_stays_float32_and_integers_give_float64():
     assert (out_i < 0).any()
 
 
+def test_float64_of_a_float32_kernel_stays_float32_and_exact_kernels_compute_it_exactly():
+    """np.maximum(x, 0.0) with float32 x is NumPy's float64 loop (Numba types the literal float64): a kernel
+    without float64 data computes it in float32 (no emulated float64 in its MSL, as math calls), one that
+    holds float64 data computes it exactly."""
+    from numba_metal.compiler import msl
+
+    def relu(x, out):
+        i = metal.grid(1)
+        if i < x.size:
+            out[i] = np.maximum(x[i], 0.0) + np.sqrt(np.float32(2.0))
+
+    assert msl.FLOAT64 not in metal.compile_msl(relu, "void(float32[:], float32[:])")
+    assert msl.FLOAT64 in metal.compile_msl(relu, "void(float32[:], float64[:])")
+    x = np.array([-1.5, 0.25, np.nan, 3.0], np.float32)
+    out = np.zeros(4, np.float32)
+    metal.jit(relu)[1, 4](x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, np.float32(0.0)) + np.sqrt(np.float32(2.0)))
+
+
 def test_out_form_broadcasts_casts_and_takes_every_layout():
     """np.f(x, y, out): inputs broadcast to the output's shape (a row, a scalar, extent 1), 2-d and 3-d,
     F-ordered and strided outputs, results cast to the output's dtype (same_kind), two outputs, and the call's
