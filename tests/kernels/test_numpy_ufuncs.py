@@ -401,3 +401,30 @@ def test_supported_features_lists_exactly_the_ufuncs_of_the_table():
     listed = re.findall(r"`(\w+)`", line.split("):", 1)[1].split(";", 1)[0])
     assert listed == list(names())
     assert set(listed) == metal.numpy_ufuncs()
+
+
+def test_ufuncs_on_shared_arrays_0d_outputs_in_device_functions_and_with_debug():
+    """The array form takes shared arrays and 0-d outputs, works in device functions (whose value is the
+    output), and compiles with debug=True (its element accesses bounds-checked like any)."""
+    @metal.jit(device=True)
+    def hypot4(a, o):
+        return np.hypot(a, np.float32(4.0), o)
+
+    @metal.jit(debug=True)
+    def k(x, out, o0, h):
+        s = metal.shared.array(4, np.float32)
+        i = metal.threadIdx.x
+        s[i] = x[i]
+        metal.syncthreads()
+        if i == 0:
+            np.exp(s, out)
+            np.add(x[1], 1.0, o0)
+            hypot4(x, h)[3] += 1.0
+
+    x = np.arange(4, dtype=np.float32)
+    out, h = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    o0 = np.zeros((), np.float64)
+    k[1, 4](x, out, o0, h)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    assert o0[()] == 2.0
+    np.testing.assert_array_equal(h, np.hypot(x, 4.0) + [0, 0, 0, 1])
