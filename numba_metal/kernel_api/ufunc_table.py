@@ -1,9 +1,9 @@
 """The table of NumPy's ufuncs that kernels may call, one row per ufunc (``np.sin(x[i])``, ``np.sin(x, out)``).
 
 A row says how one element is computed for each *kind* of the ufunc's loop: ``float32``, ``float64``,
-``int`` (signed integers), ``uint`` and ``bool``; a ``float16`` loop takes the ``float32`` routine (NumPy
-computes its half loops in float32 too), a ``uint`` loop the ``int`` routine and a ``bool`` loop the
-``int`` routine where the row has no routine of its own. The loop itself (its input and output types)
+``int`` (signed integers), ``uint``, ``bool``, ``complex64`` and ``complex128``; a ``uint`` or ``bool`` loop
+takes the ``int`` routine where the row has no routine of its own (and a ``float16`` loop, which Numba never
+chooses, float16 inputs taking the float32 loops, the ``float32`` routine). The loop itself (its input and output types)
 is NumPy's, chosen as Numba chooses it (``numba.np.numpy_support.ufunc_find_matching_loop``): float32 in
 gives float32 out, integers give float64 for the transcendental functions, ``np.add`` of two int32 is
 int32.
