@@ -174,6 +174,72 @@ def _log2_complex(lc, z: Value, t) -> str:
     return lc.library_call("nm_c64_make" if t == types.complex64 else "nm_c128_make", *scaled)
 
 
+def _math(lc, name: str, *args: Value) -> Value:
+    """``math.<name>`` of real values (float32, or float64 as the kernel computes it): the math table's row."""
+    row = F.MATH_BY_NAME[name]
+    t = args[0].type
+    kind = "float64" if lc.is_float64(t) else "float32"
+    return routine_value(lc, row, row.routines[kind], str(t), signature(t, *(a.type for a in args)), list(args), t)
+
+
+def _real_op(lc, op: str, a: Value, b: Value) -> Value:
+    return lower_binop(lc, op, signature(a.type, a.type, a.type), a, b)
+
+
+def _make(lc, t, re: Value, im: Value) -> str:
+    return lc.library_call("nm_c64_make" if t == types.complex64 else "nm_c128_make", re.expr, im.expr)
+
+
+def _complex_fn(lc, name: str, z: Value, t) -> Value:
+    """The complex library's ``cmath.<name>`` of ``z``."""
+    return Value(lc.library_call(("nm_c64_" if t == types.complex64 else "nm_c128_") + name, z.expr), t)
+
+
+def _held(lc, v: Value) -> Value:
+    return Value(lc.tmp(v.type, v.expr), v.type)
+
+
+def _expm1_complex(lc, z: Value, t) -> str:
+    """NumPy's complex expm1 (nc_expm1): expm1(x) cos(y) - 2 sin(y/2)^2 + i exp(x) sin(y)."""
+    x, y = (_held(lc, p) for p in _parts(lc, z))
+    part = t.underlying_float
+    half, two = lc.lower_constant(0.5, part), lc.lower_constant(2.0, part)
+    s = _held(lc, _math(lc, "sin", _real_op(lc, "*", y, half)))
+    re = _real_op(lc, "-", _real_op(lc, "*", _math(lc, "expm1", x), _math(lc, "cos", y)),
+                  _real_op(lc, "*", two, _real_op(lc, "*", s, s)))
+    return _make(lc, t, re, _real_op(lc, "*", _math(lc, "exp", x), _math(lc, "sin", y)))
+
+
+def _log1p_complex(lc, z: Value, t) -> str:
+    """NumPy's complex log1p (nc_log1p): log(hypot(x + 1, y)) + i atan2(y, x + 1)."""
+    x, y = (_held(lc, p) for p in _parts(lc, z))
+    x1 = _held(lc, _real_op(lc, "+", x, lc.lower_constant(1.0, t.underlying_float)))
+    return _make(lc, t, _math(lc, "log", _math(lc, "hypot", x1, y)), _math(lc, "atan2", y, x1))
+
+
+def _exp2_complex(lc, z: Value, t) -> str:
+    """NumPy's complex exp2 (nc_exp2): exp(z ln 2), both parts of z scaled."""
+    ln2 = lc.lower_constant(0.6931471805599453, t.underlying_float)
+    scaled = Value(_make(lc, t, *(_real_op(lc, "*", p, ln2) for p in _parts(lc, z))), t)
+    return _complex_fn(lc, "exp", scaled, t).expr
+
+
+def _sign_complex(lc, z: Value, t) -> str:
+    """NumPy 2's complex sign: z / |z| (0 for 0, NaN parts for a NaN)."""
+    z = _held(lc, z)
+    magnitude = _held(lc, Value(lc.library_call("nm_c64_abs" if t == types.complex64 else "nm_c128_abs", z.expr),
+                                t.underlying_float))
+    zero = lc.lower_constant(0.0, t.underlying_float)
+    parts = [_real_op(lc, "/", p, magnitude) for p in _parts(lc, z)]
+    return msl.select(_compare(lc, "==", magnitude, zero), z.expr, _make(lc, t, *parts))
+
+
+def _reciprocal_complex(lc, z: Value, t) -> str:
+    """1 / z by NumPy's complex division."""
+    one = lc.lower_constant(complex(1.0, 0.0), t)
+    return lc.library_call("nm_c64_np_divide" if t == types.complex64 else "nm_c128_np_divide", one.expr, z.expr)
+
+
 def _pick(lc, op, a: Value, b: Value, t) -> str:
     """NumPy's maximum (op ``>=``) or minimum (``<=``): ``a`` when it wins or is NaN, else ``b``."""
     condition = _compare(lc, op, a, b)
@@ -222,6 +288,9 @@ _OWN = {
     **{"complex" + op: (lambda op: lambda lc, args, t: _complex_order(lc, op, *args))(op)
        for op in ("<", "<=", ">", ">=")},
     "log2_complex": lambda lc, args, t: _log2_complex(lc, args[0], t),
+    "exp2_complex": lambda lc, args, t: _exp2_complex(lc, args[0], t),
+    "expm1_complex": lambda lc, args, t: _expm1_complex(lc, args[0], t),
+    "log1p_complex": lambda lc, args, t: _log1p_complex(lc, args[0], t),
 }
 #: The routines for complex arguments where the name serves real ones too.
 _OWN_COMPLEX = {
@@ -229,6 +298,8 @@ _OWN_COMPLEX = {
     "minimum": lambda lc, args, t: _complex_pick(lc, "<=", *args, 0),
     "fmax": lambda lc, args, t: _complex_pick(lc, ">=", *args, 1),
     "fmin": lambda lc, args, t: _complex_pick(lc, "<=", *args, 1),
+    "sign": lambda lc, args, t: _sign_complex(lc, args[0], t),
+    "reciprocal": lambda lc, args, t: _reciprocal_complex(lc, args[0], t),
 }
 
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")

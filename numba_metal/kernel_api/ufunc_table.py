@@ -102,11 +102,15 @@ UFUNCS: tuple[Ufunc, ...] = (
     _twin("arcsinh", "asinh"), _twin("arccosh", "acosh"), _twin("arctanh", "atanh"),
     _twin("deg2rad", "radians"), _twin("radians", "radians"), _twin("rad2deg", "degrees"),
     _twin("degrees", "degrees"),
-    _twin("exp", "exp"), _twin("exp2", "exp2"), _twin("expm1", "expm1"),
+    _twin("exp", "exp"),
+    # exp2, expm1, log1p and log2 of complex numbers: NumPy's formulas on the complex and math libraries.
+    *(Ufunc(name, {**_twin(name, name).routines, **{k: Routine(UFUNC, name + "_complex") for k in _COMPLEX}},
+            MATH_BY_NAME[name].accuracy, name) for name in ("exp2", "expm1")),
     _twin("log", "log"),
-    # log2 of a complex number is log(z) * log2(e), as NumPy's (the library has no complex log2).
     Ufunc("log2", {**_twin("log2", "log2").routines, **{k: Routine(UFUNC, "log2_complex") for k in _COMPLEX}},
-          MATH_BY_NAME["log2"].accuracy, "log2"), _twin("log10", "log10"), _twin("log1p", "log1p"),
+          MATH_BY_NAME["log2"].accuracy, "log2"), _twin("log10", "log10"),
+    Ufunc("log1p", {**_twin("log1p", "log1p").routines, **{k: Routine(UFUNC, "log1p_complex") for k in _COMPLEX}},
+          MATH_BY_NAME["log1p"].accuracy, "log1p"),
     _twin("sqrt", "sqrt"), _twin("cbrt", "cbrt"), _twin("fabs", "fabs"),
     _twin("floor", "floor"), _twin("ceil", "ceil"), _twin("trunc", "trunc"),
     _twin("copysign", "copysign"), _twin("nextafter", "nextafter"), _twin("ldexp", "ldexp"),
@@ -124,7 +128,7 @@ UFUNCS: tuple[Ufunc, ...] = (
                        "int": Routine(UFUNC, "abs_int"), "uint": Routine(SAME), "bool": Routine(SAME),
                        **_complex("abs(z)")},
           EXACT, "fabs", aliases=("abs",)),
-    _own("sign", _NUMBERS),
+    _own("sign", _NUMBERS + _COMPLEX),
     _op("negative", "-", _NUMBERS + _COMPLEX),
     _op("positive", "+", _NUMBERS + _COMPLEX),
     Ufunc("conjugate", {**{k: Routine(SAME) for k in _NUMBERS}, **{k: emulated(n) for k, n in
@@ -140,7 +144,7 @@ UFUNCS: tuple[Ufunc, ...] = (
     Ufunc("divmod", {k: Routine(TUPLE, parts=(Routine(OPERATOR, "//"), Routine(OPERATOR, "%"))) for k in _NUMBERS},
           EXACT),
     _own("square", _NUMBERS + _COMPLEX),
-    Ufunc("reciprocal", {k: Routine(UFUNC, "reciprocal") for k in _FLOATS}, CORRECTLY_ROUNDED),
+    Ufunc("reciprocal", {k: Routine(UFUNC, "reciprocal") for k in _FLOATS + _COMPLEX}, CORRECTLY_ROUNDED),
     # -- comparisons, min and max --------------------------------------------------------------------
     # Complex numbers compare as NumPy orders them: by real part, then imaginary part.
     *(Ufunc(name, {**_op(name, symbol).routines, **{k: Routine(UFUNC, "complex" + symbol) for k in _COMPLEX}}, EXACT)
