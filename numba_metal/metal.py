@@ -76,6 +76,17 @@ def math_functions() -> frozenset[str]:
     return frozenset(f.name for f in MATH)
 
 
+def numpy_ufuncs() -> frozenset[str]:
+    """The names of NumPy's ufuncs kernels can call (``np.sin(x[i])``, ``np.sin(x, out)``), aliases included
+    (each with its loops and accuracy in docs/supported-features.md).
+
+    Raises:
+        nothing: it reads the ufunc table.
+    """
+    from numba_metal.kernel_api.ufunc_table import names
+    return frozenset(names())
+
+
 def __getattr__(name):
     # Kernel-side names (``grid``, ``shared``, ``atomic``...) and the scalar types (``int32``, Numba's
     # type objects, as numba.cuda's) come from the kernel API's index of its

@@ -8,11 +8,12 @@ unless its type is a number, a boolean or None (so views, tuple items, iterators
 The argument *may be written* where such a variable is the target of an item or attribute assignment
 (a record's field) or of an in-place operator, or is passed to a call: to a device function that may write that parameter (analysed the same
 way), to ``len`` (which reads), or to anything else (atomics, and whatever the kernel language adds),
-which counts as a write.
+which counts as a write; a NumPy ufunc writes only its output arguments (those after its inputs).
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba.core import ir, types
 
 from .devicefn import DeviceFunctionBase
@@ -79,6 +80,8 @@ def _call(tf, e, loc, holders, mark, active):
     callee = getattr(fnty, "typing_key", None)
     if callee in _READS_ONLY:
         return
+    if isinstance(callee, np.ufunc):   # np.sin(x, out) reads x, writes out
+        passed = [(k, v) for k, v in passed if k >= callee.nin]
     sig = tf.calltypes.get(e)
     if isinstance(callee, DeviceFunctionBase) and sig is not None and not extra and callee not in active:
         inner = _analyse(callee.typed(tuple(sig.args)), active + (callee,))

@@ -14,10 +14,10 @@ _index: dict | None = None
 
 def families() -> tuple:
     """Every family module, imported (so registered with the compiler)."""
-    from . import (atomics, cache_hints, external, fp16, indexing, intrinsics, libdevice, memory, pybuiltins,
-                   pymath, scalartypes, simd, sync, vectors)
+    from . import (atomics, cache_hints, external, fp16, indexing, intrinsics, libdevice, memory, numpy_ufuncs,
+                   pybuiltins, pymath, scalartypes, simd, sync, vectors)
     return (scalartypes, indexing, memory, sync, atomics, simd, intrinsics, libdevice, fp16, cache_hints, vectors,
-            external, pybuiltins, pymath)
+            external, pybuiltins, pymath, numpy_ufuncs)
 
 
 def index() -> dict:

@@ -68,7 +68,7 @@ def typing_template(function: F.Function):
     return type(f"Math_{function.name}", (AbstractTemplate,), {"generic": generic})
 
 
-def _routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
+def routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
     """The value of ``routine`` on the call's arguments (converted to its parameter types), as ``rt``."""
     if routine.source == F.REFUSED:
         lc.error(f"{function.name}: {routine.name}")
@@ -115,10 +115,10 @@ def lowering_of(function: F.Function):
             lc.error(f"{function.name} computes in {ctype}, which this kernel computes as {kind}")
         rt = types.unliteral(sig.return_type)
         if routine.source != F.TUPLE:
-            return _routine_value(lc, function, routine, ctype, sig, args, rt)
+            return routine_value(lc, function, routine, ctype, sig, args, rt)
         # numba.cuda's tuple results: each member is a routine on the same arguments, evaluated once.
         args = [Value(lc.tmp(a.type, a.expr), a.type) for a in args]
-        parts = [_routine_value(lc, function, part, ctype, sig, args, t).expr
+        parts = [routine_value(lc, function, part, ctype, sig, args, t).expr
                  for part, t in zip(routine.parts, rt.types)]
         return Value(msl.aggregate(lc.msl_type(rt), parts), rt)
 

@@ -369,7 +369,9 @@ class BodyAnalyzer(ast.NodeVisitor):
         if head == "math" and last in rules.MATH_FUNCS:
             self.a.math_lines.append(line)
         elif head == "numpy":
-            if last in rules.MATH_FUNCS or last in ("abs",):
+            if last in rules.NUMPY_UFUNCS:
+                self.a.math_lines.append(line)
+            elif last in rules.MATH_FUNCS or last in ("isclose",):
                 self.a.math_lines.append(line)
                 self.a.add("changes", line, "numpy-math")
             elif last in rules.ALLOCATING_NUMPY:
