@@ -1,8 +1,9 @@
 """Array and tuple indexing, and array attributes, in MSL.
 
 Arrays are ``nm_arr<P, N>`` values (element pointer, shape and strides in elements). Index arithmetic
-is 64-bit, negative indices wrap around as in Python, and with ``debug=True`` every access is
-bounds-checked: the first violation is recorded for the host and the access is skipped.
+is 64-bit, negative indices wrap around as in Python (except indices the value-range analysis,
+``ranges.py``, proves never negative), and with ``debug=True`` every access is bounds-checked: the
+first violation is recorded for the host and the access is skipped.
 """
 
 from __future__ import annotations
@@ -80,8 +81,14 @@ def _array_name(var: ir.Var) -> str:
     return name
 
 
-def _components(lc, arr: Value, idx: list[Value], arrname: str):
-    """Wrapped 64-bit index expressions per axis, plus the debug-mode in-bounds condition."""
+def _nonnegative(lc, var) -> list[bool]:
+    """Per component of the index variable ``var`` (None: a constant index): proven never negative."""
+    return [] if var is None else lc.nonnegative_index(var)
+
+
+def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=()):
+    """Wrapped 64-bit index expressions per axis (not wrapped where ``nonneg[k]``: proven never negative),
+    plus the debug-mode in-bounds condition."""
     comps = []
     checks = []
     for k, v in enumerate(idx):
@@ -91,7 +98,7 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str):
             i = msl.long_literal(ty.literal_value)
         elif isinstance(ty, types.IntegerLiteral):
             i = msl.binary("-", extent, msl.long_literal(-ty.literal_value))
-        elif isinstance(ty, types.Integer) and not ty.signed:
+        elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
             i = msl.cast("long", v.expr)
         else:
             lc.need("array")
@@ -135,7 +142,10 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         if isinstance(bty, types.BaseTuple):
             return _static_tuple_item(lc, base, expr.index, tty)
         idx = _static_index_values(lc, expr.index_var, expr.index)
+        nonneg = _nonnegative(lc, expr.index_var if expr.index_var is not None and expr.index_var.name in
+                              lc.typemap else None)
     else:
+        nonneg = _nonnegative(lc, expr.index)
         index = lc.value(expr.index)
         if isinstance(bty, types.BaseTuple):
             if isinstance(bty, types.UniTuple) and isinstance(types.unliteral(index.type), types.Integer):
@@ -151,16 +161,16 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     if len(idx) < bty.ndim:
-        comps, cond = _components(lc, base, idx, _array_name(expr.value))
+        comps, cond = _components(lc, base, idx, _array_name(expr.value), nonneg)
         if cond:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
-    return _load(lc, base, idx, _array_name(expr.value))
+    return _load(lc, base, idx, _array_name(expr.value), nonneg)
 
 
-def _load(lc, arr: Value, idx: list[Value], name: str) -> Value:
-    comps, cond = _components(lc, arr, idx, name)
+def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
+    comps, cond = _components(lc, arr, idx, name, nonneg)
     element = msl.index(_data(arr), _offset(arr, comps))
     dtype = arr.type.dtype
     if cond:
@@ -168,8 +178,8 @@ def _load(lc, arr: Value, idx: list[Value], name: str) -> Value:
     return Value(lc.load(dtype, element), dtype)
 
 
-def _store(lc, arr: Value, idx: list[Value], value: Value, name: str) -> None:
-    comps, cond = _components(lc, arr, idx, name)
+def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=()) -> None:
+    comps, cond = _components(lc, arr, idx, name, nonneg)
     dtype = arr.type.dtype
     store = msl.assign(msl.index(_data(arr), _offset(arr, comps)), lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
@@ -221,13 +231,16 @@ def lower_setitem(lc, stmt) -> None:
         lc.error("this array is read-only (constant memory) and cannot be assigned to")
     if isinstance(stmt, ir.StaticSetItem):
         idx = _static_index_values(lc, stmt.index_var, stmt.index)
+        nonneg = _nonnegative(lc, stmt.index_var if stmt.index_var is not None and stmt.index_var.name in
+                              lc.typemap else None)
     else:
         idx = _index_values(lc, lc.value(stmt.index))
+        nonneg = _nonnegative(lc, stmt.index)
     if idx is None:
         lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target))
+    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target), nonneg)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:

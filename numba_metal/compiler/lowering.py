@@ -25,6 +25,7 @@ class LoweringRegistry:
         self.attributes: dict[tuple[type, str], Callable] = {}
         self.values: dict[int, tuple[object, Callable]] = {}
         self.methods: dict[tuple[type, str], Callable] = {}
+        self.bounds: dict[object, Callable] = {}
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -50,6 +51,23 @@ class LoweringRegistry:
                 self.methods[(type_class, name)] = fn
             return fn
         return decorate
+
+    def bound(self, *keys):
+        """Register the range of what the kernel API gives: a call of a stub (key: the stub), an attribute
+        (key: ``(type class, name)``) or a value (key: the object). ``fn(ty)`` (``ty``: the result's type, or
+        for an attribute its base's) returns the largest value it can be (it is never negative), a tuple of
+        them for a tuple, or None. The value-range analysis (ranges.py) reads them."""
+        def decorate(fn):
+            for key in keys:
+                self.bounds[key] = fn
+            return fn
+        return decorate
+
+    def find_bound(self, key):
+        try:
+            return self.bounds.get(key)
+        except TypeError:  # an unhashable object has no registered bound
+            return None
 
     def find_method(self, ty, name):
         for cls in type(ty).__mro__:

@@ -15,6 +15,7 @@ from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
 
 from numba_metal.compiler import msl
+from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
@@ -91,6 +92,24 @@ def _lower_position(lc, sig, args):
     return Value(msl.aggregate(lc.msl_type(rt), comps), rt)
 
 
+#: The largest value of each position function (the launch checks both limits; a threadgroup has far
+#: fewer than 2**31 threads).
+_BOUND_OF = {"gid": MAX_GRID_THREADS_PER_AXIS - 1, "gsize": MAX_GRID_THREADS_PER_AXIS,
+             "tgid": MAX_THREADGROUPS_PER_AXIS - 1, "ngroups": MAX_THREADGROUPS_PER_AXIS,
+             "tid": 2 ** 31 - 1, "tsize": 2 ** 31 - 1}
+
+
+def _position_bound(stub):
+    def bound(ty):
+        top = _BOUND_OF[_FIELD_OF[stub]]
+        return (top,) * len(ty) if isinstance(ty, types.BaseTuple) else top
+    return bound
+
+
+for _stub in _FIELD_OF:
+    lowering.bound(_stub)(_position_bound(_stub))
+
+
 # ---------------------------------------------------------------------------------------------
 # numba.cuda's threadIdx / blockIdx / blockDim / gridDim with .x .y .z (int32)
 # ---------------------------------------------------------------------------------------------
@@ -142,6 +161,11 @@ class Dim3Attributes(AttributeTemplate):
         return types.int32
 
 
+@lowering.bound((Dim3Type, "x"), (Dim3Type, "y"), (Dim3Type, "z"))
+def _dim3_bound(base_ty):
+    return _BOUND_OF[base_ty.field]
+
+
 @lowering.attribute(Dim3Type, "x", "y", "z")
 def _lower_dim3(lc, base, attr, result_ty):
     return Value(msl.cast("int", msl.member(lc.env(base.type.field), attr)), types.int32)
@@ -167,6 +191,11 @@ typing.register_global(laneid, types.int32)
 
 #: Threads per SIMD group on Apple GPUs (numba.cuda's warpsize).
 warpsize = WARP_SIZE
+
+
+@lowering.bound(laneid)
+def _laneid_bound(ty):
+    return 2 ** 31 - 1   # an int32 lane number, never negative
 
 
 @lowering.value(laneid)

@@ -513,12 +513,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "d5fc19d67d1f9d130138ab0d92d0305caea33aa7f156cddc7dabf9aa8780aacf",
-    "literals_and_int_division": "bfda572b718c4f96f33e511bcbae3727348a5fc7beb432a249827a7890e254c8",
-    "math_of_ints_and_floats": "a89423ee38cbf8cd6bd02ade8386c3e89985cd83e68c4716d0571c86f3ff043e",
-    "minmax_round_compare": "431a448792dc7338658dff42d42c5f3c150fb1c17b24cde0d325415b67281eb0",
-    "shared_reduction": "5079dbd883c32f7210726618b77c9469abb585e3b1293c0e5e2361ac89be75b8",
-    "halves_and_casts": "7d23a2f936f69e1d0500a231918245a9518a3778fb01cae982394a21242c549f",
+    "axpy": "1cd1c6b24fd7e1694d6c31a0bee434f44f38ef85228d5551ce810add0df0034c",
+    "literals_and_int_division": "58c7c50ab5e656841510c844f970d15ecbbedb14f2ce60ca60963db38aea1b59",
+    "math_of_ints_and_floats": "fdecf2188d887c1143a16f1af566cbff58de527e9fc49ec740434bea4038fadb",
+    "minmax_round_compare": "c6ea020319fee4d4b463d67ef890f114d6c11051abfa84c1ee9ac3b99b42f721",
+    "shared_reduction": "3e4890969dfd1746cc37ddbaab048f2c47fbec4011585a9a95e98aa50564ad14",
+    "halves_and_casts": "0c63654b65cd5f7e2cb38f3713bafd9615663141b3aa5db7a9990acbac85e2f4",
 }
 
 
