@@ -18,7 +18,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
+from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -232,6 +232,11 @@ class FunctionLowering:
         memory must be declared ``coherent(device)`` (MSL 3.2) for the fence to make writes visible."""
         self.module.fences_device_memory = True
         self.require_language_version(msl.VERSION_3_2)
+
+    def barrier_fences_device_memory(self) -> bool:
+        """The barrier call being lowered must fence device memory too (barriers.py): always in a device
+        function, whose callers are unknown."""
+        return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
 
     def nonnegative_index(self, var: ir.Var) -> list[bool]:
         """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing

@@ -26,6 +26,7 @@ class LoweringRegistry:
         self.values: dict[int, tuple[object, Callable]] = {}
         self.methods: dict[tuple[type, str], Callable] = {}
         self.bounds: dict[object, Callable] = {}
+        self.barriers: dict[object, bool] = {}
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -67,6 +68,20 @@ class LoweringRegistry:
         try:
             return self.bounds.get(key)
         except TypeError:  # an unhashable object has no registered bound
+            return None
+
+    def barrier(self, *keys, narrowable: bool):
+        """Register calls of these stubs as threadgroup barriers: ``narrowable`` if the barrier may fence
+        threadgroup memory only where no device-memory access needs it (barriers.py decides), else one
+        that always fences device memory too."""
+        for key in keys:
+            self.barriers[key] = narrowable
+
+    def barrier_kind(self, key):
+        """True (a narrowable barrier), False (a barrier that always fences device memory) or None."""
+        try:
+            return self.barriers.get(key)
+        except TypeError:
             return None
 
     def find_method(self, ty, name):

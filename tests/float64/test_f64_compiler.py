@@ -517,7 +517,7 @@ FLOAT32_MSL_DIGESTS = {
     "literals_and_int_division": "58c7c50ab5e656841510c844f970d15ecbbedb14f2ce60ca60963db38aea1b59",
     "math_of_ints_and_floats": "fdecf2188d887c1143a16f1af566cbff58de527e9fc49ec740434bea4038fadb",
     "minmax_round_compare": "c6ea020319fee4d4b463d67ef890f114d6c11051abfa84c1ee9ac3b99b42f721",
-    "shared_reduction": "3e4890969dfd1746cc37ddbaab048f2c47fbec4011585a9a95e98aa50564ad14",
+    "shared_reduction": "831377ce9db50b31223c7c1b2d7f5474ae335864776ce45a11053d68f4cc6e68",
     "halves_and_casts": "0c63654b65cd5f7e2cb38f3713bafd9615663141b3aa5db7a9990acbac85e2f4",
 }
 
