@@ -70,10 +70,10 @@ def vector_type(element: str, count: int) -> str:
     return f"{element}{count}"
 
 
-def pointer(space: str, element: str, coherent: bool = False) -> str:
+def pointer(space: str, element: str, coherent: bool = False, const: bool = False) -> str:
     """A pointer type: ``device float*``; ``coherent`` (MSL 3.2, device memory shared through fences
-    across threadgroups) gives ``coherent(device) device float*``."""
-    text = f"{space} {element}*"
+    across threadgroups) gives ``coherent(device) device float*``, ``const`` ``device const float*``."""
+    text = f"{space} {'const ' if const else ''}{element}*"
     return f"coherent(device) {text}" if coherent else text
 
 

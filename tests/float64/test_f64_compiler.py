@@ -513,12 +513,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "1cd1c6b24fd7e1694d6c31a0bee434f44f38ef85228d5551ce810add0df0034c",
-    "literals_and_int_division": "58c7c50ab5e656841510c844f970d15ecbbedb14f2ce60ca60963db38aea1b59",
-    "math_of_ints_and_floats": "fdecf2188d887c1143a16f1af566cbff58de527e9fc49ec740434bea4038fadb",
-    "minmax_round_compare": "c6ea020319fee4d4b463d67ef890f114d6c11051abfa84c1ee9ac3b99b42f721",
-    "shared_reduction": "831377ce9db50b31223c7c1b2d7f5474ae335864776ce45a11053d68f4cc6e68",
-    "halves_and_casts": "0c63654b65cd5f7e2cb38f3713bafd9615663141b3aa5db7a9990acbac85e2f4",
+    "axpy": "88a849b1a51ad8af27d6002070583f9b919f0bd2e5ae0952223cfaf87bc893c6",
+    "literals_and_int_division": "e99dd275eb40a45cb01e11d6bb66de961783c84247385047545481e342d6b58e",
+    "math_of_ints_and_floats": "4235ae42376ccca62b31e0d400feb307828b910848674f0be24326780cf23f39",
+    "minmax_round_compare": "760979a578826b30764c510e5733e269bdd7c23b24152e41a4696479de6b4759",
+    "shared_reduction": "e61f6779020e011b053d661bf4ae7e00c9c57e0cc7026a6279334a3db1df0ae3",
+    "halves_and_casts": "a9d37ed5a61cd2edfcbdc2fe3e9314bea8b751af208fa56de5d2ddfcab6c0111",
 }
 
 
