@@ -19,6 +19,11 @@ Where a bound comes from:
   and ``a & b`` of a bounded ``a`` with ``b >= 0``; ``a % b`` for a constant ``b > 0`` (Python's ``%``,
   whatever ``a``'s sign); ``min``/``max``; integer conversions that keep the value.
 
+A guard gives one more: ``a - c`` (``c`` a constant ``>= 0``) is non-negative where a branch on ``a >= c'``
+(``c' <= a``, ``a > c' - 1``...; ``c' >= c``) was taken: in the blocks its true edge dominates, when the
+variable compared and ``a`` are the same single-assignment value (through copies) that nothing assigns
+again after the branch. That covers ``if 1 <= y < n - 1: ... a[y - 1]``.
+
 Only ``+`` and ``*`` accept operands whose bound exceeds ``2**63 - 1``: int64 arithmetic wraps modulo
 ``2**64``, which these two commute with, so their result is still the mathematical value modulo ``2**64``.
 Everything else (division, comparisons, ``range`` bounds) needs an operand proven below ``2**63``.
@@ -52,6 +57,7 @@ def bounds(tf) -> dict:
     if cached is not None:
         return cached
     assigns = [s for b in tf.func_ir.blocks.values() for s in b.body if isinstance(s, ir.Assign)]
+    guards = _Guards(tf)
     facts: dict = {}
     changes: dict = {}
     changed = True
@@ -60,6 +66,9 @@ def bounds(tf) -> dict:
         for s in assigns:
             name = s.target.name
             new = _narrow(_eval(tf, facts, s.value, s.target), tf.typemap.get(name))
+            if new is None and guards.nonnegative_difference(s):
+                a = facts.get(s.value.lhs.name, _BOTTOM)
+                new = _BOTTOM if a is _BOTTOM else min(a, INT64_MAX) if isinstance(a, int) else INT64_MAX
             if new is _BOTTOM:
                 continue
             old = facts.get(name, _BOTTOM)
@@ -302,3 +311,131 @@ def _getattr(tf, facts, expr):
         if expr.attr in ("size", "ndim", "itemsize", "nbytes"):
             return INT64_MAX
     return None
+
+
+class _Guards:
+    """Lower bounds that branches establish (see the module docstring)."""
+
+    _BOUNDS = {operator.ge: 0, operator.gt: 1}      # var OP c: var >= c + this
+    _FLIPPED = {operator.le: operator.ge, operator.lt: operator.gt}
+
+    def __init__(self, tf):
+        self.tf = tf
+        blocks = tf.func_ir.blocks
+        self.defs: dict = {}
+        self.block_of: dict = {}
+        for label, block in blocks.items():
+            for s in block.body:
+                if isinstance(s, ir.Assign):
+                    self.defs.setdefault(s.target.name, []).append((label, s))
+                    self.block_of[id(s)] = label
+        succs = {label: _successors(b) for label, b in blocks.items()}
+        preds: dict = {label: [] for label in blocks}
+        for label, ss in succs.items():
+            for t in ss:
+                preds[t].append(label)
+        self.succs = succs
+        self.dominators = _dominators(min(blocks), succs, preds)
+        self.guards = []      # (true successor, root variable, lower bound)
+        for label, block in blocks.items():
+            term = block.terminator
+            if not isinstance(term, ir.Branch) or preds[term.truebr] != [label] or term.truebr == label:
+                continue
+            found = self._compare(term.cond)
+            if found is not None:
+                self.guards.append((term.truebr,) + found)
+
+    def _single(self, name):
+        d = self.defs.get(name, [])
+        return d[0] if len(d) == 1 else None
+
+    def _root(self, name):
+        for _ in range(16):
+            d = self._single(name)
+            if d is None or not isinstance(d[1].value, ir.Var):
+                return name
+            name = d[1].value.name
+        return name
+
+    def _compare(self, cond):
+        """(root variable, lower bound) that ``cond`` being true establishes, or None."""
+        name = cond.name
+        for _ in range(16):
+            d = self._single(name)
+            if d is None:
+                return None
+            v = d[1].value
+            if isinstance(v, ir.Var):
+                name = v.name
+            elif isinstance(v, ir.Expr) and v.op == "call" and len(v.args) == 1 and \
+                    getattr(self.tf.typemap.get(v.func.name), "typing_key", None) is bool:
+                name = v.args[0].name
+            else:
+                break
+        if not (isinstance(v, ir.Expr) and v.op == "binop"):
+            return None
+        fn, lhs, rhs = v.fn, v.lhs, v.rhs
+        if fn in self._FLIPPED:
+            fn, lhs, rhs = self._FLIPPED[fn], rhs, lhs
+        c = _literal(self.tf, rhs)
+        if fn not in self._BOUNDS or not isinstance(c, int) or _literal(self.tf, lhs) is not None:
+            return None
+        root = self._root(lhs.name)
+        if self._single(root) is None:
+            return None
+        return root, c + self._BOUNDS[fn]
+
+    def nonnegative_difference(self, s) -> bool:
+        """``s`` assigns ``a - c`` where a guard proves ``a >= c >= 0``."""
+        v = s.value
+        if not (isinstance(v, ir.Expr) and v.op == "binop" and v.fn is operator.sub):
+            return False
+        c = _literal(self.tf, v.rhs)
+        if not isinstance(c, int) or c < 0:
+            return False
+        root = self._root(v.lhs.name)
+        here = self.block_of.get(id(s))
+        for target, var, low in self.guards:
+            if var == root and low >= c and target in self.dominators.get(here, ()) \
+                    and not self._reassigned_after(var, target):
+                return True
+        return False
+
+    def _reassigned_after(self, var, start) -> bool:
+        """``var``'s (single) definition is in block ``start`` or can run again after it is entered."""
+        def_block = self._single(var)[0]
+        seen, work = set(), list(self.succs[start])
+        while work:
+            label = work.pop()
+            if label not in seen:
+                seen.add(label)
+                work.extend(self.succs[label])
+        return def_block == start or def_block in seen
+
+
+def _successors(block) -> list:
+    term = block.terminator
+    if isinstance(term, ir.Jump):
+        return [term.target]
+    if isinstance(term, ir.Branch):
+        return [term.truebr, term.falsebr]
+    return []
+
+
+def _dominators(entry, succs, preds) -> dict:
+    """{block: the set of blocks that dominate it} (the iterative algorithm; functions are small)."""
+    labels = list(succs)
+    dom = {label: set(labels) for label in labels}
+    dom[entry] = {entry}
+    changed = True
+    while changed:
+        changed = False
+        for label in labels:
+            if label == entry:
+                continue
+            ps = [dom[p] for p in preds[label]]
+            new = (set.intersection(*ps) if ps else set()) | {label}
+            if new != dom[label]:
+                dom[label] = new
+                changed = True
+    return dom

@@ -55,7 +55,14 @@ def by_shift_and_floordiv(a, out):
         out[i // 2] = a[i >> 1] + a[min(i, 3)] + a[i & 1]
 
 
+def under_a_guard(a, out):
+    x, y = metal.grid(2)
+    if 1 <= y < a.shape[0] - 1 and x >= 2 and x + 1 < a.shape[1]:
+        out[y, x] = a[y - 1, x - 2] + a[y + 1, x - 1]
+
+
 NONNEGATIVE = [
+    (under_a_guard, "void(float32[:, ::1], float32[:, ::1])"),
     (by_grid, "void(float32[::1], float32[::1])"),
     (by_thread_and_group, "void(float32[::1], float32[::1])"),
     (by_range, "void(float32[::1], float32[::1])"),
@@ -82,6 +89,12 @@ def test_indices_proven_non_negative_index_as_before():
     out = np.zeros(16, np.float32)
     metal.jit(by_remainder)[1, 16](a, out, 3)
     np.testing.assert_array_equal(out, a[(3 - 7) % 16] + a[(np.arange(16) * 5 + 3) % 4])
+    g = np.arange(48, dtype=np.float32).reshape(6, 8)
+    out = np.zeros_like(g)
+    metal.jit(under_a_guard)[(1, 1), (8, 6)](g, out)
+    want = np.zeros_like(g)
+    want[1:5, 2:7] = g[0:4, 0:5] + g[2:6, 1:6]
+    np.testing.assert_array_equal(out, want)
 
 
 # -- indices that can be negative keep Numba's wrap ----------------------------------------------
@@ -133,6 +146,36 @@ def thread_minus_size(a, out):
         out[t] = a[t - a.size]
 
 
+def guard_too_weak(a, out):
+    i = metal.grid(1)
+    if i >= 1 and i < out.size:
+        out[i] = a[i - 2]                   # i == 1 reads a[-1]
+
+
+def reassigned_after_the_guard(a, out):
+    i = metal.grid(1)
+    if i >= 1 and i < out.size:
+        i = i - 3
+        out[i + 3] = a[i - 1]
+
+
+def guard_in_the_else_branch(a, out):
+    i = metal.grid(1)
+    if i >= 1:
+        pass
+    else:
+        out[i] = a[i - 1]                   # only i == 0 comes here
+
+
+def guard_in_a_loop(a, out):
+    k = 3
+    j = 0
+    while k >= 1:
+        out[j] = a[k - 1]
+        k -= 2                              # the guard held for the old k, not for the next one
+        j += 1
+
+
 # (kernel, signature, threads, scalar arguments, the expected result from the input)
 CAN_BE_NEGATIVE = [
     (minus_one, "void(float32[::1], float32[::1])", 4, (), lambda a: a[np.arange(4) - 1]),
@@ -143,6 +186,12 @@ CAN_BE_NEGATIVE = [
     (negative_divisor, "void(float32[::1], float32[::1], int64)", 1, (5,), lambda a: a[[5 % -3]]),
     (narrowed_to_int8, "void(float32[::1], float32[::1])", 4, (), lambda a: a[[126, 127, -128, -127]]),
     (thread_minus_size, "void(float32[::1], float32[::1])", 4, (), lambda a: a[np.arange(4) - a.size]),
+    (guard_too_weak, "void(float32[::1], float32[::1])", 4, (),
+     lambda a: np.concatenate([[0], a[np.arange(1, 4) - 2]])),
+    (reassigned_after_the_guard, "void(float32[::1], float32[::1])", 4, (),
+     lambda a: np.concatenate([[0], a[np.arange(1, 4) - 4]])),
+    (guard_in_the_else_branch, "void(float32[::1], float32[::1])", 1, (), lambda a: a[[-1]]),
+    (guard_in_a_loop, "void(float32[::1], float32[::1])", 1, (), lambda a: a[[2, 0]]),
 ]
 
 
