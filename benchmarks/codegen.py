@@ -12,8 +12,9 @@ row offset in the stencil).
 **Run** (unless ``--static``): both versions run on the same device (the CPU reference device unless
 ``NUMBA_METAL_DEVICE`` says otherwise), on the same device arrays: the generated kernel through the public
 launch path, the hand-written one through the runtime binding (``Device.compile``, ``Queue.dispatch``).
-Each timing is the wall clock of one dispatch and its wait, the two versions interleaved, best of
-``--repeats``; the results must be bit-identical (the script fails otherwise).
+A sample is the mean wall-clock time of one dispatch and its wait over at least 20 ms of back-to-back
+dispatches; the two versions alternate sample by sample, and each keeps its best of ``--repeats``
+samples. The results must be bit-identical (the script fails otherwise).
 
 **Static count** (``count_msl``): a small counter over the MSL text of the kernel function (prelude
 helpers are counted by name at their call sites, not by their bodies). It is a model, not a measurement:
@@ -56,6 +57,7 @@ from numba_metal import metal  # noqa: E402
 
 TPB = 16          # matmul tile and stencil threadgroup side
 RBLOCK = 256      # reduction threadgroup size
+SAMPLE_S = 0.02   # one timing sample: dispatches (each with its wait) for at least this long
 
 #: cycles per instruction (throughput, per SIMD group) on M1, philipturner/metal-benchmarks README
 CYCLES = {"add32": 1, "mul32": 4, "add64": 4, "mul64": 16, "cmpsel64": 2}
@@ -382,9 +384,14 @@ def run_pair(name: str, quick: bool, repeats: int) -> dict:
     for r in range(repeats):
         order = (("generated", generated), ("hand", hand)) if r % 2 == 0 else (("hand", hand), ("generated", generated))
         for label, fn in order:
-            t0 = time.perf_counter()
-            fn()
-            times[label].append(time.perf_counter() - t0)
+            calls, t0 = 0, time.perf_counter()
+            while True:           # a sample: back-to-back dispatches for at least SAMPLE_S, per dispatch
+                fn()
+                calls += 1
+                elapsed = time.perf_counter() - t0
+                if elapsed >= SAMPLE_S:
+                    break
+            times[label].append(elapsed / calls)
     queue.release()
     g, h = min(times["generated"]), min(times["hand"])
     return {"problem": p["what"], "generated_ms": g * 1e3, "hand_ms": h * 1e3, "ratio": g / h,
@@ -424,7 +431,7 @@ def main(argv=None) -> int:
             failed |= not row["run"]["bit_identical"]
         result["kernels"][name] = row
     if not args.static:
-        print("\nrun on the device (best of %d, launch + wait each):" % args.repeats)
+        print("\nrun on the device (best of %d samples, per dispatch + wait):" % args.repeats)
         for name, row in result["kernels"].items():
             r = row["run"]
             print(f"{name:8} {r['problem']:>16}  generated {r['generated_ms']:9.3f} ms  hand-written "
