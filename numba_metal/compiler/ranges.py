@@ -21,8 +21,8 @@ Where a bound comes from:
 
 A guard gives one more: ``a - c`` (``c`` a constant ``>= 0``) is non-negative where a branch on ``a >= c'``
 (``c' <= a``, ``a > c' - 1``...; ``c' >= c``) was taken: in the blocks its true edge dominates, when the
-variable compared and ``a`` are the same single-assignment value (through copies) that nothing assigns
-again after the branch. That covers ``if 1 <= y < n - 1: ... a[y - 1]``.
+variable compared is ``a`` itself, assigned in one place only, and that assignment cannot run again
+after the branch. That covers ``if 1 <= y < n - 1: ... a[y - 1]``.
 
 Only ``+`` and ``*`` accept operands whose bound exceeds ``2**63 - 1``: int64 arithmetic wraps modulo
 ``2**64``, which these two commute with, so their result is still the mathematical value modulo ``2**64``.
@@ -68,7 +68,8 @@ def bounds(tf) -> dict:
             new = _narrow(_eval(tf, facts, s.value, s.target), tf.typemap.get(name))
             if new is None and guards.nonnegative_difference(s):
                 a = facts.get(s.value.lhs.name, _BOTTOM)
-                new = _BOTTOM if a is _BOTTOM else min(a, INT64_MAX) if isinstance(a, int) else INT64_MAX
+                new = _BOTTOM if a is _BOTTOM else _narrow(min(a, INT64_MAX) if isinstance(a, int) else INT64_MAX,
+                                                          tf.typemap.get(name))
             if new is _BOTTOM:
                 continue
             old = facts.get(name, _BOTTOM)
@@ -349,14 +350,6 @@ class _Guards:
         d = self.defs.get(name, [])
         return d[0] if len(d) == 1 else None
 
-    def _root(self, name):
-        for _ in range(16):
-            d = self._single(name)
-            if d is None or not isinstance(d[1].value, ir.Var):
-                return name
-            name = d[1].value.name
-        return name
-
     def _compare(self, cond):
         """(root variable, lower bound) that ``cond`` being true establishes, or None."""
         name = cond.name
@@ -380,10 +373,9 @@ class _Guards:
         c = _literal(self.tf, rhs)
         if fn not in self._BOUNDS or not isinstance(c, int) or _literal(self.tf, lhs) is not None:
             return None
-        root = self._root(lhs.name)
-        if self._single(root) is None:
+        if self._single(lhs.name) is None:
             return None
-        return root, c + self._BOUNDS[fn]
+        return lhs.name, c + self._BOUNDS[fn]
 
     def nonnegative_difference(self, s) -> bool:
         """``s`` assigns ``a - c`` where a guard proves ``a >= c >= 0``."""
@@ -393,10 +385,9 @@ class _Guards:
         c = _literal(self.tf, v.rhs)
         if not isinstance(c, int) or c < 0:
             return False
-        root = self._root(v.lhs.name)
         here = self.block_of.get(id(s))
         for target, var, low in self.guards:
-            if var == root and low >= c and target in self.dominators.get(here, ()) \
+            if var == v.lhs.name and low >= c and target in self.dominators.get(here, ()) \
                     and not self._reassigned_after(var, target):
                 return True
         return False
