@@ -160,6 +160,18 @@ class FunctionLowering:
         """The compile-time Python value of argument ``i`` of the call being lowered."""
         return self.resolve(self.call.args[i])
 
+    def definition(self, var: ir.Var):
+        """What the only assignment of ``var`` assigns, through plain copies (None if it has several)."""
+        for _ in range(8):
+            try:
+                d = self.func_ir.get_definition(var)
+            except (KeyError, ir.NotDefinedError):
+                return None
+            if not isinstance(d, ir.Var):
+                return d
+            var = d
+        return None
+
     def argument_is_call_of(self, i: int, function) -> bool:
         """True if argument ``i`` of the call being lowered is the result of calling ``function`` with no
         arguments (directly or through plain assignments)."""
@@ -523,6 +535,10 @@ class FunctionLowering:
         op = expr.op
         if op in ("binop", "inplace_binop"):
             fn = expr.fn if op == "binop" else expr.immutable_fn
+            for rewrite in lowerings.find_rewrites(fn):
+                result = rewrite(self, expr)
+                if result is not None:
+                    return result
             sig = self.calltypes[expr]
             return operators.lower_binop(self, operators.BINARY_SYMBOLS.get(fn, fn), sig, self.value(expr.lhs),
                                          self.value(expr.rhs))

@@ -27,6 +27,7 @@ class LoweringRegistry:
         self.methods: dict[tuple[type, str], Callable] = {}
         self.bounds: dict[object, Callable] = {}
         self.barriers: dict[object, bool] = {}
+        self.rewrites: dict[object, list] = {}
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -83,6 +84,19 @@ class LoweringRegistry:
             return self.barriers.get(key)
         except TypeError:
             return None
+
+    def rewrite(self, *operators_):
+        """Register a rewrite of binary operations ``operators_`` (``operator.add``...): ``fn(lc, expr)``
+        returns the ``Value`` of the whole expression when it recognises it (it must mean the same), else
+        None and the operator's own lowering runs."""
+        def decorate(fn):
+            for op in operators_:
+                self.rewrites.setdefault(op, []).append(fn)
+            return fn
+        return decorate
+
+    def find_rewrites(self, op) -> list:
+        return self.rewrites.get(op, [])
 
     def find_method(self, ty, name):
         for cls in type(ty).__mro__:

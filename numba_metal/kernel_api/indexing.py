@@ -8,10 +8,12 @@ and return an int64 or a tuple of int64; the ``.x/.y/.z`` attributes are int32, 
 
 from __future__ import annotations
 
+import operator
+
 #: This family's section title in docs/api.md (docs/generate_api.py).
 API_TITLE = "Thread indexing"
 
-from numba.core import types
+from numba.core import ir, types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
 
 from numba_metal.compiler import msl
@@ -164,6 +166,35 @@ class Dim3Attributes(AttributeTemplate):
 @lowering.bound((Dim3Type, "x"), (Dim3Type, "y"), (Dim3Type, "z"))
 def _dim3_bound(base_ty):
     return _BOUND_OF[base_ty.field]
+
+
+def _dim3_field(lc, var):
+    """(environment member, axis) of ``var`` if it is ``threadIdx.x`` and kin (through copies), else None."""
+    d = lc.definition(var)
+    if isinstance(d, ir.Expr) and d.op == "getattr" and d.attr in ("x", "y", "z"):
+        base = lc.typemap.get(d.value.name)
+        if isinstance(base, Dim3Type):
+            return base.field, d.attr
+    return None
+
+
+@lowering.rewrite(operator.add)
+def _grid_position(lc, expr):
+    """``blockIdx.d * blockDim.d + threadIdx.d`` (numba.cuda's definition of ``grid(1)``, in any order) is
+    the thread's position in the grid, which Metal gives: one zero-extended ``uint`` instead of a 64-bit
+    multiply and add (the value is the same: threadgroups are uniform)."""
+    if types.unliteral(lc.typemap.get(expr.lhs.name)) != types.int32 and \
+            types.unliteral(lc.typemap.get(expr.rhs.name)) != types.int32:
+        return None
+    for product, thread in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        t = _dim3_field(lc, thread)
+        p = lc.definition(product)
+        if t is None or t[0] != "tid" or not (isinstance(p, ir.Expr) and p.op == "binop" and p.fn is operator.mul):
+            continue
+        factors = {_dim3_field(lc, p.lhs), _dim3_field(lc, p.rhs)}
+        if factors == {("tgid", t[1]), ("tsize", t[1])}:
+            return Value(msl.cast("long", msl.member(lc.env("gid"), t[1])), types.int64)
+    return None
 
 
 @lowering.attribute(Dim3Type, "x", "y", "z")
