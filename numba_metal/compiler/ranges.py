@@ -15,9 +15,10 @@ Where a bound comes from:
 - array ``shape``/``size``/``len`` (``[0, 2**63 - 1]``);
 - the variable of ``range(start, stop[, step])`` with ``start`` known non-negative and a constant
   ``step >= 1``: ``[0, H(stop) - 1]``, or ``[0, 2**63 - 2]`` when ``stop`` is unknown;
-- ``a + b`` and ``a * b`` of bounded values (``H(a) + H(b)``, ``H(a) * H(b)``); ``a // b``, ``a >> b``
-  and ``a & b`` of a bounded ``a`` with ``b >= 0``; ``a % b`` for a constant ``b > 0`` (Python's ``%``,
-  whatever ``a``'s sign); ``min``/``max``; integer conversions that keep the value.
+- ``a + b`` and ``a * b`` of bounded values (``H(a) + H(b)``, ``H(a) * H(b)``); ``a // b``, ``a >> b``,
+  ``a << c``, ``a | b``, ``a ^ b`` of bounded values; ``a & b`` with either bounded; ``a % b`` for a
+  bounded ``b`` (Python's ``%`` is in ``[0, b)`` whatever ``a``'s sign; numba-metal's ``x // 0`` and
+  ``x % 0`` are 0); ``min``/``max``; integer conversions that keep the value.
 
 A guard gives one more: ``a - c`` (``c`` a constant ``>= 0``) is non-negative where a branch on ``a >= c'``
 (``c' <= a``, ``a > c' - 1``...; ``c' >= c``) was taken: in the blocks its true edge dominates, when the
