@@ -25,8 +25,8 @@ helpers are counted by name at their call sites, not by their bodies). It is a m
   constant strides of numba-metal's threadgroup arrays count as run-time multiplies);
 - an operator ``*``, ``+`` or ``-`` (binary; ``++``/``+=``/``-=`` count as an add) on the index path is
   64-bit when its statement mentions a 64-bit integer (a ``long``/``ulong`` cast, a name declared
-  ``long``/``ulong``, numba-metal's ``shape``/``strides`` fields, which are ``long``), 32-bit otherwise; a
-  statement's operators are all counted at its width;
+  ``long``/``ulong``, numba-metal's ``shape``/``strides`` fields, which are ``long``) outside a
+  conversion to ``uint``/``int``, 32-bit otherwise; a statement's operators are all counted at its width;
 - ``nm_wrap`` calls (numba-metal's negative-index wrap: a 64-bit compare, a select and an add) and
   ``nm_iternext`` calls (a ``range()`` step: two 64-bit adds, the value and the down-counter);
 - ``threadgroup_barrier`` calls whose flags include ``mem_device`` (device-memory fences);
@@ -208,6 +208,7 @@ _DECL = re.compile(r"\b(long|ulong|int|uint|short|ushort|int64_t|uint64_t|size_t
 _CALL_WIDE = re.compile(r"\b(long|ulong)\s*\(")
 _SUBSCRIPT = re.compile(r"([A-Za-z_][\w.]*)\s*\[")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_NARROWED = re.compile(r"(?<![\w.])u?int\([^()]*\)")
 
 
 def kernel_body(source: str) -> str:
@@ -260,6 +261,11 @@ def count_msl(source: str) -> dict:
     statements = [s.strip() for s in re.split(r"[;{}]", body) if s.strip()]
 
     def is_wide(stmt: str) -> bool:
+        while True:                          # uint(x.f0), int(a.shape[0]): 64-bit values used as 32 bits
+            narrowed = _NARROWED.sub("0", stmt)
+            if narrowed == stmt:
+                break
+            stmt = narrowed
         if _CALL_WIDE.search(stmt) or ".shape[" in stmt or ".strides[" in stmt:
             return True
         return any(n in wide_names for n in _IDENT.findall(stmt))

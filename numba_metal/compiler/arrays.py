@@ -86,9 +86,24 @@ def _nonnegative(lc, var) -> list[bool]:
     return [] if var is None else lc.nonnegative_index(var)
 
 
-def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=()):
+#: Address spaces whose arrays hold fewer than 2**31 elements (their sizes are compile-time limits: 32 KB
+#: of threadgroup memory, 8 KB per thread, 64 KB of constants), so an in-bounds element offset fits in 32 bits.
+_SMALL_SPACES = ("threadgroup", "thread", "constant")
+
+
+def _narrow(lc, arr: Value) -> bool:
+    """Index ``arr`` in 32-bit arithmetic (issue 28 item 1, for arrays whose size is bounded at compile
+    time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
+    access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
+    report the index as the program computed it."""
+    return not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+
+
+def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
     """Wrapped 64-bit index expressions per axis (not wrapped where ``nonneg[k]``: proven never negative),
-    plus the debug-mode in-bounds condition."""
+    plus the debug-mode in-bounds condition; with ``narrow``, 32-bit ``uint`` expressions."""
+    if narrow:
+        return _narrow_components(lc, arr, idx, nonneg), None
     comps = []
     checks = []
     for k, v in enumerate(idx):
@@ -112,7 +127,23 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=()):
     return comps, (msl.all_of(checks) if checks else None)
 
 
-def _offset(arr: Value, comps: list[str], full: bool = True) -> str:
+def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
+    comps = []
+    for k, v in enumerate(idx):
+        extent = msl.cast("int", _shape(arr, k))
+        ty = v.type
+        if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
+            i = msl.uint_literal(ty.literal_value)
+        elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
+            i = msl.cast("uint", v.expr)
+        else:
+            lc.need("array")
+            i = msl.cast("uint", msl.call("nm_wrap", msl.cast("int", v.expr), extent))
+        comps.append(i)
+    return comps
+
+
+def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
     """The element offset of ``arr[comps]``: unit stride on the contiguous axis of a C (full index) or F
     array is not multiplied."""
     aty = arr.type
@@ -120,8 +151,11 @@ def _offset(arr: Value, comps: list[str], full: bool = True) -> str:
     terms = []
     for k, i in enumerate(comps):
         unit = (full and aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
-        terms.append(i if unit else msl.binary("*", i, _stride(arr, k)))
-    return msl.sum_of(terms) if terms else msl.long_literal(0)
+        stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
+        terms.append(i if unit else msl.binary("*", i, stride))
+    if not terms:
+        return msl.uint_literal(0) if narrow else msl.long_literal(0)
+    return msl.sum_of(terms)
 
 
 def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
@@ -170,8 +204,9 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
 
 
 def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
-    comps, cond = _components(lc, arr, idx, name, nonneg)
-    element = msl.index(_data(arr), _offset(arr, comps))
+    narrow = _narrow(lc, arr)
+    comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
+    element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
@@ -179,9 +214,11 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
 
 
 def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=()) -> None:
-    comps, cond = _components(lc, arr, idx, name, nonneg)
+    narrow = _narrow(lc, arr)
+    comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(arr, comps)), lc.store(dtype, lc.cast(value, dtype)))
+    store = msl.assign(msl.index(_data(arr), _offset(arr, comps, narrow=narrow)),
+                       lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
 

@@ -513,12 +513,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "88a849b1a51ad8af27d6002070583f9b919f0bd2e5ae0952223cfaf87bc893c6",
-    "literals_and_int_division": "e99dd275eb40a45cb01e11d6bb66de961783c84247385047545481e342d6b58e",
-    "math_of_ints_and_floats": "4235ae42376ccca62b31e0d400feb307828b910848674f0be24326780cf23f39",
-    "minmax_round_compare": "760979a578826b30764c510e5733e269bdd7c23b24152e41a4696479de6b4759",
-    "shared_reduction": "e61f6779020e011b053d661bf4ae7e00c9c57e0cc7026a6279334a3db1df0ae3",
-    "halves_and_casts": "a9d37ed5a61cd2edfcbdc2fe3e9314bea8b751af208fa56de5d2ddfcab6c0111",
+    "axpy": "e5528b9d44ce08479bc57e9e5093f4adacc0550e2f9b8cef865105a07c591250",
+    "literals_and_int_division": "d7cc3e82136d551cac0f63d2e8af9a14e72efc9b211d04a5f45040f5faa6a190",
+    "math_of_ints_and_floats": "411863ccab29385acc9a00f66978d69f188109bd39ee9315524f3dff831c38ef",
+    "minmax_round_compare": "a8a5cbce0fbf5520c57d16f7f830fca87906520d7b646f6ab5f58fbdfb523e39",
+    "shared_reduction": "e20478723135cd541cc5752e38ca65a67b706a500efd867b1589199dc51faac9",
+    "halves_and_casts": "127fc9455aff481b24504c533609f67e25b75612c2d3ab4c1ac9b10088c9ecf4",
 }
 
 

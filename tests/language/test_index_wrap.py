@@ -233,3 +233,41 @@ def test_a_grid_of_2_to_the_31_blocks_is_refused_as_numba_cuda_refuses_it():
     a = metal.device_array(4, np.float32)
     with pytest.raises(KernelLaunchError, match=r"2\*\*31 - 1 blocks"):
         k[2 ** 31, 1](a, a)
+
+
+# -- 32-bit offsets into threadgroup, thread and constant arrays (issue 28 item 1, in part) ----------
+
+TABLE = np.arange(10, dtype=np.float32) * 10
+
+
+def small_arrays(a, out):
+    s = metal.shared.array((4, 8), np.float32)
+    loc = metal.local.array(4, np.float32)
+    tab = metal.const.array_like(TABLE)
+    t = metal.threadIdx.x
+    s[t // 8, t % 8] = a[t]
+    loc[t % 4] = a[t]
+    metal.syncthreads()
+    k = t - 5                                          # negative for t < 5: wraps, in 32 bits
+    out[t] = s[k // 8, k % 8] + s[-1, t % 8 - 8] + loc[k % 4] + tab[k % 10 - 10]
+
+
+def test_threadgroup_thread_and_constant_arrays_are_indexed_in_32_bits_and_still_wrap():
+    text = _kernel_text(small_arrays, "void(float32[::1], float32[::1])")
+    loads = [line for line in text.splitlines() if "v_s.data[" in line or "v_tab.data[" in line]
+    assert loads and all("long(" not in line and "uint(" in line for line in loads)
+    assert "nm_wrap(int(" in text
+    a = np.arange(32, dtype=np.float32) + 1
+    out = np.zeros(32, np.float32)
+    metal.jit(small_arrays)[1, 32](a, out)
+    t = np.arange(32)
+    k = t - 5
+    s = a.reshape(4, 8)
+    # loc is each thread's own: only loc[t % 4] was written (the rest are 0)
+    want = s[k // 8, k % 8] + s[-1, t % 8 - 8] + np.where(k % 4 == t % 4, a, 0) + TABLE[k % 10 - 10]
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def test_debug_kernels_index_small_arrays_in_64_bits():
+    text = metal.compile_msl(small_arrays, "void(float32[::1], float32[::1])", debug=True)
+    assert "nm_wrap(int(" not in text
