@@ -1,9 +1,10 @@
 """Array and tuple indexing, and array attributes, in MSL.
 
 Arrays are ``nm_arr<P, N>`` values (element pointer, shape and strides in elements). Index arithmetic
-is 64-bit, negative indices wrap around as in Python (except indices the value-range analysis,
-``ranges.py``, proves never negative), and with ``debug=True`` every access is bounds-checked: the
-first violation is recorded for the host and the access is skipped.
+is 64-bit (32-bit into threadgroup, thread and constant arrays), negative indices wrap around as in
+Python (except indices the value-range analysis, ``ranges.py``, proves never negative), and with
+``debug=True`` every access is bounds-checked: the first violation is recorded for the host and the
+access is skipped.
 """
 
 from __future__ import annotations
