@@ -153,6 +153,7 @@ class ArrayArgument(NamedTuple):
     layout: str       # 'C', 'F' or 'A' (which carries an origin)
     coherent: bool    # declared coherent(device): the kernel fences device memory across threadgroups
     written_at: str   # "file:line" of a statement that may write it ("" if the kernel only reads it)
+    read_only: bool = False   # declared ``device const T*``: the kernel only reads it (a hint Metal may use)
 
 
 class ScalarArgument(NamedTuple):
@@ -247,8 +248,9 @@ class KernelABI(NamedTuple):
                                    None if builtin is None else str(builtin))
                        for kind, index, size, type_, name, builtin in data["params"])
         arrays = tuple(ArrayArgument(int(arg), int(slot), str(name), str(element), int(ndim), str(layout),
-                                     bool(coherent), str(written_at))
-                       for arg, slot, name, element, ndim, layout, coherent, written_at in data["arrays"])
+                                     bool(coherent), str(written_at), bool(read_only[0]) if read_only else False)
+                       for arg, slot, name, element, ndim, layout, coherent, written_at, *read_only
+                       in data["arrays"])
         fields = tuple(Field(str(name), str(msl_type), tuple(source)) for name, msl_type, source in data["fields"])
         for f in fields:
             if f.msl_type not in SCALAR_LAYOUT or not f.source or f.source[0] not in ("array", "scalar", "sharedmem"):
@@ -372,7 +374,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
         scalar_fields.append(Field(DYNAMIC_MEMORY_FIELD, "uint", ("sharedmem",)))
     # Decreasing sizes (stable): no padding between members, so the host packs them back to back.
     fields = tuple(array_fields + sorted(scalar_fields, key=lambda f: -f.size))
-    params = [KernelParam(PARAM_BUFFER, a.slot, 0, msl.pointer("device", a.element, a.coherent), array_param(a.arg))
+    params = [KernelParam(PARAM_BUFFER, a.slot, 0, msl.pointer("device", a.element, a.coherent, a.read_only),
+                          array_param(a.arg))
               for a in arrays]
     size = struct_size(fields)
     if fields:

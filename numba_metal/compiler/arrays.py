@@ -1,8 +1,10 @@
 """Array and tuple indexing, and array attributes, in MSL.
 
 Arrays are ``nm_arr<P, N>`` values (element pointer, shape and strides in elements). Index arithmetic
-is 64-bit, negative indices wrap around as in Python, and with ``debug=True`` every access is
-bounds-checked: the first violation is recorded for the host and the access is skipped.
+is 64-bit (32-bit into threadgroup, thread and constant arrays), negative indices wrap around as in
+Python (except indices the value-range analysis, ``ranges.py``, proves never negative), and with
+``debug=True`` every access is bounds-checked: the first violation is recorded for the host and the
+access is skipped.
 """
 
 from __future__ import annotations
@@ -80,8 +82,29 @@ def _array_name(var: ir.Var) -> str:
     return name
 
 
-def _components(lc, arr: Value, idx: list[Value], arrname: str):
-    """Wrapped 64-bit index expressions per axis, plus the debug-mode in-bounds condition."""
+def _nonnegative(lc, var) -> list[bool]:
+    """Per component of the index variable ``var`` (None: a constant index): proven never negative."""
+    return [] if var is None else lc.nonnegative_index(var)
+
+
+#: Address spaces whose arrays hold fewer than 2**31 elements (their sizes are compile-time limits: 32 KB
+#: of threadgroup memory, 8 KB per thread, 64 KB of constants), so an in-bounds element offset fits in 32 bits.
+_SMALL_SPACES = ("threadgroup", "thread", "constant")
+
+
+def _narrow(lc, arr: Value) -> bool:
+    """Index ``arr`` in 32-bit arithmetic (issue 28 item 1, for arrays whose size is bounded at compile
+    time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
+    access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
+    report the index as the program computed it."""
+    return not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+
+
+def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
+    """Wrapped 64-bit index expressions per axis (not wrapped where ``nonneg[k]``: proven never negative),
+    plus the debug-mode in-bounds condition; with ``narrow``, 32-bit ``uint`` expressions."""
+    if narrow:
+        return _narrow_components(lc, arr, idx, nonneg), None
     comps = []
     checks = []
     for k, v in enumerate(idx):
@@ -91,7 +114,7 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str):
             i = msl.long_literal(ty.literal_value)
         elif isinstance(ty, types.IntegerLiteral):
             i = msl.binary("-", extent, msl.long_literal(-ty.literal_value))
-        elif isinstance(ty, types.Integer) and not ty.signed:
+        elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
             i = msl.cast("long", v.expr)
         else:
             lc.need("array")
@@ -105,7 +128,23 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str):
     return comps, (msl.all_of(checks) if checks else None)
 
 
-def _offset(arr: Value, comps: list[str], full: bool = True) -> str:
+def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
+    comps = []
+    for k, v in enumerate(idx):
+        extent = msl.cast("int", _shape(arr, k))
+        ty = v.type
+        if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
+            i = msl.uint_literal(ty.literal_value)
+        elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
+            i = msl.cast("uint", v.expr)
+        else:
+            lc.need("array")
+            i = msl.cast("uint", msl.call("nm_wrap", msl.cast("int", v.expr), extent))
+        comps.append(i)
+    return comps
+
+
+def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
     """The element offset of ``arr[comps]``: unit stride on the contiguous axis of a C (full index) or F
     array is not multiplied."""
     aty = arr.type
@@ -113,8 +152,11 @@ def _offset(arr: Value, comps: list[str], full: bool = True) -> str:
     terms = []
     for k, i in enumerate(comps):
         unit = (full and aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
-        terms.append(i if unit else msl.binary("*", i, _stride(arr, k)))
-    return msl.sum_of(terms) if terms else msl.long_literal(0)
+        stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
+        terms.append(i if unit else msl.binary("*", i, stride))
+    if not terms:
+        return msl.uint_literal(0) if narrow else msl.long_literal(0)
+    return msl.sum_of(terms)
 
 
 def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
@@ -135,7 +177,10 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         if isinstance(bty, types.BaseTuple):
             return _static_tuple_item(lc, base, expr.index, tty)
         idx = _static_index_values(lc, expr.index_var, expr.index)
+        nonneg = _nonnegative(lc, expr.index_var if expr.index_var is not None and expr.index_var.name in
+                              lc.typemap else None)
     else:
+        nonneg = _nonnegative(lc, expr.index)
         index = lc.value(expr.index)
         if isinstance(bty, types.BaseTuple):
             if isinstance(bty, types.UniTuple) and isinstance(types.unliteral(index.type), types.Integer):
@@ -151,27 +196,30 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     if len(idx) < bty.ndim:
-        comps, cond = _components(lc, base, idx, _array_name(expr.value))
+        comps, cond = _components(lc, base, idx, _array_name(expr.value), nonneg)
         if cond:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
-    return _load(lc, base, idx, _array_name(expr.value))
+    return _load(lc, base, idx, _array_name(expr.value), nonneg)
 
 
-def _load(lc, arr: Value, idx: list[Value], name: str) -> Value:
-    comps, cond = _components(lc, arr, idx, name)
-    element = msl.index(_data(arr), _offset(arr, comps))
+def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
+    narrow = _narrow(lc, arr)
+    comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
+    element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
 
 
-def _store(lc, arr: Value, idx: list[Value], value: Value, name: str) -> None:
-    comps, cond = _components(lc, arr, idx, name)
+def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=()) -> None:
+    narrow = _narrow(lc, arr)
+    comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(arr, comps)), lc.store(dtype, lc.cast(value, dtype)))
+    store = msl.assign(msl.index(_data(arr), _offset(arr, comps, narrow=narrow)),
+                       lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
 
@@ -221,13 +269,16 @@ def lower_setitem(lc, stmt) -> None:
         lc.error("this array is read-only (constant memory) and cannot be assigned to")
     if isinstance(stmt, ir.StaticSetItem):
         idx = _static_index_values(lc, stmt.index_var, stmt.index)
+        nonneg = _nonnegative(lc, stmt.index_var if stmt.index_var is not None and stmt.index_var.name in
+                              lc.typemap else None)
     else:
         idx = _index_values(lc, lc.value(stmt.index))
+        nonneg = _nonnegative(lc, stmt.index)
     if idx is None:
         lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target))
+    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target), nonneg)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:

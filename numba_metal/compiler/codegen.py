@@ -18,7 +18,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, calls, constants, conversions, interface, kernel_io, msl, operators, records
+from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -160,6 +160,18 @@ class FunctionLowering:
         """The compile-time Python value of argument ``i`` of the call being lowered."""
         return self.resolve(self.call.args[i])
 
+    def definition(self, var: ir.Var):
+        """What the only assignment of ``var`` assigns, through plain copies (None if it has several)."""
+        for _ in range(8):
+            try:
+                d = self.func_ir.get_definition(var)
+            except (KeyError, ir.NotDefinedError):
+                return None
+            if not isinstance(d, ir.Var):
+                return d
+            var = d
+        return None
+
     def argument_is_call_of(self, i: int, function) -> bool:
         """True if argument ``i`` of the call being lowered is the result of calling ``function`` with no
         arguments (directly or through plain assignments)."""
@@ -232,6 +244,16 @@ class FunctionLowering:
         memory must be declared ``coherent(device)`` (MSL 3.2) for the fence to make writes visible."""
         self.module.fences_device_memory = True
         self.require_language_version(msl.VERSION_3_2)
+
+    def barrier_fences_device_memory(self) -> bool:
+        """The barrier call being lowered must fence device memory too (barriers.py): always in a device
+        function, whose callers are unknown."""
+        return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
+
+    def nonnegative_index(self, var: ir.Var) -> list[bool]:
+        """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
+        with it needs no negative-index wrap."""
+        return ranges.nonnegative_components(self.tf, var)
 
     def constant_array(self, element: str, values: list[str]) -> str:
         return self.module.constant_array(element, values)
@@ -513,6 +535,10 @@ class FunctionLowering:
         op = expr.op
         if op in ("binop", "inplace_binop"):
             fn = expr.fn if op == "binop" else expr.immutable_fn
+            for rewrite in lowerings.find_rewrites(fn):
+                result = rewrite(self, expr)
+                if result is not None:
+                    return result
             sig = self.calltypes[expr]
             return operators.lower_binop(self, operators.BINARY_SYMBOLS.get(fn, fn), sig, self.value(expr.lhs),
                                          self.value(expr.rhs))

@@ -46,7 +46,8 @@ def kernel_abi(lc) -> abi.KernelABI:
             continue  # a device function argument is known at compile time: nothing is passed
         if isinstance(ty, types.Array):
             arguments.append(abi.ArrayArgument(i, 0, argname, module.element_type_name(ty.dtype), ty.ndim,
-                                               ty.layout if ty.layout in ("C", "F") else "A", module.coherent, at))
+                                               ty.layout if ty.layout in ("C", "F") else "A", module.coherent, at,
+                                               _read_only_buffer(lc, i, ty)))
             continue
         for path, sty in _flatten_scalars(ty):
             # An Enum or IntEnum member is passed as its value (an IntEnum member is an int already).
@@ -99,6 +100,13 @@ def kernel_environment(lc) -> list[str]:
     return lines
 
 
+def _read_only_buffer(lc, i: int, ty) -> bool:
+    """Array argument ``i`` is declared ``device const T*``: a device array the kernel never writes
+    (effects.py), in a kernel whose device memory is not ``coherent(device)``."""
+    return (ty.mutable and ty.ndim > 0 and not lc.module.coherent
+            and i not in effects.written_arguments(lc.tf))
+
+
 def lower_argument(lc, arg: ir.Arg) -> Value:
     """The value of argument ``arg``: a device function's parameter, or a kernel's, read back from its
     buffer and the argument struct."""
@@ -111,6 +119,8 @@ def lower_argument(lc, arg: ir.Arg) -> Value:
         return Value(abi.array_param(i), ty)
     if isinstance(ty, types.Array):
         data = abi.array_param(i)
+        if _read_only_buffer(lc, i, ty):   # declared const: the array's value type is a plain device pointer
+            data = msl.pointer_cast(lc.pointer("device", lc.element_type(ty.dtype)), data)
         if ty.layout not in ("C", "F"):
             data = msl.binary("+", data, msl.member(args, abi.origin_field(i)))
         shape = [msl.member(args, abi.shape_field(i, k)) for k in range(ty.ndim)]

@@ -25,6 +25,9 @@ class LoweringRegistry:
         self.attributes: dict[tuple[type, str], Callable] = {}
         self.values: dict[int, tuple[object, Callable]] = {}
         self.methods: dict[tuple[type, str], Callable] = {}
+        self.bounds: dict[object, Callable] = {}
+        self.barriers: dict[object, bool] = {}
+        self.rewrites: dict[object, list] = {}
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -50,6 +53,50 @@ class LoweringRegistry:
                 self.methods[(type_class, name)] = fn
             return fn
         return decorate
+
+    def bound(self, *keys):
+        """Register the range of what the kernel API gives: a call of a stub (key: the stub), an attribute
+        (key: ``(type class, name)``) or a value (key: the object). ``fn(ty)`` (``ty``: the result's type, or
+        for an attribute its base's) returns the largest value it can be (it is never negative), a tuple of
+        them for a tuple, or None. The value-range analysis (ranges.py) reads them."""
+        def decorate(fn):
+            for key in keys:
+                self.bounds[key] = fn
+            return fn
+        return decorate
+
+    def find_bound(self, key):
+        try:
+            return self.bounds.get(key)
+        except TypeError:  # an unhashable object has no registered bound
+            return None
+
+    def barrier(self, *keys, narrowable: bool):
+        """Register calls of these stubs as threadgroup barriers: ``narrowable`` if the barrier may fence
+        threadgroup memory only where no device-memory access needs it (barriers.py decides), else one
+        that always fences device memory too."""
+        for key in keys:
+            self.barriers[key] = narrowable
+
+    def barrier_kind(self, key):
+        """True (a narrowable barrier), False (a barrier that always fences device memory) or None."""
+        try:
+            return self.barriers.get(key)
+        except TypeError:
+            return None
+
+    def rewrite(self, *operators_):
+        """Register a rewrite of binary operations ``operators_`` (``operator.add``...): ``fn(lc, expr)``
+        returns the ``Value`` of the whole expression when it recognises it (it must mean the same), else
+        None and the operator's own lowering runs."""
+        def decorate(fn):
+            for op in operators_:
+                self.rewrites.setdefault(op, []).append(fn)
+            return fn
+        return decorate
+
+    def find_rewrites(self, op) -> list:
+        return self.rewrites.get(op, [])
 
     def find_method(self, ty, name):
         for cls in type(ty).__mro__:

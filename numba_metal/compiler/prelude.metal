@@ -47,6 +47,8 @@ template <typename P> struct nm_arr<P, 0> {
 
 // Python's negative-index wraparound.
 NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }
+// The same in 32 bits, for arrays of fewer than 2**31 elements (threadgroup, thread and constant arrays).
+NM_INLINE int nm_wrap(int i, int n) { return i < 0 ? i + n : i; }
 
 //@@ boundscheck requires: env
 // debug=True: report the first out-of-bounds access (the host raises it at the next wait) and

@@ -23,6 +23,7 @@ import numpy as np
 
 from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
+from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
                                 UnsupportedFeatureError)
 
@@ -586,9 +587,14 @@ class LaunchConfig:
         self.nthreads = b[0] * b[1] * b[2]
         self.grid_error = None
         for g, t in zip(self.griddim, self.blockdim):
-            if g * t > 0xFFFFFFFF:
+            if g * t > MAX_GRID_THREADS_PER_AXIS:
                 self.grid_error = (f"grid of {self.griddim} x {self.blockdim} threads exceeds 2**32 - 1 "
                                    "threads along an axis")
+                break
+            if g > MAX_THREADGROUPS_PER_AXIS:
+                self.grid_error = (f"griddim {self.griddim} exceeds 2**31 - 1 blocks (threadgroups) along an "
+                                   "axis, numba.cuda's limit (blockIdx and gridDim are int32); launch fewer, "
+                                   "larger blocks")
                 break
         s = self.stream
         self.default_stream = s is None or (isinstance(s, int) and s == 0)

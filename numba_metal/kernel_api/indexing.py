@@ -8,13 +8,16 @@ and return an int64 or a tuple of int64; the ``.x/.y/.z`` attributes are int32, 
 
 from __future__ import annotations
 
+import operator
+
 #: This family's section title in docs/api.md (tools/generate_api.py).
 API_TITLE = "Thread indexing"
 
-from numba.core import types
+from numba.core import ir, types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
 
 from numba_metal.compiler import msl
+from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
@@ -91,6 +94,24 @@ def _lower_position(lc, sig, args):
     return Value(msl.aggregate(lc.msl_type(rt), comps), rt)
 
 
+#: The largest value of each position function (the launch checks both limits; a threadgroup has far
+#: fewer than 2**31 threads).
+_BOUND_OF = {"gid": MAX_GRID_THREADS_PER_AXIS - 1, "gsize": MAX_GRID_THREADS_PER_AXIS,
+             "tgid": MAX_THREADGROUPS_PER_AXIS - 1, "ngroups": MAX_THREADGROUPS_PER_AXIS,
+             "tid": 2 ** 31 - 1, "tsize": 2 ** 31 - 1}
+
+
+def _position_bound(stub):
+    def bound(ty):
+        top = _BOUND_OF[_FIELD_OF[stub]]
+        return (top,) * len(ty) if isinstance(ty, types.BaseTuple) else top
+    return bound
+
+
+for _stub in _FIELD_OF:
+    lowering.bound(_stub)(_position_bound(_stub))
+
+
 # ---------------------------------------------------------------------------------------------
 # numba.cuda's threadIdx / blockIdx / blockDim / gridDim with .x .y .z (int32)
 # ---------------------------------------------------------------------------------------------
@@ -142,6 +163,40 @@ class Dim3Attributes(AttributeTemplate):
         return types.int32
 
 
+@lowering.bound((Dim3Type, "x"), (Dim3Type, "y"), (Dim3Type, "z"))
+def _dim3_bound(base_ty):
+    return _BOUND_OF[base_ty.field]
+
+
+def _dim3_field(lc, var):
+    """(environment member, axis) of ``var`` if it is ``threadIdx.x`` and kin (through copies), else None."""
+    d = lc.definition(var)
+    if isinstance(d, ir.Expr) and d.op == "getattr" and d.attr in ("x", "y", "z"):
+        base = lc.typemap.get(d.value.name)
+        if isinstance(base, Dim3Type):
+            return base.field, d.attr
+    return None
+
+
+@lowering.rewrite(operator.add)
+def _grid_position(lc, expr):
+    """``blockIdx.d * blockDim.d + threadIdx.d`` (numba.cuda's definition of ``grid(1)``, in any order) is
+    the thread's position in the grid, which Metal gives: one zero-extended ``uint`` instead of a 64-bit
+    multiply and add (the value is the same: threadgroups are uniform)."""
+    if types.unliteral(lc.typemap.get(expr.lhs.name)) != types.int32 and \
+            types.unliteral(lc.typemap.get(expr.rhs.name)) != types.int32:
+        return None
+    for product, thread in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        t = _dim3_field(lc, thread)
+        p = lc.definition(product)
+        if t is None or t[0] != "tid" or not (isinstance(p, ir.Expr) and p.op == "binop" and p.fn is operator.mul):
+            continue
+        factors = {_dim3_field(lc, p.lhs), _dim3_field(lc, p.rhs)}
+        if factors == {("tgid", t[1]), ("tsize", t[1])}:
+            return Value(msl.cast("long", msl.member(lc.env("gid"), t[1])), types.int64)
+    return None
+
+
 @lowering.attribute(Dim3Type, "x", "y", "z")
 def _lower_dim3(lc, base, attr, result_ty):
     return Value(msl.cast("int", msl.member(lc.env(base.type.field), attr)), types.int32)
@@ -167,6 +222,11 @@ typing.register_global(laneid, types.int32)
 
 #: Threads per SIMD group on Apple GPUs (numba.cuda's warpsize).
 warpsize = WARP_SIZE
+
+
+@lowering.bound(laneid)
+def _laneid_bound(ty):
+    return 2 ** 31 - 1   # an int32 lane number, never negative
 
 
 @lowering.value(laneid)

@@ -1,7 +1,9 @@
 """Synchronisation: barriers, barriers with a reduction, and memory fences.
 
 ``syncthreads()``/``barrier()`` is a threadgroup barrier that also orders device and threadgroup
-memory (numba.cuda's ``__syncthreads`` guarantee). Every thread of the threadgroup must reach it.
+memory (numba.cuda's ``__syncthreads`` guarantee); in a kernel, where no device-memory access can need
+it (compiler/barriers.py), it fences threadgroup memory only. Every thread of the threadgroup must
+reach it.
 ``syncthreads_count/and/or(pred)`` also count the threads whose ``pred`` is true, through a small
 threadgroup counter. ``threadfence()`` and ``threadfence_block()`` are MSL 3.2's ``atomic_thread_fence``
 (macOS 15) at device and threadgroup scope, so kernels that call them ask for MSL 3.2. A device-scope
@@ -78,6 +80,10 @@ BARRIERS = {
 }
 
 
+lowering.barrier(syncthreads, narrowable=True)
+lowering.barrier(syncthreads_count, syncthreads_and, syncthreads_or, narrowable=False)
+
+
 @lowering.call(*BARRIERS)
 def _lower_barrier(lc, sig, args):
     if lc.callee is syncwarp and args:
@@ -87,6 +93,8 @@ def _lower_barrier(lc, sig, args):
     elif lc.callee is threadfence_block:
         lc.require_language_version(msl.VERSION_3_2)
     function, arguments = BARRIERS[lc.callee]
+    if lc.callee is syncthreads and not lc.barrier_fences_device_memory():
+        arguments = (_THREADGROUP,)
     call = msl.call(function, *arguments)
     if function == "threadgroup_barrier" and lc.loc is not None:
         call += " " + msl.barrier_site(lc.loc.filename, lc.loc.line)

@@ -104,6 +104,29 @@ def test_the_abi_round_trips_through_the_disk_cache_form_and_refuses_anything_el
         abi.KernelABI.from_json(bad)
 
 
+def test_arrays_the_kernel_never_writes_are_declared_const_device():
+    # issue 28 item 4: read-only buffers are `device const T*` (Metal may cache their loads); anything that
+    # may write an array (a store, an atomic, a device function that stores) keeps it writable
+    @metal.jit(device=True)
+    def store(arr, v):
+        arr[0] = v
+
+    def k(read, stored, atomic, through_call, n):
+        v = read[0] + read.shape[0]
+        stored[0] = v
+        metal.atomic.add(atomic, 0, v)
+        store(through_call, v)
+
+    kabi = _abi(k, *(types.Array(f32, 1, "C"),) * 4, types.int64)
+    assert [a.read_only for a in kabi.arrays] == [True, False, False, False]
+    buffers = [p.type for p in kabi.params if p.kind == PARAM_BUFFER]
+    assert buffers == ["device const float*", "device float*", "device float*", "device float*"]
+    assert abi.KernelABI.from_json(json.loads(json.dumps(kabi.to_json()))) == kabi
+    a, out = np.arange(4, dtype=np.float32), np.zeros(1, np.float32)
+    metal.jit(k)[1, 1](a, out, np.zeros(1, np.float32), np.zeros(1, np.float32), 1)
+    assert out[0] == 4
+
+
 class _State:
     """The launch state's side of the encoder's interface, recording what it is asked."""
 

@@ -24,8 +24,9 @@ def test_kernel_signature_binds_arrays_then_argument_block_then_builtins():
     src = metal.compile_msl(vadd, (f32, f32, f32))
     sig = re.search(r"kernel void (\w+)\((.*?)\) \{", src).group(2)
     params = [p.strip() for p in sig.split(", ")]
-    assert params[0].startswith("device float* nm_p0 [[buffer(0)]]")
-    assert params[1].startswith("device float* nm_p1 [[buffer(1)]]")
+    # arrays the kernel only reads are const (issue 28 item 4)
+    assert params[0].startswith("device const float* nm_p0 [[buffer(0)]]")
+    assert params[1].startswith("device const float* nm_p1 [[buffer(1)]]")
     assert params[2].startswith("device float* nm_p2 [[buffer(2)]]")
     assert params[3].startswith("constant nm_args_") and params[3].endswith("[[buffer(3)]]")
     assert "uint3 nm_b_gid [[thread_position_in_grid]]" in params

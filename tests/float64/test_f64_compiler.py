@@ -513,12 +513,12 @@ def test_unary_math_functions_of_float64_are_within_one_ulp_and_special_values_m
 #: generating exactly this code; if a deliberate change of float32 code generation moves a digest,
 #: update it in the same commit and say so.
 FLOAT32_MSL_DIGESTS = {
-    "axpy": "d5fc19d67d1f9d130138ab0d92d0305caea33aa7f156cddc7dabf9aa8780aacf",
-    "literals_and_int_division": "bfda572b718c4f96f33e511bcbae3727348a5fc7beb432a249827a7890e254c8",
-    "math_of_ints_and_floats": "a89423ee38cbf8cd6bd02ade8386c3e89985cd83e68c4716d0571c86f3ff043e",
-    "minmax_round_compare": "431a448792dc7338658dff42d42c5f3c150fb1c17b24cde0d325415b67281eb0",
-    "shared_reduction": "5079dbd883c32f7210726618b77c9469abb585e3b1293c0e5e2361ac89be75b8",
-    "halves_and_casts": "7d23a2f936f69e1d0500a231918245a9518a3778fb01cae982394a21242c549f",
+    "axpy": "e5528b9d44ce08479bc57e9e5093f4adacc0550e2f9b8cef865105a07c591250",
+    "literals_and_int_division": "d7cc3e82136d551cac0f63d2e8af9a14e72efc9b211d04a5f45040f5faa6a190",
+    "math_of_ints_and_floats": "411863ccab29385acc9a00f66978d69f188109bd39ee9315524f3dff831c38ef",
+    "minmax_round_compare": "a8a5cbce0fbf5520c57d16f7f830fca87906520d7b646f6ab5f58fbdfb523e39",
+    "shared_reduction": "e20478723135cd541cc5752e38ca65a67b706a500efd867b1589199dc51faac9",
+    "halves_and_casts": "127fc9455aff481b24504c533609f67e25b75612c2d3ab4c1ac9b10088c9ecf4",
 }
 
 

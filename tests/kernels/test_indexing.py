@@ -150,3 +150,26 @@ def test_bad_dimension_count_is_a_clear_compile_error(call):
     exec(f"def k(a, n):\n    x = {call}\n", ns)
     with pytest.raises(UnsupportedFeatureError, match="1, 2 or 3"):
         metal.compile_msl(ns["k"], (types.int64[::1], types.int64))
+
+
+def _positions_by_hand(out):
+    i = metal.blockIdx.x * metal.blockDim.x + metal.threadIdx.x
+    j = metal.threadIdx.y + metal.blockDim.y * metal.blockIdx.y
+    k = metal.blockIdx.x * metal.blockDim.y + metal.threadIdx.x      # not a grid position
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j, 0] = i
+        out[i, j, 1] = j
+        out[i, j, 2] = k
+
+
+def test_block_times_dim_plus_thread_is_the_grid_position_without_64_bit_arithmetic():
+    # issue 28 item 4: numba.cuda's own definition of grid() becomes Metal's thread_position_in_grid
+    text = metal.compile_msl(_positions_by_hand, "void(int64[:, :, ::1])")
+    assert "long(nm_e.gid.x)" in text and "long(nm_e.gid.y)" in text
+    assert text.count("long(nm_e.gid.") == 2          # the mixed-axis sum is computed as written
+    out = np.full((8, 6, 3), -1, np.int64)
+    metal.jit(_positions_by_hand)[(2, 3), (4, 2)](out)
+    i, j = np.meshgrid(np.arange(8), np.arange(6), indexing="ij")
+    np.testing.assert_array_equal(out[..., 0], i)
+    np.testing.assert_array_equal(out[..., 1], j)
+    np.testing.assert_array_equal(out[..., 2], (i // 4) * 2 + i % 4)
