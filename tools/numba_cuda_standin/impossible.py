@@ -1,0 +1,53 @@
+"""The numba-cuda tests that are skipped because what they test cannot exist on Metal, each with its reason.
+
+A pattern (``fnmatch``, on the test's id relative to ``numba/cuda/tests``, e.g.
+``cudapy/test_atomics.py::TestCudaAtomics::test_atomic_add_int64``) names the tests; ``REASONS`` says why.
+Only what Metal lacks belongs here. A test that needs something numba-metal could do but does not is *not* listed:
+it runs and fails, and docs/testing.md lists it with its cause.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+#: The prefix of the skip reason the stand-in gives; the runner counts a skip as impossible by it.
+SKIP_PREFIX = "impossible on Metal"
+
+#: Why a test is impossible on Metal, by key.
+REASONS = {
+    "atomics64": "Metal has no 64-bit atomic read-modify-write operations (only 64-bit unsigned max/min without "
+                 "a returned value on Apple9-family GPUs); numba.cuda's int64/uint64/float64 atomics need them",
+    "grid_sync": "Metal has no grid-wide barrier (cooperative groups' grid.sync() / cooperative launches)",
+    "ptx_link": "PTX, NVVM IR, LTO-IR and CUDA C/C++ linking and compilation (compile_ptx, link=, nvrtc) "
+                "produce or consume NVIDIA code; Metal compiles MSL",
+    "driver": "the CUDA driver's internals (contexts, IPC handles, the driver API's functions and objects, "
+              "cuda-python's cuda.core objects) have no Metal counterpart",
+}
+
+#: (pattern, reason key), one row per test or group of tests.
+IMPOSSIBLE: tuple[tuple[str, str], ...] = (
+)
+
+
+def reason_for(test_id: str) -> str | None:
+    """The key in ``REASONS`` of the first row of ``IMPOSSIBLE`` whose pattern matches ``test_id``, else None."""
+    for pattern, key in IMPOSSIBLE:
+        if fnmatch.fnmatchcase(test_id, pattern):
+            return key
+    return None
+
+
+def skip_reason(key: str) -> str:
+    """The skip reason the stand-in gives a test impossible for ``key`` (the runner parses it back)."""
+    return f"{SKIP_PREFIX} [{key}]: {REASONS[key]}"
+
+
+def parse_skip_reason(reason: str) -> str | None:
+    """The reason key of a skip reason made by ``skip_reason``, or None for any other skip."""
+    marker = SKIP_PREFIX + " ["
+    start = reason.find(marker)
+    if start < 0:
+        return None
+    end = reason.find("]", start)
+    key = reason[start + len(marker):end]
+    return key if key in REASONS else None
