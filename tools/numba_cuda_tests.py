@@ -274,15 +274,19 @@ def main(argv=None) -> int:
         c = result["counts"]
         print(f"tier {tier} {folder}/{module}: " + ", ".join(f"{k} {c[k]}" for k in OUTCOMES)
               + (" (timed out)" if result["timed_out"] else ""), flush=True)
+        if args.json:   # after every module, so a long run that is stopped keeps what it measured
+            _write_json(args.json, results)
     print()
     print(format_table(results))
     print()
     for count, message, tests in failure_causes(results):
         print(f"{count:4d}  {message}  (e.g. {tests[0]})")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"version": VERSION, "results": results}, f, indent=1)
     return 0
+
+
+def _write_json(path: str, results: dict) -> None:
+    with open(path, "w") as f:
+        json.dump({"distribution": DISTRIBUTION, "version": VERSION, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """pytest plugin that runs numba-cuda's test modules on numba-metal (``-p numba_cuda_standin.plugin``).
 
-On load it makes ``numba.cuda`` the stand-in package in ``cuda/`` (whose ``__path__`` also holds the unpacked
+When pytest starts it makes ``numba.cuda`` the stand-in package in ``cuda/`` (whose ``__path__`` also holds the unpacked
 ``numba/cuda/tests`` named by ``NUMBA_CUDA_TESTS_ROOT``), maps numba.cuda's submodules that are numba-cuda's
 copies of Numba's (``numba.cuda.core``, ``numba.cuda.types``...) onto Numba's own (``ALIASES``), and, when
 cuda-python is absent, provides the few ``cuda.core`` names numba-cuda's test modules import at module level
@@ -135,7 +135,8 @@ def _message(report) -> str:
     return str(longrepr)
 
 
-install(os.environ["NUMBA_CUDA_TESTS_ROOT"])
+def pytest_configure(config):
+    install(os.environ["NUMBA_CUDA_TESTS_ROOT"])
 
 
 def pytest_collection_modifyitems(config, items):
