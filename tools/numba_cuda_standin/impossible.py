@@ -26,6 +26,14 @@ REASONS = {
 
 #: (pattern, reason key), one row per test or group of tests.
 IMPOSSIBLE: tuple[tuple[str, str], ...] = (
+    # test_atomics: the float64, int64 and uint64 variants (numba-cuda's dtype for each is in the test's body)
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_*double*", "atomics64"),
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_*int64", "atomics64"),      # int64 and uint64
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_*_64", "atomics64"),        # inc/dec on uint64
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_exch3", "atomics64"),       # uint64
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_compare_and_swap[24]", "atomics64"),  # int64, uint64
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_cas[24]_[12]dim", "atomics64"),       # int64, uint64
+    ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_m??_nan_*", "atomics64"),   # float64 min/max
 )
 
 
