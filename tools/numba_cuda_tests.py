@@ -128,7 +128,8 @@ def run_module(tests_root: str, folder: str, module: str, timeout: float) -> dic
     events.close()
     env = dict(os.environ, NUMBA_METAL_DEVICE="cpu", NUMBA_CUDA_TESTS_ROOT=tests_root,
                NUMBA_CUDA_TESTS_EVENTS=events.name,
-               PYTHONPATH=os.pathsep.join(filter(None, [TOOLS, os.environ.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(filter(None, [TOOLS, os.path.join(TOOLS, "numba_cuda_standin", "site"),
+                                                        os.environ.get("PYTHONPATH")])))
     cmd = ["nice", "-n", "10", sys.executable, "-P", "-m", "pytest", "-q", "-p", "numba_cuda_standin.plugin",
            "-p", "no:cacheprovider", "-c", os.path.join(tests_root, "pytest.ini"), "--rootdir", tests_root,
            f"numba/cuda/tests/{folder}/{module}.py"]

@@ -18,8 +18,9 @@ REASONS = {
     "atomics64": "Metal has no 64-bit atomic read-modify-write operations (only 64-bit unsigned max/min without "
                  "a returned value on Apple9-family GPUs); numba.cuda's int64/uint64/float64 atomics need them",
     "grid_sync": "Metal has no grid-wide barrier (cooperative groups' grid.sync() / cooperative launches)",
-    "ptx_link": "PTX, NVVM IR, LTO-IR and CUDA C/C++ linking and compilation (compile_ptx, link=, nvrtc) "
-                "produce or consume NVIDIA code; Metal compiles MSL",
+    "ptx_link": "PTX, NVVM IR, LTO and CUDA C/C++: producing, inspecting or linking NVIDIA code (compile_ptx, "
+                "inspect_asm/inspect_llvm checks, link=, lto=, nvrtc, the CUDA toolkit's headers and tools); "
+                "Metal compiles MSL",
     "driver": "the CUDA driver's internals (contexts, IPC handles, the driver API's functions and objects, "
               "cuda-python's cuda.core objects) have no Metal counterpart",
 }
@@ -34,6 +35,14 @@ IMPOSSIBLE: tuple[tuple[str, str], ...] = (
     ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_compare_and_swap[24]", "atomics64"),  # int64, uint64
     ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_cas[24]_[12]dim", "atomics64"),       # int64, uint64
     ("cudapy/test_atomics.py::TestCudaAtomics::test_atomic_m??_nan_*", "atomics64"),   # float64 min/max
+    # tests whose point is the PTX or NVVM IR numba.cuda generates (a regex over inspect_asm()/inspect_llvm(),
+    # compile_ptx for an NVIDIA architecture) or NVIDIA's link-time optimiser
+    ("cudapy/test_sync.py::TestCudaSync::test_threadfence*_codegen", "ptx_link"),
+    ("cudapy/test_intrinsics.py::TestCudaIntrinsic::test_selp", "ptx_link"),            # counts PTX branches
+    ("cudapy/test_warp_ops.py::TestCudaWarpOperations::test_*_sync_const_mode_val*", "ptx_link"),
+    ("cudapy/test_localmem.py::TestCudaLocalMem::test_local_array", "ptx_link"),        # ".local" in the PTX
+    ("cudapy/test_constmem.py::TestCudaConstantMemory::test_const_array*", "ptx_link"),  # ld.const in the PTX
+    ("cudapy/test_errors.py::TestJitErrors::test_lto_without_nvjitlink_error", "ptx_link"),
 )
 
 

@@ -88,8 +88,10 @@ def _cuda_python_names() -> dict:
 
 
 def install(tests_root: str) -> types.ModuleType:
-    """Make ``numba.cuda`` the stand-in, its submodules resolvable, and return it."""
+    """Make ``numba.cuda`` the stand-in, its submodules resolvable, and return it (once per process)."""
     import numba
+    if getattr(sys.modules.get("numba.cuda"), "__file__", "").startswith(HERE):
+        return sys.modules["numba.cuda"]
     sys.meta_path.insert(0, _AliasFinder())
     spec = importlib.util.spec_from_file_location(
         "numba.cuda", os.path.join(HERE, "cuda", "__init__.py"),

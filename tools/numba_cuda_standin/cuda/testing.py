@@ -11,6 +11,7 @@ import os
 import platform
 import unittest
 
+import numpy as np
 from numba.core import config
 from numba.cuda.tests.support import TestCase
 
@@ -19,6 +20,8 @@ from numba_cuda_standin import impossible
 
 class CUDATestCase(TestCase):
     """numba-cuda's base class: its setUp/tearDown turn the low-occupancy and implicit-copy warnings off."""
+
+    FLOAT16_RTOL = np.finfo(np.float16).eps
 
     def setUp(self):
         self._low_occupancy_warnings = config.CUDA_LOW_OCCUPANCY_WARNINGS
