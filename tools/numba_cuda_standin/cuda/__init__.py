@@ -13,6 +13,10 @@ from numba_metal import metal as _metal
 
 HAS_NUMBA = True
 
+# numba-cuda's config has this switch (Numba's does not); numba-metal has no NRT and reads it nowhere
+if not hasattr(config, "CUDA_ENABLE_NRT"):
+    config.CUDA_ENABLE_NRT = False
+
 #: the compute capability the stand-in's devices report: the H100's (numba-metal has no compute capability;
 #: tests use it to decide what to run, and so every test runs and passes or fails on what numba-metal does)
 COMPUTE_CAPABILITY = (9, 0)
@@ -38,6 +42,8 @@ _SUBMODULES = ("cudadrv", "testing", "compiler", "launchconfig", "cudaimpl", "ex
 
 
 def __getattr__(name):
+    if name == "devicearray":
+        return importlib.import_module(f"{__name__}.cudadrv.devicearray")
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     if not name.startswith("__"):

@@ -19,7 +19,11 @@ from numba_cuda_standin import impossible
 
 
 class CUDATestCase(TestCase):
-    """numba-cuda's base class: its setUp/tearDown turn the low-occupancy and implicit-copy warnings off."""
+    """numba-cuda's base class: its setUp/tearDown turn the low-occupancy and implicit-copy warnings off
+    (numba.cuda's switches in Numba's config, and numba-metal's own, ``SWITCHES``)."""
+
+    #: numba-metal's environment switches for the two warnings numba.cuda's config switches off here
+    SWITCHES = ("NUMBA_METAL_LOW_OCCUPANCY_WARNINGS", "NUMBA_METAL_WARN_ON_IMPLICIT_COPY")
 
     FLOAT16_RTOL = np.finfo(np.float16).eps
 
@@ -28,10 +32,17 @@ class CUDATestCase(TestCase):
         self._warn_on_implicit_copy = config.CUDA_WARN_ON_IMPLICIT_COPY
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
         config.CUDA_WARN_ON_IMPLICIT_COPY = 0
+        self._switches = {name: os.environ.get(name) for name in self.SWITCHES}
+        os.environ.update(dict.fromkeys(self.SWITCHES, "0"))
 
     def tearDown(self):
         config.CUDA_LOW_OCCUPANCY_WARNINGS = self._low_occupancy_warnings
         config.CUDA_WARN_ON_IMPLICIT_COPY = self._warn_on_implicit_copy
+        for name, value in self._switches.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     def _nvidia_code(self, what):
         from numba_metal.errors import UnsupportedFeatureError
