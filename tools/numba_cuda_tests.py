@@ -239,14 +239,22 @@ def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
+def cause(message: str) -> str:
+    """A failure's message as its cause: the first line, without the exception's module, the ``file:line:``
+    numba-metal's errors start with, numbers or addresses, cut at 160 characters."""
+    first = (message.strip().splitlines() or [""])[0]
+    first = re.sub(r"^[\w.]+\.(?=\w+(Error|Exception|Warning)\b)", "", first)     # numba_metal.errors.X -> X
+    first = re.sub(r"(?<=: )\S+\.py:\d+: ", "", first)                           # X: /path/f.py:12: msg
+    return re.sub(r"0x[0-9a-fA-F]+|\d+", "N", first)[:160]
+
+
 def failure_causes(results: dict, top: int = 25) -> list[tuple[int, str, list[str]]]:
-    """The failures grouped by their message (numbers and addresses folded), largest group first:
+    """The failures grouped by their ``cause``, largest group first:
     [(count, message, [test ids])]."""
     groups: dict[str, list[str]] = collections.defaultdict(list)
     for r in results.values():
         for test, message in r["failures"]:
-            first = (message.strip().splitlines() or [""])[0]
-            groups[re.sub(r"0x[0-9a-f]+|\d+", "N", first)[:160]].append(test)
+            groups[cause(message)].append(test)
     ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
     return [(len(tests), message, tests) for message, tests in ordered[:top]]
 

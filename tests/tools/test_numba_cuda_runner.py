@@ -131,6 +131,17 @@ def test_report_table_and_causes(runner):
                                                                            "cudapy/test_b.py::T::t2"])]
 
 
+def test_cause_drops_location_module_and_numbers(runner):
+    # the same numba-metal refusal from two modules is one cause
+    a = runner.cause("numba_metal.errors.UnsupportedFeatureError: /tmp/c/numba/cuda/tests/cudapy/test_sm.py:41: "
+                     "slicing is not supported inside Metal kernels\n  more")
+    b = runner.cause("numba_metal.errors.UnsupportedFeatureError: /x/cudapy/test_array_methods.py:13: "
+                     "slicing is not supported inside Metal kernels")
+    assert a == b == "UnsupportedFeatureError: slicing is not supported inside Metal kernels"
+    assert runner.cause("AssertionError: 3 != 4") == "AssertionError: N != N"
+    assert runner.cause("") == ""
+
+
 def test_alias_table(plugin):
     assert plugin.alias_of("numba.cuda.core.errors") == "numba.core.errors"
     assert plugin.alias_of("numba.cuda.random") == "numba_metal.random"
