@@ -244,7 +244,7 @@ def cause(message: str) -> str:
     numba-metal's errors start with, numbers or addresses, cut at 160 characters."""
     first = (message.strip().splitlines() or [""])[0]
     first = re.sub(r"^[\w.]+\.(?=\w+(Error|Exception|Warning)\b)", "", first)     # numba_metal.errors.X -> X
-    first = re.sub(r"(?<=: )\S+\.py:\d+: ", "", first)                           # X: /path/f.py:12: msg
+    first = re.sub(r"(?<=: )\S+(\.py|>):\d+: ", "", first)                      # X: /path/f.py:12: msg
     return re.sub(r"0x[0-9a-fA-F]+|\d+", "N", first)[:160]
 
 

@@ -43,6 +43,10 @@ IMPOSSIBLE: tuple[tuple[str, str], ...] = (
     ("cudapy/test_localmem.py::TestCudaLocalMem::test_local_array", "ptx_link"),        # ".local" in the PTX
     ("cudapy/test_constmem.py::TestCudaConstantMemory::test_const_array*", "ptx_link"),  # ld.const in the PTX
     ("cudapy/test_errors.py::TestJitErrors::test_lto_without_nvjitlink_error", "ptx_link"),
+    # the CUDA driver's own objects and functions
+    ("cudapy/test_vectorize.py::TestCUDAVectorize::test_no_transfer_for_device_data", "driver"),  # patches cuMemcpy*
+    ("cudapy/test_stream_api.py::TestStreamAPI::test_external_stream_create", "driver"),  # a CUstream pointer
+    ("cudadrv/test_events.py::TestCudaEvent::test_event_elapsed_cuda_core_stream", "driver"),  # cuda.core.Device
 )
 
 
