@@ -130,10 +130,13 @@ def run_module(tests_root: str, folder: str, module: str, timeout: float) -> dic
                NUMBA_CUDA_TESTS_EVENTS=events.name,
                PYTHONPATH=os.pathsep.join(filter(None, [TOOLS, os.path.join(TOOLS, "numba_cuda_standin", "site"),
                                                         os.environ.get("PYTHONPATH")])))
-    cmd = ["nice", "-n", "10", sys.executable, "-P", "-m", "pytest", "-q", "-p", "numba_cuda_standin.plugin",
+    # run from the folder above tests_root: with ``-m``, the working directory comes first on sys.path, and
+    # tests_root's empty numba/__init__.py must not hide Numba (pytest puts tests_root on sys.path itself,
+    # once the stand-in has imported Numba)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-q", "-p", "numba_cuda_standin.plugin",
            "-p", "no:cacheprovider", "-c", os.path.join(tests_root, "pytest.ini"), "--rootdir", tests_root,
-           f"numba/cuda/tests/{folder}/{module}.py"]
-    proc = subprocess.Popen(cmd, cwd=tests_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+           os.path.join(tests_root, "numba", "cuda", "tests", folder, f"{module}.py")]
+    proc = subprocess.Popen(cmd, cwd=os.path.dirname(tests_root), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     timed_out = False
     try:

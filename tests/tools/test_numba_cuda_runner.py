@@ -148,3 +148,50 @@ def test_alias_table(plugin):
     assert plugin.alias_of("numba.cuda.corex") is None
     assert plugin.alias_of("numba.cuda.tests.support") is None
     assert plugin.test_id("numba/cuda/tests/cudapy/test_sm.py::T::t") == "cudapy/test_sm.py::T::t"
+
+
+FAKE_MODULE = '''
+import time
+
+from numba import cuda
+from numba.cuda.testing import CUDATestCase, skip_if_cudadevrt_missing
+from numba_metal import metal
+
+
+class T(CUDATestCase):
+    def test_names_are_numba_metals(self):
+        self.assertIs(cuda.jit, metal.jit)
+
+    def test_fails(self):
+        self.assertEqual(1, 2)
+
+    @skip_if_cudadevrt_missing
+    def test_needs_cudadevrt(self):
+        raise AssertionError("must not run")
+
+    def test_zz_hangs(self):
+        time.sleep(600)
+
+    def test_zzz_after_the_hang(self):
+        pass
+'''
+
+
+def test_a_module_runs_through_the_stand_in_and_a_hang_costs_only_its_module(runner, tmp_path):
+    # a tests tree shaped like numba-cuda's (what fetch_tests leaves), holding one module
+    root = tmp_path / "numba_cuda"
+    tests = root / "numba" / "cuda" / "tests"
+    (tests / "cudapy").mkdir(parents=True)
+    for package in (root / "numba", root / "numba" / "cuda", tests, tests / "cudapy"):
+        (package / "__init__.py").write_text("")
+    (tests / "support.py").write_text("from unittest import TestCase\n")
+    (tests / "cudapy" / "test_fake.py").write_text(FAKE_MODULE)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    result = runner.run_module(str(root), "cudapy", "test_fake", timeout=15)
+    assert result["timed_out"]
+    assert result["counts"] == {"passed": 1, "failed": 1, "errors": 1, "impossible": 1, "skipped": 0,
+                                "xfailed": 0}
+    assert result["impossible"] == {"grid_sync": 1}
+    failures = dict(result["failures"])
+    assert failures["cudapy/test_fake.py::T::test_zz_hangs"] == "timed out (the module was stopped)"
+    assert "1 != 2" in failures["cudapy/test_fake.py::T::test_fails"]
