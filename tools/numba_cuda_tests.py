@@ -58,6 +58,7 @@ TIERS = {
 }
 
 OUTCOMES = ("passed", "failed", "errors", "impossible", "skipped", "xfailed")
+TIMED_OUT = "timed out (the module was stopped)"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -136,28 +137,31 @@ def run_module(tests_root: str, folder: str, module: str, timeout: float) -> dic
     cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-q", "-p", "numba_cuda_standin.plugin",
            "-p", "no:cacheprovider", "-c", os.path.join(tests_root, "pytest.ini"), "--rootdir", tests_root,
            os.path.join(tests_root, "numba", "cuda", "tests", folder, f"{module}.py")]
-    proc = subprocess.Popen(cmd, cwd=os.path.dirname(tests_root), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    timed_out = False
+    proc = subprocess.Popen(cmd, cwd=os.path.dirname(tests_root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    stopped = None
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
-        timed_out = True
+        stopped = TIMED_OUT
+    if stopped is None and proc.returncode not in (0, 1, 5):     # pytest's: passed, failed, nothing collected
+        stopped = f"the test process ended with exit status {proc.returncode}"
     with open(events.name) as f:
         lines = [json.loads(line) for line in f if line.strip()]
     os.unlink(events.name)
-    result = summarize(lines, timed_out)
-    if not lines and proc.returncode not in (0, 1, 5):
-        result["module_error"] = output.strip().splitlines()[-1:] or ["pytest failed"]
+    result = summarize(lines, stopped)
+    if not lines and stopped:
+        result["module_error"] = output.strip().splitlines()[-1:] or [stopped]
         result["counts"]["errors"] += 1
     return result
 
 
-def summarize(events: list[dict], timed_out: bool = False) -> dict:
-    """Per-test outcomes from the plugin's events: ``counts`` (``OUTCOMES``), ``impossible`` (by reason),
-    ``failures`` ([(test, message)]) and ``hung`` (the test running when the module timed out)."""
+def summarize(events: list[dict], stopped: str | None = None) -> dict:
+    """Per-test outcomes from the plugin's events: ``counts`` (``OUTCOMES``), ``impossible`` (by reason) and
+    ``failures`` ([(test, message)]). ``stopped`` says why the module's process did not finish (``TIMED_OUT``,
+    a crash): the test it was running is then an error with that message."""
     tests: dict[str, tuple[str, str]] = {}
     started = None
     collect_errors = []
@@ -175,7 +179,7 @@ def summarize(events: list[dict], timed_out: bool = False) -> dict:
                 tests[event["test"]] = (outcome, event.get("message", ""))
             if event["when"] == "teardown":
                 started = None
-    hung = started if timed_out and started and started not in tests else None
+    hung = started if stopped and started and started not in tests else None
     counts = dict.fromkeys(OUTCOMES, 0)
     by_reason: dict[str, int] = collections.Counter()
     failures = []
@@ -195,9 +199,9 @@ def summarize(events: list[dict], timed_out: bool = False) -> dict:
         failures.append((test, "module does not import: " + message))
     if hung:
         counts["errors"] += 1
-        failures.append((hung, "timed out (the module was stopped)"))
-    return {"counts": counts, "impossible": dict(by_reason), "failures": failures, "timed_out": timed_out,
-            "events": events}
+        failures.append((hung, stopped))
+    return {"counts": counts, "impossible": dict(by_reason), "failures": failures, "stopped": stopped,
+            "timed_out": stopped == TIMED_OUT, "events": events}
 
 
 def _outcome(event: dict) -> str | None:
@@ -276,8 +280,9 @@ def main(argv=None) -> int:
             old = earlier.get(f"{tier}:{folder}/{module}")
             if old is None:
                 continue
-            result = summarize(old["events"], old["timed_out"])
-            result.setdefault("module_error", old.get("module_error"))
+            result = summarize(old["events"], old.get("stopped", TIMED_OUT if old["timed_out"] else None))
+            if old.get("module_error"):
+                result["module_error"] = old["module_error"]
             if old.get("module_error"):
                 result["counts"]["errors"] += 1
         else:
@@ -285,7 +290,7 @@ def main(argv=None) -> int:
         results[f"{tier}:{folder}/{module}"] = result
         c = result["counts"]
         print(f"tier {tier} {folder}/{module}: " + ", ".join(f"{k} {c[k]}" for k in OUTCOMES)
-              + (" (timed out)" if result["timed_out"] else ""), flush=True)
+              + (f" ({result['stopped']})" if result["stopped"] else ""), flush=True)
         if args.json:   # after every module, so a long run that is stopped keeps what it measured
             _write_json(args.json, results)
     print()

@@ -106,7 +106,7 @@ def test_summarize_counts_each_outcome(runner, monkeypatch):
                      ("cudapy/m.py::T::test_xf", "skipped", "call", {"xfail": True, "message": "expected"}))
     events.append({"collect_error": "cudapy/n.py", "message": "ImportError: no foo"})
     events.append({"start": "cudapy/m.py::T::test_hangs"})
-    result = runner.summarize(events, timed_out=True)
+    result = runner.summarize(events, runner.TIMED_OUT)
     assert result["counts"] == {"passed": 1, "failed": 1, "errors": 3, "impossible": 2, "skipped": 1,
                                 "xfailed": 1}
     assert result["impossible"] == {"ptx_link": 1, "grid_sync": 1}
@@ -195,3 +195,19 @@ def test_a_module_runs_through_the_stand_in_and_a_hang_costs_only_its_module(run
     failures = dict(result["failures"])
     assert failures["cudapy/test_fake.py::T::test_zz_hangs"] == "timed out (the module was stopped)"
     assert "1 != 2" in failures["cudapy/test_fake.py::T::test_fails"]
+
+
+def test_a_test_that_kills_its_process_is_an_error_and_the_others_still_count(runner, tmp_path):
+    root = tmp_path / "numba_cuda"
+    tests = root / "numba" / "cuda" / "tests"
+    (tests / "cudapy").mkdir(parents=True)
+    for package in (root / "numba", root / "numba" / "cuda", tests, tests / "cudapy"):
+        (package / "__init__.py").write_text("")
+    (tests / "cudapy" / "test_crash.py").write_text(
+        "import os\n\ndef test_a_passes():\n    pass\n\ndef test_b_crashes():\n    os._exit(3)\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    result = runner.run_module(str(root), "cudapy", "test_crash", timeout=60)
+    assert not result["timed_out"]
+    assert (result["counts"]["passed"], result["counts"]["errors"]) == (1, 1)
+    assert result["failures"] == [("cudapy/test_crash.py::test_b_crashes",
+                                   "the test process ended with exit status 3")]

@@ -1,5 +1,6 @@
-"""``numba.cuda`` as numba-metal has it: every name (but ``get_current_device``, see ``_Device``) is ``numba_metal.metal``'s (``cuda.jit`` is ``metal.jit``,
-``cuda.grid`` is ``metal.grid``...). A name numba-metal lacks raises AttributeError, so a test using it fails.
+"""``numba.cuda`` as numba-metal has it: every name is ``numba_metal.metal``'s (``cuda.jit`` is ``metal.jit``,
+``cuda.grid`` is ``metal.grid``...) but ``get_current_device``, whose device also has a ``compute_capability``
+(``_Device``). A name numba-metal lacks raises AttributeError, so a test using it fails.
 
 ``config`` and ``types`` are Numba's (numba-cuda 0.30 carries copies of them); ``HAS_NUMBA`` is True, as in
 numba-cuda with Numba installed (numba-metal extends Numba).
@@ -36,6 +37,7 @@ class _Device:
 
 def get_current_device():
     return _Device(_metal.get_current_device())
+
 
 #: the stand-in's own submodules, importable as attributes (``cuda.cudadrv.driver``...)
 _SUBMODULES = ("cudadrv", "testing", "compiler", "launchconfig", "cudaimpl", "extending")
