@@ -156,6 +156,14 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func countFailure() { lock.locked { failed += 1 } }
 
+    /// Failures at which the penalty box closes (nil: never; guarded by lock).
+    private var penaltyBoxAt: Int? = nil
+
+    func setPenaltyBox(after failures: Int) { lock.locked { penaltyBoxAt = failures > 0 ? failed + failures : nil } }
+
+    /// Whether the device refuses every command buffer now (accessRevoked).
+    func inPenaltyBox() -> Bool { lock.locked { penaltyBoxAt.map { failed >= $0 } ?? false } }
+
     /// A buffer's own memory was allocated (bytes > 0) or freed (bytes < 0).
     func countAllocation(_ bytes: Int) { lock.locked { allocatedBytes += bytes } }
 

@@ -120,12 +120,24 @@ public enum MetalSimulation {
         case pageFault
         /// The GPU watchdog ends it with MTLCommandBufferError.timeout before any command runs.
         case watchdog
+        /// The system refuses it with accessRevoked (4): "too many timeouts or hangs" (the penalty box).
+        case accessRevoked
+        /// It fails with code 14 (kIOGPUCommandBufferCallbackErrorImpactingInteractivity), which
+        /// MTLCommandBufferError.Code has no case for.
+        case impactingInteractivity
     }
 
     /// Makes the next command buffer committed on any queue of device fail with fault. Its encoded event
     /// signals never run, as on a GPU.
     public static func inject(_ fault: Fault, into device: any MTLDevice) {
         (device as! SimDevice).inject(fault)
+    }
+
+    /// The penalty box: once `failures` more command buffers of device have failed (0: never), every
+    /// command buffer committed after that fails with accessRevoked, as macOS answers a process it
+    /// blames for too many GPU errors; for the rest of the process, as on a Mac.
+    public static func setPenaltyBox(after failures: Int, device: any MTLDevice) {
+        (device as! SimDevice).setPenaltyBox(after: failures)
     }
 
     /// While held, the device's GPU starts no command buffer (committed ones wait).

@@ -36,6 +36,17 @@ final class MetalDevice: Device {
     private let lock = Mutex()
     /// Pipelines compiled in this process, by options, kernel name and source.
     private var pipelines: [String: MetalPipeline] = [:]
+    /// Set once the GPU refuses further work from this process (GPUErrors.swift): every later call fails
+    /// with it (guarded by lock).
+    private var lost: String? = nil
+
+    /// Latches the device as lost; the first reason stays the one message.
+    func markLost(_ message: String) { lock.locked { if lost == nil { lost = message } } }
+
+    /// Throws the lost device's message once the GPU has refused this process.
+    func checkUsable() throws {
+        if let m = lock.locked({ lost }) { throw RuntimeError.deviceLost(m) }
+    }
 
     /// The SIMD-group width numba-metal's generated code assumes (simd_* and shuffles, warp emulation).
     static let requiredSIMDWidth = 32
@@ -103,6 +114,7 @@ final class MetalDevice: Device {
 
     /// A shared-storage MTLBuffer.
     func makeBuffer(length: UInt64) throws -> Buffer {
+        try checkUsable()
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
         guard let b = mtl.makeBuffer(length: Int(max(length, 16)), options: .storageModeShared) else {
             throw RuntimeError.outOfMemory("Metal could not allocate a buffer of \(length) bytes (device working set "
@@ -115,6 +127,7 @@ final class MetalDevice: Device {
     /// (malloc'd memory is reported refused; hosted runners have answered zero-length buffers): both are
     /// NM_ERR_UNAVAILABLE, which the caller answers with a copy.
     func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
+        try checkUsable()
         try checkWrappable(host: host, length: length)
         // bytesNoCopy needs a page-aligned length too; the rest of the last page is mapped (same page).
         let mapped = (max(length, 1) + info.page_size - 1) / info.page_size * info.page_size
@@ -149,6 +162,7 @@ final class MetalDevice: Device {
 
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
+        try checkUsable()
         let t0 = nm_clock_ns()
         let key = "\(options.fast_math)/\(options.language_version)/\(name)/\(abi?.key ?? "")/" + source
         if let p = lock.locked({ pipelines[key] }) {
@@ -202,6 +216,7 @@ final class MetalDevice: Device {
 
     /// A queue over a new MTLCommandQueue and MTLSharedEvent.
     func makeQueue() throws -> any Queue {
+        try checkUsable()
         guard let q = mtl.makeCommandQueue(maxCommandBufferCount: MetalQueue.maxCommandBuffers), let event = mtl.makeSharedEvent() else {
             throw RuntimeError.outOfMemory("Metal could not create a command queue")
         }

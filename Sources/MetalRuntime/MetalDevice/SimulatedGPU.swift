@@ -102,6 +102,8 @@ extension MetalDevice {
         case NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.watchdog, into: mtl)
         case NM_SIM_HOLD_GPU: MetalSimulation.setHeld(value != 0, device: mtl)
         case NM_SIM_STRICT_NO_COPY: MetalSimulation.setStrictNoCopy(value != 0, device: mtl)
+        case NM_SIM_PENALTY_BOX_AFTER: MetalSimulation.setPenaltyBox(after: Int(min(value, 1 << 30)), device: mtl)
+        case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
