@@ -126,6 +126,9 @@ public enum MTLLanguageVersion: UInt, Sendable {
     /// MSL 3.2.
     @available(macOS 15.0, *)
     case version3_2 = 196610
+    /// MSL 4.0.
+    @available(macOS 26.0, *)
+    case version4_0 = 262144
 }
 
 /// The states a command buffer passes through.
@@ -281,8 +284,15 @@ open class MTLCompileOptions {
             functionsRaw = newValue ? 0 : 1
         }
     }
-    /// The MSL version to compile as (default: the newest the SDK knows).
-    open var languageVersion: MTLLanguageVersion = .version3_2
+    /// The MSL version to compile as (default: "the most recent language version", the simulated OS's:
+    /// MetalSimulation.osMajor).
+    open var languageVersion: MTLLanguageVersion {
+        get { languageVersionSet ?? MetalSimulation.defaultLanguageVersion }
+        set { languageVersionSet = newValue }
+    }
+
+    /// The version set, or nil: the OS default (the simulator records which).
+    var languageVersionSet: MTLLanguageVersion? = nil
 
     /// MTLMathMode's raw value, readable at any availability (the simulator reads it).
     var mathModeRaw = 1

@@ -78,6 +78,11 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary {
         let request = SimDevice.request(options ?? MTLCompileOptions())
         lock.locked { lastCompile = request }
+        let newest = MetalSimulation.newestLanguageVersion(os: MetalSimulation.osMajor)
+        if request.languageVersion > newest {
+            throw MetalSimulation.CompileFailure(log: "error: MSL \(request.languageVersion / 100).\(request.languageVersion % 100 / 10) is "
+                + "not supported on macOS \(MetalSimulation.osMajor) (it compiles up to \(newest / 100).\(newest % 100 / 10)) [simulated OS]")
+        }
         let names = try engine.compileLibrary(source: source, request: request)
         return SimLibrary(device: self, source: source, request: request, functionNames: names)
     }
@@ -104,7 +109,8 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
         let v = options.languageVersion.rawValue
         return MetalSimulation.CompileRequest(mathMode: MTLMathMode(rawValue: options.mathModeRaw)!,
                                               mathFloatingPointFunctions: MTLMathFloatingPointFunctions(rawValue: options.functionsRaw)!,
-                                              languageVersion: Int(v >> 16) * 100 + Int(v & 0xffff) * 10)
+                                              languageVersion: Int(v >> 16) * 100 + Int(v & 0xffff) * 10,
+                                              languageVersionSet: options.languageVersionSet != nil)
     }
 
     // MARK: simulation state

@@ -4,6 +4,10 @@
 // runtime), injects faults, and reads the simulation's counters.
 // Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
 #if !canImport(Metal)
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The simulation's own API (everything else in this module is Apple's Metal API).
 public enum MetalSimulation {
     // MARK: compute engine
@@ -16,6 +20,37 @@ public enum MetalSimulation {
         public let mathFloatingPointFunctions: MTLMathFloatingPointFunctions
         /// The MSL version times 100 (e.g. 320).
         public let languageVersion: Int
+        /// Whether the host set MTLCompileOptions.languageVersion (false: the OS default was compiled).
+        public let languageVersionSet: Bool
+    }
+
+    // MARK: OS profiles
+
+    /// The macOS major version the simulation behaves as (NUMBA_METAL_SIM_OS: 13, 14, 15 or 26; default
+    /// 15): the hosts' `#available` checks (MetalDevice.os(atLeast:)) answer for it, the compiler's default
+    /// MSL version is that OS's, and it refuses MSL versions newer than that OS compiles.
+    public static let osMajor: Int = {
+        guard let p = getenv("NUMBA_METAL_SIM_OS") else { return 15 }
+        return Int(String(cString: p)) ?? 0
+    }()
+
+    /// The simulated OSes.
+    public static let osProfiles = [13, 14, 15, 26]
+
+    /// The newest MSL version (times 100) each simulated OS compiles, which is also its default.
+    public static func newestLanguageVersion(os: Int) -> Int {
+        switch os {
+        case ..<14: return 300
+        case 14: return 310
+        case 15: return 320
+        default: return 400
+        }
+    }
+
+    /// MTLCompileOptions.languageVersion's default on the simulated OS.
+    static var defaultLanguageVersion: MTLLanguageVersion {
+        let v = newestLanguageVersion(os: osMajor)
+        return MTLLanguageVersion(rawValue: UInt(v / 100) << 16 | UInt(v % 100 / 10))!
     }
 
     /// A compiled kernel function, as the engine describes it (the reflection Metal has of a pipeline).

@@ -304,7 +304,8 @@ typedef struct {
     uint64_t failed_command_buffers;
     uint32_t last_math_mode;               /* the MTLCompileOptions of the last makeLibrary: MTLMathMode */
     uint32_t last_math_functions;          /* MTLMathFloatingPointFunctions */
-    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100 */
+    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100; 0 when the host left
+                                              it unset (the OS default, NUMBA_METAL_SIM_OS's newest) */
     uint64_t uncommitted_work_command_buffers; /* command buffers holding encoded work, not yet committed */
     uint64_t longest_uncommitted_ns;       /* the longest any command buffer held encoded work uncommitted
                                               (the ones still uncommitted measured now): time the GPU could

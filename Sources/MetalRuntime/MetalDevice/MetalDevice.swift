@@ -172,7 +172,7 @@ final class MetalDevice: Device {
         // The slots the kernel declares: its compiler's ABI, which the MSL must match (as on the CPU device);
         // for hand-written kernels, what the MSL reader finds (a source it does not follow is still Metal's
         // to accept, unchecked here).
-        let readAs = options.language_version == 0 ? KernelCompiler.defaultLanguageVersion : options.language_version
+        let readAs = options.language_version == 0 ? MetalDevice.pinnedLanguageVersion : options.language_version
         let parameters: [KernelParameter]
         if let abi {
             try abi.check(against: try analyzeKernel(source: source, kernelName: name, languageVersion: readAs).parameters,
@@ -183,9 +183,8 @@ final class MetalDevice: Device {
         }
         let compileOptions = MTLCompileOptions()
         MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
-        if options.language_version != 0 {
-            compileOptions.languageVersion = try MetalDevice.languageVersion(options.language_version)
-        }
+        // Always set: left alone it is the OS's newest MSL (4.0 on macOS 26), which nothing here compiles.
+        compileOptions.languageVersion = try MetalDevice.languageVersion(readAs)
         let library: any MTLLibrary
         do {
             library = try mtl.makeLibrary(source: source, options: compileOptions)
@@ -230,7 +229,7 @@ final class MetalDevice: Device {
     /// relaxed falls back to safe, the mode that keeps its promise of Inf and NaN.
     static func setMathMode(_ mode: Int32, on options: MTLCompileOptions) {
         #if canImport(Metal, _version: 366) || !canImport(Metal)
-        if #available(macOS 15.0, *) {
+        if #available(macOS 15.0, *), os(atLeast: 15) {
             switch mode {
             case NM_MATH_FAST:
                 options.mathMode = .fast
@@ -248,6 +247,11 @@ final class MetalDevice: Device {
         options.fastMathEnabled = mode == NM_MATH_FAST
     }
 
+    /// The MSL version (times 100) a kernel that needs nothing newer compiles as: MSL 3.0 (macOS 13,
+    /// numba-metal's oldest), whatever the OS's default. The compiler asks for more where code needs it
+    /// (ModuleBuilder.language_version, e.g. 320 for coherent(device) memory).
+    static let pinnedLanguageVersion: UInt32 = 300
+
     /// MSL version times 100 to MTLLanguageVersion.
     static func languageVersion(_ v: UInt32) throws -> MTLLanguageVersion {
         switch v {
@@ -258,15 +262,18 @@ final class MetalDevice: Device {
         case 240: return .version2_4
         case 300: return .version3_0
         case 310:
-            if #available(macOS 14.0, *) { return .version3_1 }
+            if #available(macOS 14.0, *), os(atLeast: 14) { return .version3_1 }
         case 320:
             #if canImport(Metal, _version: 366) || !canImport(Metal)  // the macOS 15 SDK (see setMathMode)
-            if #available(macOS 15.0, *) { return .version3_2 }
+            if #available(macOS 15.0, *), os(atLeast: 15) { return .version3_2 }
             #endif
+        case 400:
+            // By raw value (major << 16 | minor): SDKs before macOS 26's have no .version4_0 case.
+            if #available(macOS 26.0, *), os(atLeast: 26), let v = MTLLanguageVersion(rawValue: 4 << 16) { return v }
         default: break
         }
         throw RuntimeError.invalid("language_version \(v) is not an MSL version this Metal backend can request on this OS "
-            + "(200, 210, 220, 230, 240, 300, 310 on macOS 14+, 320 on macOS 15+, or 0 for the newest)")
+            + "(200, 210, 220, 230, 240, 300, 310 on macOS 14+, 320 on macOS 15+, 400 on macOS 26+, or 0 for MSL 3.0)")
     }
 }
 

@@ -32,6 +32,9 @@ extension MetalDevice {
     /// None on a Metal GPU.
     var simulatedTimeLimit: UInt64 { 0 }
 
+    /// On a Mac the `#available` check beside each call decides alone.
+    static func os(atLeast major: Int) -> Bool { true }
+
     private static var noSimulation: RuntimeError {
         RuntimeError.unavailable("the simulated Metal device exists only in builds where Metal does not (Linux); use the Metal GPU")
     }
@@ -44,8 +47,17 @@ import Glibc
 import MetalSimulator
 
 extension MetalDevice {
+    /// Whether the OS is macOS `major` or later, beside an `#available` check of the same version (which
+    /// the compiler needs): the simulated OS profile's answer (NUMBA_METAL_SIM_OS), so that the fallbacks for
+    /// older macOS versions run on Linux.
+    static func os(atLeast major: Int) -> Bool { MetalSimulation.osMajor >= major }
+
     /// The profile NUMBA_METAL_SIM_GPU asks for.
     static func simulatedProfile() throws -> MetalSimulation.Profile {
+        guard MetalSimulation.osProfiles.contains(MetalSimulation.osMajor) else {
+            throw RuntimeError.invalid("NUMBA_METAL_SIM_OS=\(environment("NUMBA_METAL_SIM_OS") ?? "") is not a simulated macOS "
+                + "version; use one of " + MetalSimulation.osProfiles.map(String.init).joined(separator: ", "))
+        }
         switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
         case "apple9": return .apple9
         case "mac2": return .mac2
@@ -124,7 +136,7 @@ extension MetalDevice {
                             failed_command_buffers: UInt64(s.failedCommandBuffers),
                             last_math_mode: UInt32(s.lastCompile?.mathMode.rawValue ?? 0),
                             last_math_functions: UInt32(s.lastCompile?.mathFloatingPointFunctions.rawValue ?? 0),
-                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0),
+                            last_language_version: s.lastCompile.map { $0.languageVersionSet ? UInt32($0.languageVersion) : 0 } ?? 0,
                             uncommitted_work_command_buffers: UInt64(s.uncommittedWorkCommandBuffers),
                             longest_uncommitted_ns: UInt64(s.longestUncommittedSeconds * 1e9),
                             refused_no_copy_wraps: UInt64(s.refusedNoCopyWraps))
