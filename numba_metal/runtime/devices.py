@@ -210,7 +210,7 @@ class Device:
         ffi, lib = load()
         dump = os.environ.get("NUMBA_METAL_MSL_DUMP_DIR")
         if dump:
-            _dump_msl(dump, source)
+            _dump_msl(dump, source, language_version)
         opts = ffi.new("nm_compile_options *", {"fast_math": int(fast_math), "language_version": language_version})
         abi = ffi.NULL
         if params is not None:
@@ -320,17 +320,21 @@ _NO_LIMIT_SECONDS = 2**64 / 1e9
 _dump_failures: set = set()   # directories already warned about
 
 
-def _dump_msl(directory: str, source: str) -> None:
-    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file).
+def _dump_msl(directory: str, source: str, language_version: int = 0) -> None:
+    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file),
+    and an empty <sha256>.metal.std<V> for each MSL version V (times 100) it was compiled at (0: 300, the
+    version the Metal backend pins), so that .ci/macos.sh compiles it at the versions it must compile at.
     A directory that cannot be written warns, once, and the compile goes on: a debugging aid never fails a
     launch."""
     name = hashlib.sha256(source.encode("utf-8")).hexdigest() + ".metal"
     path = os.path.join(directory, name)
-    if os.path.exists(path):
+    marker = f"{path}.std{int(language_version) or 300}"
+    if os.path.exists(path) and os.path.exists(marker):
         return
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(directory, exist_ok=True)
+        open(marker, "a").close()
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(source)
         os.replace(tmp, path)
