@@ -44,6 +44,23 @@ public struct MTLResourceOptions: OptionSet, Sendable {
     public static let storageModeShared = MTLResourceOptions([])
     /// GPU-only memory.
     public static let storageModePrivate = MTLResourceOptions(rawValue: 2 << 4)
+    /// Metal ignores memory hazards for the resource: its user orders access with fences or events.
+    @available(macOS 10.13, *)
+    public static let hazardTrackingModeUntracked = MTLResourceOptions(rawValue: 1 << 8)
+    /// Metal orders access to the resource (the default of buffers).
+    @available(macOS 10.15, *)
+    public static let hazardTrackingModeTracked = MTLResourceOptions(rawValue: 2 << 8)
+}
+
+/// Whether Metal tracks and orders access to a resource (MTLResource.hazardTrackingMode).
+@available(macOS 10.15, *)
+public enum MTLHazardTrackingMode: UInt, Sendable {
+    /// The default (tracked, for buffers).
+    case `default` = 0
+    /// Not tracked: the user orders access.
+    case untracked = 1
+    /// Tracked.
+    case tracked = 2
 }
 
 /// Where a resource's memory lives and who may access it (MTLResource.storageMode).
@@ -355,6 +372,9 @@ public protocol MTLBuffer: AnyObject {
     /// Where the memory lives (declared by MTLResource, which MTLBuffer refines).
     @available(macOS 10.11, *)
     var storageMode: MTLStorageMode { get }
+    /// Whether Metal tracks hazards on it (declared by MTLResource).
+    @available(macOS 10.15, *)
+    var hazardTrackingMode: MTLHazardTrackingMode { get }
 }
 
 /// Compiled MSL.

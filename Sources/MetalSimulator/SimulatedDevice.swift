@@ -56,8 +56,13 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
             validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
             return nil
         }
+        let untracked = options.contains(.hazardTrackingModeUntracked) || lock.update { () -> Bool in
+            defer { untrackedNext = false }
+            return untrackedNext
+        }
         return SimBuffer(device: self, length: length,
-                         storageMode: options.contains(.storageModePrivate) ? .private : .shared)
+                         storageMode: options.contains(.storageModePrivate) ? .private : .shared,
+                         hazardTrackingMode: untracked ? .untracked : .tracked)
     }
 
     func makeBuffer(bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
@@ -162,6 +167,11 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func countFailure() { lock.locked { failed += 1 } }
 
+    /// Whether the next buffer allocated is untracked whatever its options ask (guarded by lock).
+    private var untrackedNext = false
+
+    func setUntrackedNext() { lock.locked { untrackedNext = true } }
+
     /// Failures at which the penalty box closes (nil: never; guarded by lock).
     private var penaltyBoxAt: Int? = nil
 
@@ -206,13 +216,14 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
     let device: SimDevice
     let length: Int
     let storageMode: MTLStorageMode
+    let hazardTrackingMode: MTLHazardTrackingMode
     /// The memory.
     private let base: UnsafeMutableRawPointer
     /// For wrapped memory: what to call when the buffer is released; nil for owned memory.
     private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
     private let owned: Bool
 
-    init(device: SimDevice, length: Int, storageMode: MTLStorageMode) {
+    init(device: SimDevice, length: Int, storageMode: MTLStorageMode, hazardTrackingMode: MTLHazardTrackingMode) {
         var p: UnsafeMutableRawPointer? = nil
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         if posix_memalign(&p, page, length) != 0 || p == nil { fatalError("MetalSimulator: out of memory for a \(length)-byte buffer") }
@@ -220,6 +231,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         self.device = device
         self.length = length
         self.storageMode = storageMode
+        self.hazardTrackingMode = hazardTrackingMode
         base = p!
         deallocator = nil
         owned = true
@@ -231,6 +243,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         self.device = device
         self.length = length
         storageMode = .shared
+        hazardTrackingMode = .tracked
         base = pointer
         self.deallocator = deallocator
         owned = false

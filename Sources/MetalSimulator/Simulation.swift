@@ -175,6 +175,12 @@ public enum MetalSimulation {
         (device as! SimDevice).setPenaltyBox(after: failures)
     }
 
+    /// The next buffer device allocates is untracked (MTLHazardTrackingMode.untracked) whatever its options
+    /// ask, as a library that orders its own work allocates buffers it then exports (DLPack kDLMetal).
+    public static func allocateNextUntracked(device: any MTLDevice) {
+        (device as! SimDevice).setUntrackedNext()
+    }
+
     /// While held, the device's GPU starts no command buffer (committed ones wait).
     public static func setHeld(_ held: Bool, device: any MTLDevice) {
         (device as! SimDevice).setHeld(held)

@@ -294,6 +294,9 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
 #define NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER 6 /* the next command buffer committed fails with code 14
                                                  (ImpactingInteractivity), which MTLCommandBufferError.Code
                                                  has no case for */
+#define NM_SIM_UNTRACKED_NEXT_BUFFER 7        /* the next buffer the device allocates is hazard-untracked
+                                                 (MTLHazardTrackingMode.untracked), as a library that orders its
+                                                 own work allocates the buffers it exports through DLPack */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */

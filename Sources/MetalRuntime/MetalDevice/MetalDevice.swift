@@ -157,6 +157,14 @@ final class MetalDevice: Device {
                 + "not shared (0): its memory is not the host's, so numba-metal cannot use it in place; copy it to "
                 + "a shared buffer (e.g. tensor.cpu()) first")
         }
+        // numba-metal orders its work on a buffer by Metal's hazard tracking (between its blit and compute
+        // encoders and between command buffers); an untracked buffer would race.
+        if b.hazardTrackingMode == .untracked {
+            throw RuntimeError.invalid("nm_buffer_wrap_native: the MTLBuffer was allocated untracked (MTLHazardTrackingMode."
+                + "untracked, MTLResourceOptions.hazardTrackingModeUntracked): Metal would not order numba-metal's work on it "
+                + "against other work, which numba-metal relies on; allocate it with hazard tracking (Metal's default), or "
+                + "pass a copy")
+        }
         return Buffer(device: self, contents: b.contents(), length: UInt64(b.length), storage: b, callerMemory: true)
     }
 
