@@ -340,8 +340,9 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
     private func run(_ command: SimCommand) -> Failure? {
         switch command {
         case .dispatch(let d):
-            if let message = queue.device.engine.run(d.pipeline.kernel, d.engineDispatch()) {
-                return Failure(Int(MTLCommandBufferError.Code.pageFault.rawValue), message, debugGroups: d.debugGroups)
+            if let f = queue.device.engine.runReporting(d.pipeline.kernel, d.engineDispatch()) {
+                let code = f.timedOut ? MTLCommandBufferError.Code.timeout : .pageFault  // the watchdog on a running dispatch
+                return Failure(Int(code.rawValue), f.message, debugGroups: d.debugGroups)
             }
         case .copy(let s, let so, let t, let to, let n):
             memmove(t.contents() + to, s.contents() + so, n)

@@ -8,6 +8,13 @@
 import Glibc
 #endif
 
+extension MetalSimulation.ComputeEngine {
+    /// An engine that does not tell time limits apart: every failure is a fault.
+    public func runReporting(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> MetalSimulation.RunFailure? {
+        run(kernel, dispatch).map { MetalSimulation.RunFailure(timedOut: false, message: $0) }
+    }
+}
+
 /// The simulation's own API (everything else in this module is Apple's Metal API).
 public enum MetalSimulation {
     // MARK: compute engine
@@ -108,6 +115,22 @@ public enum MetalSimulation {
         func makeKernel(source: String, name: String, request: CompileRequest) throws -> Kernel
         /// Runs one dispatch to completion; nil, or what went wrong (a fault), in words.
         func run(_ kernel: Kernel, _ dispatch: Dispatch) -> String?
+        /// As run, and whether the failure was the engine's time limit (the GPU watchdog ending a running
+        /// dispatch: MTLCommandBufferError.timeout) rather than a fault (default: run's, as a fault).
+        func runReporting(_ kernel: Kernel, _ dispatch: Dispatch) -> RunFailure?
+    }
+
+    /// How a dispatch failed.
+    public struct RunFailure {
+        /// Stopped for running too long (a watchdog), not a fault.
+        public let timedOut: Bool
+        /// What went wrong, in words.
+        public let message: String
+        /// A failure.
+        public init(timedOut: Bool, message: String) {
+            self.timedOut = timedOut
+            self.message = message
+        }
     }
 
     // MARK: devices

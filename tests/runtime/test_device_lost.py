@@ -26,6 +26,9 @@ pytestmark = pytest.mark.skipif("metal-sim" not in available_kinds(),
 KERNELS = """#include <metal_stdlib>
 using namespace metal;
 kernel void add_one(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = x[i] + 1; }
+kernel void spin(device atomic_int* flag [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    while (atomic_load_explicit(flag, memory_order_relaxed) == 0) {}
+}
 kernel void wild(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
     device int* p = (device int*)(0x10 + 0 * i);
     x[i] = *p;
@@ -115,6 +118,25 @@ def test_a_timeout_names_the_watchdog_and_does_not_lose_the_device(device, queue
     launch(queue, pipe, [buf], (1, 1, 1), (64, 1, 1))  # the device goes on
     queue.wait()
     assert (from_buffer(buf, np.int32, 64) == 1).all()
+
+
+def test_a_running_dispatch_stopped_by_the_watchdog_is_a_timeout_not_a_fault(device, queue):
+    # The simulated GPU's watchdog on a running dispatch (the engine's time limit) answers timeout (code 2), as
+    # a GPU's does; it was reported as a page fault, blaming the kernel's memory accesses.
+    pipe = device.compile(KERNELS, "spin")
+    flag = device.new_buffer(64)
+    previous = device.time_limit
+    device.set_time_limit(0.2)
+    try:
+        launch(queue, pipe, [flag], (1, 1, 1), (1, 1, 1), label="spins")
+        with pytest.raises(MetalRuntimeError) as info:
+            queue.wait()
+    finally:
+        device.set_time_limit(previous)
+    message = str(info.value)
+    assert "kernel 'spins' failed on the GPU: macOS's GPU watchdog ended the command buffer" in message, message
+    assert "timeout, code 2" in message and "ran longer than its time limit" in message
+    assert not isinstance(info.value, MetalDeviceLostError)
 
 
 BATCH = """

@@ -173,6 +173,14 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
     }
 
     func run(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> String? {
+        runReporting(kernel, dispatch)?.message
+    }
+
+    /// The words of cpu_pool.c's message for a dispatch stopped at its time limit.
+    static let timeLimitWords = "ran longer than its time limit"
+
+    /// A dispatch stopped at the engine's time limit is the simulated GPU watchdog's (timeout), not a fault.
+    func runReporting(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> MetalSimulation.RunFailure? {
         let loaded = kernel.handle as! LoadedKernel
         var launch = nm_launch()
         for (slot, address) in dispatch.buffers.enumerated() where address != nil {
@@ -187,8 +195,11 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
         let failed = lengths.withUnsafeBufferPointer {
             nm_cpu_run_dispatch(loaded.entry, &launch, $0.baseAddress, UInt32($0.count), &control, &err, err.count)
         }
-        return failed == NM_DISPATCH_OK ? nil : "Execution of the command buffer was aborted due to an error during execution: "
-            + String(cString: err) + " [simulated GPU]"
+        if failed == NM_DISPATCH_OK { return nil }
+        let message = String(cString: err)
+        return MetalSimulation.RunFailure(timedOut: message.contains(CPUComputeEngine.timeLimitWords),
+                                          message: "Execution of the command buffer was aborted due to an error during execution: "
+                                              + message + " [simulated GPU]")
     }
 
     /// The kernel `name` compiled for the request's math mode and MSL version.
