@@ -252,7 +252,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
                 let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
                 who = "kernel '\(names.first ?? "?")' failed on the GPU\(others)"
             }
-            message = "\(who): \(kind.meaning) (MTLCommandBufferError \(kind.name), code \(kind.code)): \(detail)"
+            // Metal's own words first (reports cut long messages short), then what the code means.
+            message = "\(who) (MTLCommandBufferError \(kind.name), code \(kind.code)): \(detail); \(kind.meaning)"
         }
         var unresolved: [Upstream] = []
         var upstream: String? = nil
