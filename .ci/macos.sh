@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# CI on a Mac (Apple silicon): build the runtime with SwiftPM, compile every MSL source the test suite
-# generates with Apple's Metal compiler, then run the test suite on the Metal GPU. The steps that need no
-# Mac run anywhere, in order, and the script stops before the first one that does when it is not on macOS
+# CI on a Mac (Apple silicon): build the runtime with SwiftPM, run the test suite on the CPU device while
+# collecting every MSL source it compiles, compile each with Apple's Metal compiler at every pinned MSL
+# version it must compile at, then run the test suite on the Metal GPU, one test file per process (a process
+# whose GPU access macOS revoked cannot fail the files after it). A failing step does not hide the later
+# ones: each step's failure is counted and the script fails at the end. The steps that need no Mac run
+# anywhere, in order, and the script stops before the first one that does when it is not on macOS
 # (tests/runtime/test_ci_scripts.py runs it that far on Linux).
 #
 # Environment:
-#   NUMBA_METAL_CI_TESTS    pytest arguments of the suite to collect MSL from and run (default: tests)
+#   NUMBA_METAL_CI_TESTS    pytest arguments of the suite to collect MSL from and run (default: tests, and
+#                           on the GPU each tests/**/test_*.py file in its own process)
 #   NUMBA_METAL_CI_MSL_DIR  where the collected MSL goes (default: .build/ci-msl)
 #   NUMBA_METAL_CI_GPU      required (default): fail without a usable Metal GPU; optional: report and stop
 #                           (GitHub's hosted runners: their paravirtual GPU is not of Apple family 7)
@@ -13,9 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-tests=(${NUMBA_METAL_CI_TESTS:-tests})
+read -r -a tests <<< "${NUMBA_METAL_CI_TESTS:-tests}"
 msl_dir="${NUMBA_METAL_CI_MSL_DIR:-$PWD/.build/ci-msl}"
 step() { printf '\n== %s ==\n' "$*"; }
+failures=()  # the steps that failed; the script goes on and fails at the end
 
 step "toolchain"
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then export PATH="/opt/swift/usr/bin:$PATH"; fi
@@ -43,40 +48,75 @@ python -m numba_metal.tools.build
 step "collect the MSL the test suite compiles (CPU reference device)"
 rm -rf "$msl_dir"
 mkdir -p "$msl_dir"
-NUMBA_METAL_DEVICE=cpu NUMBA_METAL_MSL_DUMP_DIR="$msl_dir" python -m pytest -q -p no:cacheprovider "${tests[@]}"
+# A failing CPU-device test is counted, not fatal: the MSL sweep below still runs on what was collected.
+if ! NUMBA_METAL_DEVICE=cpu NUMBA_METAL_MSL_DUMP_DIR="$msl_dir" python -m pytest -q -p no:cacheprovider "${tests[@]}"; then
+    failures+=("the test suite on the CPU device")
+fi
 count=$(find "$msl_dir" -name '*.metal' | wc -l | tr -d ' ')
 echo "$count MSL sources in $msl_dir"
 if [ "$count" -eq 0 ]; then echo "error: the test suite compiled no MSL" >&2; exit 1; fi
 
+finish() {
+    if [ "${#failures[@]}" -ne 0 ]; then
+        printf 'failed: %s\n' "${failures[@]}" >&2
+        exit 1
+    fi
+    exit 0
+}
+
 if [ "$(uname -s)" != Darwin ]; then
     echo
     echo "macos.sh: stopping before the first macOS-only step (Apple's Metal compiler) on $(uname -s)"
-    exit 0
+    finish
 fi
 
-step "Apple's Metal compiler on every collected source (xcrun -sdk macosx metal -c)"
+step "Apple's Metal compiler on every collected source at each pinned MSL version (3.0, 3.2, 4.0)"
+# Xcode 26 ships without the Metal toolchain (actions/runner-images#13094): download it when missing.
+if ! xcrun -sdk macosx metal --version >/dev/null 2>&1; then
+    xcodebuild -downloadComponent MetalToolchain
+fi
 xcrun -sdk macosx metal --version
-failed=0
+# Each source compiles at every pinned version at or above the lowest it was compiled at (the
+# <source>.std<V> markers NUMBA_METAL_MSL_DUMP_DIR writes; 300 is what the Metal backend pins by default).
+refused=0
 for f in "$msl_dir"/*.metal; do
-    # numba-metal asks for MSL 3.0 by default (macOS 13); hand-written test kernels may ask for 3.2.
-    if ! xcrun -sdk macosx metal -std=metal3.0 -c "$f" -o /dev/null 2>"$f.log" \
-       && ! xcrun -sdk macosx metal -std=metal3.2 -c "$f" -o /dev/null 2>>"$f.log"; then
-        echo "Apple's compiler refused $f:" >&2
-        cat "$f.log" >&2
-        failed=$((failed + 1))
-    fi
+    need=400
+    for m in "$f".std*; do
+        [ -e "$m" ] || continue
+        v=${m##*.std}
+        if [ "$v" -lt "$need" ]; then need=$v; fi
+    done
+    for v in 300 320 400; do
+        [ "$v" -ge "$need" ] || continue
+        std="metal$((v / 100)).$((v % 100 / 10))"
+        if ! xcrun -sdk macosx metal -std="$std" -c "$f" -o /dev/null 2>"$f.$std.log"; then
+            echo "Apple's compiler refused $f at -std=$std:" >&2
+            cat "$f.$std.log" >&2
+            refused=$((refused + 1))
+        fi
+    done
 done
-echo "$failed of $count sources refused"
-if [ "$failed" -ne 0 ]; then exit 1; fi
+echo "$refused compiles of $count sources refused"
+if [ "$refused" -ne 0 ]; then failures+=("Apple's Metal compiler ($refused compiles refused)"); fi
 
-step "the test suite on the Metal GPU"
+step "the test suite on the Metal GPU, one test file per process"
 if ! python -c "import sys; from numba_metal import runtime as rt; sys.exit(0 if any(d.kind == 'metal' for d in rt.list_devices()) else 1)"; then
     echo "no Metal GPU numba-metal can use (Apple family 7 or later) on this machine:"
     system_profiler SPDisplaysDataType | sed -n '1,12p' || true
-    if [ "${NUMBA_METAL_CI_GPU:-required}" = optional ]; then
-        echo "NUMBA_METAL_CI_GPU=optional: the Metal-device run is left to a runner with an Apple GPU"
-        exit 0
-    fi
-    exit 1
+    if [ "${NUMBA_METAL_CI_GPU:-required}" != optional ]; then failures+=("no usable Metal GPU"); fi
+    echo "NUMBA_METAL_CI_GPU=${NUMBA_METAL_CI_GPU:-required}: the Metal-device run needs a runner with an Apple GPU"
+    finish
 fi
-NUMBA_METAL_DEVICE=metal python -m pytest -q -p no:cacheprovider "${tests[@]}"
+if [ -n "${NUMBA_METAL_CI_TESTS:-}" ]; then
+    runs=("${NUMBA_METAL_CI_TESTS}")
+else
+    runs=()
+    while IFS= read -r f; do runs+=("$f"); done < <(find tests -name 'test_*.py' | sort)
+fi
+for run in "${runs[@]}"; do
+    read -r -a args <<< "$run"
+    if ! NUMBA_METAL_DEVICE=metal python -m pytest -q -p no:cacheprovider "${args[@]}"; then
+        failures+=("the Metal GPU: $run")
+    fi
+done
+finish

@@ -51,6 +51,12 @@ class MetalRuntimeError(NumbaMetalError):
     """The runtime or submitted work failed (allocation, a failed kernel, a device fault)."""
 
 
+class MetalDeviceLostError(MetalRuntimeError):
+    """The GPU refused further work from this process (Metal answered a command buffer with accessRevoked
+    after too many GPU errors, timeouts or hangs, notPermitted, deviceRemoved, or code 14): every later
+    launch, wait, copy or allocation on the device raises this one message. Restart the process."""
+
+
 class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
@@ -141,6 +147,7 @@ __all__ = [
     "KernelCompilationError",
     "KernelLaunchError",
     "MetalRuntimeError",
+    "MetalDeviceLostError",
     "KernelBoundsError",
     "KernelBarrierError",
     "KernelRaisedError",

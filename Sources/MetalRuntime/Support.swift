@@ -32,6 +32,8 @@ struct RuntimeError: Error {
     static func compile(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_COMPILE, message: message) }
     /// Submitted work failed.
     static func execution(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_EXECUTION, message: message) }
+    /// The GPU refuses further work from this process; the message says to restart it.
+    static func deviceLost(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_DEVICE_LOST, message: message) }
     /// Allocation failed.
     static func outOfMemory(_ message: String) -> RuntimeError { RuntimeError(status: NM_ERR_OUT_OF_MEMORY, message: message) }
     /// A bug or an unexpected host failure.

@@ -44,6 +44,23 @@ public struct MTLResourceOptions: OptionSet, Sendable {
     public static let storageModeShared = MTLResourceOptions([])
     /// GPU-only memory.
     public static let storageModePrivate = MTLResourceOptions(rawValue: 2 << 4)
+    /// Metal ignores memory hazards for the resource: its user orders access with fences or events.
+    @available(macOS 10.13, *)
+    public static let hazardTrackingModeUntracked = MTLResourceOptions(rawValue: 1 << 8)
+    /// Metal orders access to the resource (the default of buffers).
+    @available(macOS 10.15, *)
+    public static let hazardTrackingModeTracked = MTLResourceOptions(rawValue: 2 << 8)
+}
+
+/// Whether Metal tracks and orders access to a resource (MTLResource.hazardTrackingMode).
+@available(macOS 10.15, *)
+public enum MTLHazardTrackingMode: UInt, Sendable {
+    /// The default (tracked, for buffers).
+    case `default` = 0
+    /// Not tracked: the user orders access.
+    case untracked = 1
+    /// Tracked.
+    case tracked = 2
 }
 
 /// Where a resource's memory lives and who may access it (MTLResource.storageMode).
@@ -126,6 +143,9 @@ public enum MTLLanguageVersion: UInt, Sendable {
     /// MSL 3.2.
     @available(macOS 15.0, *)
     case version3_2 = 196610
+    /// MSL 4.0.
+    @available(macOS 26.0, *)
+    case version4_0 = 262144
 }
 
 /// The states a command buffer passes through.
@@ -148,7 +168,9 @@ public enum MTLCommandBufferStatus: UInt, Sendable {
 /// Why the GPU did not finish a command buffer.
 @available(macOS 10.11, *)
 public struct MTLCommandBufferError: Error, CustomStringConvertible {
-    /// The error codes.
+    /// The error codes (Apple's NS_ERROR_ENUM; `blacklisted` is the former name of 4). Metal also reports
+    /// codes this enum has no case for (14, kIOGPUCommandBufferCallbackErrorImpactingInteractivity):
+    /// read `errorCode`, as on a Mac `(error as NSError).code`.
     public enum Code: UInt, Sendable {
         /// No error.
         case none = 0
@@ -158,7 +180,7 @@ public struct MTLCommandBufferError: Error, CustomStringConvertible {
         case timeout = 2
         /// A page fault the GPU cannot service (out-of-bounds access).
         case pageFault = 3
-        /// The process lost access to the GPU after too many errors.
+        /// The process lost access to the GPU after too many timeouts or hangs.
         case accessRevoked = 4
         /// The process may not use the GPU.
         case notPermitted = 7
@@ -175,17 +197,23 @@ public struct MTLCommandBufferError: Error, CustomStringConvertible {
         @available(macOS 12.0, *)
         case stackOverflow = 12
     }
-    /// This error's code.
-    public let code: Code
+    /// The raw code, which may be one Code has no case for (NSError.code on a Mac).
+    public let errorCode: Int
+    /// This error's code (.internal for a raw code Code has no case for; read errorCode).
+    public var code: Code { Code(rawValue: UInt(max(0, errorCode))) ?? .internal }
     /// What happened, in words.
     public let description: String
+    /// NSError.userInfo: MTLCommandBufferEncoderInfoErrorKey holds the encoders' execution status when
+    /// the command buffer was made with errorOptions .encoderExecutionStatus.
+    public let userInfo: [String: Any]
     /// The object behind the error (Apple's NSError; here a counted, autoreleased simulator object).
     let storage: AnyObject?
 
-    /// An error with a code and description (simulator).
-    init(code: Code, description: String, storage: AnyObject?) {
-        self.code = code
+    /// An error with a raw code and description (simulator).
+    init(errorCode: Int, description: String, userInfo: [String: Any] = [:], storage: AnyObject?) {
+        self.errorCode = errorCode
         self.description = description
+        self.userInfo = userInfo
         self.storage = storage
     }
 
@@ -195,6 +223,56 @@ public struct MTLCommandBufferError: Error, CustomStringConvertible {
     public static var pageFault: Code { .pageFault }
     /// An internal error.
     public static var `internal`: Code { .internal }
+    /// The process lost access to the GPU.
+    public static var accessRevoked: Code { .accessRevoked }
+}
+
+/// The key of a command buffer error's userInfo that holds [MTLCommandBufferEncoderInfo].
+@available(macOS 11.0, *)
+public let MTLCommandBufferEncoderInfoErrorKey = "MTLCommandBufferEncoderInfoErrorKey"
+
+/// What extra error information a command buffer records.
+@available(macOS 11.0, *)
+public struct MTLCommandBufferErrorOption: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Record each encoder's execution status (MTLCommandBufferEncoderInfo in the error's userInfo).
+    public static let encoderExecutionStatus = MTLCommandBufferErrorOption(rawValue: 1)
+}
+
+/// How a command buffer is made (makeCommandBuffer(descriptor:)).
+@available(macOS 11.0, *)
+open class MTLCommandBufferDescriptor {
+    /// Default options.
+    public init() {}
+    /// Extra error information to record ("useful during development").
+    open var errorOptions: MTLCommandBufferErrorOption = []
+}
+
+/// An encoder's state when its command buffer failed.
+@available(macOS 11.0, *)
+public enum MTLCommandEncoderErrorState: Int, Sendable {
+    /// Unknown.
+    case unknown = 0
+    /// Its commands completed.
+    case completed = 1
+    /// Its commands were affected by another encoder's error.
+    case affected = 2
+    /// Its commands did not run.
+    case pending = 3
+    /// Its commands caused the error.
+    case faulted = 4
+}
+
+/// One encoder's execution status in a failed command buffer.
+@available(macOS 11.0, *)
+public protocol MTLCommandBufferEncoderInfo: AnyObject {
+    /// The encoder's label.
+    var label: String { get }
+    /// The debug signposts (debug groups) Metal recorded as the GPU ran the encoder's commands.
+    var debugSignposts: [String] { get }
+    /// The encoder's state.
+    var errorState: MTLCommandEncoderErrorState { get }
 }
 
 /// Compiler options for makeLibrary(source:options:).
@@ -223,8 +301,15 @@ open class MTLCompileOptions {
             functionsRaw = newValue ? 0 : 1
         }
     }
-    /// The MSL version to compile as (default: the newest the SDK knows).
-    open var languageVersion: MTLLanguageVersion = .version3_2
+    /// The MSL version to compile as (default: "the most recent language version", the simulated OS's:
+    /// MetalSimulation.osMajor).
+    open var languageVersion: MTLLanguageVersion {
+        get { languageVersionSet ?? MetalSimulation.defaultLanguageVersion }
+        set { languageVersionSet = newValue }
+    }
+
+    /// The version set, or nil: the OS default (the simulator records which).
+    var languageVersionSet: MTLLanguageVersion? = nil
 
     /// MTLMathMode's raw value, readable at any availability (the simulator reads it).
     var mathModeRaw = 1
@@ -287,6 +372,9 @@ public protocol MTLBuffer: AnyObject {
     /// Where the memory lives (declared by MTLResource, which MTLBuffer refines).
     @available(macOS 10.11, *)
     var storageMode: MTLStorageMode { get }
+    /// Whether Metal tracks hazards on it (declared by MTLResource).
+    @available(macOS 10.15, *)
+    var hazardTrackingMode: MTLHazardTrackingMode { get }
 }
 
 /// Compiled MSL.
@@ -322,6 +410,9 @@ public protocol MTLComputePipelineState: AnyObject {
 public protocol MTLCommandQueue: AnyObject {
     /// A new command buffer that retains the resources it uses; blocks while the queue has no free one.
     func makeCommandBuffer() -> (any MTLCommandBuffer)?
+    /// A new command buffer made as descriptor says (e.g. recording encoder execution status).
+    @available(macOS 11.0, *)
+    func makeCommandBuffer(descriptor: MTLCommandBufferDescriptor) -> (any MTLCommandBuffer)?
 }
 
 /// A container of encoded GPU commands.
@@ -364,6 +455,10 @@ public protocol MTLCommandEncoder: AnyObject {
     var label: String? { get set }
     /// Finishes encoding.
     func endEncoding()
+    /// Starts a named group of commands (named in GPU error information and captures).
+    func pushDebugGroup(_ string: String)
+    /// Ends the innermost debug group.
+    func popDebugGroup()
 }
 
 /// Encodes compute dispatches.

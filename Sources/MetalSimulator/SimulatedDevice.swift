@@ -56,8 +56,13 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
             validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
             return nil
         }
+        let untracked = options.contains(.hazardTrackingModeUntracked) || lock.update { () -> Bool in
+            defer { untrackedNext = false }
+            return untrackedNext
+        }
         return SimBuffer(device: self, length: length,
-                         storageMode: options.contains(.storageModePrivate) ? .private : .shared)
+                         storageMode: options.contains(.storageModePrivate) ? .private : .shared,
+                         hazardTrackingMode: untracked ? .untracked : .tracked)
     }
 
     func makeBuffer(bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
@@ -78,6 +83,11 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary {
         let request = SimDevice.request(options ?? MTLCompileOptions())
         lock.locked { lastCompile = request }
+        let newest = MetalSimulation.newestLanguageVersion(os: MetalSimulation.osMajor)
+        if request.languageVersion > newest {
+            throw MetalSimulation.CompileFailure(log: "error: MSL \(request.languageVersion / 100).\(request.languageVersion % 100 / 10) is "
+                + "not supported on macOS \(MetalSimulation.osMajor) (it compiles up to \(newest / 100).\(newest % 100 / 10)) [simulated OS]")
+        }
         let names = try engine.compileLibrary(source: source, request: request)
         return SimLibrary(device: self, source: source, request: request, functionNames: names)
     }
@@ -104,7 +114,8 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
         let v = options.languageVersion.rawValue
         return MetalSimulation.CompileRequest(mathMode: MTLMathMode(rawValue: options.mathModeRaw)!,
                                               mathFloatingPointFunctions: MTLMathFloatingPointFunctions(rawValue: options.functionsRaw)!,
-                                              languageVersion: Int(v >> 16) * 100 + Int(v & 0xffff) * 10)
+                                              languageVersion: Int(v >> 16) * 100 + Int(v & 0xffff) * 10,
+                                              languageVersionSet: options.languageVersionSet != nil)
     }
 
     // MARK: simulation state
@@ -156,6 +167,19 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func countFailure() { lock.locked { failed += 1 } }
 
+    /// Whether the next buffer allocated is untracked whatever its options ask (guarded by lock).
+    private var untrackedNext = false
+
+    func setUntrackedNext() { lock.locked { untrackedNext = true } }
+
+    /// Failures at which the penalty box closes (nil: never; guarded by lock).
+    private var penaltyBoxAt: Int? = nil
+
+    func setPenaltyBox(after failures: Int) { lock.locked { penaltyBoxAt = failures > 0 ? failed + failures : nil } }
+
+    /// Whether the device refuses every command buffer now (accessRevoked).
+    func inPenaltyBox() -> Bool { lock.locked { penaltyBoxAt.map { failed >= $0 } ?? false } }
+
     /// A buffer's own memory was allocated (bytes > 0) or freed (bytes < 0).
     func countAllocation(_ bytes: Int) { lock.locked { allocatedBytes += bytes } }
 
@@ -192,13 +216,14 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
     let device: SimDevice
     let length: Int
     let storageMode: MTLStorageMode
+    let hazardTrackingMode: MTLHazardTrackingMode
     /// The memory.
     private let base: UnsafeMutableRawPointer
     /// For wrapped memory: what to call when the buffer is released; nil for owned memory.
     private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
     private let owned: Bool
 
-    init(device: SimDevice, length: Int, storageMode: MTLStorageMode) {
+    init(device: SimDevice, length: Int, storageMode: MTLStorageMode, hazardTrackingMode: MTLHazardTrackingMode) {
         var p: UnsafeMutableRawPointer? = nil
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         if posix_memalign(&p, page, length) != 0 || p == nil { fatalError("MetalSimulator: out of memory for a \(length)-byte buffer") }
@@ -206,6 +231,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         self.device = device
         self.length = length
         self.storageMode = storageMode
+        self.hazardTrackingMode = hazardTrackingMode
         base = p!
         deallocator = nil
         owned = true
@@ -217,6 +243,7 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         self.device = device
         self.length = length
         storageMode = .shared
+        hazardTrackingMode = .tracked
         base = pointer
         self.deallocator = deallocator
         owned = false

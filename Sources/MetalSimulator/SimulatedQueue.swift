@@ -40,9 +40,11 @@ final class SimCommandQueue: SimObject, MTLCommandQueue, @unchecked Sendable {
 
     deinit { core.stop() }
 
-    func makeCommandBuffer() -> (any MTLCommandBuffer)? {
+    func makeCommandBuffer() -> (any MTLCommandBuffer)? { makeCommandBuffer(descriptor: MTLCommandBufferDescriptor()) }
+
+    func makeCommandBuffer(descriptor: MTLCommandBufferDescriptor) -> (any MTLCommandBuffer)? {
         core.acquireSlot()
-        let cb = SimCommandBuffer(queue: self)
+        let cb = SimCommandBuffer(queue: self, errorOptions: descriptor.errorOptions)
         autorelease(cb)
         return cb
     }
@@ -144,8 +146,13 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
     private var fault: MetalSimulation.Fault? = nil
     /// Whether a command was encoded (the simulation's uncommitted-work statistic).
     private var holdsWork = false
+    /// What extra error information it records (its descriptor's errorOptions).
+    let errorOptions: MTLCommandBufferErrorOption
 
-    init(queue: SimCommandQueue) { self.queue = queue }
+    init(queue: SimCommandQueue, errorOptions: MTLCommandBufferErrorOption) {
+        self.queue = queue
+        self.errorOptions = errorOptions
+    }
 
     deinit {
         // Never committed: its slot was never given back.
@@ -253,7 +260,8 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
         }
         guard ok else { return }
         if lock.locked({ holdsWork }) { queue.device.workLeft(ObjectIdentifier(self), committed: true) }
-        let injected = queue.device.takeFault()
+        // An injected fault, or the penalty box's answer once the device has seen enough failures.
+        let injected = queue.device.takeFault() ?? (queue.device.inPenaltyBox() ? .accessRevoked : nil)
         lock.locked { fault = injected }
         queue.core.submit(self)
     }
@@ -275,12 +283,18 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
             startTime = monotonicSeconds()
             return (commands, fault)
         }
-        var failure: (MTLCommandBufferError.Code, String)? = nil
+        var failure: Failure? = nil
+        let aborted = "Execution of the command buffer was aborted due to an error during execution. "
         switch injected {
-        case .pageFault?: failure = (.pageFault, "Execution of the command buffer was aborted due to an error during execution. "
-            + "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) [simulated]")
-        case .watchdog?: failure = (.timeout, "Execution of the command buffer was aborted due to an error during execution. "
-            + "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout) [simulated watchdog]")
+        case .pageFault?: failure = Failure(Int(MTLCommandBufferError.Code.pageFault.rawValue),
+            aborted + "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) [simulated]")
+        case .watchdog?: failure = Failure(Int(MTLCommandBufferError.Code.timeout.rawValue),
+            aborted + "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout) [simulated watchdog]")
+        case .accessRevoked?: failure = Failure(Int(MTLCommandBufferError.Code.accessRevoked.rawValue),
+            aborted + "Ignored (for causing prior/excessive GPU errors) (00000004:kIOGPUCommandBufferCallbackErrorSubmissionsIgnored) "
+            + "[simulated penalty box]")
+        case .impactingInteractivity?: failure = Failure(14,
+            aborted + "Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity) [simulated]")
         case nil:
             for command in list {
                 if let f = run(command) {
@@ -294,21 +308,41 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
         lock.update {
             endTime = end
             commands = []  // "The command buffer releases these references after it finishes running on the GPU."
-            if let (code, message) = failure {
+            if let f = failure {
                 statusValue = .error
-                errorValue = MTLCommandBufferError(code: code, description: message, storage: SimErrorObject())
+                // With .encoderExecutionStatus the error names the faulting encoder's debug groups (one
+                // encoder info per failed dispatch here: the simulator keeps no encoder boundaries).
+                var info: [String: Any] = [:]
+                if errorOptions.contains(.encoderExecutionStatus) {
+                    info[MTLCommandBufferEncoderInfoErrorKey] = [SimEncoderInfo(label: labelValue ?? "", debugSignposts: f.debugGroups,
+                                                                                 errorState: f.debugGroups.isEmpty ? .unknown : .faulted)]
+                }
+                errorValue = MTLCommandBufferError(errorCode: f.code, description: f.message, userInfo: info, storage: SimErrorObject())
             } else {
                 statusValue = .completed
             }
         }
     }
 
+    /// How a command buffer failed: the raw error code, the description, the failed dispatch's debug groups.
+    struct Failure {
+        let code: Int
+        let message: String
+        var debugGroups: [String] = []
+        init(_ code: Int, _ message: String, debugGroups: [String] = []) {
+            self.code = code
+            self.message = message
+            self.debugGroups = debugGroups
+        }
+    }
+
     /// Runs one command; the failure, if it failed.
-    private func run(_ command: SimCommand) -> (MTLCommandBufferError.Code, String)? {
+    private func run(_ command: SimCommand) -> Failure? {
         switch command {
         case .dispatch(let d):
-            if let message = queue.device.engine.run(d.pipeline.kernel, d.engineDispatch()) {
-                return (.pageFault, message)
+            if let f = queue.device.engine.runReporting(d.pipeline.kernel, d.engineDispatch()) {
+                let code = f.timedOut ? MTLCommandBufferError.Code.timeout : .pageFault  // the watchdog on a running dispatch
+                return Failure(Int(code.rawValue), f.message, debugGroups: d.debugGroups)
             }
         case .copy(let s, let so, let t, let to, let n):
             memmove(t.contents() + to, s.contents() + so, n)
@@ -318,8 +352,8 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
             event.signaledValue = value
         case .wait(let event, let value):
             if !event.wait(for: value, timeout: queue.device.profile.eventWaitTimeout) {
-                return (.timeout, "Execution of the command buffer was aborted: it timed out waiting for a shared event to reach "
-                    + "\(value) (it stayed at \(event.signaledValue)) [simulated watchdog]")
+                return Failure(Int(MTLCommandBufferError.Code.timeout.rawValue), "Execution of the command buffer was aborted: it "
+                    + "timed out waiting for a shared event to reach \(value) (it stayed at \(event.signaledValue)) [simulated watchdog]")
             }
         }
         return nil
@@ -343,6 +377,18 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
 /// counted object as Objective-C does.
 final class SimErrorObject: SimObject {}
 
+/// An encoder's execution status in a failed command buffer's error.
+final class SimEncoderInfo: MTLCommandBufferEncoderInfo, @unchecked Sendable {
+    let label: String
+    let debugSignposts: [String]
+    let errorState: MTLCommandEncoderErrorState
+    init(label: String, debugSignposts: [String], errorState: MTLCommandEncoderErrorState) {
+        self.label = label
+        self.debugSignposts = debugSignposts
+        self.errorState = errorState
+    }
+}
+
 // MARK: - Encoders
 
 /// What the two encoders share: one command buffer, endEncoding exactly once, nothing after it.
@@ -352,6 +398,8 @@ class SimEncoder: SimObject {
     /// Commands encoded so far, handed to the command buffer by endEncoding().
     var encoded: [SimCommand] = []
     var ended = false
+    /// The debug groups open now, outermost first.
+    var debugGroups: [String] = []
 
     init(commandBuffer: SimCommandBuffer) { self.commandBuffer = commandBuffer }
 
@@ -365,8 +413,19 @@ class SimEncoder: SimObject {
         return !ended
     }
 
+    func pushDebugGroup(_ string: String) {
+        guard usable("pushDebugGroup(_:)") else { return }
+        debugGroups.append(string)
+    }
+
+    func popDebugGroup() {
+        guard usable("popDebugGroup()") else { return }
+        if debugGroups.popLast() == nil { validationFailure("popDebugGroup() without a matching pushDebugGroup(_:)") }
+    }
+
     func endEncoding() {
         guard usable("endEncoding()") else { return }
+        if !debugGroups.isEmpty { validationFailure("endEncoding() with \(debugGroups.count) debug group(s) still pushed") }
         ended = true
         commandBuffer.encoderEnded(self, commands: encoded)
         encoded = []
@@ -381,6 +440,8 @@ struct SimDispatch {
     let threadgroupLengths: [Int]
     let groups: MTLSize
     let threads: MTLSize
+    /// The encoder's debug groups when it was encoded.
+    let debugGroups: [String]
 
     /// The addresses and lengths the engine runs with.
     func engineDispatch() -> MetalSimulation.Dispatch {
@@ -482,7 +543,7 @@ final class SimComputeEncoder: SimEncoder, MTLComputeCommandEncoder, @unchecked 
                 + "\(commandBuffer.queue.device.maxThreadgroupMemoryLength)")
         }
         encoded.append(.dispatch(SimDispatch(pipeline: p, buffers: buffers, bytes: bytes, threadgroupLengths: threadgroupLengths,
-                                             groups: g, threads: t)))
+                                             groups: g, threads: t, debugGroups: debugGroups)))
         commandBuffer.noteWork()
     }
 }

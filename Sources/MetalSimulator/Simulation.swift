@@ -4,6 +4,17 @@
 // runtime), injects faults, and reads the simulation's counters.
 // Built only where Metal does not exist: on a Mac the backend uses Apple's Metal itself.
 #if !canImport(Metal)
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension MetalSimulation.ComputeEngine {
+    /// An engine that does not tell time limits apart: every failure is a fault.
+    public func runReporting(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> MetalSimulation.RunFailure? {
+        run(kernel, dispatch).map { MetalSimulation.RunFailure(timedOut: false, message: $0) }
+    }
+}
+
 /// The simulation's own API (everything else in this module is Apple's Metal API).
 public enum MetalSimulation {
     // MARK: compute engine
@@ -16,6 +27,37 @@ public enum MetalSimulation {
         public let mathFloatingPointFunctions: MTLMathFloatingPointFunctions
         /// The MSL version times 100 (e.g. 320).
         public let languageVersion: Int
+        /// Whether the host set MTLCompileOptions.languageVersion (false: the OS default was compiled).
+        public let languageVersionSet: Bool
+    }
+
+    // MARK: OS profiles
+
+    /// The macOS major version the simulation behaves as (NUMBA_METAL_SIM_OS: 13, 14, 15 or 26; default
+    /// 15): the hosts' `#available` checks (MetalDevice.os(atLeast:)) answer for it, the compiler's default
+    /// MSL version is that OS's, and it refuses MSL versions newer than that OS compiles.
+    public static let osMajor: Int = {
+        guard let p = getenv("NUMBA_METAL_SIM_OS") else { return 15 }
+        return Int(String(cString: p)) ?? 0
+    }()
+
+    /// The simulated OSes.
+    public static let osProfiles = [13, 14, 15, 26]
+
+    /// The newest MSL version (times 100) each simulated OS compiles, which is also its default.
+    public static func newestLanguageVersion(os: Int) -> Int {
+        switch os {
+        case ..<14: return 300
+        case 14: return 310
+        case 15: return 320
+        default: return 400
+        }
+    }
+
+    /// MTLCompileOptions.languageVersion's default on the simulated OS.
+    static var defaultLanguageVersion: MTLLanguageVersion {
+        let v = newestLanguageVersion(os: osMajor)
+        return MTLLanguageVersion(rawValue: UInt(v / 100) << 16 | UInt(v % 100 / 10))!
     }
 
     /// A compiled kernel function, as the engine describes it (the reflection Metal has of a pipeline).
@@ -73,6 +115,22 @@ public enum MetalSimulation {
         func makeKernel(source: String, name: String, request: CompileRequest) throws -> Kernel
         /// Runs one dispatch to completion; nil, or what went wrong (a fault), in words.
         func run(_ kernel: Kernel, _ dispatch: Dispatch) -> String?
+        /// As run, and whether the failure was the engine's time limit (the GPU watchdog ending a running
+        /// dispatch: MTLCommandBufferError.timeout) rather than a fault (default: run's, as a fault).
+        func runReporting(_ kernel: Kernel, _ dispatch: Dispatch) -> RunFailure?
+    }
+
+    /// How a dispatch failed.
+    public struct RunFailure {
+        /// Stopped for running too long (a watchdog), not a fault.
+        public let timedOut: Bool
+        /// What went wrong, in words.
+        public let message: String
+        /// A failure.
+        public init(timedOut: Bool, message: String) {
+            self.timedOut = timedOut
+            self.message = message
+        }
     }
 
     // MARK: devices
@@ -120,12 +178,30 @@ public enum MetalSimulation {
         case pageFault
         /// The GPU watchdog ends it with MTLCommandBufferError.timeout before any command runs.
         case watchdog
+        /// The system refuses it with accessRevoked (4): "too many timeouts or hangs" (the penalty box).
+        case accessRevoked
+        /// It fails with code 14 (kIOGPUCommandBufferCallbackErrorImpactingInteractivity), which
+        /// MTLCommandBufferError.Code has no case for.
+        case impactingInteractivity
     }
 
     /// Makes the next command buffer committed on any queue of device fail with fault. Its encoded event
     /// signals never run, as on a GPU.
     public static func inject(_ fault: Fault, into device: any MTLDevice) {
         (device as! SimDevice).inject(fault)
+    }
+
+    /// The penalty box: once `failures` more command buffers of device have failed (0: never), every
+    /// command buffer committed after that fails with accessRevoked, as macOS answers a process it
+    /// blames for too many GPU errors; for the rest of the process, as on a Mac.
+    public static func setPenaltyBox(after failures: Int, device: any MTLDevice) {
+        (device as! SimDevice).setPenaltyBox(after: failures)
+    }
+
+    /// The next buffer device allocates is untracked (MTLHazardTrackingMode.untracked) whatever its options
+    /// ask, as a library that orders its own work allocates buffers it then exports (DLPack kDLMetal).
+    public static func allocateNextUntracked(device: any MTLDevice) {
+        (device as! SimDevice).setUntrackedNext()
     }
 
     /// While held, the device's GPU starts no command buffer (committed ones wait).

@@ -196,7 +196,7 @@ class KernelABI(NamedTuple):
     dynamic_threadgroup_memory: bool
     static_threadgroup_memory: int   # bytes of threadgroup memory the kernel declares
     array_names: tuple = ()  # debug reports: array id -> the array's name
-    language_version: int = 0        # the MSL version (x 100) its code needs; 0: the device's default
+    language_version: int = 0        # the MSL version (x 100) its code needs; 0: MSL 3.0 suffices
     print_slot: int | None = None    # the kernel prints: the print buffer's [[buffer(i)]]
     print_formats: tuple = ()        # the descriptions of its print() calls (kernel_io.describe)
     raise_sites: tuple = ()          # debug=True: kernel_io.RaiseSite per raise/assert, by index

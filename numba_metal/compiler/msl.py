@@ -21,7 +21,7 @@ import struct
 # ---------------------------------------------------------------------------------------------
 
 #: MSL versions as the runtime's ``language_version`` takes them. Code needing nothing newer than MSL 3.0
-#: (macOS 13, numba-metal's oldest) asks for no version; MSL 3.2 (macOS 15) brings ``atomic_thread_fence``
+#: (macOS 13, numba-metal's oldest) asks for no version (the Metal backend then pins MSL 3.0); MSL 3.2 (macOS 15) brings ``atomic_thread_fence``
 #: with a ``thread_scope`` and ``coherent(device)`` memory (§4.8, §6.15.1).
 ANY_VERSION = 0
 VERSION_3_2 = 320

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba_metal.errors import DLPackError, KernelLaunchError, UnsupportedFeatureError, UnsupportedPlatformError
+from numba_metal.errors import (DLPackError, KernelLaunchError, MetalDeviceLostError, MetalRuntimeError,
+                                UnsupportedFeatureError, UnsupportedPlatformError)
 
 from . import device as _device
 from .allocation import device_array, to_device
@@ -137,7 +138,13 @@ def _from_tensor(ctx, tensor: "dlpack.Imported", copy, what: str) -> DeviceNDArr
 
 
 def _wrap_metal(ctx, tensor: "dlpack.Imported") -> DeviceNDArray:
-    buf = ctx.device.wrap_native_buffer(tensor.data, tensor)
+    try:
+        buf = ctx.device.wrap_native_buffer(tensor.data, tensor)
+    except MetalDeviceLostError:
+        raise
+    except MetalRuntimeError as e:  # an MTLBuffer numba-metal cannot use: private storage, untracked hazards
+        tensor.release()
+        raise DLPackError(f"the kDLMetal tensor's MTLBuffer cannot be used: {e}") from None
     low, span = tensor.extent() if tensor.size else (0, 0)
     if tensor.byte_offset + low < 0 or tensor.byte_offset + low + span > buf.nbytes:
         raise DLPackError(f"the DLPack tensor (byte offset {tensor.byte_offset}, shape {tensor.shape}, strides "

@@ -4,8 +4,9 @@ Devices, buffers, pipelines and queues as thin objects over the library's handle
 module does not load the library; the first call that needs it does. Status codes become exceptions
 from :mod:`numba_metal.errors`: a compile failure is a KernelCompilationError carrying the full
 compiler log; a dispatch refused before queueing (a limit or a bad argument) is a KernelLaunchError;
-a missing device or feature is an UnsupportedPlatformError; everything else (failed work, allocation,
-internal errors, use in a forked child) is a MetalRuntimeError.
+a missing device or feature is an UnsupportedPlatformError; a Metal device whose GPU refused the process
+(NM_ERR_DEVICE_LOST) is a MetalDeviceLostError; everything else (failed work, allocation, internal errors,
+use in a forked child) is a MetalRuntimeError.
 
 Waits (``Queue.wait``) return to Python every ``WAIT_SLICE_NS`` so that a KeyboardInterrupt is raised at
 once; on the CPU device the interrupted queue's unfinished work is cancelled first, so that the device is
@@ -15,8 +16,9 @@ exit, work still queued is cancelled on the CPU device (nobody can read its resu
 waits for a kernel that does not end.
 
 ``NUMBA_METAL_MSL_DUMP_DIR``: when set, every source passed to :meth:`Device.compile` is also written
-there as ``<sha256 of the source>.metal`` (how the test suite collects the MSL it generates, for Apple's
-compiler and the MSL lint).
+there as ``<sha256 of the source>.metal``, with an empty ``.metal.std<V>`` beside it for each MSL version
+it was compiled at (how the test suite collects the MSL it generates, for Apple's compiler at the right
+versions and the MSL lint).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ NM_ERR_LIMIT = 5
 NM_ERR_EXECUTION = 6
 NM_ERR_INTERNAL = 7
 NM_ERR_FORKED = 8
+NM_ERR_DEVICE_LOST = 9
 
 # Device kinds (nm_device_info.kind) by their names in numba-metal (NUMBA_METAL_DEVICE).
 DEVICE_KINDS = {1: "metal", 2: "cpu", 3: "metal-sim"}
@@ -30,6 +31,9 @@ SIM_FAIL_NEXT_COMMAND_BUFFER = 1
 SIM_WATCHDOG_NEXT_COMMAND_BUFFER = 2
 SIM_HOLD_GPU = 3
 SIM_STRICT_NO_COPY = 4
+SIM_PENALTY_BOX_AFTER = 5
+SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER = 6
+SIM_UNTRACKED_NEXT_BUFFER = 7
 
 # Kinds of kernel parameters (nm_kernel_param.kind).
 PARAM_BUFFER = 1
@@ -41,9 +45,11 @@ PARAM_BUILTIN = 4
 HEADER_NAMES: dict[str, str] = {
     **{name: name for name in ("NM_OK", "NM_ERR_INVALID_ARGUMENT", "NM_ERR_UNAVAILABLE", "NM_ERR_OUT_OF_MEMORY",
                                "NM_ERR_COMPILE", "NM_ERR_LIMIT", "NM_ERR_EXECUTION", "NM_ERR_INTERNAL",
-                               "NM_ERR_FORKED")},
+                               "NM_ERR_FORKED", "NM_ERR_DEVICE_LOST")},
     **{name: "NM_" + name for name in ("MATH_SAFE", "MATH_RELAXED", "MATH_FAST", "SIM_FAIL_NEXT_COMMAND_BUFFER",
                                        "SIM_WATCHDOG_NEXT_COMMAND_BUFFER", "SIM_HOLD_GPU", "SIM_STRICT_NO_COPY",
+                                       "SIM_PENALTY_BOX_AFTER", "SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER",
+                                       "SIM_UNTRACKED_NEXT_BUFFER",
                                        "PARAM_BUFFER",
                                        "PARAM_ARGUMENT_BLOCK", "PARAM_THREADGROUP", "PARAM_BUILTIN")},
     "metal": "NM_DEVICE_METAL", "cpu": "NM_DEVICE_CPU", "metal-sim": "NM_DEVICE_METAL_SIM",

@@ -210,7 +210,7 @@ class Device:
         ffi, lib = load()
         dump = os.environ.get("NUMBA_METAL_MSL_DUMP_DIR")
         if dump:
-            _dump_msl(dump, source)
+            _dump_msl(dump, source, language_version)
         opts = ffi.new("nm_compile_options *", {"fast_math": int(fast_math), "language_version": language_version})
         abi = ffi.NULL
         if params is not None:
@@ -289,7 +289,9 @@ class Device:
     def sim_control(self, action: int, value: int = 0) -> None:
         """The simulated Metal device only: inject a fault (SIM_FAIL_NEXT_COMMAND_BUFFER,
         SIM_WATCHDOG_NEXT_COMMAND_BUFFER), hold its GPU (SIM_HOLD_GPU with value 1, release with 0), or
-        accept only file-backed mapped memory in makeBuffer(bytesNoCopy:) (SIM_STRICT_NO_COPY, 1 or 0)."""
+        accept only file-backed mapped memory in makeBuffer(bytesNoCopy:) (SIM_STRICT_NO_COPY, 1 or 0), close
+        the penalty box after N more failed command buffers (SIM_PENALTY_BOX_AFTER, N; accessRevoked from
+        then on), or fail the next command buffer with code 14 (SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER)."""
         rc = load()[1].nm_sim_control(self.handle, action, value)
         if rc:
             raise_status(rc)
@@ -318,17 +320,21 @@ _NO_LIMIT_SECONDS = 2**64 / 1e9
 _dump_failures: set = set()   # directories already warned about
 
 
-def _dump_msl(directory: str, source: str) -> None:
-    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file).
+def _dump_msl(directory: str, source: str, language_version: int = 0) -> None:
+    """Writes source to directory as <sha256>.metal (atomically: parallel processes may write the same file),
+    and an empty <sha256>.metal.std<V> for each MSL version V (times 100) it was compiled at (0: 300, the
+    version the Metal backend pins), so that .ci/macos.sh compiles it at the versions it must compile at.
     A directory that cannot be written warns, once, and the compile goes on: a debugging aid never fails a
     launch."""
     name = hashlib.sha256(source.encode("utf-8")).hexdigest() + ".metal"
     path = os.path.join(directory, name)
-    if os.path.exists(path):
+    marker = f"{path}.std{int(language_version) or 300}"
+    if os.path.exists(path) and os.path.exists(marker):
         return
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(directory, exist_ok=True)
+        open(marker, "a").close()
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(source)
         os.replace(tmp, path)

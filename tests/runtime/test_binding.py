@@ -105,10 +105,15 @@ def test_compiled_sources_are_dumped_by_their_hash(device, tmp_path, monkeypatch
     device.compile(src, "dumped")
     with pytest.raises(KernelCompilationError):
         device.compile(src.replace("5;", "y;"), "dumped")  # refused sources are collected too
-    files = sorted((tmp_path / "msl").iterdir())
+    files = sorted((tmp_path / "msl").glob("*.metal"))
     assert sorted(f.name for f in files) == sorted(hashlib.sha256(s.encode()).hexdigest() + ".metal"
                                                    for s in (src, src.replace("5;", "y;")))
     assert (tmp_path / "msl" / (hashlib.sha256(src.encode()).hexdigest() + ".metal")).read_text() == src
+    # The MSL versions each source was compiled at, for .ci/macos.sh's sweep (0: the pinned MSL 3.0).
+    device.compile(src, "dumped", language_version=320)
+    digest = hashlib.sha256(src.encode()).hexdigest()
+    assert sorted(f.name for f in (tmp_path / "msl").glob(digest + ".metal.std*")) == [digest + ".metal.std300",
+                                                                                         digest + ".metal.std320"]
 
 
 def test_math_modes_are_the_header_constants():

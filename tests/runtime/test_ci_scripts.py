@@ -55,3 +55,37 @@ def test_the_macos_script_installs_what_the_linux_script_installs():
     assert extras(linux) | {"torch"} <= extras(mac)
     assert "torch" in linux
     assert "import dask.distributed, mlx.core, torch" in mac
+
+
+FAILING_TEST = '''
+from numba_metal import runtime as rt
+
+def test_compiles_then_fails():
+    dev = rt.open_device([d for d in rt.list_devices() if d.kind == "cpu"][0].index)
+    dev.compile("#include <metal_stdlib>\\nkernel void k(device int* x [[buffer(0)]]) { x[0] = 1; }\\n", "k")
+    assert False, "a CPU-device failure"
+'''
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on a Mac the script goes on to Apple's compiler and the GPU")
+def test_a_cpu_device_failure_does_not_stop_the_script_before_the_msl_sweep(tmp_path):
+    # Under `set -e` one failing CPU-device test used to end the script before Apple's compiler ran; now it
+    # is counted, the later steps run, and the script fails at the end naming it.
+    (tmp_path / "test_failing.py").write_text(FAILING_TEST)
+    env = dict(os.environ, NUMBA_METAL_CI_MSL_DIR=str(tmp_path / "msl"), NUMBA_METAL_CI_INSTALL="0",
+               NUMBA_METAL_CI_TESTS=str(tmp_path / "test_failing.py"))
+    res = subprocess.run(["bash", str(ROOT / ".ci" / "macos.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert res.returncode == 1, res.stdout[-4000:] + res.stderr[-4000:]
+    assert "stopping before the first macOS-only step" in res.stdout   # it went on past the failure
+    assert "failed: the test suite on the CPU device" in res.stderr
+    markers = [p.name for p in (tmp_path / "msl").iterdir() if ".metal.std" in p.name]
+    assert markers and all(m.endswith(".std300") for m in markers)  # the versions the sweep compiles each at
+
+
+def test_the_macos_script_is_shellcheck_clean():
+    shellcheck = subprocess.run(["sh", "-c", "command -v shellcheck"], capture_output=True, text=True).stdout.strip()
+    if not shellcheck:
+        pytest.skip("shellcheck is not installed here (apt-get install shellcheck)")
+    res = subprocess.run([shellcheck, str(ROOT / ".ci" / "macos.sh")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout

@@ -200,6 +200,7 @@ def test_a_bounds_fault_is_reported_and_normal_work_continues():
     report("bounds_fault", recovered=True)
 
 
+@pytest.mark.deliberate_faults
 def test_a_crashing_kernel_is_reported_and_the_process_keeps_working():
     # A wild write far outside the buffer (no bounds check) faults on the CPU device; the fault must
     # surface as an error at the next wait, and the process must keep working. Run in a child

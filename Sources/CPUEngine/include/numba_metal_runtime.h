@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 8
+#define NM_ABI_VERSION 9
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -53,6 +53,9 @@ typedef int32_t nm_status;
 #define NM_ERR_INTERNAL 7
 #define NM_ERR_FORKED 8             /* this process was forked after its parent opened a device: nothing can be
                                        used here; start workers with the 'spawn' method instead */
+#define NM_ERR_DEVICE_LOST 9        /* the GPU refused further work from this process (Metal answered a command
+                                       buffer with accessRevoked, notPermitted, deviceRemoved or code 14): every
+                                       later call on the device fails with one message; restart the process */
 
 #define NM_DEVICE_METAL 1
 #define NM_DEVICE_CPU 2
@@ -285,6 +288,15 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
                                                  lies in file-backed mappings of the process (np.memmap), as
                                                  Metal is reported to refuse malloc'd memory; 0: any
                                                  page-aligned memory (the default) */
+#define NM_SIM_PENALTY_BOX_AFTER 5            /* value N > 0: once N more command buffers have failed, every later
+                                                 one fails with accessRevoked (code 4, "too many timeouts or
+                                                 hangs"), as macOS answers a process it blames; 0: never */
+#define NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER 6 /* the next command buffer committed fails with code 14
+                                                 (ImpactingInteractivity), which MTLCommandBufferError.Code
+                                                 has no case for */
+#define NM_SIM_UNTRACKED_NEXT_BUFFER 7        /* the next buffer the device allocates is hazard-untracked
+                                                 (MTLHazardTrackingMode.untracked), as a library that orders its
+                                                 own work allocates the buffers it exports through DLPack */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */
@@ -295,7 +307,8 @@ typedef struct {
     uint64_t failed_command_buffers;
     uint32_t last_math_mode;               /* the MTLCompileOptions of the last makeLibrary: MTLMathMode */
     uint32_t last_math_functions;          /* MTLMathFloatingPointFunctions */
-    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100 */
+    uint32_t last_language_version;        /* MTLLanguageVersion as the MSL version times 100; 0 when the host left
+                                              it unset (the OS default, NUMBA_METAL_SIM_OS's newest) */
     uint64_t uncommitted_work_command_buffers; /* command buffers holding encoded work, not yet committed */
     uint64_t longest_uncommitted_ns;       /* the longest any command buffer held encoded work uncommitted
                                               (the ones still uncommitted measured now): time the GPU could

@@ -36,6 +36,17 @@ final class MetalDevice: Device {
     private let lock = Mutex()
     /// Pipelines compiled in this process, by options, kernel name and source.
     private var pipelines: [String: MetalPipeline] = [:]
+    /// Set once the GPU refuses further work from this process (GPUErrors.swift): every later call fails
+    /// with it (guarded by lock).
+    private var lost: String? = nil
+
+    /// Latches the device as lost; the first reason stays the one message.
+    func markLost(_ message: String) { lock.locked { if lost == nil { lost = message } } }
+
+    /// Throws the lost device's message once the GPU has refused this process.
+    func checkUsable() throws {
+        if let m = lock.locked({ lost }) { throw RuntimeError.deviceLost(m) }
+    }
 
     /// The SIMD-group width numba-metal's generated code assumes (simd_* and shuffles, warp emulation).
     static let requiredSIMDWidth = 32
@@ -103,6 +114,7 @@ final class MetalDevice: Device {
 
     /// A shared-storage MTLBuffer.
     func makeBuffer(length: UInt64) throws -> Buffer {
+        try checkUsable()
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
         guard let b = mtl.makeBuffer(length: Int(max(length, 16)), options: .storageModeShared) else {
             throw RuntimeError.outOfMemory("Metal could not allocate a buffer of \(length) bytes (device working set "
@@ -115,6 +127,7 @@ final class MetalDevice: Device {
     /// (malloc'd memory is reported refused; hosted runners have answered zero-length buffers): both are
     /// NM_ERR_UNAVAILABLE, which the caller answers with a copy.
     func wrapBuffer(host: UnsafeMutableRawPointer, length: UInt64) throws -> Buffer {
+        try checkUsable()
         try checkWrappable(host: host, length: length)
         // bytesNoCopy needs a page-aligned length too; the rest of the last page is mapped (same page).
         let mapped = (max(length, 1) + info.page_size - 1) / info.page_size * info.page_size
@@ -144,11 +157,20 @@ final class MetalDevice: Device {
                 + "not shared (0): its memory is not the host's, so numba-metal cannot use it in place; copy it to "
                 + "a shared buffer (e.g. tensor.cpu()) first")
         }
+        // numba-metal orders its work on a buffer by Metal's hazard tracking (between its blit and compute
+        // encoders and between command buffers); an untracked buffer would race.
+        if b.hazardTrackingMode == .untracked {
+            throw RuntimeError.invalid("nm_buffer_wrap_native: the MTLBuffer was allocated untracked (MTLHazardTrackingMode."
+                + "untracked, MTLResourceOptions.hazardTrackingModeUntracked): Metal would not order numba-metal's work on it "
+                + "against other work, which numba-metal relies on; allocate it with hazard tracking (Metal's default), or "
+                + "pass a copy")
+        }
         return Buffer(device: self, contents: b.contents(), length: UInt64(b.length), storage: b, callerMemory: true)
     }
 
     /// makeLibrary + makeFunction + makeComputePipelineState, memoised per process.
     func makePipeline(source: String, name: String, options: nm_compile_options, abi: KernelABI?) throws -> any Pipeline {
+        try checkUsable()
         let t0 = nm_clock_ns()
         let key = "\(options.fast_math)/\(options.language_version)/\(name)/\(abi?.key ?? "")/" + source
         if let p = lock.locked({ pipelines[key] }) {
@@ -158,7 +180,7 @@ final class MetalDevice: Device {
         // The slots the kernel declares: its compiler's ABI, which the MSL must match (as on the CPU device);
         // for hand-written kernels, what the MSL reader finds (a source it does not follow is still Metal's
         // to accept, unchecked here).
-        let readAs = options.language_version == 0 ? KernelCompiler.defaultLanguageVersion : options.language_version
+        let readAs = options.language_version == 0 ? MetalDevice.pinnedLanguageVersion : options.language_version
         let parameters: [KernelParameter]
         if let abi {
             try abi.check(against: try analyzeKernel(source: source, kernelName: name, languageVersion: readAs).parameters,
@@ -169,9 +191,8 @@ final class MetalDevice: Device {
         }
         let compileOptions = MTLCompileOptions()
         MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
-        if options.language_version != 0 {
-            compileOptions.languageVersion = try MetalDevice.languageVersion(options.language_version)
-        }
+        // Always set: left alone it is the OS's newest MSL (4.0 on macOS 26), which nothing here compiles.
+        compileOptions.languageVersion = try MetalDevice.languageVersion(readAs)
         let library: any MTLLibrary
         do {
             library = try mtl.makeLibrary(source: source, options: compileOptions)
@@ -202,6 +223,7 @@ final class MetalDevice: Device {
 
     /// A queue over a new MTLCommandQueue and MTLSharedEvent.
     func makeQueue() throws -> any Queue {
+        try checkUsable()
         guard let q = mtl.makeCommandQueue(maxCommandBufferCount: MetalQueue.maxCommandBuffers), let event = mtl.makeSharedEvent() else {
             throw RuntimeError.outOfMemory("Metal could not create a command queue")
         }
@@ -215,7 +237,7 @@ final class MetalDevice: Device {
     /// relaxed falls back to safe, the mode that keeps its promise of Inf and NaN.
     static func setMathMode(_ mode: Int32, on options: MTLCompileOptions) {
         #if canImport(Metal, _version: 366) || !canImport(Metal)
-        if #available(macOS 15.0, *) {
+        if #available(macOS 15.0, *), os(atLeast: 15) {
             switch mode {
             case NM_MATH_FAST:
                 options.mathMode = .fast
@@ -233,6 +255,11 @@ final class MetalDevice: Device {
         options.fastMathEnabled = mode == NM_MATH_FAST
     }
 
+    /// The MSL version (times 100) a kernel that needs nothing newer compiles as: MSL 3.0 (macOS 13,
+    /// numba-metal's oldest), whatever the OS's default. The compiler asks for more where code needs it
+    /// (ModuleBuilder.language_version, e.g. 320 for coherent(device) memory).
+    static let pinnedLanguageVersion: UInt32 = 300
+
     /// MSL version times 100 to MTLLanguageVersion.
     static func languageVersion(_ v: UInt32) throws -> MTLLanguageVersion {
         switch v {
@@ -243,15 +270,18 @@ final class MetalDevice: Device {
         case 240: return .version2_4
         case 300: return .version3_0
         case 310:
-            if #available(macOS 14.0, *) { return .version3_1 }
+            if #available(macOS 14.0, *), os(atLeast: 14) { return .version3_1 }
         case 320:
             #if canImport(Metal, _version: 366) || !canImport(Metal)  // the macOS 15 SDK (see setMathMode)
-            if #available(macOS 15.0, *) { return .version3_2 }
+            if #available(macOS 15.0, *), os(atLeast: 15) { return .version3_2 }
             #endif
+        case 400:
+            // By raw value (major << 16 | minor): SDKs before macOS 26's have no .version4_0 case.
+            if #available(macOS 26.0, *), os(atLeast: 26), let v = MTLLanguageVersion(rawValue: 4 << 16) { return v }
         default: break
         }
         throw RuntimeError.invalid("language_version \(v) is not an MSL version this Metal backend can request on this OS "
-            + "(200, 210, 220, 230, 240, 300, 310 on macOS 14+, 320 on macOS 15+, or 0 for the newest)")
+            + "(200, 210, 220, 230, 240, 300, 310 on macOS 14+, 320 on macOS 15+, 400 on macOS 26+, or 0 for MSL 3.0)")
     }
 }
 

@@ -19,7 +19,11 @@
 // the event from the host instead, so that queues waiting for it are released, and each queue that waited
 // for failed work reports that failure at its next wait. A failure is reported to the threads that encoded
 // work into the failed command buffer (its commands after the fault never ran), each at its own next wait;
-// another thread's wait does not take it.
+// another thread's wait does not take it. A failure whose code means the GPU refuses this process
+// (GPUErrors.swift) latches the device as lost: every later launch, wait, copy or allocation on it fails with
+// one message saying to restart the process, instead of blaming each later kernel. With NUMBA_METAL_GPU_DEBUG=1
+// (or Metal's validation layer on, MTL_DEBUG_LAYER=1) command buffers record the encoders' execution status
+// and each dispatch runs in a debug group named after its kernel, so that Metal names the faulting kernel.
 #if canImport(Metal)
 import Metal
 import Foundation
@@ -54,6 +58,13 @@ final class MetalQueue: Queue, @unchecked Sendable {
     static let failuresKept = 1024
 
     let device: any Device
+    /// The same device, as the Metal device it is (its lost state).
+    private let metal: MetalDevice
+    /// Whether command buffers record encoder execution status and dispatches run in named debug groups.
+    static let gpuDebug: Bool = {
+        if let v = environment("NUMBA_METAL_GPU_DEBUG") { return !v.isEmpty && v != "0" }
+        return environment("MTL_DEBUG_LAYER") == "1"
+    }()
     /// The Metal command queue.
     private let queue: any MTLCommandQueue
     /// Signalled with the last work id of each committed command buffer.
@@ -132,8 +143,9 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private var idleKick = false
 
     /// Creates the queue over a Metal command queue.
-    init(device: any Device, queue: any MTLCommandQueue, event: any MTLSharedEvent) {
+    init(device: MetalDevice, queue: any MTLCommandQueue, event: any MTLSharedEvent) {
         self.device = device
+        metal = device
         self.queue = queue
         self.event = event
     }
@@ -144,7 +156,15 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private func openCommandBuffer() throws -> OpenCommandBuffer {
         if let o = open { return o }
         state.wait { inFlight < MetalQueue.maxCommandBuffers - 1 }
-        guard let cb = queue.makeCommandBuffer() else { throw RuntimeError.outOfMemory("Metal could not create a command buffer") }
+        let made: (any MTLCommandBuffer)?
+        if MetalQueue.gpuDebug {
+            let descriptor = MTLCommandBufferDescriptor()
+            descriptor.errorOptions = .encoderExecutionStatus  // "useful during development": names the faulting encoder
+            made = queue.makeCommandBuffer(descriptor: descriptor)
+        } else {
+            made = queue.makeCommandBuffer()
+        }
+        guard let cb = made else { throw RuntimeError.outOfMemory("Metal could not create a command buffer") }
         let o = OpenCommandBuffer(commandBuffer: cb, firstID: state.locked { issued } + 1)
         open = o
         return o
@@ -219,9 +239,21 @@ final class MetalQueue: Queue, @unchecked Sendable {
         let start = UInt64(max(0, done.gpuStartTime) * 1e9), end = UInt64(max(0, done.gpuEndTime) * 1e9)
         var message: String? = nil
         if done.status == .error {
-            let detail = done.error.map(describeMetalError) ?? "unknown GPU error"
-            let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
-            message = "kernel '\(names.first ?? "?")' failed on the GPU\(others): \(detail)"
+            let error = done.error
+            let kind = GPUErrorKind.of(error.map(commandBufferErrorCode) ?? 1)
+            let detail = error.map(describeMetalError) ?? "unknown GPU error"
+            let named = error.map(faultingKernels) ?? []
+            if kind.deviceLost { metal.markLost(deviceLostMessage(kind, kernel: named.first ?? names.first ?? "?", detail: detail)) }
+            let who: String
+            if !named.isEmpty {
+                who = "kernel " + named.map { "'\($0)'" }.joined(separator: ", ") + " failed on the GPU (named by Metal's encoder "
+                    + "execution status)"
+            } else {
+                let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
+                who = "kernel '\(names.first ?? "?")' failed on the GPU\(others)"
+            }
+            // Metal's own words first (reports cut long messages short), then what the code means.
+            message = "\(who) (MTLCommandBufferError \(kind.name), code \(kind.code)): \(detail); \(kind.meaning)"
         }
         var unresolved: [Upstream] = []
         var upstream: String? = nil
@@ -364,6 +396,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// Validates, then encodes into the open compute encoder.
     func dispatch(_ desc: UnsafePointer<nm_dispatch_desc>) throws -> UInt64 {
+        try metal.checkUsable()
         let d = try validateDispatch(desc, on: self, pipelines: MetalPipeline.self)
         let pipeline = d.pipeline
         return try submitting {
@@ -383,8 +416,10 @@ final class MetalQueue: Queue, @unchecked Sendable {
                 if length > 0 { enc.setThreadgroupMemoryLength(Int(length), index: slot) }
             }
             let g = d.groups, t = d.threads
+            if MetalQueue.gpuDebug { enc.pushDebugGroup(d.label) }  // Metal names it if this dispatch faults
             enc.dispatchThreadgroups(MTLSize(width: Int(g.0), height: Int(g.1), depth: Int(g.2)),
                                      threadsPerThreadgroup: MTLSize(width: Int(t.0), height: Int(t.1), depth: Int(t.2)))
+            if MetalQueue.gpuDebug { enc.popDebugGroup() }
             open!.kept.append(pipeline)
             if open!.labels.count < 8 { open!.labels.append(d.label) }
             let id = issue()
@@ -396,6 +431,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// A blit copy, or a host copy after earlier work when Metal's 4-byte rule is not met.
     func copy(from src: Buffer, srcOffset: UInt64, to dst: Buffer, dstOffset: UInt64, count: UInt64) throws -> UInt64 {
+        try metal.checkUsable()
         if count > 0 && srcOffset % 4 == 0 && dstOffset % 4 == 0 && count % 4 == 0,
            let s = src.storage as? any MTLBuffer, let t = dst.storage as? any MTLBuffer {
             return try submitting {
@@ -411,6 +447,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// A blit fill, or a host memset after earlier work when Metal's 4-byte rule is not met.
     func fill(_ buffer: Buffer, offset: UInt64, count: UInt64, value: UInt8) throws -> UInt64 {
+        try metal.checkUsable()
         if count > 0 && offset % 4 == 0 && count % 4 == 0, let b = buffer.storage as? any MTLBuffer {
             return try submitting {
                 try blitEncoder().fill(buffer: b, range: Int(offset)..<Int(offset + count), value: value)
@@ -424,7 +461,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// A work id in the open command buffer.
     func marker() throws -> UInt64 {
-        try submitting {
+        try metal.checkUsable()
+        return try submitting {
             _ = try openCommandBuffer()
             return issue()
         }
@@ -435,6 +473,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// encodeWaitForEvent on the other queue's shared event.
     func waitFor(_ other: any Queue, workID: UInt64) throws {
         guard let o = other as? MetalQueue else { throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device") }
+        try metal.checkUsable()
         // The other queue must commit the command buffer holding workID, or we would wait forever.
         try o.flush()
         try encoding.locked {
@@ -453,6 +492,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
     /// thread's first unreported GPU failure up to that id: of its own work, or of other queues' work its work
     /// waited for (its later work then ran on what the failed work left).
     func wait(for workID: UInt64, timeoutNs: UInt64?) throws -> (id: UInt64, done: Bool) {
+        try metal.checkUsable()
         let deadline = timeoutNs.map { monotonicSeconds() + Double(max($0, 1)) * 1e-9 }
         let target = try encoding.locked { () -> UInt64 in
             commitLocked()
@@ -471,6 +511,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
                 if let failure { recordFailure(MetalQueue.waitedForFailure(w.id, failure), id: w.waiterID, owners: w.owners) }
             }
         }
+        // The GPU refused this process: that, not the kernel the refused command buffer held, is the failure.
+        try metal.checkUsable()
         let me = nm_owner_current()
         let mine = state.locked { () -> String? in
             guard let i = failures.firstIndex(where: { $0.id <= target && nm_owner_reports_to($0.owner, me) != 0 }) else { return nil }

@@ -32,6 +32,9 @@ extension MetalDevice {
     /// None on a Metal GPU.
     var simulatedTimeLimit: UInt64 { 0 }
 
+    /// On a Mac the `#available` check beside each call decides alone.
+    static func os(atLeast major: Int) -> Bool { true }
+
     private static var noSimulation: RuntimeError {
         RuntimeError.unavailable("the simulated Metal device exists only in builds where Metal does not (Linux); use the Metal GPU")
     }
@@ -44,8 +47,17 @@ import Glibc
 import MetalSimulator
 
 extension MetalDevice {
+    /// Whether the OS is macOS `major` or later, beside an `#available` check of the same version (which
+    /// the compiler needs): the simulated OS profile's answer (NUMBA_METAL_SIM_OS), so that the fallbacks for
+    /// older macOS versions run on Linux.
+    static func os(atLeast major: Int) -> Bool { MetalSimulation.osMajor >= major }
+
     /// The profile NUMBA_METAL_SIM_GPU asks for.
     static func simulatedProfile() throws -> MetalSimulation.Profile {
+        guard MetalSimulation.osProfiles.contains(MetalSimulation.osMajor) else {
+            throw RuntimeError.invalid("NUMBA_METAL_SIM_OS=\(environment("NUMBA_METAL_SIM_OS") ?? "") is not a simulated macOS "
+                + "version; use one of " + MetalSimulation.osProfiles.map(String.init).joined(separator: ", "))
+        }
         switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
         case "apple9": return .apple9
         case "mac2": return .mac2
@@ -102,6 +114,9 @@ extension MetalDevice {
         case NM_SIM_WATCHDOG_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.watchdog, into: mtl)
         case NM_SIM_HOLD_GPU: MetalSimulation.setHeld(value != 0, device: mtl)
         case NM_SIM_STRICT_NO_COPY: MetalSimulation.setStrictNoCopy(value != 0, device: mtl)
+        case NM_SIM_PENALTY_BOX_AFTER: MetalSimulation.setPenaltyBox(after: Int(min(value, 1 << 30)), device: mtl)
+        case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
+        case NM_SIM_UNTRACKED_NEXT_BUFFER: MetalSimulation.allocateNextUntracked(device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
@@ -122,7 +137,7 @@ extension MetalDevice {
                             failed_command_buffers: UInt64(s.failedCommandBuffers),
                             last_math_mode: UInt32(s.lastCompile?.mathMode.rawValue ?? 0),
                             last_math_functions: UInt32(s.lastCompile?.mathFloatingPointFunctions.rawValue ?? 0),
-                            last_language_version: UInt32(s.lastCompile?.languageVersion ?? 0),
+                            last_language_version: s.lastCompile.map { $0.languageVersionSet ? UInt32($0.languageVersion) : 0 } ?? 0,
                             uncommitted_work_command_buffers: UInt64(s.uncommittedWorkCommandBuffers),
                             longest_uncommitted_ns: UInt64(s.longestUncommittedSeconds * 1e9),
                             refused_no_copy_wraps: UInt64(s.refusedNoCopyWraps))
@@ -158,6 +173,14 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
     }
 
     func run(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> String? {
+        runReporting(kernel, dispatch)?.message
+    }
+
+    /// The words of cpu_pool.c's message for a dispatch stopped at its time limit.
+    static let timeLimitWords = "ran longer than its time limit"
+
+    /// A dispatch stopped at the engine's time limit is the simulated GPU watchdog's (timeout), not a fault.
+    func runReporting(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> MetalSimulation.RunFailure? {
         let loaded = kernel.handle as! LoadedKernel
         var launch = nm_launch()
         for (slot, address) in dispatch.buffers.enumerated() where address != nil {
@@ -172,8 +195,11 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
         let failed = lengths.withUnsafeBufferPointer {
             nm_cpu_run_dispatch(loaded.entry, &launch, $0.baseAddress, UInt32($0.count), &control, &err, err.count)
         }
-        return failed == NM_DISPATCH_OK ? nil : "Execution of the command buffer was aborted due to an error during execution: "
-            + String(cString: err) + " [simulated GPU]"
+        if failed == NM_DISPATCH_OK { return nil }
+        let message = String(cString: err)
+        return MetalSimulation.RunFailure(timedOut: message.contains(CPUComputeEngine.timeLimitWords),
+                                          message: "Execution of the command buffer was aborted due to an error during execution: "
+                                              + message + " [simulated GPU]")
     }
 
     /// The kernel `name` compiled for the request's math mode and MSL version.
