@@ -17,6 +17,7 @@ from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchErro
 
 from . import device as _device
 from . import streams as _streams
+from .array_flags import ArrayFlags
 from .mapped import MappedNDArray
 
 
@@ -165,7 +166,21 @@ class DeviceNDArray:
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
                  "_binding", "stream", "_view", "__weakref__")
 
-    def __init__(self, buffer, offset, shape, strides, dtype, context, stream=0):
+    def __init__(self, shape, strides, dtype, stream=0, gpu_data=None):
+        """numba.cuda's constructor: a new array on the current device (``gpu_data=None``) or a view of
+        ``gpu_data``'s memory (a device array); see ``devicearray.construct``, which says what it raises."""
+        from .devicearray import construct
+        self._init(*construct(shape, strides, dtype, stream, gpu_data), stream)
+
+    @classmethod
+    def _make(cls, buffer, offset, shape, strides, dtype, context, stream=0) -> "DeviceNDArray":
+        """The array of ``shape``/``strides`` at byte ``offset`` of ``buffer`` on ``context``: how numba-metal
+        makes its arrays (``__init__`` is numba.cuda's signature)."""
+        self = object.__new__(cls)
+        self._init(buffer, offset, shape, strides, dtype, context, stream)
+        return self
+
+    def _init(self, buffer, offset, shape, strides, dtype, context, stream):
         self.buffer = buffer
         self.offset = int(offset)
         self.shape = tuple(shape)
@@ -227,10 +242,10 @@ class DeviceNDArray:
         return self.flags["F_CONTIGUOUS"]
 
     @property
-    def flags(self) -> dict:
+    def flags(self) -> ArrayFlags:
         """``C_CONTIGUOUS`` and ``F_CONTIGUOUS`` by numba.cuda's rules (NumPy's, except that a broadcast
-        array, with a zero stride, is neither)."""
-        return contiguity_flags(self.shape, self.strides, self.itemsize)
+        array, with a zero stride, is neither): a dict that also reads as NumPy's flags (``.c_contiguous``)."""
+        return ArrayFlags(contiguity_flags(self.shape, self.strides, self.itemsize))
 
     def __repr__(self) -> str:
         return (f"<numba_metal DeviceNDArray shape={self.shape} dtype={self.dtype} "
@@ -345,7 +360,7 @@ class DeviceNDArray:
 
     def bind(self, stream=0):
         """This array with ``stream`` as the default stream of its copies, views and assignments."""
-        return DeviceNDArray(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
+        return DeviceNDArray._make(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
                              stream)
 
     def split(self, section, stream=0):
@@ -361,7 +376,7 @@ class DeviceNDArray:
     def _sections(self, section, stream):
         for begin in range(0, self.size, section):
             end = min(begin + section, self.size)
-            yield DeviceNDArray(self.buffer, self.offset + begin * self.itemsize, (end - begin,), self.strides,
+            yield DeviceNDArray._make(self.buffer, self.offset + begin * self.itemsize, (end - begin,), self.strides,
                                 self.dtype, self.context, stream)
 
     def reshape(self, *newshape, **kws):
@@ -450,7 +465,7 @@ class DeviceNDArray:
                 raise MetalValueError("When changing to a larger dtype, its size must be a divisor of the "
                                       "total size in bytes of the last axis of the array.")
             strides[-1] = dtype.itemsize
-        return DeviceNDArray(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
+        return DeviceNDArray._make(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
 
     @property
     def T(self):
@@ -492,11 +507,13 @@ class DeviceNDArray:
         return stream if stream else self.stream
 
     def _with(self, shape, strides, stream=None) -> "DeviceNDArray":
-        return DeviceNDArray(self.buffer, self.offset, shape, strides, self.dtype, self.context,
+        return DeviceNDArray._make(self.buffer, self.offset, shape, strides, self.dtype, self.context,
                              self.stream if stream is None else stream)
 
     def get_numba_type(self):
         return self._numba_type()
+
+    _numba_type_ = property(get_numba_type, doc="The Numba array type kernels see (numba.cuda's name).")
 
     # -- interoperability: NumPy's array protocol, DLPack, pickling ---------------------------
 
@@ -550,7 +567,7 @@ class DeviceNDArray:
         src = self
         if copy:   # a new buffer on this array's device (which need not be the current one), copied by the host
             strides = contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
-            src = DeviceNDArray(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
+            src = DeviceNDArray._make(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
                                 self.context)
             np.copyto(src._host_view(), self._memory())
         versioned = max_version is not None and int(max_version[0]) >= 1
@@ -614,7 +631,7 @@ def _is_scalar_index(index, ndim) -> bool:
 def _derived_from(dev, sub: np.ndarray, stream=None) -> DeviceNDArray:
     """The device array of ``sub``, a NumPy view of ``dev``'s host view."""
     offset = sub.ctypes.data - dev.buffer.address if sub.size else dev.offset
-    return DeviceNDArray(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
+    return DeviceNDArray._make(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
                          dev.stream if stream is None else stream)
 
 
@@ -729,7 +746,7 @@ def from_host(ary: np.ndarray, stream=0, copy=True) -> DeviceNDArray:
     ctx = _device.current()
     dtype = as_dtype(ary.dtype)
     shape = normalize_shape(ary.shape)
-    dev = DeviceNDArray(new_buffer(ctx, ary.nbytes), 0, shape, contiguous_strides(shape, dtype.itemsize, order),
+    dev = DeviceNDArray._make(new_buffer(ctx, ary.nbytes), 0, shape, contiguous_strides(shape, dtype.itemsize, order),
                         dtype, ctx, stream)
     if copy and ary.size:
         start = profiling.now_ns() if profiling.listeners else 0
