@@ -54,7 +54,7 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> 
                               f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
                               "signed integers)")
     buf = new_buffer(ctx, nbytes)
-    return DeviceNDArray._make(buf, 0, shape, strides, dtype, ctx, stream)
+    return DeviceNDArray.on_buffer(buf, 0, shape, strides, dtype, ctx, stream)
 
 
 def device_array_like(ary, stream=0) -> DeviceNDArray:
@@ -193,7 +193,7 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
             raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
         wrapped = wrap_host_memory(ctx, ary)
         if wrapped is not None:
-            dev = DeviceNDArray._make(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
+            dev = DeviceNDArray.on_buffer(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
         else:
             dev = to_device(ary, stream=stream)
             copies.append((dev, ary))

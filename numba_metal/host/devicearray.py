@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba_metal.errors import MetalTypeError, MetalValueError
+from numba_metal.errors import MetalValueError
 
 from .arrays import DeviceNDArray, is_device_array
 
@@ -80,33 +80,3 @@ def auto_device(obj, stream=0, copy=True, user_explicit=False):
     if copy:
         return to_device(ary, stream=stream), True
     return DeviceNDArray(ary.shape, ary.strides if ary.ndim else (), ary.dtype, stream=stream), True
-
-
-def construct(shape, strides, dtype, stream=0, gpu_data=None) -> tuple:
-    """The ``(buffer, offset, shape, strides, dtype, context)`` of ``DeviceNDArray(shape, strides, dtype,
-    stream=0, gpu_data=None)``, numba.cuda's constructor: new zeroed memory on the current device spanning
-    ``strides`` (``gpu_data=None``), or ``gpu_data``'s memory (a device array, viewed from its first element).
-
-    Raises:
-        MetalTypeError: ``gpu_data`` is not None or a device array; ``shape`` is not integers.
-        MetalValueError: ``strides`` do not fit ``shape``; the view would reach past ``gpu_data``'s memory.
-        NumbaMetalError, UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
-    """
-    from .allocation import device_array
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    strides = (strides,) if isinstance(strides, (int, np.integer)) else tuple(strides)
-    if gpu_data is None:
-        made = device_array(shape, dtype, strides=strides, stream=stream)
-        return made.buffer, made.offset, made.shape, made.strides, made.dtype, made.context
-    if not is_device_array(gpu_data):
-        raise MetalTypeError(f"DeviceNDArray(gpu_data=...) takes a device array whose memory to view, not "
-                             f"{type(gpu_data).__name__} (numba-metal has no raw device pointers)")
-    dtype = np.dtype(dtype)
-    if len(strides) != len(shape):
-        raise MetalValueError(f"DeviceNDArray: strides {strides} do not fit shape {shape}")
-    span = sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize if all(shape) else 0
-    room = gpu_data.buffer.nbytes - gpu_data.offset
-    if any(s < 0 for s in strides) or span > room:
-        raise MetalValueError(f"DeviceNDArray: shape {shape} with strides {strides} reaches past the memory of "
-                              f"gpu_data ({room} bytes from its first element)")
-    return gpu_data.buffer, gpu_data.offset, shape, strides, dtype, gpu_data.context

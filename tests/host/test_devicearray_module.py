@@ -43,7 +43,7 @@ def test_numba_cuda_constructor_allocates_or_views_gpu_data():
     assert view.copy_to_host().tolist() == [[0, 1, 2], [3, 4, 5]]
     view[1, 2] = 50
     assert base.copy_to_host()[5] == 50                        # the same memory
-    with pytest.raises(MetalValueError, match="reaches past"):
+    with pytest.raises(MetalValueError, match="does not fit gpu_data"):
         metal.DeviceNDArray((7,), (4,), np.int32, gpu_data=base)
     with pytest.raises(MetalTypeError, match="gpu_data"):
         metal.DeviceNDArray((2,), (4,), np.int32, gpu_data=12345)
