@@ -32,7 +32,7 @@ def as_dtype(dtype) -> np.dtype:
 
 
 def normalize_shape(shape) -> tuple[int, ...]:
-    dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
+    dims = (shape,) if not isinstance(shape, (tuple, list, np.ndarray)) else shape   # numba.cuda takes arrays
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
         raise MetalTypeError(f"shape must be an int or a sequence of ints, not {shape!r}")
     dims = tuple(int(n) for n in dims)

@@ -12,7 +12,8 @@ from numba_metal.errors import MetalValueError
 
 from .arrays import DeviceNDArray, is_device_array
 
-__all__ = ["DeviceNDArray", "array_core", "auto_device", "is_contiguous", "is_cuda_ndarray", "sentry_contiguous"]
+__all__ = ["DeviceNDArray", "array_core", "auto_device", "is_contiguous", "is_cuda_ndarray", "require_cuda_ndarray",
+           "sentry_contiguous", "verify_cuda_ndarray_interface"]
 
 #: numba.cuda's name for ``is_device_array``
 is_cuda_ndarray = is_device_array
@@ -20,6 +21,32 @@ is_cuda_ndarray = is_device_array
 #: the message of :func:`sentry_contiguous` (numba.cuda keeps it as this module-level name)
 errmsg_contiguous_buffer = ("Array contains non-contiguous buffer and cannot be transferred as a single memory "
                             "region. Please ensure contiguous buffer with numpy .ascontiguousarray()")
+
+
+def require_cuda_ndarray(obj) -> None:
+    """Check that ``obj`` is a device array (numba.cuda's name).
+
+    Raises:
+        MetalValueError: it is not (also a ValueError, numba.cuda's class).
+    """
+    if not is_device_array(obj):
+        raise MetalValueError(f"a device array is required, not {type(obj).__name__}; copy host data with "
+                              "metal.to_device()")
+
+
+def verify_cuda_ndarray_interface(obj) -> None:
+    """Check that ``obj`` is a device array with numba.cuda's array attributes: ``shape`` and ``strides``
+    tuples, a NumPy ``dtype`` and an int ``size``.
+
+    Raises:
+        MetalValueError: ``obj`` is not a device array.
+        AttributeError: one of those attributes is missing or of another type (numba.cuda's class).
+    """
+    require_cuda_ndarray(obj)
+    for attr, kind in (("shape", tuple), ("strides", tuple), ("dtype", np.dtype), ("size", int)):
+        if not isinstance(getattr(obj, attr, None), kind):
+            raise AttributeError(f"a device array's {attr} must be a {kind.__name__}, not "
+                                 f"{type(getattr(obj, attr, None)).__name__}")
 
 
 def is_contiguous(ary) -> bool:

@@ -74,3 +74,15 @@ def test_numba_type_is_the_array_type_kernels_see(make, layout):
 def test_devicearray_is_reachable_as_numba_cuda_names_it():
     assert metal.devicearray.DeviceNDArray is metal.DeviceNDArray
     assert metal.devicearray.is_cuda_ndarray(metal.device_array(2)) and not metal.devicearray.is_cuda_ndarray([1])
+
+
+def test_verify_cuda_ndarray_interface_accepts_device_arrays_only():
+    for dev in (metal.device_array(100), metal.to_device(np.asarray(1.234))):
+        metal.devicearray.verify_cuda_ndarray_interface(dev)
+    with pytest.raises(ValueError, match="a device array is required, not ndarray") as e:
+        metal.devicearray.verify_cuda_ndarray_interface(np.zeros(3))
+    assert isinstance(e.value, MetalValueError)
+
+
+def test_a_shape_may_be_a_numpy_array_as_in_numba_cuda():
+    assert metal.device_array(shape=np.array([10, 10]), dtype=np.bool_).shape == (10, 10)
