@@ -365,7 +365,7 @@ class DeviceNDArray:
     def bind(self, stream=0):
         """This array with ``stream`` as the default stream of its copies, views and assignments."""
         return DeviceNDArray.on_buffer(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
-                             stream)
+                                       stream)
 
     def split(self, section, stream=0):
         """Views of consecutive ``section``-element parts of a 1-d unit-stride array (the last one may
@@ -380,8 +380,8 @@ class DeviceNDArray:
     def _sections(self, section, stream):
         for begin in range(0, self.size, section):
             end = min(begin + section, self.size)
-            yield DeviceNDArray.on_buffer(self.buffer, self.offset + begin * self.itemsize, (end - begin,), self.strides,
-                                self.dtype, self.context, stream)
+            yield DeviceNDArray.on_buffer(self.buffer, self.offset + begin * self.itemsize, (end - begin,),
+                                          self.strides, self.dtype, self.context, stream)
 
     def reshape(self, *newshape, **kws):
         """A view with another shape (numba.cuda's rules): a contiguous array gets the C (``order='C'``)
@@ -512,7 +512,7 @@ class DeviceNDArray:
 
     def _with(self, shape, strides, stream=None) -> "DeviceNDArray":
         return DeviceNDArray.on_buffer(self.buffer, self.offset, shape, strides, self.dtype, self.context,
-                             self.stream if stream is None else stream)
+                                       self.stream if stream is None else stream)
 
     def get_numba_type(self):
         return self._numba_type()
@@ -572,7 +572,7 @@ class DeviceNDArray:
         if copy:   # a new buffer on this array's device (which need not be the current one), copied by the host
             strides = contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
             src = DeviceNDArray.on_buffer(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
-                                self.context)
+                                          self.context)
             np.copyto(src._host_view(), self._memory())
         versioned = max_version is not None and int(max_version[0]) >= 1
         version = min(_dlpack.VERSION, (int(max_version[0]), int(max_version[1]))) if versioned else None
@@ -636,7 +636,7 @@ def _derived_from(dev, sub: np.ndarray, stream=None) -> DeviceNDArray:
     """The device array of ``sub``, a NumPy view of ``dev``'s host view."""
     offset = sub.ctypes.data - dev.buffer.address if sub.size else dev.offset
     return DeviceNDArray.on_buffer(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
-                         dev.stream if stream is None else stream)
+                                   dev.stream if stream is None else stream)
 
 
 class _BufferMemory:
@@ -750,8 +750,8 @@ def from_host(ary: np.ndarray, stream=0, copy=True) -> DeviceNDArray:
     ctx = _device.current()
     dtype = as_dtype(ary.dtype)
     shape = normalize_shape(ary.shape)
-    dev = DeviceNDArray.on_buffer(new_buffer(ctx, ary.nbytes), 0, shape, contiguous_strides(shape, dtype.itemsize, order),
-                        dtype, ctx, stream)
+    strides = contiguous_strides(shape, dtype.itemsize, order)
+    dev = DeviceNDArray.on_buffer(new_buffer(ctx, ary.nbytes), 0, shape, strides, dtype, ctx, stream)
     if copy and ary.size:
         start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(dev._host_view(), ary)
