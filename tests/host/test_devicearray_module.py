@@ -86,3 +86,13 @@ def test_verify_cuda_ndarray_interface_accepts_device_arrays_only():
 
 def test_a_shape_may_be_a_numpy_array_as_in_numba_cuda():
     assert metal.device_array(shape=np.array([10, 10]), dtype=np.bool_).shape == (10, 10)
+
+
+@pytest.mark.parametrize("like", [metal.device_array_like, metal.mapped_array_like, metal.pinned_array_like])
+def test_array_like_of_a_strided_view_is_laid_out_as_numpy_zeros_like(like):
+    for order in "CF":
+        view = np.zeros((10, 12), order=order)[::2, ::2]
+        got = like(metal.device_array((10, 12), order=order)[::2, ::2])
+        assert got.shape == view.shape and got.strides == np.zeros_like(view).strides   # F view: (8, 40)
+        assert got.flags["F_CONTIGUOUS"] == (order == "F")
+    assert like(metal.device_array((4, 6))[::2, ::2].T).strides == np.zeros_like(np.zeros((4, 6))[::2, ::2].T).strides
