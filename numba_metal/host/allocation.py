@@ -54,11 +54,12 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> 
                               f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
                               "signed integers)")
     buf = new_buffer(ctx, nbytes)
-    return DeviceNDArray(buf, 0, shape, strides, dtype, ctx, stream)
+    return DeviceNDArray.on_buffer(buf, 0, shape, strides, dtype, ctx, stream)
 
 
 def device_array_like(ary, stream=0) -> DeviceNDArray:
-    """A device array with the shape and dtype (and C/F order) of ``ary``.
+    """A device array with the shape and dtype of ``ary``, laid out like it (C or F; a strided view as NumPy's
+    ``zeros_like``, its axes in the order of their strides).
 
     Raises:
         UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
@@ -67,7 +68,20 @@ def device_array_like(ary, stream=0) -> DeviceNDArray:
     """
     order = "F" if (getattr(ary, "ndim", 1) > 1 and _flag(ary, "F_CONTIGUOUS")
                     and not _flag(ary, "C_CONTIGUOUS")) else "C"
-    return device_array(ary.shape, ary.dtype, order=order, stream=stream)
+    return device_array(ary.shape, ary.dtype, strides=_strides_like(ary), order=order, stream=stream)
+
+
+def _strides_like(ary):
+    """The strides of a new contiguous array laid out like the non-contiguous ``ary`` (its axes in the order
+    of their strides, smallest fastest: NumPy's ``order='K'``, as numba.cuda's ``*_like`` functions do);
+    None for a contiguous or 1-d ``ary``, whose order says it."""
+    if len(ary.shape) <= 1 or _flag(ary, "C_CONTIGUOUS") or _flag(ary, "F_CONTIGUOUS"):
+        return None
+    strides, step = [0] * len(ary.shape), ary.dtype.itemsize
+    for axis in sorted(range(len(ary.shape)), key=lambda k: ary.strides[k]):
+        strides[axis] = step
+        step *= ary.shape[axis]
+    return tuple(strides)
 
 
 def _flag(ary, name) -> bool:
@@ -115,7 +129,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 
 def mapped_array_like(ary, stream=0):
-    """A mapped array with the shape and dtype (and C/F order) of ``ary``.
+    """A mapped array with the shape and dtype of ``ary``, laid out like it (as ``device_array_like``).
 
     Raises:
         UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
@@ -123,7 +137,7 @@ def mapped_array_like(ary, stream=0):
         AttributeError: ``ary`` is not an array (no ``shape``, ``dtype`` or ``flags``).
     """
     order = "F" if ary.ndim > 1 and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
-    return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
+    return mapped_array(ary.shape, ary.dtype, strides=_strides_like(ary), order=order, stream=stream)
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
@@ -193,7 +207,7 @@ def mapped(*arylist, stream=0, portable=False, wc=False):
             raise MetalTypeError(f"mapped() takes NumPy arrays, not {type(ary).__name__}")
         wrapped = wrap_host_memory(ctx, ary)
         if wrapped is not None:
-            dev = DeviceNDArray(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
+            dev = DeviceNDArray.on_buffer(wrapped[0], wrapped[1], ary.shape, ary.strides, ary.dtype, ctx)
         else:
             dev = to_device(ary, stream=stream)
             copies.append((dev, ary))

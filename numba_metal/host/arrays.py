@@ -17,6 +17,7 @@ from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchErro
 
 from . import device as _device
 from . import streams as _streams
+from .array_flags import ArrayFlags, contiguity_flags
 from .mapped import MappedNDArray
 
 
@@ -31,7 +32,7 @@ def as_dtype(dtype) -> np.dtype:
 
 
 def normalize_shape(shape) -> tuple[int, ...]:
-    dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
+    dims = (shape,) if not isinstance(shape, (tuple, list, np.ndarray)) else shape   # numba.cuda takes arrays
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims):
         raise MetalTypeError(f"shape must be an int or a sequence of ints, not {shape!r}")
     dims = tuple(int(n) for n in dims)
@@ -146,9 +147,10 @@ class DeviceNDArray:
 
     Raises:
         MetalTypeError: a copy, ``setitem`` or ``reshape`` given an array of another dtype, or not an array
-            (``copy_to_host(ary=...)``), or a shape that is not integers.
+            (``copy_to_host(ary=...)``), or a shape that is not integers; the constructor's ``gpu_data`` is
+            not a device array.
         MetalValueError: shapes that do not fit (copies, ``setitem``, ``reshape``, ``view``, ``squeeze``,
-            ``split``, ``transpose``).
+            ``split``, ``transpose``; the constructor's ``strides``, or past its ``gpu_data``).
         CopyRequiredError: ``reshape`` or ``ravel`` of a non-contiguous array that would need a copy (also
             numba.cuda's ``NotImplementedError``).
         UnsupportedFeatureError: advanced (fancy) indexing; ``get_ipc_handle()``.
@@ -165,7 +167,24 @@ class DeviceNDArray:
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
                  "_binding", "stream", "_view", "__weakref__")
 
-    def __init__(self, buffer, offset, shape, strides, dtype, context, stream=0):
+    def __init__(self, shape, strides, dtype, stream=0, gpu_data=None):
+        """numba.cuda's constructor: a new array on the current device (``gpu_data=None``) or a view of
+        ``gpu_data``'s memory (a device array); see ``devicearray.construct``, which says what it raises."""
+        self._init(*_construct(shape, strides, dtype, gpu_data), stream)
+
+    @classmethod
+    def on_buffer(cls, buffer, offset, shape, strides, dtype, context, stream=0) -> "DeviceNDArray":
+        """The array of ``shape``/``strides`` at byte ``offset`` of the runtime ``buffer`` on ``context``: how
+        numba-metal makes its arrays (the constructor has numba.cuda's signature). Nothing is checked.
+
+        Raises:
+            TypeError: ``dtype`` is not a NumPy dtype (NumPy's error).
+        """
+        self = object.__new__(cls)
+        self._init(buffer, offset, shape, strides, dtype, context, stream)
+        return self
+
+    def _init(self, buffer, offset, shape, strides, dtype, context, stream):
         self.buffer = buffer
         self.offset = int(offset)
         self.shape = tuple(shape)
@@ -227,10 +246,10 @@ class DeviceNDArray:
         return self.flags["F_CONTIGUOUS"]
 
     @property
-    def flags(self) -> dict:
+    def flags(self) -> ArrayFlags:
         """``C_CONTIGUOUS`` and ``F_CONTIGUOUS`` by numba.cuda's rules (NumPy's, except that a broadcast
-        array, with a zero stride, is neither)."""
-        return contiguity_flags(self.shape, self.strides, self.itemsize)
+        array, with a zero stride, is neither): a dict that also reads as NumPy's flags (``.c_contiguous``)."""
+        return ArrayFlags(contiguity_flags(self.shape, self.strides, self.itemsize))
 
     def __repr__(self) -> str:
         return (f"<numba_metal DeviceNDArray shape={self.shape} dtype={self.dtype} "
@@ -345,8 +364,8 @@ class DeviceNDArray:
 
     def bind(self, stream=0):
         """This array with ``stream`` as the default stream of its copies, views and assignments."""
-        return DeviceNDArray(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
-                             stream)
+        return DeviceNDArray.on_buffer(self.buffer, self.offset, self.shape, self.strides, self.dtype, self.context,
+                                       stream)
 
     def split(self, section, stream=0):
         """Views of consecutive ``section``-element parts of a 1-d unit-stride array (the last one may
@@ -361,8 +380,8 @@ class DeviceNDArray:
     def _sections(self, section, stream):
         for begin in range(0, self.size, section):
             end = min(begin + section, self.size)
-            yield DeviceNDArray(self.buffer, self.offset + begin * self.itemsize, (end - begin,), self.strides,
-                                self.dtype, self.context, stream)
+            yield DeviceNDArray.on_buffer(self.buffer, self.offset + begin * self.itemsize, (end - begin,),
+                                          self.strides, self.dtype, self.context, stream)
 
     def reshape(self, *newshape, **kws):
         """A view with another shape (numba.cuda's rules): a contiguous array gets the C (``order='C'``)
@@ -450,7 +469,7 @@ class DeviceNDArray:
                 raise MetalValueError("When changing to a larger dtype, its size must be a divisor of the "
                                       "total size in bytes of the last axis of the array.")
             strides[-1] = dtype.itemsize
-        return DeviceNDArray(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
+        return DeviceNDArray.on_buffer(self.buffer, self.offset, shape, strides, dtype, self.context, self.stream)
 
     @property
     def T(self):
@@ -492,11 +511,13 @@ class DeviceNDArray:
         return stream if stream else self.stream
 
     def _with(self, shape, strides, stream=None) -> "DeviceNDArray":
-        return DeviceNDArray(self.buffer, self.offset, shape, strides, self.dtype, self.context,
-                             self.stream if stream is None else stream)
+        return DeviceNDArray.on_buffer(self.buffer, self.offset, shape, strides, self.dtype, self.context,
+                                       self.stream if stream is None else stream)
 
     def get_numba_type(self):
         return self._numba_type()
+
+    _numba_type_ = property(get_numba_type, doc="The Numba array type kernels see (numba.cuda's name).")
 
     # -- interoperability: NumPy's array protocol, DLPack, pickling ---------------------------
 
@@ -550,8 +571,8 @@ class DeviceNDArray:
         src = self
         if copy:   # a new buffer on this array's device (which need not be the current one), copied by the host
             strides = contiguous_strides(self.shape, self.itemsize, "F" if self.layout == "F" else "C")
-            src = DeviceNDArray(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
-                                self.context)
+            src = DeviceNDArray.on_buffer(new_buffer(self.context, self.nbytes), 0, self.shape, strides, self.dtype,
+                                          self.context)
             np.copyto(src._host_view(), self._memory())
         versioned = max_version is not None and int(max_version[0]) >= 1
         version = min(_dlpack.VERSION, (int(max_version[0]), int(max_version[1]))) if versioned else None
@@ -573,25 +594,25 @@ class DeviceNDArray:
         return ty
 
 
-def contiguity_flags(shape, strides, itemsize) -> dict:
-    """numba.cuda's contiguity flags of an array geometry (NumPy's ``_UpdateContiguousFlags``, except
-    that any zero stride makes an array neither C- nor F-contiguous)."""
-    flags = {"C_CONTIGUOUS": True, "F_CONTIGUOUS": True}
-    if not shape:
-        return flags
-    if 0 in strides:
-        return {"C_CONTIGUOUS": False, "F_CONTIGUOUS": False}
-    if 0 in shape:
-        return flags
-    for name, dims in (("C_CONTIGUOUS", range(len(shape) - 1, -1, -1)), ("F_CONTIGUOUS", range(len(shape)))):
-        expected = itemsize
-        for k in dims:
-            if shape[k] != 1:
-                if strides[k] != expected:
-                    flags[name] = False
-                    break
-                expected *= shape[k]
-    return flags
+def _construct(shape, strides, dtype, gpu_data) -> tuple:
+    """``DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None)``'s (buffer, offset, shape, strides,
+    dtype, context): new zeroed memory on the current device spanning ``strides``, or ``gpu_data``'s (a
+    device array's, from its first element). Raises MetalTypeError (``gpu_data`` not a device array, ``shape``
+    not integers) or MetalValueError (``strides`` that do not fit ``shape``, or reach past ``gpu_data``)."""
+    shape, dtype = normalize_shape(shape), as_dtype(dtype)
+    strides = tuple(int(s) for s in ((strides,) if isinstance(strides, (int, np.integer)) else strides))
+    if gpu_data is not None and not isinstance(gpu_data, DeviceNDArray):
+        raise MetalTypeError(f"DeviceNDArray(gpu_data=...) takes a device array whose memory to view, not "
+                             f"{type(gpu_data).__name__} (numba-metal has no raw device pointers)")
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize if all(shape) else 0
+    room = MAX_ARRAY_BYTES if gpu_data is None else gpu_data.buffer.nbytes - gpu_data.offset
+    if len(strides) != len(shape) or any(s < 0 for s in strides) or span > room:
+        raise MetalValueError(f"DeviceNDArray: shape {shape} with strides {strides} does not fit "
+                              f"{'gpu_data' if gpu_data is not None else 'an array'} ({room} bytes)")
+    if gpu_data is None:
+        ctx = _device.current()
+        return new_buffer(ctx, span), 0, shape, strides, dtype, ctx
+    return gpu_data.buffer, gpu_data.offset, shape, strides, dtype, gpu_data.context
 
 
 def _check_compatible(dev, other, what) -> None:
@@ -614,8 +635,8 @@ def _is_scalar_index(index, ndim) -> bool:
 def _derived_from(dev, sub: np.ndarray, stream=None) -> DeviceNDArray:
     """The device array of ``sub``, a NumPy view of ``dev``'s host view."""
     offset = sub.ctypes.data - dev.buffer.address if sub.size else dev.offset
-    return DeviceNDArray(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
-                         dev.stream if stream is None else stream)
+    return DeviceNDArray.on_buffer(dev.buffer, offset, sub.shape, sub.strides, sub.dtype, dev.context,
+                                   dev.stream if stream is None else stream)
 
 
 class _BufferMemory:
@@ -729,8 +750,8 @@ def from_host(ary: np.ndarray, stream=0, copy=True) -> DeviceNDArray:
     ctx = _device.current()
     dtype = as_dtype(ary.dtype)
     shape = normalize_shape(ary.shape)
-    dev = DeviceNDArray(new_buffer(ctx, ary.nbytes), 0, shape, contiguous_strides(shape, dtype.itemsize, order),
-                        dtype, ctx, stream)
+    strides = contiguous_strides(shape, dtype.itemsize, order)
+    dev = DeviceNDArray.on_buffer(new_buffer(ctx, ary.nbytes), 0, shape, strides, dtype, ctx, stream)
     if copy and ary.size:
         start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(dev._host_view(), ary)

@@ -126,7 +126,7 @@ def _from_tensor(ctx, tensor: "dlpack.Imported", copy, what: str) -> DeviceNDArr
         length = (span + page - 1) // page * page
         try:
             buf = ctx.device.wrap_buffer(lowest, length, tensor)
-            return DeviceNDArray(buf, -low, tensor.shape, tensor.strides, tensor.dtype, ctx)
+            return DeviceNDArray.on_buffer(buf, -low, tensor.shape, tensor.strides, tensor.dtype, ctx)
         except UnsupportedPlatformError as e:
             reason = f"the device refused to use this memory in place ({e})"
     if copy is False:
@@ -149,7 +149,7 @@ def _wrap_metal(ctx, tensor: "dlpack.Imported") -> DeviceNDArray:
     if tensor.byte_offset + low < 0 or tensor.byte_offset + low + span > buf.nbytes:
         raise DLPackError(f"the DLPack tensor (byte offset {tensor.byte_offset}, shape {tensor.shape}, strides "
                           f"{tensor.strides}) reaches outside its MTLBuffer of {buf.nbytes} bytes")
-    return DeviceNDArray(buf, tensor.byte_offset, tensor.shape, tensor.strides, tensor.dtype, ctx)
+    return DeviceNDArray.on_buffer(buf, tensor.byte_offset, tensor.shape, tensor.strides, tensor.dtype, ctx)
 
 
 def as_metal_array(obj, sync=True) -> DeviceNDArray:

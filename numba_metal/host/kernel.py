@@ -67,6 +67,22 @@ class Kernel:
             self._typed = infer_types(self.dispatcher.py_func, self.argtypes)
         return self._typed
 
+    @property
+    def _type_annotation(self):
+        """numba.cuda's name for a specialisation's typing: ``typemap`` maps each variable of the kernel to
+        its Numba type (and ``calltypes`` each call to its signature); it is :attr:`typed`."""
+        return self.typed
+
+    def inspect_types(self, file=None) -> None:
+        """Print this specialisation's typed Numba IR, every variable with its type (numba.cuda's kernel
+        method; the dispatcher's ``inspect_types`` prints every specialisation).
+
+        Raises:
+            KernelCompilationError: the types of a specialisation loaded from the disk cache no longer
+                infer (its source changed).
+        """
+        self.dispatcher.inspect_types(self.argtypes, file=file)
+
     def __repr__(self) -> str:
         return f"<numba_metal kernel specialisation {self.name}({', '.join(map(str, self.argtypes))})>"
 

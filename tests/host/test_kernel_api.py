@@ -150,6 +150,11 @@ def test_overloads_definitions_and_inspection():
     out = io.StringIO()
     kernel.inspect_types(file=out)
     assert out.getvalue().count("fill (") == 2 and "int64" in out.getvalue()
+    one = kernel.overloads[(types.Array(types.int32, 1, "C"), types.float32)]
+    out = io.StringIO()
+    one.inspect_types(file=out)                                    # numba.cuda's kernel method: one specialisation
+    assert out.getvalue().count("fill (") == 1 and "float32" in out.getvalue()
+    assert one._type_annotation.typemap["value"] == types.float32  # numba.cuda's typing, by variable
     assert "kernel void" in kernel.inspect_msl((types.Array(types.int32, 1, "C"), types.int64))
     assert kernel.extensions == []
     for name in ("inspect_llvm", "inspect_asm", "inspect_sass"):

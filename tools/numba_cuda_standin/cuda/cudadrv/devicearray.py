@@ -2,15 +2,10 @@
 (``NAMES``). A name numba-metal lacks raises AttributeError, so a test using it fails."""
 
 from numba_metal import metal as _metal
-from numba_metal.host import arrays as _arrays
 
-#: numba.cuda's name → numba-metal's object of the same meaning
-NAMES = {
-    "DeviceNDArray": _metal.DeviceNDArray,
-    "is_cuda_ndarray": _metal.is_device_array,
-    "auto_device": getattr(_arrays, "auto_device", None),
-    "is_contiguous": getattr(_arrays, "is_contiguous", None),
-}
+#: numba.cuda's name → numba-metal's object of the same meaning (``metal.devicearray``'s names)
+NAMES = {name: getattr(_metal.devicearray, name) for name in _metal.devicearray.__all__}
+NAMES["errmsg_contiguous_buffer"] = _metal.devicearray.errmsg_contiguous_buffer
 
 
 def __getattr__(name):

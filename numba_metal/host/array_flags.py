@@ -1,0 +1,46 @@
+"""The ``flags`` of a device array: numba.cuda's dict of contiguity flags (``contiguity_flags``), readable as
+NumPy's flags too (``ArrayFlags``)."""
+
+from __future__ import annotations
+
+
+class ArrayFlags(dict):
+    """``{'C_CONTIGUOUS': bool, 'F_CONTIGUOUS': bool}`` (numba.cuda's ``DeviceNDArray.flags``, a dict) that
+    also answers NumPy's attribute names: ``.c_contiguous``, ``.f_contiguous`` and ``.contiguous`` (C), so
+    code written for either kind of array reads a device array's flags.
+
+    Raises:
+        AttributeError: an attribute other than those three (a device array has no other flags).
+    """
+
+    __slots__ = ()
+
+    _ATTRIBUTES = {"c_contiguous": "C_CONTIGUOUS", "f_contiguous": "F_CONTIGUOUS", "contiguous": "C_CONTIGUOUS"}
+
+    def __getattr__(self, name):
+        key = self._ATTRIBUTES.get(name)
+        if key is None:
+            raise AttributeError(f"a device array's flags have no {name!r}; they are "
+                                 f"{', '.join(self._ATTRIBUTES)} (or the keys {', '.join(self)})")
+        return self[key]
+
+
+def contiguity_flags(shape, strides, itemsize) -> dict:
+    """numba.cuda's contiguity flags of an array geometry (NumPy's ``_UpdateContiguousFlags``, except
+    that any zero stride makes an array neither C- nor F-contiguous)."""
+    flags = {"C_CONTIGUOUS": True, "F_CONTIGUOUS": True}
+    if not shape:
+        return flags
+    if 0 in strides:
+        return {"C_CONTIGUOUS": False, "F_CONTIGUOUS": False}
+    if 0 in shape:
+        return flags
+    for name, dims in (("C_CONTIGUOUS", range(len(shape) - 1, -1, -1)), ("F_CONTIGUOUS", range(len(shape)))):
+        expected = itemsize
+        for k in dims:
+            if shape[k] != 1:
+                if strides[k] != expected:
+                    flags[name] = False
+                    break
+                expected *= shape[k]
+    return flags
