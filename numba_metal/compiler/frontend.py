@@ -83,6 +83,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     except numba_errors.NumbaError as e:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
+    _bind_captured_arrays(pyfunc, func_ir, len(argtypes))
     if func_ir.arg_count != len(argtypes):
         raise KernelCompilationError(
             f"{pyfunc.__name__}() takes {func_ir.arg_count} argument(s) but {len(argtypes)} were given",
@@ -105,6 +106,39 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
                                      f"({type(e).__name__}: {e})", source_location(pyfunc)) from None
     warn_uninitialized(func_ir)
     return func_ir
+
+
+def _captured(value) -> bool:
+    # The host's mark for arrays kernels capture by reference (host/captures.py owns the rule).
+    return not isinstance(value, type) and getattr(value, "_metal_captured_by_reference_", False) is True
+
+
+def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
+    """Turn each load of a device array the function names from its scope (a global or closure variable)
+    into a hidden argument after its own, ordered by (kind, name) as host/captures.py passes them at every
+    launch. Only kernels have them: a device function naming one is refused."""
+    loads = []
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, (ir.Global, ir.FreeVar)) \
+                    and _captured(stmt.value.value):
+                loads.append(stmt)
+    if not loads:
+        return
+    names = sorted({("f" if isinstance(s.value, ir.FreeVar) else "g", s.value.name) for s in loads})
+    if nargs != func_ir.arg_count + len(names):
+        listed = ", ".join(f"'{n}'" for _, n in names)
+        raise UnsupportedFeatureError(
+            f"{pyfunc.__name__}() reads the device array(s) {listed} from its enclosing scope: only a kernel "
+            "compiled for its launch arguments captures device arrays (a device function, or a kernel given "
+            "explicit signatures, cannot); pass the array as an argument", source_location(pyfunc))
+    index = {item: func_ir.arg_count + i for i, item in enumerate(names)}
+    arg_names = tuple("captured_" + n for _, n in names)
+    for stmt in loads:
+        item = ("f" if isinstance(stmt.value, ir.FreeVar) else "g", stmt.value.name)
+        stmt.value = ir.Arg(name="captured_" + item[1], index=index[item], loc=stmt.value.loc)
+    func_ir.arg_names = tuple(func_ir.arg_names) + arg_names
+    func_ir.arg_count += len(names)
 
 
 def _bad_len_call(func_ir):
