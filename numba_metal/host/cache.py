@@ -64,7 +64,7 @@ import numpy as np
 from numba_metal._version import __version__
 from numba_metal.errors import NumbaMetalWarning
 from numba_metal.compiler.devicefn import DeviceFunctionBase
-from numba_metal.host.captures import is_captured
+from numba_metal.compiler.captures import is_captured
 from numba_metal.compiler.abi import CompiledKernel, KernelABI
 from numba_metal.runtime import cache_root
 

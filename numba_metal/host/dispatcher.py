@@ -154,7 +154,7 @@ class Dispatcher:
         # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
         # ValueError, and the launch takes the checked path, which says what is wrong).
         self.raw_key = raw_keyer(_parameter_count(pyfunc))
-        self._captures = None   # (kind, name) of the device arrays it captures (captures.py), at first launch
+        self._captures = None   # the device arrays it captures (compiler/captures.py), found at first launch
         for sig in sigs or ():
             args, ret = normalize_signature(sig)
             from numba.core import types
@@ -275,12 +275,13 @@ class Dispatcher:
         return kernel if kernel is not None else self._kernel_for_key(key)
 
     def captures(self) -> tuple:
-        """(kind, name) of the device arrays the kernel captures from its scope, found at its first launch
-        (each launch appends the arrays those names denote then: host/captures.py)."""
+        """(owner function, kind, name) of the device arrays the kernel (and the device functions it calls)
+        captures from its scope, found at its first launch (each launch appends the arrays those names denote
+        then: host/captures.py)."""
         caps = self._captures
         if caps is None:
-            from .captures import capture_names
-            caps = self._captures = capture_names(self.py_func)
+            from .captures import captures
+            caps = self._captures = captures(self.py_func)
             if caps:
                 self.raw_key = raw_keyer(_parameter_count(self.py_func) + len(caps))
         return caps

@@ -121,21 +121,72 @@ def test_a_deleted_capture_refuses_the_launch():
         double_into[1, 8](out)
 
 
-def test_a_device_function_naming_a_device_array_is_refused_clearly():
-    d = metal.to_device(np.ones(4, dtype=np.float32))
+@metal.jit(device=True)
+def read_g(i):
+    return G[i]
 
-    @metal.jit(device=True)
-    def read(i):
-        return d[i]
+
+@metal.jit(device=True)
+def write_g(i, v):
+    G[i] = v
+
+
+@metal.jit(device=True)
+def read_g_plus_one(i):
+    return read_g(i) + 1
+
+
+@metal.jit
+def through_device_functions(out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = read_g_plus_one(i) * 2 + read_g(i)
+        write_g(i, i + 100.0)
+
+
+def test_device_functions_read_and_write_a_captured_array_at_any_depth():
+    global G
+    G = metal.to_device(np.arange(8, dtype=np.float32))
+    out = metal.device_array(8, np.float32)
+    through_device_functions[1, 8](out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.arange(8) * 3 + 2)
+    np.testing.assert_array_equal(G.copy_to_host(), np.arange(8) + 100)
+    del G
+    with pytest.raises(KernelLaunchError, match=r"'G' \(through the device function read_g\(\)\), which no "
+                                                r"longer exists"):
+        through_device_functions[1, 8](out)
+
+
+def test_a_closure_device_function_captures_its_closure_array():
+    def make():
+        d = metal.to_device(np.ones(4, dtype=np.float32))
+
+        @metal.jit(device=True)
+        def bump(i):
+            d[i] += 1
+            return d[i]
+        return bump, d
+    bump, d = make()
 
     @metal.jit
     def k(out):
         i = metal.grid(1)
         if i < out.size:
-            out[i] = read(i)
-    with pytest.raises(UnsupportedFeatureError, match=r"read\(\) reads the device array\(s\) 'd' from its "
-                                                      r"enclosing scope.*pass the array as an argument"):
-        k[1, 4](metal.device_array(4, np.float32))
+            out[i] = bump(i)
+    out = metal.device_array(4, np.float32)
+    k[1, 4](out)
+    np.testing.assert_array_equal(out.copy_to_host(), [2, 2, 2, 2])
+    np.testing.assert_array_equal(d.copy_to_host(), [2, 2, 2, 2])
+
+
+def test_a_kernel_with_explicit_signatures_cannot_capture_and_says_so():
+    d = metal.to_device(np.ones(4, dtype=np.float32))
+
+    def body(out):
+        out[0] = d[0]
+    with pytest.raises(UnsupportedFeatureError, match=r"body\(\) reads the device array\(s\) 'd' from its "
+                                                      r"scope.*pass the array as an argument"):
+        metal.jit("void(float32[:])")(body)
 
 
 KMOD = """
