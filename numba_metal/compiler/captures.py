@@ -2,7 +2,8 @@
 the order the compiler gives the hidden arguments and the host passes them in (host/captures.py).
 
 A function's captures are the globals and closure variables its code loads whose value is now a captured
-array (a class marked ``_metal_captured_by_reference_``: the host's device and mapped arrays), sorted by
+array (a class marked ``_metal_captured_by_reference_``: the host's device and mapped arrays; or another
+library's array exporting DLPack, which each launch imports as it imports such an argument), sorted by
 (kind, name), followed by the captures of each device function it names (in the same order of their names),
 each capture once. A capture is (owner function, kind, name): kind 'g' for a global, 'f' for a closure
 variable, looked up in the owner's globals or closure. Reads only bytecode: importing it imports no Numba.
@@ -13,6 +14,8 @@ from __future__ import annotations
 import dis
 import types as pytypes
 
+import numpy as np
+
 _GLOBAL_OPS = frozenset(["LOAD_GLOBAL", "LOAD_NAME"])
 _DEREF_OPS = frozenset(["LOAD_DEREF", "LOAD_CLASSDEREF"])
 MISSING = object()
@@ -21,10 +24,15 @@ MISSING = object()
 def is_captured(value) -> bool:
     """Whether a value a kernel names is captured by reference (rather than compiled in as a constant)."""
     # Read from the class: an instance's getattr may run code (a lazy module's __getattr__ imports Numba).
-    flag = getattr(type(value), "_metal_captured_by_reference_", None)
+    t = type(value)
+    flag = getattr(t, "_metal_captured_by_reference_", None)
     if isinstance(flag, property):   # mapped arrays: only those still in unified memory
         return flag.fget(value) is True
-    return flag is True
+    if flag is True:
+        return True
+    # Another library's array exporting DLPack (NumPy's own arrays and scalars stay constants).
+    return (hasattr(t, "__dlpack__") and hasattr(t, "__dlpack_device__")
+            and not issubclass(t, (np.ndarray, np.generic)))
 
 
 def is_device_function(value) -> bool:

@@ -11,6 +11,8 @@ every launch looks the name up again and passes the object it finds now. So:
   launch refuse with a clear error, never touch freed memory;
 - the array is an argument like any other: the launch records it as used by its stream and a host read
   (``d[0]``) waits for the kernel that wrote it;
+- another library's array exporting DLPack is imported at every launch as such an argument is
+  (``metal.from_dlpack``, no copy; host memory as a NumPy view);
 - the disk cache keys the kernel by the array's *type* (an argument key) and never stores its address.
 
 Which objects are captured is marked on their class (``_metal_captured_by_reference_``), so the compiler
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from numba_metal.compiler.captures import MISSING, captures, is_captured, lookup
 from numba_metal.errors import KernelLaunchError
+
+from .interop import kernel_arguments
 
 __all__ = ["captures", "captured_arrays", "is_captured"]
 
@@ -41,5 +45,12 @@ def captured_arrays(kernel_fn, caps) -> tuple:
                 f"kernel {kernel_fn.__name__}() captured the device array {where} '{name}'{by}, which {now}: a "
                 "captured array is looked up at every launch and must still be a live device array "
                 "(of the type the kernel was compiled for); keep it alive, or pass the array as an argument")
+        if not getattr(type(value), "_metal_captured_by_reference_", None):
+            try:   # another library's array: imported through DLPack as such an argument is
+                (value,) = kernel_arguments((value,))
+            except KernelLaunchError as e:
+                raise KernelLaunchError(f"kernel {kernel_fn.__name__}() captured '{name}', a "
+                                        f"{type(value).__name__} exporting DLPack, which cannot be bound: "
+                                        f"{e.message}") from None
         out.append(value)
     return tuple(out)

@@ -104,7 +104,54 @@ def test_a_mapped_array_is_captured():
         if i < m.size:
             m[i] *= 3
     scale[1, 4]()
-    np.testing.assert_array_equal(np.array(m), [3, 6, 9, 12])
+    assert m.tolist() == [3, 6, 9, 12]   # a host access waits for the kernel, as for an argument
+
+
+class Exporter:
+    """Another library's array: only its DLPack export is visible."""
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __dlpack__(self, **kwargs):
+        return self.arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.arr.__dlpack_device__()
+
+
+def test_an_array_exporting_dlpack_is_captured_and_written():
+    d = metal.to_device(np.arange(4, dtype=np.float32))
+    foreign = Exporter(d)
+
+    @metal.jit(device=True)
+    def twice(i):
+        foreign[i] = foreign[i] * 2
+        return foreign[i]
+
+    @metal.jit
+    def k(out):
+        i = metal.grid(1)
+        if i < out.size:
+            out[i] = twice(i)
+    out = metal.device_array(4, np.float32)
+    k[1, 4](out)
+    np.testing.assert_array_equal(out.copy_to_host(), [0, 2, 4, 6])
+    np.testing.assert_array_equal(d.copy_to_host(), [0, 2, 4, 6])
+
+
+def test_a_numpy_global_stays_a_constant():
+    host = np.arange(4, dtype=np.float32)
+
+    @metal.jit
+    def k(out):
+        i = metal.grid(1)
+        if i < out.size:
+            out[i] = host[i]
+    out = metal.device_array(4, np.float32)
+    k[1, 4](out)
+    assert k.captures() == ()
+    np.testing.assert_array_equal(out.copy_to_host(), [0, 1, 2, 3])
 
 
 def test_a_deleted_capture_refuses_the_launch():
