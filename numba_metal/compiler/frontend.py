@@ -121,7 +121,7 @@ def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
         raise UnsupportedFeatureError(
             f"{pyfunc.__name__}() reads the device array(s) {listed} from its scope (directly or through the "
             "device functions it calls): only a kernel compiled for its launch arguments captures device arrays "
-            "(a kernel given explicit signatures cannot); pass the array as an argument", source_location(pyfunc))
+            "(a kernel given explicit signatures, or made by specialize(), cannot); pass the array as an argument", source_location(pyfunc))
     first = func_ir.arg_count
 
     def hidden(owner, kind, name, loc):

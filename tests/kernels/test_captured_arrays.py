@@ -234,6 +234,18 @@ def test_a_kernel_with_explicit_signatures_cannot_capture_and_says_so():
     with pytest.raises(UnsupportedFeatureError, match=r"body\(\) reads the device array\(s\) 'd' from its "
                                                       r"scope.*pass the array as an argument"):
         metal.jit("void(float32[:])")(body)
+    with pytest.raises(UnsupportedFeatureError, match=r"or made by specialize\(\), cannot"):
+        metal.jit(body).specialize(metal.device_array(4, np.float32))
+
+
+def test_a_launch_on_a_stream_is_waited_for_by_a_host_read_of_the_capture():
+    global G
+    G = metal.to_device(np.zeros(8, dtype=np.float32))
+    out = metal.device_array(8, np.float32)
+    s = metal.stream()
+    double_into[1, 8, s](out)
+    assert G[7] == 107   # no synchronize: the host access waits for the stream's kernel that wrote it
+    s.synchronize()
 
 
 KMOD = """
