@@ -16,6 +16,8 @@ class DeviceFunctionBase:
     The host API's ``@metal.jit(device=True)`` objects derive from this.
     """
 
+    _metal_device_function_ = True   # how captures.py recognises one without importing this module
+
     def __init__(self, pyfunc):
         self.py_func = pyfunc
         self.__name__ = getattr(pyfunc, "__name__", "device_function")

@@ -22,6 +22,7 @@ from numba.core.typed_passes import type_inference_stage
 
 from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
 
+from . import captures
 from .typing import TARGET_CONTEXT, typing_context
 from .uninitialized import warn_uninitialized
 from .unroll import unroll_literal_loops
@@ -83,6 +84,7 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     except numba_errors.NumbaError as e:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
+    _bind_captured_arrays(pyfunc, func_ir, len(argtypes))
     if func_ir.arg_count != len(argtypes):
         raise KernelCompilationError(
             f"{pyfunc.__name__}() takes {func_ir.arg_count} argument(s) but {len(argtypes)} were given",
@@ -105,6 +107,55 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
                                      f"({type(e).__name__}: {e})", source_location(pyfunc)) from None
     warn_uninitialized(func_ir)
     return func_ir
+
+
+def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
+    """Give the function a hidden argument after its own for each device array it captures (captures.py:
+    its own globals and closure variables, then those of the device functions it calls): each load of one
+    of its own becomes that argument, and each call of a device function that captures arrays passes them on."""
+    caps = captures.captures(pyfunc)
+    if not caps:
+        return
+    if nargs != func_ir.arg_count + len(caps):
+        listed = ", ".join(repr(name) for _, _, name in caps)
+        raise UnsupportedFeatureError(
+            f"{pyfunc.__name__}() reads the device array(s) {listed} from its scope (directly or through the "
+            "device functions it calls): only a kernel compiled for its launch arguments captures device arrays "
+            "(a kernel given explicit signatures, or made by specialize(), cannot); pass the array as an argument", source_location(pyfunc))
+    first = func_ir.arg_count
+
+    def hidden(owner, kind, name, loc):
+        i = captures.index_of(caps, owner, kind, name)
+        return ir.Arg(name=f"captured{i}_{name}", index=first + i, loc=loc)
+
+    for block in func_ir.blocks.values():
+        body = []
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, (ir.Global, ir.FreeVar)):
+                kind = "f" if isinstance(stmt.value, ir.FreeVar) else "g"
+                if captures.index_of(caps, pyfunc, kind, stmt.value.name) >= 0:
+                    stmt.value = hidden(pyfunc, kind, stmt.value.name, stmt.value.loc)
+            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call":
+                try:
+                    fn = func_ir.get_definition(stmt.value.func)
+                except Exception:  # noqa: BLE001
+                    fn = None
+                callee = getattr(fn, "value", None) if isinstance(fn, (ir.Global, ir.FreeVar)) else None
+                if captures.is_device_function(callee):
+                    for owner, kind, name in captures.captures(callee.py_func):
+                        var = block.scope.redefine(f"captured_{owner.__name__}_{name}", stmt.loc)
+                        body.append(ir.Assign(hidden(owner, kind, name, stmt.loc), var, stmt.loc))
+                        stmt.value.args = list(stmt.value.args) + [var]
+            body.append(stmt)
+        block.body = body
+    func_ir.arg_names = tuple(func_ir.arg_names) + tuple(f"captured{i}_{c[2]}" for i, c in enumerate(caps))
+    func_ir.arg_count += len(caps)
+    func_ir._definitions = _definitions(func_ir)
+
+
+def _definitions(func_ir):
+    from numba.core.ir_utils import build_definitions
+    return build_definitions(func_ir.blocks)
 
 
 def _bad_len_call(func_ir):

@@ -166,6 +166,8 @@ class DeviceNDArray:
 
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "context", "layout", "key", "_nbtype",
                  "_binding", "stream", "_view", "__weakref__")
+    #: Kernels that name a device array from their scope capture it by reference (host/captures.py).
+    _metal_captured_by_reference_ = True
 
     def __init__(self, shape, strides, dtype, stream=0, gpu_data=None):
         """numba.cuda's constructor: a new array on the current device (``gpu_data=None``) or a view of

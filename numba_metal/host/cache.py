@@ -64,6 +64,7 @@ import numpy as np
 from numba_metal._version import __version__
 from numba_metal.errors import NumbaMetalWarning
 from numba_metal.compiler.devicefn import DeviceFunctionBase
+from numba_metal.compiler.captures import is_captured
 from numba_metal.compiler.abi import CompiledKernel, KernelABI
 from numba_metal.runtime import cache_root
 
@@ -213,6 +214,9 @@ def fingerprint(value) -> str:
     the entry's dependency records. Raises Unfingerprintable for anything else.
     """
     t = type(value)
+    if is_captured(value):
+        # A device array the kernel captures: bound at every launch (its type is in the key), never its address.
+        return "captured-array"
     if value is None or value is Ellipsis or t in (bool, int, float, complex, str, bytes):
         return f"{t.__name__}:{value!r}"
     if isinstance(value, np.ndarray):

@@ -154,6 +154,7 @@ class Dispatcher:
         # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
         # ValueError, and the launch takes the checked path, which says what is wrong).
         self.raw_key = raw_keyer(_parameter_count(pyfunc))
+        self._captures = None   # the device arrays it captures (compiler/captures.py), found at first launch
         for sig in sigs or ():
             args, ret = normalize_signature(sig)
             from numba.core import types
@@ -273,7 +274,20 @@ class Dispatcher:
         kernel = self._by_key.get(key)
         return kernel if kernel is not None else self._kernel_for_key(key)
 
+    def captures(self) -> tuple:
+        """(owner function, kind, name) of the device arrays the kernel (and the device functions it calls)
+        captures from its scope, found at its first launch (each launch appends the arrays those names denote
+        then: host/captures.py)."""
+        caps = self._captures
+        if caps is None:
+            from .captures import captures
+            caps = self._captures = captures(self.py_func)
+            if caps:
+                self.raw_key = raw_keyer(_parameter_count(self.py_func) + len(caps))
+        return caps
+
     def _check_argument_count(self, n: int) -> None:
+        n -= len(self._captures or ())
         low, high = _parameter_range(self.py_func)
         if not low <= n <= high:
             expected = str(high) if low == high else f"{low} to {high}"
@@ -610,6 +624,12 @@ class LaunchConfig:
             raise KernelLaunchError(f"kernel {self.dispatcher.__name__}() was launched with keyword arguments "
                                     f"({', '.join(kwargs)}); Metal kernels take their arguments by position")
         disp = self.dispatcher
+        caps = disp._captures
+        if caps is None:
+            caps = disp.captures()
+        if caps:
+            from .captures import captured_arrays
+            args = args + captured_arrays(disp.py_func, caps)
         try:
             key = disp.raw_key(args)
         except ValueError:

@@ -27,6 +27,12 @@ class MappedNDArray(np.ndarray):
             errors of making one).
     """
 
+    @property
+    def _metal_captured_by_reference_(self) -> bool:
+        # Kernels capture a mapped array from their scope by reference (host/captures.py) while it is
+        # unified memory; arrays NumPy computed from one are host arrays (compiled in as constants).
+        return self.device_buffer is not None
+
     def __array_finalize__(self, obj):
         self.device_buffer = getattr(obj, "device_buffer", None)
         self.device_context = getattr(obj, "device_context", None)

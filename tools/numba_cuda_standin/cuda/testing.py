@@ -143,8 +143,15 @@ def skip_on_nvjitlink_13_1_sm_120(reason):
 
 
 class ForeignArray:
-    """An array from "another library": only its ``__cuda_array_interface__`` is visible."""
+    """An array from "another library": only its DLPack export is visible. numba-cuda's exposes the CUDA
+    Array Interface; on a Mac other libraries' arrays export DLPack, which numba-metal takes where numba.cuda
+    takes that interface (docs/porting-from-numba-cuda.md)."""
 
     def __init__(self, arr):
         self._arr = arr
-        self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+    def __dlpack__(self, **kwargs):
+        return self._arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
