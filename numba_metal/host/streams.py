@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 
-from numba_metal.host import profiling
+from numba_metal.host import profiling, settings
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
@@ -183,13 +183,13 @@ def resolve(stream, ctx):
 
 
 def timed_wait(queue, what: str) -> None:
-    """``queue.wait()``, reported to profilers as a wait."""
+    """``queue.wait()`` with the wait deadline (``NUMBA_METAL_WAIT_DEADLINE``), reported to profilers as a wait."""
     if not profiling.listeners:
-        queue.wait()
+        queue.wait(settings.wait_deadline())
         return
     start = profiling.now_ns()
     try:
-        queue.wait()
+        queue.wait(settings.wait_deadline())
     finally:
         profiling.emit("wait", what=what, start_ns=start, end_ns=profiling.now_ns())
 
@@ -203,6 +203,8 @@ def _wait_all(ctx, what: str) -> None:
     try:
         retired = ctx.take_retired_queues()
         for q in ctx.all_queues() + retired:
+            if not q.usable:    # its wait deadline passed: its own waits and launches said so, and still do
+                continue
             try:
                 timed_wait(q, what)
             except NumbaMetalError as e:
