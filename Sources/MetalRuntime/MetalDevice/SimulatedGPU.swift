@@ -165,11 +165,34 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
     func makeKernel(source: String, name: String, request: MetalSimulation.CompileRequest) throws -> MetalSimulation.Kernel {
         let kernel = try load(source: source, name: name, request: request)
         let bindings = KernelBindings(kernel.analysis.parameters)
+        let limit = try Self.pipelineLimit(source: source, declared: kernel.analysis.maxTotalThreadsPerThreadgroup)
         return MetalSimulation.Kernel(handle: kernel,
-                                      maxTotalThreadsPerThreadgroup: Int(kernel.analysis.maxTotalThreadsPerThreadgroup ?? 1024),
+                                      maxTotalThreadsPerThreadgroup: limit,
                                       staticThreadgroupMemoryLength: Int(kernel.entry.pointee.static_threadgroup_bytes),
                                       bufferIndices: (0..<31).filter { bindings.bufferSlots & (1 << UInt32($0)) != 0 },
                                       threadgroupIndices: (0..<31).filter { bindings.threadgroupSlots & (1 << UInt32($0)) != 0 })
+    }
+
+    /// A simulated pipeline's maxTotalThreadsPerThreadgroup. Metal's depends on the pipeline's register use and
+    /// can be below 1024 (SPIRV-Cross#837, wgpu#9176); a kernel declaring
+    /// `[[max_total_threads_per_threadgroup(N)]]` gets N, or NUMBA_METAL_SIM_DECLARED_MAX_THREADS when that is
+    /// lower (a kernel too heavy even when asked). Otherwise NUMBA_METAL_SIM_PIPELINE_MAX_THREADS when set, else
+    /// a heuristic for heavy kernels: 512 for a kernel whose source carries emulated float64 (`struct nm_f64`),
+    /// 1024 for the rest. Both variables are integers from 32 to 1024, read at each compile. None of these
+    /// numbers was measured on a Mac.
+    static func pipelineLimit(source: String, declared: UInt32?) throws -> Int {
+        if let n = declared { return min(Int(n), try limitVariable("NUMBA_METAL_SIM_DECLARED_MAX_THREADS") ?? 1024) }
+        if let n = try limitVariable("NUMBA_METAL_SIM_PIPELINE_MAX_THREADS") { return n }
+        return source.contains("struct nm_f64") ? 512 : 1024
+    }
+
+    private static func limitVariable(_ name: String) throws -> Int? {
+        guard let text = environment(name), !text.isEmpty else { return nil }
+        guard let n = Int(text), (32...1024).contains(n) else {
+            throw RuntimeError.invalid("\(name)=\(text) is not an integer from 32 to 1024; unset it or give a simulated "
+                + "pipeline's maxTotalThreadsPerThreadgroup")
+        }
+        return n
     }
 
     func run(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> String? {
