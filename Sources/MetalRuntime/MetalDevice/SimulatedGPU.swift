@@ -58,18 +58,27 @@ extension MetalDevice {
             throw RuntimeError.invalid("NUMBA_METAL_SIM_OS=\(environment("NUMBA_METAL_SIM_OS") ?? "") is not a simulated macOS "
                 + "version; use one of " + MetalSimulation.osProfiles.map(String.init).joined(separator: ", "))
         }
+        var profile: MetalSimulation.Profile
         switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
-        case "apple9": return .apple9
-        case "mac2": return .mac2
+        case "apple9": profile = .apple9
+        case "mac2": profile = .mac2
         case "apple7-simd64":
-            var p = MetalSimulation.Profile.apple9
-            p.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
-            p.families = [.apple7, .metal3]
-            p.threadExecutionWidth = 64
-            return p
+            profile = .apple9
+            profile.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
+            profile.families = [.apple7, .metal3]
+            profile.threadExecutionWidth = 64
         case let other:
             throw RuntimeError.invalid("NUMBA_METAL_SIM_GPU=\(other) is not a simulated GPU; use apple9, mac2 or apple7-simd64")
         }
+        // How long a command buffer may wait on an event before the simulated watchdog ends it (Apple documents
+        // the timeout, not its length): NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS, 1..600000, default 10 s.
+        if let text = environment("NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS"), !text.isEmpty {
+            guard let ms = Int(text), (1...600_000).contains(ms) else {
+                throw RuntimeError.invalid("NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS=\(text) is not an integer from 1 to 600000")
+            }
+            profile.eventWaitTimeout = Double(ms) / 1000
+        }
+        return profile
     }
 
     /// The engine the simulated GPU computes with.
