@@ -125,3 +125,14 @@ def test_numba_metal_wait_deadline_bounds_synchronize_on_the_simulated_metal_dev
     assert "FIRST stream work still running after 0.3 s" in out.stdout and "the GPU cannot stop it" in out.stdout
     assert "LATER stream work still running after 0.3 s" in out.stdout
     assert "DEFAULT [0, 1, 2]" in out.stdout
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "nan"])
+def test_an_invalid_wait_deadline_warns_and_means_none(monkeypatch, text):
+    from numba_metal.errors import NumbaMetalWarning
+    from numba_metal.host import settings
+    monkeypatch.setenv("NUMBA_METAL_WAIT_DEADLINE", text)
+    with pytest.warns(NumbaMetalWarning, match=f"NUMBA_METAL_WAIT_DEADLINE='{text}' is not a number from 0 to 1e"):
+        assert settings.wait_deadline() is None
+    monkeypatch.setenv("NUMBA_METAL_WAIT_DEADLINE", "2.5")
+    assert settings.wait_deadline() == 2.5
