@@ -17,6 +17,7 @@ import weakref
 from collections import namedtuple
 
 from numba_metal.errors import MetalTypeError, MetalValueError, UnsupportedPlatformError
+from numba_metal.host import settings
 
 _KINDS = ("metal", "cpu", "metal-sim")
 
@@ -83,8 +84,10 @@ class DeviceContext:
         """numba.cuda's ``reset()``: here it waits for the device's work. numba.cuda frees every allocation
         of the context, leaving its arrays dangling; numba-metal frees a buffer when its arrays are gone, so
         arrays stay valid and the device stays usable."""
+        deadline = settings.wait_deadline()
         for queue in self.all_queues():
-            queue.wait()
+            if queue.usable:
+                queue.wait(deadline)
 
     def all_queues(self):
         """The default queue, the queue of every live stream and those of dropped streams with work
@@ -100,7 +103,7 @@ class DeviceContext:
         thread holds ``lock``, so it takes no lock: the list is replaced, never changed in place.)"""
         queue.flush()
         self.retired_queues = [q for q in self.retired_queues if not q.query(0)] + (
-            [] if queue.query(0) else [queue])
+            [] if not queue.usable or queue.query(0) else [queue])
 
     def take_retired_queues(self) -> list:
         """The dropped streams' queues with work perhaps left, forgotten here (the caller waits for them)."""

@@ -54,6 +54,7 @@ class LaunchState:
             profiling.emit("compile", name=kernel.name, argtypes=kernel.argtypes, start_ns=start,
                            end_ns=profiling.now_ns(), stage="pipeline", from_cache=bool(self.pipeline.from_cache))
         self.max_threads = self.pipeline.max_total_threads_per_threadgroup
+        self.default_max_threads = self.max_threads
         slots = [a.slot for a in abi.arrays]
         error_index = print_index = None
         if abi.error_slot is not None:
@@ -192,14 +193,38 @@ class LaunchState:
                     b.copy_back()
             _streams.check_faults(ctx)
 
+    def _use_variant(self, config) -> None:
+        """A launch above the pipeline's maxTotalThreadsPerThreadgroup (Metal's depends on the pipeline's
+        register use and can be below 1024): build the kernel again with
+        ``[[max_total_threads_per_threadgroup(N)]]`` for the launch's N threads and use that pipeline from now
+        on if its maximum covers N; else refuse the launch naming both numbers."""
+        n, kernel, abi = config.nthreads, self.kernel, self.abi
+        device_max = self.ctx.info.max_threads_per_threadgroup
+        variant = None
+        if n <= device_max:
+            source = with_max_threads(kernel.msl, abi.entry_name, n)
+            options = kernel.dispatcher.options
+            try:
+                variant = self.ctx.device.compile(source, abi.entry_name, fast_math=options.fastmath,
+                                                  language_version=abi.language_version, params=abi.params)
+            except KernelCompilationError:
+                variant = None
+        if variant is None or variant.max_total_threads_per_threadgroup < n:
+            built = ("" if n > device_max else " and the pipeline built for it failed to compile" if variant is None
+                     else f" and the pipeline built for it reports {variant.max_total_threads_per_threadgroup}")
+            raise KernelLaunchError(
+                f"kernel {kernel.name}(): {n} threads per threadgroup {config.blockdim} is more than this kernel's "
+                f"maximum of {self.default_max_threads} on {self.ctx.info.name!r}{built}; use threadgroups of at "
+                f"most {self.default_max_threads} threads")
+        self.pipeline = variant
+        self.max_threads = variant.max_total_threads_per_threadgroup
+        self.dispatch.set_pipeline(variant)
+
     def _check(self, config) -> None:
         """Check a launch configuration against this kernel and device (once per pair in a row)."""
         kernel = self.kernel
         if config.nthreads > self.max_threads:
-            raise KernelLaunchError(
-                f"kernel {kernel.name}(): {config.nthreads} threads per threadgroup {config.blockdim} is "
-                f"more than this kernel's maximum of {self.max_threads} on {self.ctx.info.name!r}; use smaller "
-                "threadgroups")
+            self._use_variant(config)
         if config.grid_error is not None:
             raise KernelLaunchError(f"kernel {kernel.name}(): {config.grid_error}")
         # A launch asks for its dynamic shared memory whether or not the kernel declares any (as CUDA's
@@ -225,3 +250,12 @@ _listeners = profiling.listeners
 _now = profiling.now_ns
 
 __all__ = ["LaunchState"]
+
+
+def with_max_threads(msl: str, entry_name: str, n: int) -> str:
+    """The kernel's MSL with ``[[max_total_threads_per_threadgroup(n)]]`` on its entry point."""
+    head = f"kernel void {entry_name}("
+    if msl.count(head) != 1:
+        raise KernelLaunchError(f"cannot find the entry point {entry_name}() in the kernel's MSL to build a pipeline "
+                                f"for {n} threads per threadgroup")
+    return msl.replace(head, f"[[max_total_threads_per_threadgroup({n})]] {head}")

@@ -14,6 +14,14 @@ copied back. Off, only mapped memory (``np.memmap``, ``mmap.mmap``, ``mapped_arr
 place (host/wrapping.py). The trade-off: on saves the two copies of the array per launch (time linear in
 its size) but Metal may refuse malloc'd memory (then numba-metal copies anyway, after a failed wrap);
 neither the copies saved nor the cost of a refused or accepted wrap has been measured on a Mac yet.
+
+``NUMBA_METAL_WAIT_DEADLINE`` (seconds, a number from 0 to 10**9; default 0: none): how long a wait for a
+stream's work (``synchronize()``, a copy to the host, a launch with NumPy arguments, ``reset()``) waits
+before it gives up (``wait_deadline()``). On a Metal GPU, which cannot stop a running kernel, the wait
+raises MetalRuntimeError "still running after N s; the GPU cannot stop it" and the stream is unusable from
+then on (its later launches, copies and waits raise the same error); on the CPU device and the simulated
+device's CPU engine the work is cancelled instead. ``set_kernel_time_limit`` bounds a kernel where the
+device can stop one.
 """
 
 
@@ -78,4 +86,24 @@ def integer(name: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
-__all__ = ["flag", "integer", "warn_once", "user_stacklevel"]
+def real(name: str, default: float, lo: float, hi: float) -> float:
+    """A number from ``lo`` to ``hi`` (not NaN): unset or empty is ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:
+        _refused(name, text, f"a number from {lo:g} to {hi:g}", f"{default:g} (the default)")
+        return default
+    return value
+
+
+def wait_deadline() -> float | None:
+    """``NUMBA_METAL_WAIT_DEADLINE`` in seconds, None when unset or 0 (see the module docstring)."""
+    return real("NUMBA_METAL_WAIT_DEADLINE", 0.0, 0.0, 1e9) or None
+
+
+__all__ = ["flag", "integer", "real", "wait_deadline", "warn_once", "user_stacklevel"]

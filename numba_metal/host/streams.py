@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 
-from numba_metal.host import profiling
+from numba_metal.host import profiling, settings
 from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
@@ -42,7 +42,9 @@ class Stream:
         return self._queue
 
     def synchronize(self) -> None:
-        """Wait for all work submitted to this stream, then report any failure."""
+        """Wait for all work submitted to this stream, then report any failure. ``NUMBA_METAL_WAIT_DEADLINE``
+        (seconds) bounds the wait: past it a Metal GPU's stream raises MetalRuntimeError "still running after N
+        s; the GPU cannot stop it" and stays unusable (every later use raises it)."""
         timed_wait(self._queue, "stream")
         check_faults(self._ctx)
 
@@ -183,13 +185,13 @@ def resolve(stream, ctx):
 
 
 def timed_wait(queue, what: str) -> None:
-    """``queue.wait()``, reported to profilers as a wait."""
+    """``queue.wait()`` with the wait deadline (``NUMBA_METAL_WAIT_DEADLINE``), reported to profilers as a wait."""
     if not profiling.listeners:
-        queue.wait()
+        queue.wait(settings.wait_deadline())
         return
     start = profiling.now_ns()
     try:
-        queue.wait()
+        queue.wait(settings.wait_deadline())
     finally:
         profiling.emit("wait", what=what, start_ns=start, end_ns=profiling.now_ns())
 
@@ -203,6 +205,8 @@ def _wait_all(ctx, what: str) -> None:
     try:
         retired = ctx.take_retired_queues()
         for q in ctx.all_queues() + retired:
+            if not q.usable:    # its wait deadline passed: its own waits and launches said so, and still do
+                continue
             try:
                 timed_wait(q, what)
             except NumbaMetalError as e:
@@ -225,7 +229,8 @@ def synchronize() -> None:
             reference device not chosen (``NUMBA_METAL_DEVICE=cpu`` or ``select_device('cpu')``), or
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         MetalRuntimeError: work waited for failed (a device fault, a kernel stopped by the time limit),
-            naming the kernel.
+            naming the kernel; or a stream's work still ran after ``NUMBA_METAL_WAIT_DEADLINE`` seconds (on a
+            Metal GPU, which cannot stop it, that stream is unusable from then on and later waits skip it).
         KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
         KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
             also an instance of the class the kernel raised.

@@ -3,9 +3,10 @@ copies, fills, markers and waits; and what happens to queued work when the proce
 
 from __future__ import annotations
 
+import time
 import weakref
 
-from numba_metal.errors import KernelLaunchError
+from numba_metal.errors import KernelLaunchError, MetalRuntimeError
 
 from ._loader import load
 from .constants import NM_ERR_UNAVAILABLE, WAIT_SLICE_NS
@@ -42,6 +43,11 @@ class DispatchPlan:
         d.threadgroup_memory_lengths = self._tg
         d.label = self._label
         self.set_threadgroup_memory(list(threadgroup_memory))
+
+    def set_pipeline(self, pipeline: Pipeline) -> None:
+        """Later submits run ``pipeline`` (a variant of the same kernel: same buffers and arguments)."""
+        self.pipeline = pipeline
+        self._desc.pipeline = pipeline.handle
 
     def set_buffer(self, i: int, buffer: Buffer, offset: int) -> None:
         """Binds buffer at byte offset to the i-th slot of buffer_slots (keeps a reference while set)."""
@@ -90,7 +96,33 @@ class Queue:
         self._ffi = ffi
         self._id = ffi.new("uint64_t *")
         self._dispatch_fn = lib.nm_queue_dispatch
+        self._stuck: str | None = None  # set when a wait's deadline passed and the work could not be stopped
         _live_queues.add(self)
+
+    @property
+    def usable(self) -> bool:
+        """False once a wait's deadline passed on work the device could not stop (see ``wait``)."""
+        return self._stuck is None
+
+    def _check_usable(self) -> None:
+        if self._stuck is not None:
+            raise MetalRuntimeError(self._stuck)
+
+    def _refuse_dispatch(self, *args) -> int:
+        raise MetalRuntimeError(self._stuck)
+
+    def _deadline_passed(self, deadline: float) -> None:
+        """The work waited for still runs after ``deadline`` seconds: stop it where the device can (its
+        results are incomplete; the queue goes on), else mark the queue unusable and say so."""
+        if self.cancel():
+            raise MetalRuntimeError(f"stream work still running after {deadline:g} s (the wait deadline, "
+                                    f"NUMBA_METAL_WAIT_DEADLINE) was cancelled; its results are incomplete")
+        self._stuck = (f"stream work still running after {deadline:g} s (the wait deadline, "
+                       f"NUMBA_METAL_WAIT_DEADLINE); the GPU cannot stop it, so this stream is unusable: its later "
+                       f"launches, copies and waits raise this error. Use another stream; restart the process to "
+                       f"free the GPU (macOS's watchdog may end the work first)")
+        self._dispatch_fn = self._refuse_dispatch  # the launch fast path pays nothing for the check
+        raise MetalRuntimeError(self._stuck)
 
     def submit(self, plan: DispatchPlan, arg_length: int) -> int:
         """Enqueues plan with the first arg_length bytes of plan.arg_view: exactly one C call."""
@@ -139,6 +171,7 @@ class Queue:
 
     def copy(self, src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, n: int) -> int:
         """Enqueues a copy of n bytes between buffers."""
+        self._check_usable()
         out = self._ffi.new("uint64_t *")
         rc = load()[1].nm_queue_copy(self.handle, src.checked_handle(), src_offset, dst.checked_handle(), dst_offset, n, out)
         if rc:
@@ -147,6 +180,7 @@ class Queue:
 
     def fill(self, buf: Buffer, offset: int, n: int, value: int) -> int:
         """Enqueues setting n bytes at offset to value (0..255)."""
+        self._check_usable()
         out = self._ffi.new("uint64_t *")
         rc = load()[1].nm_queue_fill(self.handle, buf.checked_handle(), offset, n, value, out)
         if rc:
@@ -155,6 +189,7 @@ class Queue:
 
     def marker(self) -> int:
         """Enqueues a marker; its id completes when all earlier work on this queue has."""
+        self._check_usable()
         out = self._ffi.new("uint64_t *")
         rc = load()[1].nm_queue_marker(self.handle, out)
         if rc:
@@ -163,6 +198,8 @@ class Queue:
 
     def wait_for(self, other: "Queue", work_id: int) -> None:
         """Later work on this queue starts after other's work_id completes."""
+        self._check_usable()
+        other._check_usable()
         rc = load()[1].nm_queue_wait_for(self.handle, other.handle, work_id)
         if rc:
             raise_status(rc)
@@ -174,22 +211,34 @@ class Queue:
         load()[1].nm_set_batching(1 if on else 0)
 
     def flush(self) -> None:
-        """Submits encoded work without waiting."""
+        """Submits encoded work without waiting (nothing on a queue that is not ``usable``: nothing new was
+        encoded)."""
+        if self._stuck is not None:
+            return
         rc = load()[1].nm_queue_flush(self.handle)
         if rc:
             raise_status(rc)
 
-    def wait(self) -> None:
+    def wait(self, deadline: float | None = None) -> None:
         """Waits for all work submitted so far; raises MetalRuntimeError naming the first failed kernel that this
         thread submitted (another thread's failure is raised by that thread's wait) and no wait reported yet.
 
         Interruptible: a KeyboardInterrupt is raised within ``WAIT_SLICE_NS``; on the CPU device the queue's
-        unfinished work is cancelled first (see the module docstring)."""
+        unfinished work is cancelled first (see the module docstring).
+
+        ``deadline`` (seconds; None or 0: none): work still running after it is cancelled where the device
+        can stop it (MetalRuntimeError: its results are incomplete); on a Metal GPU, which cannot, the
+        queue is marked unusable and this and every later launch, copy and wait on it raise
+        MetalRuntimeError "still running after N s; the GPU cannot stop it"."""
+        self._check_usable()
         ffi, lib = load()
         work = ffi.new("uint64_t *")
         done = ffi.new("int32_t *")
+        start = time.monotonic() if deadline else 0.0
         try:
             while True:
+                if deadline and time.monotonic() - start >= deadline:
+                    self._deadline_passed(deadline)
                 rc = lib.nm_queue_wait_bounded(self.handle, work, WAIT_SLICE_NS, done)
                 if rc:
                     self.device.reap()

@@ -388,10 +388,13 @@ def max_threads(ctx) -> Result:
             entry["launch_1024_threads"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             failures.append(name)
         for specialization in kernel.overloads.values():
-            pipeline = specialization.launch_state(ctx).pipeline
-            limit = getattr(pipeline, "max_total_threads_per_threadgroup", None)
-            entry["max_total_threads_per_threadgroup"] = limit if limit is not None else \
-                "not exposed by this runtime"
+            state = specialization.launch_state(ctx)
+            limit = getattr(state.pipeline, "max_total_threads_per_threadgroup", None)
+            # The default pipeline's limit; a 1024-thread launch above it ran on a variant built for it.
+            entry["max_total_threads_per_threadgroup"] = getattr(state, "default_max_threads", limit) \
+                if limit is not None else "not exposed by this runtime"
+            if limit is not None and limit != entry["max_total_threads_per_threadgroup"]:
+                entry["variant_max_total_threads_per_threadgroup"] = limit
         value[name] = entry
     if failures:
         return failed(f"a 1024-thread launch of {', '.join(failures)} failed", value)

@@ -5,7 +5,9 @@
 // busy. A thread inside nm_set_batching(1) (metal.batch()) leaves its work for a flush or wait. Every
 // `dispatchesPerCommandBuffer` dispatches commit too. A completed handler records status, error and GPU
 // times per command buffer. Cross-queue waits use an MTLSharedEvent
-// that each queue signals with the last work id of every command buffer it commits.
+// that each queue signals with the last work id of every command buffer it commits; a wait is encoded only
+// once the command buffer it waits for has started (before that the waiting thread is held on the host), as
+// a command buffer that waits on an event too long fails with `timeout`.
 //
 // Two locks, so that nothing a completed handler needs is ever held across a call into Metal that can
 // block: `encoding` serialises the client side (encoding, makeCommandBuffer(), commit()) and completed
@@ -125,6 +127,8 @@ final class MetalQueue: Queue, @unchecked Sendable {
     private var issued: UInt64 = 0
     /// Committed command buffers not yet completed.
     private var inFlight = 0
+    /// The first work id of each committed command buffer not yet completed, ascending.
+    private var committedFirsts: [UInt64] = []
     /// Every id up to this one has completed.
     private var completedThrough: UInt64 = 0
     /// Completed id ranges above completedThrough (command buffers need not complete in commit order).
@@ -225,7 +229,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
             kept.objects = []
             withAutoreleasePool { completed(done, first: first, last: last, names: names, waits: waits, owners: owners) }
         }
-        state.locked { inFlight += 1 }
+        state.locked { inFlight += 1; committedFirsts.append(first) }
         cb.commit()
     }
 
@@ -344,6 +348,7 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     /// Marks [first, last] complete and advances completedThrough over what is now contiguous (state held).
     private func markCompleted(_ first: UInt64, _ last: UInt64) {
+        committedFirsts.removeAll { $0 == first }
         completedAhead.append((first, last))
         var advanced = true
         while advanced {
@@ -470,12 +475,33 @@ final class MetalQueue: Queue, @unchecked Sendable {
 
     var lastIssued: UInt64 { state.locked { issued } }
 
-    /// encodeWaitForEvent on the other queue's shared event.
+    /// Whether the command buffer holding workID has started or finished: committed, with all earlier work of
+    /// this queue completed (or workID completed). A command buffer that waits on an event too long fails with
+    /// `timeout` (Apple's MTLCommandBufferError.timeout), so a GPU-side wait is encoded only behind such work.
+    private func startedOrDone(_ workID: UInt64) -> Bool {
+        state.locked { startedOrDone_locked(workID) }
+    }
+
+    /// startedOrDone with `state` held.
+    private func startedOrDone_locked(_ workID: UInt64) -> Bool {
+        guard workID > completedThrough, let first = committedFirsts.last(where: { $0 <= workID }) else { return true }
+        return completedThrough + 1 >= first
+    }
+
+    /// encodeWaitForEvent on the other queue's shared event, once the other queue's work is committed and
+    /// has started; until then the calling thread is held on the host (issue 26 item 8).
     func waitFor(_ other: any Queue, workID: UInt64) throws {
         guard let o = other as? MetalQueue else { throw RuntimeError.invalid("nm_queue_wait_for: the other queue belongs to another device") }
         try metal.checkUsable()
         // The other queue must commit the command buffer holding workID, or we would wait forever.
         try o.flush()
+        if o !== self && !o.startedOrDone(workID) {
+            // This queue's own work goes first (the other queue's earlier work may wait for it), then the
+            // host holds this thread until the other queue's work has started: the GPU-side wait encoded
+            // after it cannot outlast Metal's event-wait timeout behind work that has not even begun.
+            try flush()
+            o.state.wait { o.startedOrDone_locked(workID) }
+        }
         try encoding.locked {
             endEncoders()
             _ = try openCommandBuffer()

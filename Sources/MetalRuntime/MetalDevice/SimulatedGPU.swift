@@ -58,18 +58,27 @@ extension MetalDevice {
             throw RuntimeError.invalid("NUMBA_METAL_SIM_OS=\(environment("NUMBA_METAL_SIM_OS") ?? "") is not a simulated macOS "
                 + "version; use one of " + MetalSimulation.osProfiles.map(String.init).joined(separator: ", "))
         }
+        var profile: MetalSimulation.Profile
         switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
-        case "apple9": return .apple9
-        case "mac2": return .mac2
+        case "apple9": profile = .apple9
+        case "mac2": profile = .mac2
         case "apple7-simd64":
-            var p = MetalSimulation.Profile.apple9
-            p.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
-            p.families = [.apple7, .metal3]
-            p.threadExecutionWidth = 64
-            return p
+            profile = .apple9
+            profile.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
+            profile.families = [.apple7, .metal3]
+            profile.threadExecutionWidth = 64
         case let other:
             throw RuntimeError.invalid("NUMBA_METAL_SIM_GPU=\(other) is not a simulated GPU; use apple9, mac2 or apple7-simd64")
         }
+        // How long a command buffer may wait on an event before the simulated watchdog ends it (Apple documents
+        // the timeout, not its length): NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS, 1..600000, default 10 s.
+        if let text = environment("NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS"), !text.isEmpty {
+            guard let ms = Int(text), (1...600_000).contains(ms) else {
+                throw RuntimeError.invalid("NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS=\(text) is not an integer from 1 to 600000")
+            }
+            profile.eventWaitTimeout = Double(ms) / 1000
+        }
+        return profile
     }
 
     /// The engine the simulated GPU computes with.
@@ -165,11 +174,34 @@ final class CPUComputeEngine: MetalSimulation.ComputeEngine {
     func makeKernel(source: String, name: String, request: MetalSimulation.CompileRequest) throws -> MetalSimulation.Kernel {
         let kernel = try load(source: source, name: name, request: request)
         let bindings = KernelBindings(kernel.analysis.parameters)
+        let limit = try Self.pipelineLimit(source: source, declared: kernel.analysis.maxTotalThreadsPerThreadgroup)
         return MetalSimulation.Kernel(handle: kernel,
-                                      maxTotalThreadsPerThreadgroup: Int(kernel.analysis.maxTotalThreadsPerThreadgroup ?? 1024),
+                                      maxTotalThreadsPerThreadgroup: limit,
                                       staticThreadgroupMemoryLength: Int(kernel.entry.pointee.static_threadgroup_bytes),
                                       bufferIndices: (0..<31).filter { bindings.bufferSlots & (1 << UInt32($0)) != 0 },
                                       threadgroupIndices: (0..<31).filter { bindings.threadgroupSlots & (1 << UInt32($0)) != 0 })
+    }
+
+    /// A simulated pipeline's maxTotalThreadsPerThreadgroup. Metal's depends on the pipeline's register use and
+    /// can be below 1024 (SPIRV-Cross#837, wgpu#9176); a kernel declaring
+    /// `[[max_total_threads_per_threadgroup(N)]]` gets N, or NUMBA_METAL_SIM_DECLARED_MAX_THREADS when that is
+    /// lower (a kernel too heavy even when asked). Otherwise NUMBA_METAL_SIM_PIPELINE_MAX_THREADS when set, else
+    /// a heuristic for heavy kernels: 512 for a kernel whose source carries emulated float64 (`struct nm_f64`),
+    /// 1024 for the rest. Both variables are integers from 32 to 1024, read at each compile. None of these
+    /// numbers was measured on a Mac.
+    static func pipelineLimit(source: String, declared: UInt32?) throws -> Int {
+        if let n = declared { return min(Int(n), try limitVariable("NUMBA_METAL_SIM_DECLARED_MAX_THREADS") ?? 1024) }
+        if let n = try limitVariable("NUMBA_METAL_SIM_PIPELINE_MAX_THREADS") { return n }
+        return source.contains("struct nm_f64") ? 512 : 1024
+    }
+
+    private static func limitVariable(_ name: String) throws -> Int? {
+        guard let text = environment(name), !text.isEmpty else { return nil }
+        guard let n = Int(text), (32...1024).contains(n) else {
+            throw RuntimeError.invalid("\(name)=\(text) is not an integer from 32 to 1024; unset it or give a simulated "
+                + "pipeline's maxTotalThreadsPerThreadgroup")
+        }
+        return n
     }
 
     func run(_ kernel: MetalSimulation.Kernel, _ dispatch: MetalSimulation.Dispatch) -> String? {
