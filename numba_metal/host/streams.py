@@ -205,7 +205,9 @@ def _wait_all(ctx, what: str) -> None:
     try:
         retired = ctx.take_retired_queues()
         for q in ctx.all_queues() + retired:
-            if not q.usable:    # its wait deadline passed: its own waits and launches said so, and still do
+            if not q.usable:    # its wait deadline passed: its own waits and launches said so, and still do;
+                # while its work still runs, no host access may read memory that work may write
+                first_error = first_error or q.stuck_error()
                 continue
             try:
                 timed_wait(q, what)
@@ -230,7 +232,8 @@ def synchronize() -> None:
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         MetalRuntimeError: work waited for failed (a device fault, a kernel stopped by the time limit),
             naming the kernel; or a stream's work still ran after ``NUMBA_METAL_WAIT_DEADLINE`` seconds (on a
-            Metal GPU, which cannot stop it, that stream is unusable from then on and later waits skip it).
+            Metal GPU, which cannot stop it, that stream is unusable from then on; later waits for every stream raise
+            its error while its work still runs, and skip it once the work has finished).
         KernelBoundsError: a ``debug=True`` kernel indexed an array out of bounds (its ``file:line``).
         KernelRaisedError: a ``debug=True`` kernel raised an exception or failed an ``assert``; the error is
             also an instance of the class the kernel raised.

@@ -104,6 +104,14 @@ class Queue:
         """False once a wait's deadline passed on work the device could not stop (see ``wait``)."""
         return self._stuck is None
 
+    def stuck_error(self) -> MetalRuntimeError | None:
+        """For a queue that is not ``usable``: the error every wait for all streams raises while its work still
+        runs (memory that work may write cannot be read or trusted); None once it has finished, or for a usable
+        queue."""
+        if self._stuck is None or self.query(0):
+            return None
+        return MetalRuntimeError(self._stuck)
+
     def _check_usable(self) -> None:
         if self._stuck is not None:
             raise MetalRuntimeError(self._stuck)

@@ -115,15 +115,27 @@ def test_numba_metal_wait_deadline_bounds_synchronize_on_the_simulated_metal_dev
             fill[1, 64, s](d)
         except MetalRuntimeError as e:
             print("LATER", e)
+        try:
+            d.copy_to_host()    # the stuck kernel may still write d: the read must not return
+        except MetalRuntimeError as e:
+            print("READ", e)
         dev.sim_control(rt.SIM_HOLD_GPU, 0)
+        import time
+        for _ in range(100):   # the released work finishes soon; until then every wait for all streams raises
+            try:
+                metal.synchronize()
+                break
+            except MetalRuntimeError:
+                time.sleep(0.05)
         fill[1, 64](d)
-        metal.synchronize()    # waits for every stream but the unusable one, which said so already
+        metal.synchronize()    # waits for every stream but the unusable one, whose work has finished
         print("DEFAULT", d.copy_to_host()[:3].tolist())
     """)
     out = run_isolated(code, env={"NUMBA_METAL_DEVICE": "metal-sim", "NUMBA_METAL_WAIT_DEADLINE": "0.3"})
     assert out.returncode == 0, out.stdout + out.stderr
     assert "FIRST stream work still running after 0.3 s" in out.stdout and "the GPU cannot stop it" in out.stdout
     assert "LATER stream work still running after 0.3 s" in out.stdout
+    assert "READ stream work still running after 0.3 s" in out.stdout
     assert "DEFAULT [0, 1, 2]" in out.stdout
 
 
