@@ -56,6 +56,9 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
             validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
             return nil
         }
+        if lock.update({ () -> Bool in defer { failNextAllocation = false }; return failNextAllocation }) {
+            return nil    // as Metal answers when it cannot allocate the memory
+        }
         let untracked = options.contains(.hazardTrackingModeUntracked) || lock.update { () -> Bool in
             defer { untrackedNext = false }
             return untrackedNext
@@ -171,6 +174,11 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
     private var untrackedNext = false
 
     func setUntrackedNext() { lock.locked { untrackedNext = true } }
+
+    /// Whether the next makeBuffer(length:options:) answers nil (guarded by lock).
+    private var failNextAllocation = false
+
+    func setFailNextAllocation() { lock.locked { failNextAllocation = true } }
 
     /// Failures at which the penalty box closes (nil: never; guarded by lock).
     private var penaltyBoxAt: Int? = nil

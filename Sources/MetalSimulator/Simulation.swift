@@ -204,6 +204,11 @@ public enum MetalSimulation {
         (device as! SimDevice).setUntrackedNext()
     }
 
+    /// The next makeBuffer(length:options:) of device answers nil, as Metal does when it cannot allocate.
+    public static func failNextAllocation(device: any MTLDevice) {
+        (device as! SimDevice).setFailNextAllocation()
+    }
+
     /// While held, the device's GPU starts no command buffer (committed ones wait).
     public static func setHeld(_ held: Bool, device: any MTLDevice) {
         (device as! SimDevice).setHeld(held)

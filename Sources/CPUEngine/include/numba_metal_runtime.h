@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 9
+#define NM_ABI_VERSION 10
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -297,6 +297,8 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
 #define NM_SIM_UNTRACKED_NEXT_BUFFER 7        /* the next buffer the device allocates is hazard-untracked
                                                  (MTLHazardTrackingMode.untracked), as a library that orders its
                                                  own work allocates the buffers it exports through DLPack */
+#define NM_SIM_FAIL_NEXT_ALLOCATION 8         /* the next makeBuffer(length:options:) answers nil, as Metal does
+                                                 when it cannot allocate the memory */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */

@@ -126,6 +126,7 @@ extension MetalDevice {
         case NM_SIM_PENALTY_BOX_AFTER: MetalSimulation.setPenaltyBox(after: Int(min(value, 1 << 30)), device: mtl)
         case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
         case NM_SIM_UNTRACKED_NEXT_BUFFER: MetalSimulation.allocateNextUntracked(device: mtl)
+        case NM_SIM_FAIL_NEXT_ALLOCATION: MetalSimulation.failNextAllocation(device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
