@@ -209,6 +209,13 @@ public enum MetalSimulation {
         (device as! SimDevice).setFailNextAllocation()
     }
 
+    /// While on, buffers device allocates are followed by SimBuffer.zeroReadPages read-only pages of zeros: a
+    /// kernel's read up to that far past a buffer's end answers 0 without a fault and a write there faults, as an
+    /// Apple GPU reads out of bounds without reporting it (only writes or unmapped pages fault).
+    public static func setOutOfBoundsReadsReturnZero(_ on: Bool, device: any MTLDevice) {
+        (device as! SimDevice).setZeroOutOfBoundsReads(on)
+    }
+
     /// While held, the device's GPU starts no command buffer (committed ones wait).
     public static func setHeld(_ held: Bool, device: any MTLDevice) {
         (device as! SimDevice).setHeld(held)

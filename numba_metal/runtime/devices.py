@@ -292,8 +292,10 @@ class Device:
         accept only file-backed mapped memory in makeBuffer(bytesNoCopy:) (SIM_STRICT_NO_COPY, 1 or 0), close
         the penalty box after N more failed command buffers (SIM_PENALTY_BOX_AFTER, N; accessRevoked from
         then on), fail the next command buffer with code 14 (SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER), allocate the
-        next buffer untracked (SIM_UNTRACKED_NEXT_BUFFER), or make the next allocation answer nil as Metal does
-        when out of memory (SIM_FAIL_NEXT_ALLOCATION)."""
+        next buffer untracked (SIM_UNTRACKED_NEXT_BUFFER), make the next allocation answer nil as Metal does
+        when out of memory (SIM_FAIL_NEXT_ALLOCATION), or follow the buffers allocated from then on with
+        read-only zero pages, so out-of-bounds reads answer 0 unreported (SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO, 1
+        or 0)."""
         rc = load()[1].nm_sim_control(self.handle, action, value)
         if rc:
             raise_status(rc)

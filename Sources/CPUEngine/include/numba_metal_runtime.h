@@ -299,6 +299,10 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
                                                  own work allocates the buffers it exports through DLPack */
 #define NM_SIM_FAIL_NEXT_ALLOCATION 8         /* the next makeBuffer(length:options:) answers nil, as Metal does
                                                  when it cannot allocate the memory */
+#define NM_SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO 9 /* value 1: buffers allocated from then on are followed by
+                                                 16 read-only pages of zeros, so a kernel's read past a buffer's
+                                                 end answers 0 without a fault and a write there faults, as an
+                                                 Apple GPU reads out of bounds unreported; 0: off (the default) */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */

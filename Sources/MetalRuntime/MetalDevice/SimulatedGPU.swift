@@ -127,6 +127,7 @@ extension MetalDevice {
         case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
         case NM_SIM_UNTRACKED_NEXT_BUFFER: MetalSimulation.allocateNextUntracked(device: mtl)
         case NM_SIM_FAIL_NEXT_ALLOCATION: MetalSimulation.failNextAllocation(device: mtl)
+        case NM_SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO: MetalSimulation.setOutOfBoundsReadsReturnZero(value != 0, device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
