@@ -295,8 +295,19 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
             + "[simulated penalty box]")
         case .impactingInteractivity?: failure = Failure(14,
             aborted + "Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity) [simulated]")
-        case nil:
+        case nil, .pageFaultAtDispatch?:
+            var faultAt = 0, dispatches = 0
+            if case .pageFaultAtDispatch(let n)? = injected { faultAt = n }
             for command in list {
+                if case .dispatch(let d) = command {
+                    dispatches += 1
+                    if dispatches == faultAt {
+                        failure = Failure(Int(MTLCommandBufferError.Code.pageFault.rawValue), aborted + "Caused GPU Address "
+                            + "Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) [simulated, at dispatch \(faultAt)]",
+                            debugGroups: d.debugGroups)
+                        break
+                    }
+                }
                 if let f = run(command) {
                     failure = f
                     break

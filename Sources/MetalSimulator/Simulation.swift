@@ -183,6 +183,10 @@ public enum MetalSimulation {
         /// It fails with code 14 (kIOGPUCommandBufferCallbackErrorImpactingInteractivity), which
         /// MTLCommandBufferError.Code has no case for.
         case impactingInteractivity
+        /// Its commands run in order until its Nth dispatch (1-based), which faults with pageFault: what the
+        /// earlier commands wrote stays written, the rest (encoded signals included) never runs. A command
+        /// buffer with fewer dispatches completes.
+        case pageFaultAtDispatch(Int)
     }
 
     /// Makes the next command buffer committed on any queue of device fail with fault. Its encoded event

@@ -303,6 +303,9 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
                                                  16 read-only pages of zeros, so a kernel's read past a buffer's
                                                  end answers 0 without a fault and a write there faults, as an
                                                  Apple GPU reads out of bounds unreported; 0: off (the default) */
+#define NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER 10 /* value N >= 1: the next command buffer committed
+                                                 runs its commands until its Nth dispatch, which faults (pageFault):
+                                                 earlier results are written, later commands never run */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */

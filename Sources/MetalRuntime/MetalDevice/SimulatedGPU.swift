@@ -127,6 +127,11 @@ extension MetalDevice {
         case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
         case NM_SIM_UNTRACKED_NEXT_BUFFER: MetalSimulation.allocateNextUntracked(device: mtl)
         case NM_SIM_FAIL_NEXT_ALLOCATION: MetalSimulation.failNextAllocation(device: mtl)
+        case NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER:
+            guard value >= 1 else {
+                throw RuntimeError.invalid("nm_sim_control: NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER needs a dispatch number from 1")
+            }
+            MetalSimulation.inject(.pageFaultAtDispatch(Int(min(value, 1 << 30))), into: mtl)
         case NM_SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO: MetalSimulation.setOutOfBoundsReadsReturnZero(value != 0, device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
