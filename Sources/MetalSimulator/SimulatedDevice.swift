@@ -176,6 +176,21 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func setUntrackedNext() { lock.locked { untrackedNext = true } }
 
+    /// Whether queues made from now on share one completion thread, and that thread (guarded by lock).
+    private var shareCompletions = false
+    private var sharedCompletions: SharedCompletions? = nil
+
+    func setShareCompletions(_ value: Bool) { lock.locked { shareCompletions = value } }
+
+    /// The completion thread a new queue uses instead of its own, in the shared-completion mode.
+    func completionsForNewQueue() -> SharedCompletions? {
+        lock.locked { () -> SharedCompletions? in
+            guard shareCompletions else { return nil }
+            if sharedCompletions == nil { sharedCompletions = SharedCompletions() }
+            return sharedCompletions
+        }
+    }
+
     /// Whether buffers allocated from now on are followed by read-only pages of zeros (guarded by lock).
     private var zeroOutOfBoundsReads = false
 

@@ -220,6 +220,13 @@ public enum MetalSimulation {
         (device as! SimDevice).setZeroOutOfBoundsReads(on)
     }
 
+    /// While on, queues device makes from then on share one completion thread, which calls their completed
+    /// handlers in the order the GPU finished their command buffers, across queues (as Metal's completion
+    /// threads may be shared); off: each queue has its own (the default).
+    public static func shareCompletionThread(_ on: Bool, device: any MTLDevice) {
+        (device as! SimDevice).setShareCompletions(on)
+    }
+
     /// While held, the device's GPU starts no command buffer (committed ones wait).
     public static func setHeld(_ held: Bool, device: any MTLDevice) {
         (device as! SimDevice).setHeld(held)

@@ -306,6 +306,9 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
 #define NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER 10 /* value N >= 1: the next command buffer committed
                                                  runs its commands until its Nth dispatch, which faults (pageFault):
                                                  earlier results are written, later commands never run */
+#define NM_SIM_SHARED_COMPLETION_THREAD 11   /* value 1: queues made from then on share one completion thread,
+                                                 which runs their completed handlers in the order the GPU finished
+                                                 their command buffers, across queues; 0: one per queue (default) */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */
