@@ -57,6 +57,11 @@ class MetalDeviceLostError(MetalRuntimeError):
     launch, wait, copy or allocation on the device raises this one message. Restart the process."""
 
 
+class MetalOutOfMemoryError(MetalRuntimeError, MemoryError):
+    """The device could not allocate memory (Metal answered ``nil`` for a buffer, as it does when it is out of
+    memory); also a ``MemoryError``. Free device arrays no longer needed, or allocate less."""
+
+
 class KernelBoundsError(MetalRuntimeError, IndexError):
     """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
 
@@ -148,6 +153,7 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "MetalDeviceLostError",
+    "MetalOutOfMemoryError",
     "KernelBoundsError",
     "KernelBarrierError",
     "KernelRaisedError",

@@ -56,13 +56,17 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
             validationFailure("makeBuffer(length:options:): length (\(length)) must be greater than 0")
             return nil
         }
+        if lock.update({ () -> Bool in defer { failNextAllocation = false }; return failNextAllocation }) {
+            return nil    // as Metal answers when it cannot allocate the memory
+        }
         let untracked = options.contains(.hazardTrackingModeUntracked) || lock.update { () -> Bool in
             defer { untrackedNext = false }
             return untrackedNext
         }
         return SimBuffer(device: self, length: length,
                          storageMode: options.contains(.storageModePrivate) ? .private : .shared,
-                         hazardTrackingMode: untracked ? .untracked : .tracked)
+                         hazardTrackingMode: untracked ? .untracked : .tracked,
+                         zeroReadPagesAfter: lock.locked { zeroOutOfBoundsReads })
     }
 
     func makeBuffer(bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
@@ -172,6 +176,31 @@ final class SimDevice: SimObject, MTLDevice, @unchecked Sendable {
 
     func setUntrackedNext() { lock.locked { untrackedNext = true } }
 
+    /// Whether queues made from now on share one completion thread, and that thread (guarded by lock).
+    private var shareCompletions = false
+    private var sharedCompletions: SharedCompletions? = nil
+
+    func setShareCompletions(_ value: Bool) { lock.locked { shareCompletions = value } }
+
+    /// The completion thread a new queue uses instead of its own, in the shared-completion mode.
+    func completionsForNewQueue() -> SharedCompletions? {
+        lock.locked { () -> SharedCompletions? in
+            guard shareCompletions else { return nil }
+            if sharedCompletions == nil { sharedCompletions = SharedCompletions() }
+            return sharedCompletions
+        }
+    }
+
+    /// Whether buffers allocated from now on are followed by read-only pages of zeros (guarded by lock).
+    private var zeroOutOfBoundsReads = false
+
+    func setZeroOutOfBoundsReads(_ value: Bool) { lock.locked { zeroOutOfBoundsReads = value } }
+
+    /// Whether the next makeBuffer(length:options:) answers nil (guarded by lock).
+    private var failNextAllocation = false
+
+    func setFailNextAllocation() { lock.locked { failNextAllocation = true } }
+
     /// Failures at which the penalty box closes (nil: never; guarded by lock).
     private var penaltyBoxAt: Int? = nil
 
@@ -223,11 +252,32 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
     private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
     private let owned: Bool
 
-    init(device: SimDevice, length: Int, storageMode: MTLStorageMode, hazardTrackingMode: MTLHazardTrackingMode) {
+    /// Pages of zeros mapped read-only after a buffer allocated in the mode that models out-of-bounds reads
+    /// that do not fault (MetalSimulation.setOutOfBoundsReadsReturnZero).
+    static let zeroReadPages = 16
+
+    /// The bytes mapped for the buffer when it was allocated in the out-of-bounds-read mode (0: malloc'd).
+    private let mapped: Int
+
+    init?(device: SimDevice, length: Int, storageMode: MTLStorageMode, hazardTrackingMode: MTLHazardTrackingMode,
+          zeroReadPagesAfter: Bool = false) {
         var p: UnsafeMutableRawPointer? = nil
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        if posix_memalign(&p, page, length) != 0 || p == nil { fatalError("MetalSimulator: out of memory for a \(length)-byte buffer") }
-        memset(p!, 0, length)
+        if zeroReadPagesAfter {
+            // The buffer's pages, then pages of zeros a read may touch and a write faults on, as an Apple GPU
+            // reads out of bounds without faulting (only writes, or unmapped pages, fault).
+            let body = (length + page - 1) / page * page
+            let total = body + SimBuffer.zeroReadPages * page
+            guard let m = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                  m != MAP_FAILED else { return nil }
+            if mprotect(m + body, total - body, PROT_READ) != 0 { munmap(m, total); return nil }
+            p = m
+            mapped = total
+        } else {
+            if posix_memalign(&p, page, length) != 0 || p == nil { return nil }   // Metal answers nil
+            memset(p!, 0, length)
+            mapped = 0
+        }
         self.device = device
         self.length = length
         self.storageMode = storageMode
@@ -247,11 +297,12 @@ final class SimBuffer: SimObject, MTLBuffer, @unchecked Sendable {
         base = pointer
         self.deallocator = deallocator
         owned = false
+        mapped = 0
     }
 
     deinit {
         if owned {
-            free(base)
+            if mapped > 0 { munmap(base, mapped) } else { free(base) }
             device.countAllocation(-length)
         } else {
             deallocator?(base, length)

@@ -31,11 +31,11 @@ final class SimCommandQueue: SimObject, MTLCommandQueue, @unchecked Sendable {
 
     init(device: SimDevice, maxCommandBufferCount: Int) {
         self.device = device
-        core = QueueCore(device: device, maxCommandBufferCount: maxCommandBufferCount)
+        core = QueueCore(device: device, maxCommandBufferCount: maxCommandBufferCount, shared: device.completionsForNewQueue())
         super.init()
         let core = self.core
         startThread { core.runGPU() }
-        startThread { core.runCompletions() }
+        if core.shared == nil { startThread { core.runCompletions() } }   // else the device's shared one
     }
 
     deinit { core.stop() }
@@ -60,10 +60,13 @@ final class QueueCore: @unchecked Sendable {
     var committed: [SimCommandBuffer] = []
     var finished: [SimCommandBuffer] = []
     var stopping = false
+    /// The device-wide completion thread that calls this queue's handlers instead of its own (nil: its own).
+    let shared: SharedCompletions?
 
-    init(device: SimDevice, maxCommandBufferCount: Int) {
+    init(device: SimDevice, maxCommandBufferCount: Int, shared: SharedCompletions? = nil) {
         self.device = device
         self.maxCommandBufferCount = maxCommandBufferCount
+        self.shared = shared
     }
 
     /// Blocks while every command buffer of the queue is uncompleted (Apple: makeCommandBuffer() "blocks
@@ -96,7 +99,7 @@ final class QueueCore: @unchecked Sendable {
             guard let cb = next else { return }
             device.waitWhileHeld()
             cb.execute()
-            lock.update { finished.append(cb) }
+            if let shared { shared.post(self, cb) } else { lock.update { finished.append(cb) } }
         }
     }
 
@@ -112,6 +115,27 @@ final class QueueCore: @unchecked Sendable {
             }
             cb.callCompletedHandlers()
             releaseSlot()
+        }
+    }
+}
+
+/// One completion thread for every queue of a device made while MetalSimulation.shareCompletionThread is on:
+/// it calls the completed handlers of all of them, serially, in the order the GPU finished their command
+/// buffers (across queues, not the order they were committed in), so a handler that blocks holds up every queue.
+final class SharedCompletions: @unchecked Sendable {
+    private let lock = Monitor()
+    private var finished: [(QueueCore, SimCommandBuffer)] = []   // guarded by lock
+
+    init() { startThread { [self] in run() } }
+
+    func post(_ core: QueueCore, _ cb: SimCommandBuffer) { lock.update { finished.append((core, cb)) } }
+
+    private func run() {
+        while true {
+            _ = lock.wait(until: { !finished.isEmpty })
+            let (core, cb) = lock.locked { finished.removeFirst() }
+            cb.callCompletedHandlers()
+            core.releaseSlot()
         }
     }
 }
@@ -295,8 +319,19 @@ final class SimCommandBuffer: SimObject, MTLCommandBuffer, @unchecked Sendable {
             + "[simulated penalty box]")
         case .impactingInteractivity?: failure = Failure(14,
             aborted + "Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity) [simulated]")
-        case nil:
+        case nil, .pageFaultAtDispatch?:
+            var faultAt = 0, dispatches = 0
+            if case .pageFaultAtDispatch(let n)? = injected { faultAt = n }
             for command in list {
+                if case .dispatch(let d) = command {
+                    dispatches += 1
+                    if dispatches == faultAt {
+                        failure = Failure(Int(MTLCommandBufferError.Code.pageFault.rawValue), aborted + "Caused GPU Address "
+                            + "Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) [simulated, at dispatch \(faultAt)]",
+                            debugGroups: d.debugGroups)
+                        break
+                    }
+                }
                 if let f = run(command) {
                     failure = f
                     break

@@ -183,6 +183,10 @@ public enum MetalSimulation {
         /// It fails with code 14 (kIOGPUCommandBufferCallbackErrorImpactingInteractivity), which
         /// MTLCommandBufferError.Code has no case for.
         case impactingInteractivity
+        /// Its commands run in order until its Nth dispatch (1-based), which faults with pageFault: what the
+        /// earlier commands wrote stays written, the rest (encoded signals included) never runs. A command
+        /// buffer with fewer dispatches completes.
+        case pageFaultAtDispatch(Int)
     }
 
     /// Makes the next command buffer committed on any queue of device fail with fault. Its encoded event
@@ -202,6 +206,25 @@ public enum MetalSimulation {
     /// ask, as a library that orders its own work allocates buffers it then exports (DLPack kDLMetal).
     public static func allocateNextUntracked(device: any MTLDevice) {
         (device as! SimDevice).setUntrackedNext()
+    }
+
+    /// The next makeBuffer(length:options:) of device answers nil, as Metal does when it cannot allocate.
+    public static func failNextAllocation(device: any MTLDevice) {
+        (device as! SimDevice).setFailNextAllocation()
+    }
+
+    /// While on, buffers device allocates are followed by SimBuffer.zeroReadPages read-only pages of zeros: a
+    /// kernel's read up to that far past a buffer's end answers 0 without a fault and a write there faults, as an
+    /// Apple GPU reads out of bounds without reporting it (only writes or unmapped pages fault).
+    public static func setOutOfBoundsReadsReturnZero(_ on: Bool, device: any MTLDevice) {
+        (device as! SimDevice).setZeroOutOfBoundsReads(on)
+    }
+
+    /// While on, queues device makes from then on share one completion thread, which calls their completed
+    /// handlers in the order the GPU finished their command buffers, across queues (as Metal's completion
+    /// threads may be shared); off: each queue has its own (the default).
+    public static func shareCompletionThread(_ on: Bool, device: any MTLDevice) {
+        (device as! SimDevice).setShareCompletions(on)
     }
 
     /// While held, the device's GPU starts no command buffer (committed ones wait).

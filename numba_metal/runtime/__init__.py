@@ -5,7 +5,8 @@ module does not load the library; the first call that needs it does. Status code
 from :mod:`numba_metal.errors`: a compile failure is a KernelCompilationError carrying the full
 compiler log; a dispatch refused before queueing (a limit or a bad argument) is a KernelLaunchError;
 a missing device or feature is an UnsupportedPlatformError; a Metal device whose GPU refused the process
-(NM_ERR_DEVICE_LOST) is a MetalDeviceLostError; everything else (failed work, allocation, internal errors,
+(NM_ERR_DEVICE_LOST) is a MetalDeviceLostError; an allocation that failed (NM_ERR_OUT_OF_MEMORY) a
+MetalOutOfMemoryError (also a MemoryError); everything else (failed work, other refused operations, internal errors,
 use in a forked child) is a MetalRuntimeError.
 
 Waits (``Queue.wait``) return to Python every ``WAIT_SLICE_NS`` so that a KeyboardInterrupt is raised at

@@ -34,6 +34,10 @@ SIM_STRICT_NO_COPY = 4
 SIM_PENALTY_BOX_AFTER = 5
 SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER = 6
 SIM_UNTRACKED_NEXT_BUFFER = 7
+SIM_FAIL_NEXT_ALLOCATION = 8
+SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO = 9
+SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER = 10
+SIM_SHARED_COMPLETION_THREAD = 11
 
 # Kinds of kernel parameters (nm_kernel_param.kind).
 PARAM_BUFFER = 1
@@ -49,7 +53,9 @@ HEADER_NAMES: dict[str, str] = {
     **{name: "NM_" + name for name in ("MATH_SAFE", "MATH_RELAXED", "MATH_FAST", "SIM_FAIL_NEXT_COMMAND_BUFFER",
                                        "SIM_WATCHDOG_NEXT_COMMAND_BUFFER", "SIM_HOLD_GPU", "SIM_STRICT_NO_COPY",
                                        "SIM_PENALTY_BOX_AFTER", "SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER",
-                                       "SIM_UNTRACKED_NEXT_BUFFER",
+                                       "SIM_UNTRACKED_NEXT_BUFFER", "SIM_FAIL_NEXT_ALLOCATION",
+                                       "SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO", "SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER",
+                                       "SIM_SHARED_COMPLETION_THREAD",
                                        "PARAM_BUFFER",
                                        "PARAM_ARGUMENT_BLOCK", "PARAM_THREADGROUP", "PARAM_BUILTIN")},
     "metal": "NM_DEVICE_METAL", "cpu": "NM_DEVICE_CPU", "metal-sim": "NM_DEVICE_METAL_SIM",

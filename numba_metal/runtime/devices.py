@@ -288,10 +288,15 @@ class Device:
 
     def sim_control(self, action: int, value: int = 0) -> None:
         """The simulated Metal device only: inject a fault (SIM_FAIL_NEXT_COMMAND_BUFFER,
-        SIM_WATCHDOG_NEXT_COMMAND_BUFFER), hold its GPU (SIM_HOLD_GPU with value 1, release with 0), or
+        SIM_WATCHDOG_NEXT_COMMAND_BUFFER), hold its GPU (SIM_HOLD_GPU with value 1, release with 0),
         accept only file-backed mapped memory in makeBuffer(bytesNoCopy:) (SIM_STRICT_NO_COPY, 1 or 0), close
         the penalty box after N more failed command buffers (SIM_PENALTY_BOX_AFTER, N; accessRevoked from
-        then on), or fail the next command buffer with code 14 (SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER)."""
+        then on), fail the next command buffer with code 14 (SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER), allocate the
+        next buffer untracked (SIM_UNTRACKED_NEXT_BUFFER), make the next allocation answer nil as Metal does
+        when out of memory (SIM_FAIL_NEXT_ALLOCATION), follow the buffers allocated from then on with
+        read-only zero pages, so out-of-bounds reads answer 0 unreported (SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO, 1
+        or 0), fault the Nth dispatch of the next command buffer (SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER, N),
+        or give the queues made afterwards one shared completion thread (SIM_SHARED_COMPLETION_THREAD, 1 or 0)."""
         rc = load()[1].nm_sim_control(self.handle, action, value)
         if rc:
             raise_status(rc)

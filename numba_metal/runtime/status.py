@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from numba_metal.errors import (KernelBarrierError, KernelCompilationError, KernelLaunchError, MetalDeviceLostError,
-                                MetalRuntimeError, UnsupportedPlatformError)
+                                MetalOutOfMemoryError, MetalRuntimeError, UnsupportedPlatformError)
 
 from ._loader import load
 from .constants import (NM_ERR_COMPILE, NM_ERR_DEVICE_LOST, NM_ERR_FORKED, NM_ERR_INVALID_ARGUMENT, NM_ERR_LIMIT,
-                        NM_ERR_UNAVAILABLE)
+                        NM_ERR_OUT_OF_MEMORY, NM_ERR_UNAVAILABLE)
 
 
 #: The words the CPU device's failure of a dispatch whose work-items diverged at barriers holds
@@ -31,6 +31,8 @@ def raise_status(rc: int, *, launch: bool = False):
         raise UnsupportedPlatformError(msg)
     if rc == NM_ERR_DEVICE_LOST:
         raise MetalDeviceLostError(msg)
+    if rc == NM_ERR_OUT_OF_MEMORY:
+        raise MetalOutOfMemoryError(msg)
     if rc == NM_ERR_FORKED:
         raise MetalRuntimeError(msg)
     if launch and rc in (NM_ERR_LIMIT, NM_ERR_INVALID_ARGUMENT):

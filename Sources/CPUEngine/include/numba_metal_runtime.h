@@ -37,7 +37,7 @@ extern "C" {
 
 /* BEGIN CDEF */
 
-#define NM_ABI_VERSION 9
+#define NM_ABI_VERSION 10
 #define NM_MAX_BUFFER_SLOTS 31
 #define NM_MAX_ARGUMENT_BYTES 4096
 #define NM_MAX_THREADGROUP_MEMORY_SLOTS 31
@@ -297,6 +297,18 @@ nm_status nm_queue_timestamps(nm_queue *queue, uint64_t work_id, uint64_t *start
 #define NM_SIM_UNTRACKED_NEXT_BUFFER 7        /* the next buffer the device allocates is hazard-untracked
                                                  (MTLHazardTrackingMode.untracked), as a library that orders its
                                                  own work allocates the buffers it exports through DLPack */
+#define NM_SIM_FAIL_NEXT_ALLOCATION 8         /* the next makeBuffer(length:options:) answers nil, as Metal does
+                                                 when it cannot allocate the memory */
+#define NM_SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO 9 /* value 1: buffers allocated from then on are followed by
+                                                 16 read-only pages of zeros, so a kernel's read past a buffer's
+                                                 end answers 0 without a fault and a write there faults, as an
+                                                 Apple GPU reads out of bounds unreported; 0: off (the default) */
+#define NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER 10 /* value N >= 1: the next command buffer committed
+                                                 runs its commands until its Nth dispatch, which faults (pageFault):
+                                                 earlier results are written, later commands never run */
+#define NM_SIM_SHARED_COMPLETION_THREAD 11   /* value 1: queues made from then on share one completion thread,
+                                                 which runs their completed handlers in the order the GPU finished
+                                                 their command buffers, across queues; 0: one per queue (default) */
 
 typedef struct {
     uint64_t live_objects;                 /* Metal objects (devices, queues, buffers, encoders...) alive */

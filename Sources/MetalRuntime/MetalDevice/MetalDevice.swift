@@ -118,7 +118,8 @@ final class MetalDevice: Device {
         // Metal refuses zero-length buffers: allocate a small one and report length 0.
         guard let b = mtl.makeBuffer(length: Int(max(length, 16)), options: .storageModeShared) else {
             throw RuntimeError.outOfMemory("Metal could not allocate a buffer of \(length) bytes (device working set "
-                + "\(info.recommended_working_set) bytes)")
+                + "\(info.recommended_working_set) bytes, \(allocatedSize) allocated): it is out of memory; free device arrays no "
+                + "longer needed (del them) or allocate less")
         }
         return Buffer(device: self, contents: b.contents(), length: length, storage: b)
     }

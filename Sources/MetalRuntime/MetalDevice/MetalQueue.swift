@@ -253,8 +253,11 @@ final class MetalQueue: Queue, @unchecked Sendable {
                 who = "kernel " + named.map { "'\($0)'" }.joined(separator: ", ") + " failed on the GPU (named by Metal's encoder "
                     + "execution status)"
             } else {
-                let others = names.count > 1 ? " (its command buffer also ran " + names.dropFirst().map { "'\($0)'" }.joined(separator: ", ") + ")" : ""
-                who = "kernel '\(names.first ?? "?")' failed on the GPU\(others)"
+                // Metal does not say which kernel of the command buffer failed: name them all, blame none.
+                who = names.count > 1
+                    ? "one of the kernels " + names.map { "'\($0)'" }.joined(separator: ", ") + " of a command buffer failed on the GPU "
+                        + "(Metal does not say which; NUMBA_METAL_GPU_DEBUG=1 names it)"
+                    : "kernel '\(names.first ?? "?")' failed on the GPU"
             }
             // Metal's own words first (reports cut long messages short), then what the code means.
             message = "\(who) (MTLCommandBufferError \(kind.name), code \(kind.code)): \(detail); \(kind.meaning)"

@@ -126,6 +126,14 @@ extension MetalDevice {
         case NM_SIM_PENALTY_BOX_AFTER: MetalSimulation.setPenaltyBox(after: Int(min(value, 1 << 30)), device: mtl)
         case NM_SIM_INTERACTIVITY_NEXT_COMMAND_BUFFER: MetalSimulation.inject(.impactingInteractivity, into: mtl)
         case NM_SIM_UNTRACKED_NEXT_BUFFER: MetalSimulation.allocateNextUntracked(device: mtl)
+        case NM_SIM_FAIL_NEXT_ALLOCATION: MetalSimulation.failNextAllocation(device: mtl)
+        case NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER:
+            guard value >= 1 else {
+                throw RuntimeError.invalid("nm_sim_control: NM_SIM_FAIL_AT_DISPATCH_OF_NEXT_COMMAND_BUFFER needs a dispatch number from 1")
+            }
+            MetalSimulation.inject(.pageFaultAtDispatch(Int(min(value, 1 << 30))), into: mtl)
+        case NM_SIM_SHARED_COMPLETION_THREAD: MetalSimulation.shareCompletionThread(value != 0, device: mtl)
+        case NM_SIM_OUT_OF_BOUNDS_READS_RETURN_ZERO: MetalSimulation.setOutOfBoundsReadsReturnZero(value != 0, device: mtl)
         default: throw RuntimeError.invalid("nm_sim_control: unknown action \(action)")
         }
     }
