@@ -71,34 +71,31 @@ def flag(name: str, default: bool) -> bool:
         return default
 
 
-def integer(name: str, default: int, lo: int, hi: int) -> int:
-    """A whole number from ``lo`` to ``hi``: unset or empty is ``default``."""
+def _bounded(name: str, default, lo, hi, convert, expected: str):
+    """``convert`` of the variable if it is from ``lo`` to ``hi``: unset or empty is ``default``; anything else
+    warns once (``expected`` says what was wanted) and is ``default``."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
         value = None
-    if value is None or not lo <= value <= hi:
-        _refused(name, text, f"an integer from {lo} to {hi}", f"{default} (the default)")
+    if value is None or not lo <= value <= hi:   # NaN fails the comparison too
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        _refused(name, text, expected, f"{shown} (the default)")
         return default
     return value
+
+
+def integer(name: str, default: int, lo: int, hi: int) -> int:
+    """A whole number from ``lo`` to ``hi``: unset or empty is ``default``."""
+    return _bounded(name, default, lo, hi, int, f"an integer from {lo} to {hi}")
 
 
 def real(name: str, default: float, lo: float, hi: float) -> float:
     """A number from ``lo`` to ``hi`` (not NaN): unset or empty is ``default``."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not lo <= value <= hi:
-        _refused(name, text, f"a number from {lo:g} to {hi:g}", f"{default:g} (the default)")
-        return default
-    return value
+    return _bounded(name, default, lo, hi, float, f"a number from {lo:g} to {hi:g}")
 
 
 def wait_deadline() -> float | None:
