@@ -570,3 +570,12 @@ def mathlib_text() -> str:
         with open(os.path.join(_HERE, "mathlib.metal"), encoding="utf-8") as f:
             _mathlib = f.read()
     return _mathlib
+
+
+def with_max_threads(source: str, entry_name: str, n: int) -> str | None:
+    """A kernel's MSL with ``[[max_total_threads_per_threadgroup(n)]]`` on its entry point ``entry_name``; None
+    when the entry point is not found exactly once."""
+    head = f"kernel void {entry_name}("
+    if source.count(head) != 1:
+        return None
+    return source.replace(head, f"[[max_total_threads_per_threadgroup({n})]] {head}")

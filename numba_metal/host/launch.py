@@ -202,7 +202,11 @@ class LaunchState:
         device_max = self.ctx.info.max_threads_per_threadgroup
         variant = None
         if n <= device_max:
+            from numba_metal.compiler.msl import with_max_threads   # MSL is spelt there; rare, so imported here
             source = with_max_threads(kernel.msl, abi.entry_name, n)
+            if source is None:
+                raise KernelLaunchError(f"cannot find the entry point {abi.entry_name}() in the kernel's MSL to build "
+                                        f"a pipeline for {n} threads per threadgroup")
             options = kernel.dispatcher.options
             try:
                 variant = self.ctx.device.compile(source, abi.entry_name, fast_math=options.fastmath,
@@ -250,12 +254,3 @@ _listeners = profiling.listeners
 _now = profiling.now_ns
 
 __all__ = ["LaunchState"]
-
-
-def with_max_threads(msl: str, entry_name: str, n: int) -> str:
-    """The kernel's MSL with ``[[max_total_threads_per_threadgroup(n)]]`` on its entry point."""
-    head = f"kernel void {entry_name}("
-    if msl.count(head) != 1:
-        raise KernelLaunchError(f"cannot find the entry point {entry_name}() in the kernel's MSL to build a pipeline "
-                                f"for {n} threads per threadgroup")
-    return msl.replace(head, f"[[max_total_threads_per_threadgroup({n})]] {head}")
