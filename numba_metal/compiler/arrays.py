@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba.core import ir, types
 
-from . import conversions, msl
+from . import conversions, msl, slicing
 from .lowering import Value
 
 
@@ -96,25 +96,29 @@ def _narrow(lc, arr: Value) -> bool:
     """Index ``arr`` in 32-bit arithmetic (issue 28 item 1, for arrays whose size is bounded at compile
     time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
     access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
-    report the index as the program computed it."""
-    return not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+    report the index as the program computed it. Not for a non-contiguous view either (``x[::-1]``), whose
+    strides may be negative."""
+    return (not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+            and arr.type.layout in ("C", "F"))
 
 
-def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
+def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False, axes=None):
     """Wrapped 64-bit index expressions per axis (not wrapped where ``nonneg[k]``: proven never negative),
-    plus the debug-mode in-bounds condition; with ``narrow``, 32-bit ``uint`` expressions."""
+    plus the debug-mode in-bounds condition; with ``narrow``, 32-bit ``uint`` expressions. ``axes``: the
+    axis each index applies to (default: the first ones, in order)."""
     if narrow:
         return _narrow_components(lc, arr, idx, nonneg), None
     comps = []
     checks = []
-    for k, v in enumerate(idx):
+    for j, v in enumerate(idx):
+        k = j if axes is None else axes[j]
         extent = _shape(arr, k)
         ty = v.type
         if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
             i = msl.long_literal(ty.literal_value)
         elif isinstance(ty, types.IntegerLiteral):
             i = msl.binary("-", extent, msl.long_literal(-ty.literal_value))
-        elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
+        elif isinstance(ty, types.Integer) and not ty.signed or j < len(nonneg) and nonneg[j]:
             i = msl.cast("long", v.expr)
         else:
             lc.need("array")
@@ -159,16 +163,6 @@ def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = Fals
     return msl.sum_of(terms)
 
 
-def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
-    """A view of ``arr`` with its first ``len(comps)`` axes fixed."""
-    k0 = len(comps)
-    n = arr.type.ndim
-    data = msl.binary("+", _data(arr), _offset(arr, comps, full=False))
-    shape = [_shape(arr, k) for k in range(k0, n)]
-    strides = [_stride(arr, k) for k in range(k0, n)]
-    return msl.aggregate(lc.msl_type(result_ty), [data, msl.braces(shape), msl.braces(strides)])
-
-
 def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     base = lc.value(expr.value)
     bty = types.unliteral(base.type)
@@ -176,9 +170,10 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if expr.op == "static_getitem":
         if isinstance(bty, types.BaseTuple):
             return _static_tuple_item(lc, base, expr.index, tty)
-        idx = _static_index_values(lc, expr.index_var, expr.index)
-        nonneg = _nonnegative(lc, expr.index_var if expr.index_var is not None and expr.index_var.name in
-                              lc.typemap else None)
+        typed = expr.index_var is not None and expr.index_var.name in lc.typemap
+        parts = slicing.parts_of_constant(lc, expr.index)
+        idx = None if parts is not None else _static_index_values(lc, expr.index_var, expr.index)
+        nonneg = _nonnegative(lc, expr.index_var if typed else None)
     else:
         nonneg = _nonnegative(lc, expr.index)
         index = lc.value(expr.index)
@@ -188,20 +183,27 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
             lc.error(f"indexing {bty} with {index.type} is not supported; index heterogeneous tuples "
                      "with constants")
         idx = _index_values(lc, index)
+        parts = slicing.parts_of_variable(lc, expr.index) if idx is None else None
     if not isinstance(bty, types.Array):
         lc.error(f"indexing {bty} is not supported in Metal kernels")
-    if idx is None:
-        lc.error("slicing is not supported inside Metal kernels (integer and tuple indexing are); slice "
-                 "device arrays on the host, or index elements one at a time")
-    if len(idx) > bty.ndim:
+    if idx is None and parts is None:
+        lc.error(f"arrays cannot be indexed with {lc.typemap[expr.index.name]} in Metal kernels (integers, "
+                 "slices, None and ... can)")
+    if idx is not None and len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
-    if len(idx) < bty.ndim:
-        comps, cond = _components(lc, base, idx, _array_name(expr.value), nonneg)
-        if cond:
-            lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
-                     "index all axes")
-        return Value(_view(lc, base, comps, tty), tty)
-    return _load(lc, base, idx, _array_name(expr.value), nonneg)
+    if idx is not None and len(idx) == bty.ndim:
+        return _load(lc, base, idx, _array_name(expr.value), nonneg)
+    # A view: integer indexing of the first axes (m[i]), or slicing (slicing.py).
+    if parts is None:
+        parts = [slicing.Part("int", v, position=k) for k, v in enumerate(idx)]
+    parts = slicing.place(lc, parts, bty.ndim)
+    ints = [p for p in parts if p.kind == "int"]
+    ints_nonneg = [p.position < len(nonneg) and nonneg[p.position] for p in ints]
+    if not isinstance(tty, types.Array):   # every axis indexed, and a '...' standing for no axis
+        return _load(lc, base, [p.value for p in ints], _array_name(expr.value), ints_nonneg)
+    comps, cond = _components(lc, base, [p.value for p in ints], _array_name(expr.value), ints_nonneg,
+                              axes=[p.axis for p in ints])
+    return slicing.view(lc, base, parts, comps, cond, tty)
 
 
 def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:

@@ -19,6 +19,7 @@ from numba.core import ir, types
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
 from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
+from . import slicing
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -585,8 +586,10 @@ class FunctionLowering:
             return Value(msl.call("nm_getiter", src.expr), tty)
         if isinstance(src.type, types.UniTuple):
             return Value(msl.aggregate(self.msl_type(tty), [src.expr, msl.long_literal(0)]), tty)
+        if isinstance(src.type, types.Array):
+            return slicing.lower_getiter(self, src, tty)
         self.error(f"iterating over {src.type} is not supported in Metal kernels; iterate over a "
-                   "range() or a tuple")
+                   "range(), a tuple or an array")
 
     def lower_iternext(self, expr, target) -> Value:
         it = self.value(expr.value)
@@ -606,6 +609,8 @@ class FunctionLowering:
             self._indent -= 1
             self.emit(msl.END)
             return Value(pair, tty)
+        if isinstance(it.type, types.ArrayIterator):
+            return slicing.lower_iternext(self, it, tty)
         self.error(f"iterating over {it.type} is not supported in Metal kernels")
 
     def resolve(self, var: ir.Var):

@@ -15,7 +15,7 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from . import abi, libraries, msl, records
+from . import abi, libraries, msl, records, slicing
 from .frontend import TypedFunction
 from .vectortypes import VectorType
 
@@ -125,8 +125,10 @@ class ModuleBuilder:
         if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
             return None
         if isinstance(ty, types.SliceType):
-            raise UnsupportedFeatureError("slicing is not supported inside Metal kernels (integer and tuple "
-                                          "indexing are); slice device arrays on the host instead")
+            self.need("slice")
+            return "nm_slice"
+        if isinstance(ty, types.BaseTuple) and slicing.is_compile_time_index(ty):
+            return None
         if isinstance(ty, types.BaseTuple):
             ty = canonical_tuple(ty)
         if ty in self._type_names:
@@ -163,6 +165,10 @@ class ModuleBuilder:
             else:
                 name = msl.numbered("nm_vec", len(self._definitions))
                 self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
+        elif isinstance(ty, types.ArrayIterator):
+            name = msl.numbered("nm_arrayiter", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.array_type), "a"),
+                                                                  ("long", "i")]))
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))

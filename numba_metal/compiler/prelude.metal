@@ -50,6 +50,34 @@ NM_INLINE long nm_wrap(long i, long n) { return i < 0 ? i + n : i; }
 // The same in 32 bits, for arrays of fewer than 2**31 elements (threadgroup, thread and constant arrays).
 NM_INLINE int nm_wrap(int i, int n) { return i < 0 ? i + n : i; }
 
+//@@ slice requires: base
+// A Python slice as Numba's slice constructor builds it: the bounds left out are filled in from the
+// step's sign (start 0 or LONG_MAX, stop LONG_MAX or LONG_MIN), so that one struct holds every form.
+struct nm_slice {
+    long start;
+    long stop;
+    long step;
+};
+// A bound of a slice of an axis of n elements, wrapped if negative, then clamped to [lo, hi].
+NM_INLINE long nm_slice_bound(long b, long n, long lo, long hi) {
+    b = b < 0 ? b + n : b;
+    return b < lo ? lo : (b > hi ? hi : b);
+}
+// A slice of an axis of n elements as a view takes it (Numba's fix_slice and get_slice_length): the
+// first element's index in `start`, the number of elements in `stop`. An empty slice starts at 0, so
+// that its view's data pointer never leaves the array; a step of 0 (refused before) gives no element.
+NM_INLINE nm_slice nm_slice_fix(nm_slice s, long n) {
+    bool neg = s.step < 0;
+    long lo = neg ? -1l : 0l;
+    long hi = neg ? n - 1l : n;
+    long start = nm_slice_bound(s.start, n, lo, hi);
+    long stop = nm_slice_bound(s.stop, n, lo, hi);
+    long delta = stop - start;
+    bool empty = s.step == 0 || (neg ? delta >= 0 : delta <= 0);
+    long length = empty ? 0l : 1l + (neg ? delta + 1l : delta - 1l) / s.step;
+    return nm_slice{empty ? 0l : start, length, s.step};
+}
+
 //@@ boundscheck requires: env
 // debug=True: report the first out-of-bounds access (the host raises it at the next wait) and
 // tell the caller to skip the access.
