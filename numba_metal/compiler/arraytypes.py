@@ -21,9 +21,10 @@ class MetalArray(types.Array):
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
         aligned = self.aligned
-        if ndim is not None and ndim < self.ndim and self.address_space == "threadgroup":
-            # A view (sm[i]) starts where its first element is: for elements narrower than 32 bits that
-            # may be inside a 32-bit word, which fp16.atomicAdd must know (kernel_api/atomics.py).
+        if ndim is not None and self.address_space == "threadgroup":
+            # A view (sm[i], sm[1:]: Numba's indexing gives ndim) starts where its first element is: for
+            # elements narrower than 32 bits that may be inside a 32-bit word, which fp16.atomicAdd must
+            # know (kernel_api/atomics.py).
             element = self.dtype if dtype is None else dtype
             aligned = aligned and getattr(element, "bitwidth", 32) >= 32
         return MetalArray(self.dtype if dtype is None else dtype,

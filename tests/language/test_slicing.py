@@ -308,3 +308,14 @@ def test_kernels_that_do_not_slice_need_no_slice_code():
 
     text = metal.compile_msl(plain, "void(float32[:, ::1], float32[::1])")
     assert "nm_slice" not in text
+
+
+def test_half_atomics_refuse_slices_of_shared_arrays_which_may_start_inside_a_word():
+    from numba_metal.errors import NumbaMetalError
+
+    def k(out):
+        sm = metal.shared.array(8, np.float16)
+        metal.fp16.atomicAdd(sm[1:], 0, np.float16(1))
+
+    with pytest.raises(NumbaMetalError, match="view of a shared float16"):
+        metal.compile_msl(k, "void(float16[::1])")
