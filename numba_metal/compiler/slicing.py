@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 from numba.core import ir, types
 
+from numba_metal.errors import UnsupportedFeatureError
+
 from . import kernel_io, msl
 from .lowering import Value
 
@@ -118,7 +120,7 @@ def _known_step(lc, var) -> int | None:
     try:
         if lc.resolve(d.func) is not slice:
             return None
-    except Exception:  # noqa: BLE001 - not a call of a known function: the step is unknown
+    except UnsupportedFeatureError:   # not a call of a function known at compile time: the step is unknown
         return None
     if len(d.args) < 3:
         return 1
