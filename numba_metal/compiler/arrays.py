@@ -193,16 +193,23 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     if idx is not None and len(idx) == bty.ndim:
         return _load(lc, base, idx, _array_name(expr.value), nonneg)
-    # A view: integer indexing of the first axes (m[i]), or slicing (slicing.py).
+    return _view(lc, base, idx, parts, nonneg, _array_name(expr.value), tty)
+
+
+def _view(lc, base: Value, idx, parts, nonneg, name: str, tty) -> Value:
+    """``base[index]`` for an index that keeps axes: integer indexing of the first axes (``idx``: ``m[i]``)
+    or slicing (``parts``, slicing.py); the view's type is ``tty`` (for an assignment's target, None: one
+    of layout 'A'). A '...' standing for no axis with every axis indexed reads the element."""
     if parts is None:
         parts = [slicing.Part("int", v, position=k) for k, v in enumerate(idx)]
-    parts = slicing.place(lc, parts, bty.ndim)
+    parts = slicing.place(lc, parts, base.type.ndim)
     ints = [p for p in parts if p.kind == "int"]
     ints_nonneg = [p.position < len(nonneg) and nonneg[p.position] for p in ints]
-    if not isinstance(tty, types.Array):   # every axis indexed, and a '...' standing for no axis
-        return _load(lc, base, [p.value for p in ints], _array_name(expr.value), ints_nonneg)
-    comps, cond = _components(lc, base, [p.value for p in ints], _array_name(expr.value), ints_nonneg,
-                              axes=[p.axis for p in ints])
+    if tty is None:
+        tty = slicing.view_type(base.type, parts)
+    if not isinstance(tty, types.Array):
+        return _load(lc, base, [p.value for p in ints], name, ints_nonneg)
+    comps, cond = _components(lc, base, [p.value for p in ints], name, ints_nonneg, axes=[p.axis for p in ints])
     return slicing.view(lc, base, parts, comps, cond, tty)
 
 
@@ -270,17 +277,34 @@ def lower_setitem(lc, stmt) -> None:
     if not tty.mutable:
         lc.error("this array is read-only (constant memory) and cannot be assigned to")
     if isinstance(stmt, ir.StaticSetItem):
-        idx = _static_index_values(lc, stmt.index_var, stmt.index)
+        parts = slicing.parts_of_constant(lc, stmt.index)
+        idx = None if parts is not None else _static_index_values(lc, stmt.index_var, stmt.index)
         nonneg = _nonnegative(lc, stmt.index_var if stmt.index_var is not None and stmt.index_var.name in
                               lc.typemap else None)
     else:
         idx = _index_values(lc, lc.value(stmt.index))
+        parts = slicing.parts_of_variable(lc, stmt.index) if idx is None else None
         nonneg = _nonnegative(lc, stmt.index)
-    if idx is None:
-        lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
-    if len(idx) != tty.ndim:
+    if idx is None and parts is None:
+        lc.error(f"arrays cannot be indexed with {lc.typemap[stmt.index.name]} in Metal kernels (integers, "
+                 "slices, None and ... can)")
+    if idx is not None and len(idx) > tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target), nonneg)
+    name = _array_name(stmt.target)
+    value = lc.value(stmt.value)
+    if idx is not None and len(idx) == tty.ndim:
+        _store(lc, target, idx, value, name, nonneg)
+        return
+    if parts is not None:
+        parts = slicing.place(lc, parts, tty.ndim)
+    if parts is not None and not isinstance(slicing.view_type(tty, parts), types.Array):
+        # every axis indexed, and a '...' standing for no axis
+        ints = [p for p in parts if p.kind == "int"]
+        _store(lc, target, [p.value for p in ints], value, name,
+               [p.position < len(nonneg) and nonneg[p.position] for p in ints])
+        return
+    # Slice assignment (a[1:3] = v, m[i] = row): into the view, element by element (slicing.py).
+    slicing.assign(lc, _view(lc, target, idx, parts, nonneg, name, None), value)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:

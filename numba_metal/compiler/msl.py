@@ -362,6 +362,11 @@ def if_(condition: str) -> str:
     return f"if ({condition}) {{"
 
 
+def for_count(var: str, count: str) -> str:
+    """The opening line of a loop of ``var`` (a new ``long``) over ``0 .. count - 1``."""
+    return f"for (long {var} = 0l; {var} < {count}; {var}++) {{"
+
+
 def if_statement(condition: str, body: str) -> str:
     """``if (c) { body }`` on one line."""
     return f"if ({condition}) {{ {body} }}"

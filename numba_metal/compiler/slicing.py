@@ -220,12 +220,24 @@ def place(lc, parts: list[Part], ndim: int) -> list[Part]:
 # -- views -------------------------------------------------------------------------------------
 
 
+def _raise_if(lc, condition: str, message: str) -> None:
+    """``raise ValueError(message)`` at run time where ``condition`` holds (kernel_io: reported with
+    ``debug=True``; the thread stops)."""
+    lc.emit(msl.if_(condition))
+    kernel_io.lower_raise(lc, SimpleNamespace(exc_class=ValueError, exc_args=(message,), loc=lc.loc))
+    lc.emit(msl.END)
+
+
 def _raise_if_zero_step(lc, step: str) -> None:
     """Numba's ``guard_invalid_slice``: ``ValueError('slice step cannot be zero')`` at run time."""
-    lc.emit(msl.if_(msl.binary("==", step, msl.long_literal(0))))
-    term = SimpleNamespace(exc_class=ValueError, exc_args=("slice step cannot be zero",), loc=lc.loc)
-    kernel_io.lower_raise(lc, term)
-    lc.emit(msl.END)
+    _raise_if(lc, msl.binary("==", step, msl.long_literal(0)), "slice step cannot be zero")
+
+
+def view_type(aty, parts: list[Part]):
+    """The type of ``aty[parts]`` as Numba's typing gives it, in layout 'A' (an assignment's target, which
+    has no variable): the element type when no axis is kept."""
+    ndim = sum(p.kind in ("slice", "newaxis") for p in parts)
+    return aty.copy(ndim=ndim, layout="A") if ndim else aty.dtype
 
 
 def view(lc, arr: Value, parts: list[Part], comps: list[str], cond: str | None, result_ty) -> Value:
@@ -303,3 +315,84 @@ def lower_iternext(lc, it: Value, pair_ty) -> Value:
                msl.add_assign(position, msl.long_literal(1)))
     lc.emit(msl.if_statement(valid, " ".join(advance)))
     return Value(pair, pair_ty)
+
+
+# -- slice assignment --------------------------------------------------------------------------
+
+
+def _extent(arr: Value, k: int) -> str:
+    return msl.index(msl.member(arr.expr, "shape"), k)
+
+
+def _step(arr: Value, k: int) -> str:
+    return msl.index(msl.member(arr.expr, "strides"), k)
+
+
+def _span(lc, arr: Value) -> tuple[str, str]:
+    """Pointers to the lowest and the highest element of the non-empty array ``arr``."""
+    low, high = [], []
+    for k in range(arr.type.ndim):
+        reach = msl.binary("*", msl.binary("-", _extent(arr, k), msl.long_literal(1)), _step(arr, k))
+        low.append(msl.call("min", msl.long_literal(0), reach))
+        high.append(msl.call("max", msl.long_literal(0), reach))
+    data = msl.member(arr.expr, "data")
+    return msl.binary("+", data, msl.sum_of(low)), msl.binary("+", data, msl.sum_of(high))
+
+
+def _may_overlap(lc, dst: Value, src: Value) -> str | None:
+    """The run-time condition that ``src`` and ``dst`` share memory without being the same elements, or
+    None where they cannot (other address spaces or element types)."""
+    if (getattr(dst.type, "address_space", None) != getattr(src.type, "address_space", None)
+            or dst.type.dtype != src.type.dtype or not dst.type.ndim or not src.type.ndim):
+        return None
+    dlo, dhi = _span(lc, dst)
+    slo, shi = _span(lc, src)
+    touching = msl.all_of([msl.binary("<=", dlo, shi), msl.binary("<=", slo, dhi)])
+    nonempty = msl.all_of([msl.binary(">", _extent(a, k), msl.long_literal(0))
+                           for a in (dst, src) for k in range(a.type.ndim)])
+    same = [msl.binary("==", msl.member(dst.expr, "data"), msl.member(src.expr, "data"))]
+    if dst.type.ndim == src.type.ndim:
+        same += [msl.binary("==", _step(dst, k), _step(src, k)) for k in range(dst.type.ndim)]
+    return msl.all_of([nonempty, touching, msl.unary("!", msl.all_of(same))])
+
+
+def assign(lc, dst: Value, value: Value) -> None:
+    """``dst[...] = value`` for a view ``dst``: a scalar stored in every element, or an array broadcast to
+    ``dst``'s shape by NumPy's rules (else ``ValueError``, Numba's message), element by element in C order.
+    A source sharing memory with ``dst`` (``x[1:] = x[:-1]``) raises ``ValueError``: Numba copies it
+    first, which needs memory a kernel cannot allocate."""
+    dty = dst.type
+    dst = Value(lc.tmp(dty, dst.expr), dty)
+    vty = types.unliteral(value.type)
+    if not isinstance(vty, (types.Array, types.Number, types.Boolean)):
+        lc.error(f"a slice can be assigned an array or a number in Metal kernels, not {vty}")
+    loops = [lc.fresh_name("nm_i") for _ in range(dty.ndim)]
+    if isinstance(vty, types.Array):
+        if vty.ndim > dty.ndim:
+            lc.error(f"cannot assign a {vty.ndim}-d array to a {dty.ndim}-d slice")
+        src = Value(lc.tmp(vty, value.expr), vty)
+        lead = dty.ndim - vty.ndim
+        mismatch, terms = [], []
+        for k in range(vty.ndim):
+            extent = _extent(src, k)
+            ones = msl.binary("==", extent, msl.long_literal(1))
+            mismatch.append(msl.all_of([msl.binary("!=", extent, _extent(dst, lead + k)), msl.unary("!", ones)]))
+            stride = lc.tmp(types.int64, msl.select(ones, msl.long_literal(0), _step(src, k)))
+            terms.append(msl.binary("*", loops[lead + k], stride))
+        if mismatch:
+            _raise_if(lc, msl.unary("!", msl.all_of([msl.unary("!", m) for m in mismatch])),
+                      "cannot assign slice from input of different size")
+        overlap = _may_overlap(lc, dst, src)
+        if overlap is not None:
+            _raise_if(lc, overlap, "the source of a slice assignment shares memory with its destination; "
+                                   "numba-metal kernels cannot copy it first (copy it to a local or shared array)")
+        element = msl.index(msl.member(src.expr, "data"), msl.sum_of(terms) if terms else msl.long_literal(0))
+        item = Value(lc.load(vty.dtype, element), vty.dtype)
+    else:
+        item = Value(lc.tmp(dty.dtype, lc.cast(value, dty.dtype)), dty.dtype)
+    for k, i in enumerate(loops):
+        lc.emit(msl.for_count(i, _extent(dst, k)))
+    offset = msl.sum_of([msl.binary("*", i, _step(dst, k)) for k, i in enumerate(loops)])
+    lc.emit(msl.assign(msl.index(msl.member(dst.expr, "data"), offset), lc.store(dty.dtype, lc.cast(item, dty.dtype))))
+    for _ in loops:
+        lc.emit(msl.END)

@@ -319,3 +319,58 @@ def test_half_atomics_refuse_slices_of_shared_arrays_which_may_start_inside_a_wo
 
     with pytest.raises(NumbaMetalError, match="view of a shared float16"):
         metal.compile_msl(k, "void(float16[::1])")
+
+
+@metal.jit
+def slice_assignments(x, m, y, out):
+    sm = metal.shared.array(8, float32)
+    sm[:] = 0                    # a scalar into every element
+    sm[1::2] = 5
+    x[2:5] = x[7:]               # an array of the same shape
+    m[1] = y                     # a row (integer indexing keeps an axis)
+    m[2:4, ::2] = 7
+    m[4, 1:] = y[:3]
+    m[0, ...] = 9
+    m[..., 3] = -1
+    m[2:4] = y[::-1]             # broadcast along the leading axis, as NumPy does
+    for i in range(8):
+        out[i] = sm[i]
+
+
+def test_slice_assignment_of_scalars_and_arrays_matches_numpy():
+    x = np.arange(10, dtype=np.float32)
+    m = np.zeros((5, 4), np.float32)
+    y = np.arange(4, dtype=np.float32) + 10
+    out = np.zeros(8, np.float32)
+    ex, em = x.copy(), m.copy()
+    slice_assignments[1, 1](x, m, y, out)
+    ex[2:5] = ex[7:]
+    em[1] = y
+    em[2:4, ::2] = 7
+    em[4, 1:] = y[:3]
+    em[0, ...] = 9
+    em[..., 3] = -1
+    em[2:4] = y[::-1]
+    np.testing.assert_array_equal(out, [0, 5, 0, 5, 0, 5, 0, 5])
+    np.testing.assert_array_equal(x, ex)
+    np.testing.assert_array_equal(m, em)
+
+
+@metal.jit(debug=True)
+def assign_other_size(x, y):
+    x[1:] = y
+
+
+@metal.jit(debug=True)
+def assign_overlapping(x):
+    x[1:] = x[:-1]
+
+
+def test_slice_assignment_errors_are_value_errors():
+    d = metal.to_device(np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="cannot assign slice from input of different size"):
+        assign_other_size[1, 1](d, metal.to_device(np.ones(4, np.float32)))
+        metal.synchronize()
+    with pytest.raises(ValueError, match="shares memory with its destination"):
+        assign_overlapping[1, 1](d)
+        metal.synchronize()

@@ -99,7 +99,7 @@ CORPUS: list[Bad] = [
     Bad("setattr", k("a.x = 1  # <-"), (UF, KC), "attribute|x"),
     Bad("delete_item", k("del a[i]  # <-"), (UF, KC), "del|delitem"),
     Bad("slice_float_bound", k("b = a[1.5:3]  # <-\na[i] = b[0]"), UF, "slice bounds must be integers"),
-    Bad("slice_write", k("a[:] = 0  # <-"), UF, "slice"),
+    Bad("slice_write_tuple", k("a[:] = (1, 2)  # <-"), UF, "slice can be assigned an array or a number"),
     Bad("fancy_index", k("a[a] = 1  # <-"), (UF, KC), "index|float"),
     Bad("tuple_item_assignment", k("t = (1, 2)\nt[0] = 3  # <-\na[i] = t[0]"), (UF, KC), "tuple|item|setitem"),
     Bad("kernel_returns_value", k("return i  # <-"), UF, "cannot return a value"),
