@@ -517,11 +517,11 @@ def _dim3(value, cuda_name: str, what: str):
     else:
         dims = [value]
     if not 1 <= len(dims) <= 3:
-        raise LaunchConfigurationError(f"{cuda_name} must be a sequence of 1, 2 or 3 integers, got {value!r}: the "
+        raise LaunchConfigurationError(f"{cuda_name} must be a sequence of 1, 2 or 3 integers, got {dims!r}: the "
                                        f"{what}")
     for d in dims:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
-            raise LaunchArgumentError(f"{cuda_name} must be a sequence of integers, got {value!r}: the {what}")
+            raise LaunchArgumentError(f"{cuda_name} must be a sequence of integers, got {dims!r}: the {what}")
     dims = tuple(int(d) for d in dims)
     if any(d <= 0 for d in dims):
         raise LaunchConfigurationError(f"{cuda_name} must be positive, got {value!r}: the {what}")
