@@ -63,7 +63,7 @@ class MetalOutOfMemoryError(MetalRuntimeError, MemoryError):
 
 
 class KernelBoundsError(MetalRuntimeError, IndexError):
-    """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
+    """An out-of-bounds array access found by a ``debug=True`` kernel (raised by its launch, which waits)."""
 
 
 class NumbaMetalWarning(UserWarning):

@@ -132,8 +132,10 @@ class Dispatcher:
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         MetalRuntimeError: at the next wait, not at the launch: the kernel failed (a device fault, the time
             limit), naming it.
-        KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
-        KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
+        KernelBoundsError: at the launch, which waits for a ``debug=True`` kernel (as numba.cuda's): the kernel
+            indexed out of bounds.
+        KernelRaisedError: at the launch of a ``debug=True`` kernel: the kernel raised an exception (a ``raise``,
+            a failed ``assert``, a zero divisor, a tuple index out of range).
         NumbaMetalError: ``specialize`` of a kernel that is already specialized.
     """
 
