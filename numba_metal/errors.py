@@ -34,6 +34,13 @@ class UnsupportedFeatureError(NumbaMetalError):
     """A construct that numba-metal cannot compile for Metal (named, with its file:line)."""
 
 
+class LiteralRequiredError(UnsupportedFeatureError):
+    """A kernel-API argument that must be a compile-time constant was a run-time value (``metal.grid(n)``):
+    as a typing failure, also Numba's ``RequireLiteralValue`` (a ``TypingError``), as numba.cuda raises."""
+
+    numba_class = "RequireLiteralValue"
+
+
 class UnsupportedPlatformError(NumbaMetalError):
     """No usable device: no Metal GPU here and the CPU reference device was not chosen."""
 
@@ -63,7 +70,7 @@ class MetalOutOfMemoryError(MetalRuntimeError, MemoryError):
 
 
 class KernelBoundsError(MetalRuntimeError, IndexError):
-    """An out-of-bounds array access found by a ``debug=True`` kernel (raised at the next wait)."""
+    """An out-of-bounds array access found by a ``debug=True`` kernel (raised by its launch, which waits)."""
 
 
 class NumbaMetalWarning(UserWarning):
@@ -128,12 +135,13 @@ def typing_error(error: NumbaMetalError) -> NumbaMetalError:
 
 
 def _typing_class(cls):
-    from numba.core.errors import TypingError
-    if issubclass(cls, TypingError):
+    from numba.core import errors as numba_errors
+    numba_class = getattr(numba_errors, getattr(cls, "numba_class", "TypingError"))
+    if issubclass(cls, numba_class):
         return cls
     typed = _TYPING_CLASSES.get(cls)
     if typed is None:
-        typed = type(cls.__name__, (cls, TypingError), {
+        typed = type(cls.__name__, (cls, numba_class), {
             "__module__": cls.__module__, "__qualname__": cls.__qualname__,
             "__reduce__": lambda self: (_rebuild_typing_error, (cls, self.message, self.location))})
         _TYPING_CLASSES[cls] = typed
@@ -148,6 +156,7 @@ __all__ = [
     "NumbaMetalWarning",
     "NumbaMetalError",
     "UnsupportedFeatureError",
+    "LiteralRequiredError",
     "UnsupportedPlatformError",
     "KernelCompilationError",
     "KernelLaunchError",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from numba.core import types
 
-from . import msl
+from . import kernel_io, msl
 from .lowering import Value
 
 #: Conversions to the emulated float64 (float64.metal, rows of float64_ops.py), by the source's Numba
@@ -143,7 +143,13 @@ def tuple_item(lc, tup: Value, index_expr: str) -> str:
     if n == 0:
         lc.error("indexing an empty tuple")
     lc.need("array")
-    idx = lc.tmp(types.int64, msl.call("nm_wrap", msl.cast("long", index_expr), msl.long_literal(n)))
+    raw = msl.cast("long", index_expr)
+    if lc.debug:   # numba.cuda's debug=True (Python's error model) raises for an index out of range
+        raw = lc.tmp(types.int64, raw)
+        kernel_io.raise_if(lc, msl.binary("||", msl.binary("<", raw, msl.long_literal(-n)),
+                                          msl.binary(">=", raw, msl.long_literal(n))),
+                           IndexError, ("tuple index out of range",))
+    idx = lc.tmp(types.int64, msl.call("nm_wrap", raw, msl.long_literal(n)))
 
     def field(k: int) -> str:
         return msl.member(tup.expr, msl.tuple_field(k))

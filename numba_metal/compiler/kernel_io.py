@@ -9,7 +9,9 @@ compare-and-swap of the flag word and fills in what happened (:data:`RECORD`): a
 index into the kernel ABI's :attr:`~numba_metal.compiler.abi.KernelABI.raise_sites`.
 
 ``raise`` follows numba.cuda: with ``debug=True`` the exception (its class and constant arguments)
-reaches the host at the next wait, naming the kernel, the thread and the Python line; the raising
+reaches the host at the launch (which waits for a debug kernel), naming the kernel, the thread and the
+Python line (numba.cuda's words included); as Numba's Python error model, a zero divisor
+(``operators.py``) and a tuple index out of range (``raise_if``) raise too; the raising
 thread stops (a device function that raised makes its callers return too). Without ``debug`` the
 thread just stops and nothing is reported, and ``assert`` statements are compiled out.
 
@@ -220,6 +222,26 @@ def lower_raise(lc, term) -> None:
     lc.raises = True
     lc.emit(msl.statement(msl.call("nm_raise", msl.ENV_PARAM, msl.uint_literal(site), msl.uint_literal(lc.line()))))
     lc.emit(lc.return_after_raise())
+
+
+def raise_if(lc, condition: str, exc_class, exc_args: tuple) -> None:
+    """Under debug=True, raise ``exc_class(*exc_args)`` where ``condition`` holds, at the current line, as
+    Numba's Python error model raises it for a checked operation (an out-of-range tuple index: numba.cuda's
+    ``IndexError('tuple index out of range')``); without debug nothing is emitted."""
+    from . import msl
+    if not lc.debug:
+        return
+    entry = raise_site(exc_class, exc_args, lc.loc, lc.tf.name)
+    sites = lc.module.raise_sites
+    if entry not in sites:
+        sites.append(entry)
+    lc.need("raise")
+    lc.module.uses_raise = True
+    lc.raises = True
+    lc.emit(msl.if_statement(condition, " ".join((
+        msl.statement(msl.call("nm_raise", msl.ENV_PARAM, msl.uint_literal(sites.index(entry)),
+                               msl.uint_literal(lc.line()))),
+        lc.return_after_raise()))))
 
 
 def compiled_out_assertions(func_ir) -> set:

@@ -24,6 +24,7 @@ import struct
 #: (macOS 13, numba-metal's oldest) asks for no version (the Metal backend then pins MSL 3.0); MSL 3.2 (macOS 15) brings ``atomic_thread_fence``
 #: with a ``thread_scope`` and ``coherent(device)`` memory (§4.8, §6.15.1).
 ANY_VERSION = 0
+VERSION_3_1 = 310   # macOS 14: atomic_ulong's max and min (§6.15.4)
 VERSION_3_2 = 320
 
 SCALAR_TYPES = {

@@ -15,7 +15,7 @@ import operator
 
 from numba.core import types
 
-from . import msl
+from . import kernel_io, msl
 from .lowering import Value
 
 
@@ -225,7 +225,28 @@ def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
     if impl is None:
         lc.error(f"the operator {op} is not defined for {rt}" if op in BINARY else
                  f"the operator {op} is not supported in Metal kernels")
+    if op in ZERO_DIVISION and lc.debug:
+        _check_zero_division(lc, op, kind, b)
     return Value(impl.binary(lc, lc.msl_type(rt), lc.cast(a, rt), lc.cast(b, rt)), rt)
+
+
+#: Under debug=True numba.cuda uses Python's error model: a zero divisor raises ZeroDivisionError with
+#: Numba's message: operator -> kind of the result -> message (numba/cpython/numbers.py).
+ZERO_DIVISION = {
+    "/": {"float16": "division by zero", "float32": "division by zero", "float64": "division by zero",
+          "complex64": "complex division by zero", "complex128": "complex division by zero"},
+    "//": {"int": "integer division by zero", "uint": "integer division by zero",
+           "float16": "division by zero", "float32": "division by zero", "float64": "division by zero"},
+    "%": {"int": "integer modulo by zero", "uint": "integer modulo by zero",
+          "float16": "modulo by zero", "float32": "modulo by zero", "float64": "modulo by zero"},
+}
+
+
+def _check_zero_division(lc, op: str, kind: str, divisor: Value) -> None:
+    message = ZERO_DIVISION[op].get(kind)
+    if message is not None:
+        zero = lc.lower_constant(0, types.int64)
+        kernel_io.raise_if(lc, _compare(lc, "==", divisor, zero), ZeroDivisionError, (message,))
 
 
 def _power(lc, a: Value, b: Value, rt, kind) -> str:

@@ -27,7 +27,8 @@ def jit(func_or_sig=None, device=False, **options):
     """Compile a Python function as a Metal kernel (or, with ``device=True``, a device function).
 
     Options: ``device``, ``fastmath`` (fast math and fast math functions), ``debug`` (bounds-checked
-    array accesses, violations raised at the next wait), ``cache`` (a disk cache that is never stale),
+    array accesses and Python's error model, the launch waiting and raising what the kernel met, as numba.cuda's),
+    ``cache`` (a disk cache that is never stale),
     ``float64="exact"`` (float64 intermediates of a kernel without float64 data, such as ``i / n`` of
     integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md),
     ``link`` (hand-written ``.metal`` files linked into the kernel, defining the functions it calls

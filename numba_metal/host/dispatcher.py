@@ -132,8 +132,10 @@ class Dispatcher:
             ``NUMBA_METAL_DEVICE`` naming no device kind.
         MetalRuntimeError: at the next wait, not at the launch: the kernel failed (a device fault, the time
             limit), naming it.
-        KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
-        KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
+        KernelBoundsError: at the launch, which waits for a ``debug=True`` kernel (as numba.cuda's): the kernel
+            indexed out of bounds.
+        KernelRaisedError: at the launch of a ``debug=True`` kernel: the kernel raised an exception (a ``raise``,
+            a failed ``assert``, a zero divisor, a tuple index out of range).
         NumbaMetalError: ``specialize`` of a kernel that is already specialized.
     """
 
@@ -517,11 +519,11 @@ def _dim3(value, cuda_name: str, what: str):
     else:
         dims = [value]
     if not 1 <= len(dims) <= 3:
-        raise LaunchConfigurationError(f"{cuda_name} must be a sequence of 1, 2 or 3 integers, got {value!r}: the "
+        raise LaunchConfigurationError(f"{cuda_name} must be a sequence of 1, 2 or 3 integers, got {dims!r}: the "
                                        f"{what}")
     for d in dims:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
-            raise LaunchArgumentError(f"{cuda_name} must be a sequence of integers, got {value!r}: the {what}")
+            raise LaunchArgumentError(f"{cuda_name} must be a sequence of integers, got {dims!r}: the {what}")
     dims = tuple(int(d) for d in dims)
     if any(d <= 0 for d in dims):
         raise LaunchConfigurationError(f"{cuda_name} must be positive, got {value!r}: the {what}")

@@ -158,8 +158,9 @@ class KernelOutput:
                 self._bound_print = channel
         return error, channel
 
-    def pending(self, bound) -> None:
-        """After a submit: the calling thread's next wait reads what this launch wrote."""
+    def pending(self, bound, blockdim=(1, 1, 1)) -> None:
+        """After a submit: the calling thread's next wait reads what this launch wrote (``blockdim``: the
+        launch's threadgroup size, which splits a grid position into numba.cuda's ``tid`` and ``ctaid``)."""
         error, channel = bound
         ctx = self.state.ctx
         with ctx.lock:
@@ -167,9 +168,9 @@ class KernelOutput:
             if channel is not None:
                 checks[("print", id(channel))] = channel.drain
             if error is not None:
-                checks[("error", id(error))] = lambda: self.failure(error)
+                checks[("error", id(error))] = lambda: self.failure(error, blockdim)
 
-    def failure(self, buffer):
+    def failure(self, buffer, blockdim=(1, 1, 1)):
         """The exception a thread's error record describes (None if nothing happened); clears it."""
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         if words[kernel_io.RECORD["flag"]] == 0:
@@ -182,7 +183,11 @@ class KernelOutput:
         gid = tuple(record[r["gid"]:r["gid"] + 3])
         thread = f"thread ({gid[0]}, {gid[1]}, {gid[2]})"
         if record[r["kind"]] == kernel_io.KIND_RAISE and record[r["what"]] < len(abi.raise_sites):
-            return _raised(abi.raise_sites[record[r["what"]]], kernel.name, thread)
+            # numba.cuda names the thread by its position in its block (tid) and the block's (ctaid), each
+            # listed z, y, x as numba.cuda lists them
+            tid = [g % b for g, b in zip(gid, blockdim)][::-1]
+            ctaid = [g // b for g, b in zip(gid, blockdim)][::-1]
+            return _raised(abi.raise_sites[record[r["what"]]], kernel.name, thread, f"tid={tid} ctaid={ctaid}")
         names = abi.array_names
         array = names[record[r["what"]]] if record[r["what"]] < len(names) else "?"
         index = record[r["index"]] | (record[r["index"] + 1] << 32)
@@ -212,17 +217,21 @@ def _exception_class(site):
 _raised_classes: dict = {}
 
 
-def _raised(site, kernel_name: str, thread: str) -> BaseException:
+def _raised(site, kernel_name: str, thread: str, cuda_thread: str) -> BaseException:
     """The exception a kernel raised, as numba.cuda raises it on the host: its class and arguments,
-    the first argument prefixed with where it happened. It is also a :class:`KernelRaisedError` when
-    the class allows (a class with its own instance layout, such as OSError, does not mix)."""
-    where = f"kernel {kernel_name}(), {thread}, in {site.function}()"
+    the first argument prefixed with where it happened: numba-metal's ``file:line: kernel k(), thread
+    (x, y, z)`` (the position in the grid), then numba.cuda's own words (``In function 'f', file F, line
+    L, tid=[z, y, x] ctaid=[z, y, x]``), so that code matching numba.cuda's messages keeps working. It is
+    also a :class:`KernelRaisedError` when the class allows (a class with its own instance layout, such
+    as OSError, does not mix)."""
+    where = f"kernel {kernel_name}(), {thread}"
     cls = _exception_class(site)
     args = site.args
     if cls is None:
-        return KernelRaisedError(f"{site.qualname}{args!r} was raised in {where} (the class could not be "
-                                 f"imported from {site.module})", (site.filename, site.line))
-    first = f"{site.filename}:{site.line}: {where}"
+        return KernelRaisedError(f"{site.qualname}{args!r} was raised in {where}, in {site.function}() (the "
+                                 f"class could not be imported from {site.module})", (site.filename, site.line))
+    first = (f"{site.filename}:{site.line}: {where}: In function {site.function!r}, file {site.filename}, "
+             f"line {site.line}, {cuda_thread}")
     message = f"{first}: {args[0]}" if args else first
     mixed = _raised_classes.get(cls)
     if mixed is None:
@@ -238,7 +247,8 @@ def _raised(site, kernel_name: str, thread: str) -> BaseException:
             KernelRaisedError.__init__(exc, message, (site.filename, site.line))
         exc.args = (message,) + tuple(args[1:])
     except Exception:  # noqa: BLE001 - a class whose constructor wants other arguments
-        return KernelRaisedError(f"{site.qualname}{args!r} was raised in {where}", (site.filename, site.line))
+        return KernelRaisedError(f"{site.qualname}{args!r} was raised in {where}, in {site.function}()",
+                                 (site.filename, site.line))
     return exc
 
 

@@ -115,8 +115,10 @@ class LaunchState:
         self.ctx.unwaited = True
         self._launched.flag = True
         if output is not None:
-            self.output.pending(output)
-        if start or bound:
+            self.output.pending(output, blockdim)
+            if output[0] is not None:   # debug=True: as numba.cuda, the launch waits and raises what it met
+                bound = bound or ()
+        if start or bound is not None:
             self._finish(work_id, config, queue, start, bound)
 
     # The encoder's interface (see KernelABI.encoder).
@@ -185,8 +187,9 @@ class LaunchState:
             profiling.emit("launch", name=self.kernel.name, start_ns=start, end_ns=profiling.now_ns(),
                            work_id=work_id, queue=queue, grid=config.griddim, block=config.blockdim,
                            emulated_float64=self.kernel.emulated_float64)
-        if bound:
-            # NumPy arguments: as numba.cuda, the launch is synchronous and results are copied back.
+        if bound is not None:
+            # NumPy arguments (and debug=True kernels, bound == ()): as numba.cuda, the launch is synchronous
+            # and results are copied back.
             _streams.timed_wait(queue, "launch")
             for b in bound:
                 if b.copy_back is not None:

@@ -4,8 +4,12 @@ numba.cuda's ``metal.atomic.add/sub/max/min/nanmax/nanmin/and_/or_/xor/exch/inc/
 ``compare_and_swap``, plus the earlier numba-metal's ``metal.atomic_add/sub/min/max/exchange`` and
 ``atomic_compare_exchange`` (which returns ``(old, success)``). Element types: int32 and uint32
 natively; float32 add/sub natively on device memory and through compare-and-swap loops elsewhere
-(float max/min, float on threadgroup memory). Metal has no general 64-bit atomics: refused. All
-operations use relaxed memory order, the only order MSL atomics offer.
+(float max/min, float on threadgroup memory). Metal's only 64-bit atomics are max and min of uint64 in
+device memory, returning nothing (MSL 3.1 §6.15.4 ``atomic_ulong``; Apple9 and M2-class GPUs, Metal's
+feature set tables footnote 11): ``atomic.max``/``min``/``nanmax``/``nanmin`` of a uint64 device array
+whose old value is unused compile to them (a GPU without them refuses the kernel by name); every other
+64-bit atomic is refused, saying what exists. All operations use relaxed memory order, the only order MSL
+atomics offer.
 
 numba.cuda's ``fp16.atomicAdd`` (CUDA-C's ``atomicAdd(__half*, __half)``) is here too, as
 ``fp16.atomicAdd(ary, idx, val)`` on a float16 array: Metal has no 16-bit atomics, so it is a
@@ -44,19 +48,23 @@ class _Op(NamedTuple):
     loop: str | None           # otherwise the prelude's compare-and-swap loop (section ``atomics``), named
                                # nm_atomic_<loop>_<memory>
     alias: str | None = None   # the earlier numba-metal's spelling (metal.atomic_<...>), kept for old code
+    native_u64: str | None = None  # MSL's atomic function on uint64 in device memory (atomic_ulong, MSL 3.1),
+                                   # which returns nothing: only where the old value is unused
 
 
-_I32, _U32, _F32 = types.int32, types.uint32, types.float32
+_I32, _U32, _F32, _U64 = types.int32, types.uint32, types.float32, types.uint64
 _FETCH = "atomic_fetch_{}_explicit".format
 
 #: Every update operation, one row each.
 OPERATIONS = (
     _Op("add", (_I32, _U32, _F32), _FETCH("add"), _FETCH("add"), "fadd", alias="atomic_add"),
     _Op("sub", (_I32, _U32, _F32), _FETCH("sub"), _FETCH("sub"), "fsub", alias="atomic_sub"),
-    _Op("max", (_I32, _U32, _F32), _FETCH("max"), None, "fmax", alias="atomic_max"),
-    _Op("min", (_I32, _U32, _F32), _FETCH("min"), None, "fmin", alias="atomic_min"),
-    _Op("nanmax", (_I32, _U32, _F32), _FETCH("max"), None, "fnanmax"),
-    _Op("nanmin", (_I32, _U32, _F32), _FETCH("min"), None, "fnanmin"),
+    _Op("max", (_I32, _U32, _F32, _U64), _FETCH("max"), None, "fmax", alias="atomic_max",
+        native_u64="atomic_max_explicit"),
+    _Op("min", (_I32, _U32, _F32, _U64), _FETCH("min"), None, "fmin", alias="atomic_min",
+        native_u64="atomic_min_explicit"),
+    _Op("nanmax", (_I32, _U32, _F32, _U64), _FETCH("max"), None, "fnanmax", native_u64="atomic_max_explicit"),
+    _Op("nanmin", (_I32, _U32, _F32, _U64), _FETCH("min"), None, "fnanmin", native_u64="atomic_min_explicit"),
     _Op("and_", (_I32, _U32), _FETCH("and"), None, None),
     _Op("or_", (_I32, _U32), _FETCH("or"), None, None),
     _Op("xor", (_I32, _U32), _FETCH("xor"), None, None),
@@ -90,6 +98,13 @@ atomic_compare_exchange = Stub("atomic_compare_exchange",
 
 _ROW_OF = {_STUBS[row.name]: row for row in OPERATIONS}
 _ROW_OF.update({_ALIASES[row.alias]: row for row in OPERATIONS if row.alias})
+_STUB_OF_PATH = {stub.path: stub for stub in _ROW_OF}
+
+#: What Metal has of 64-bit atomics, said by every refusal of one.
+U64_ATOMICS = ("Metal's only 64-bit atomics are max and min of uint64 in device memory, which return no old value "
+               "(MSL 3.1 atomic_ulong, on Apple9 GPUs and M2-class GPUs): metal.atomic.max/min/nanmax/nanmin "
+               "of a uint64 device array, with the result unused, compile to them; there is no signed, float64, "
+               "threadgroup or value-returning 64-bit atomic")
 
 
 def _space(ary) -> str:
@@ -108,13 +123,14 @@ def _check_array(name, ary, idx):
                                       "arrays; use metal.fp16.atomicAdd(ary, idx, val) (numba.cuda's "
                                       "cuda.fp16.atomicAdd), or a float32 array")
     if ary.dtype in (types.int64, types.uint64, types.float64):
-        # MSL specification 6.15.4.5-6 and Apple's feature set tables: atomic_ulong has only max and min,
-        # returning nothing, on device memory, on Apple9 GPUs (and some Apple8).
-        raise UnsupportedFeatureError(f"metal.{name} on {ary.dtype}: Metal has no 64-bit atomic that returns the "
-                                      "old value, and no signed or float64 atomic at all (its only 64-bit atomics "
-                                      "are max and min of uint64 in device memory, without the old value, on "
-                                      "Apple9 GPUs, which numba-metal does not use yet); use int32, uint32 or "
-                                      "float32")
+        # MSL specification 6.15.4 and Apple's feature set tables (footnote 11): atomic_ulong has only max and
+        # min, returning nothing, in device memory, on Apple9 GPUs and Apple8 GPUs that are also Mac2.
+        u64_row = _ROW_OF.get(_STUB_OF_PATH.get(name))
+        if (ary.dtype == types.uint64 and u64_row is not None and u64_row.native_u64
+                and _space(ary) == "device"):
+            return
+        raise UnsupportedFeatureError(f"metal.{name} on a {_space(ary)} {ary.dtype} array: {U64_ATOMICS}; use "
+                                      "int32, uint32 or float32 otherwise")
     if ary.dtype not in (types.int32, types.uint32, types.float32, types.float16):
         raise UnsupportedFeatureError(f"metal.{name}: atomics support int32, uint32 and float32 "
                                       f"arrays, not {ary.dtype}")
@@ -252,6 +268,14 @@ def _lower_update(lc, sig, args):
     space = _space(aty)
     ptr = element_address(lc, ary, idx)
     v = lc.cast(val, dtype)
+    if dtype == types.uint64:
+        if not _result_unused(lc):
+            lc.error(f"metal.atomic.{row.name} on a uint64 array: its old value is used, but {U64_ATOMICS}; "
+                     "call it as a statement")
+        lc.require_language_version(msl.VERSION_3_1)
+        atomic = msl.pointer_cast(lc.pointer(space, "atomic_ulong"), ptr)
+        lc.emit(msl.statement(msl.call(row.native_u64, atomic, v, _RELAXED)))
+        return Value(msl.cast("ulong", "0"), dtype)   # never read (checked above)
     if dtype in (types.int32, types.uint32):
         if row.native_int:
             atomic = msl.pointer_cast(lc.pointer(space, "atomic_" + _MSL_TYPE[dtype]), ptr)
@@ -266,6 +290,25 @@ def _lower_update(lc, sig, args):
         atomic = msl.pointer_cast(lc.pointer(space, "atomic_float"), ptr)
         return Value(msl.call(row.native_float, atomic, v, _RELAXED), dtype)
     return Value(msl.call(_helper(lc, aty, row.loop), ptr, v), dtype)
+
+
+def _result_unused(lc) -> bool:
+    """True if nothing reads the result of the call being lowered (an expression statement)."""
+    from numba.core import ir
+    target = None
+    for block in lc.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and stmt.value is lc.call:
+                target = stmt.target.name
+    if target is None:
+        return False
+    for block in lc.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and stmt.value is lc.call:
+                continue
+            if any(v.name == target for v in stmt.list_vars()):
+                return False
+    return True
 
 
 @lowering.call(half_atomic_add)

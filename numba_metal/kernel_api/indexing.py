@@ -20,7 +20,7 @@ from numba_metal.compiler import msl
 from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.declarations import registry as typing
-from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.errors import LiteralRequiredError, UnsupportedFeatureError
 
 from .stubs import Stub
 
@@ -61,8 +61,8 @@ def _ndim(stub, args, kws):
             return n.literal_value
         raise UnsupportedFeatureError(f"metal.{stub.__name__}({n.literal_value}): the number of "
                                       "dimensions must be 1, 2 or 3")
-    raise UnsupportedFeatureError(f"metal.{stub.__name__}() needs a constant 1, 2 or 3 as its "
-                                  f"argument, not a run-time {n}")
+    raise LiteralRequiredError(f"metal.{stub.__name__}() needs a constant 1, 2 or 3 as its argument, not a "
+                               f"run-time {n} (numba.cuda: RequireLiteralValue)")
 
 
 def _position_template(stub):

@@ -18,6 +18,7 @@ import types as pytypes
 
 import numpy as np
 from numba.core import types
+from numba.core.errors import TypingError
 from numba.core.typing.npydecl import parse_dtype, parse_shape
 from numba.core.typing.templates import AbstractTemplate, CallableTemplate, signature
 
@@ -49,7 +50,11 @@ const = _namespace("const", "Constant memory.", array_like=const_array_like)
 
 
 def _dtype(stub, dtype):
-    nbdtype = parse_dtype(dtype)
+    try:
+        nbdtype = parse_dtype(dtype)
+    except TypingError as e:   # Numba's words, as numba.cuda gives them: "Invalid NumPy dtype specified: 'int33'"
+        raise UnsupportedFeatureError(f"metal.{stub.path}(shape, dtype): {e}; use a Numba type such as "
+                                      "metal.float32 or a NumPy dtype such as np.float32") from None
     if nbdtype is None:
         raise UnsupportedFeatureError(f"metal.{stub.path}(shape, dtype): {dtype} is not a dtype; use a "
                                       "Numba type such as metal.float32 or a NumPy dtype such as np.float32")
@@ -77,7 +82,13 @@ def _array_template(stub, space):
             def typer(shape, dtype, alignment=None):
                 # The dtype first: Numba retries without literals, where the shape error would hide it.
                 _dtype(stub, dtype)
-                _literal_shape(shape, stub)
+                try:
+                    _literal_shape(shape, stub)
+                except UnsupportedFeatureError as e:
+                    # numba.cuda's words too (Numba's report of a template that did not apply)
+                    raise UnsupportedFeatureError(
+                        f"{e.message}\nNo implementation of function Function(<function {stub.path}>) found for "
+                        f"signature:\n \n >>> array(shape={shape}, dtype={dtype})") from None
                 ndims, nbdtype = _shape_and_dtype(stub, shape, dtype)
                 return MetalArray(nbdtype, ndims, "C", space)
             return typer

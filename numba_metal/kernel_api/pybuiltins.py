@@ -15,7 +15,7 @@ API_TITLE = "Python builtins"
 import builtins
 
 from numba.core import types
-from numba.core.typing.templates import AbstractTemplate, signature
+from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
 from numba_metal.compiler import msl, slicing
 from numba_metal.compiler.lowering import Value, registry as lowering
@@ -254,6 +254,31 @@ def _conjugate(lc, sig, z, args):
     if ty == types.complex128:
         return Value(lc.library_call("nm_c128_conj", z.expr), ty)
     return Value(lc.library_call("nm_c64_conj", z.expr), ty)
+
+
+@typing.register_attr
+class IntegerMethods(AttributeTemplate):
+    """``x.bit_count()`` of an integer (Python 3.10's ``int.bit_count``, numba.cuda's typing: the receiver's
+    type, as ``popc``)."""
+    key = types.Integer
+
+    @bound_function("int.bit_count")
+    def resolve_bit_count(self, ty, args, kws):
+        if not args and not kws:
+            return signature(ty)
+
+
+@lowering.method(types.Integer, "bit_count")
+def _bit_count(lc, sig, x, args):
+    # Python counts the bits of |x|; the negation is done unsigned, so that the most negative value works.
+    ty = types.unliteral(x.type)
+    unsigned = lc.msl_type(types.Integer.from_bitwidth(ty.bitwidth, signed=False))
+    magnitude = msl.cast(unsigned, x.expr)
+    if ty.signed:
+        v = lc.tmp(ty, x.expr)
+        magnitude = msl.select(msl.binary("<", v, msl.cast(lc.msl_type(ty), "0")),
+                               msl.cast(unsigned, msl.unary("-", msl.cast(unsigned, v))), msl.cast(unsigned, v))
+    return Value(msl.cast(lc.msl_type(ty), msl.call("popcount", magnitude)), ty)
 
 
 @lowering.attribute(types.EnumMember, "value")

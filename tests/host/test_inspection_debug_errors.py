@@ -65,9 +65,8 @@ def test_debug_bounds_check_reports_kernel_array_index_thread_and_line():
     a = metal.to_device(np.arange(10, dtype=np.float32))
     idx = metal.to_device(np.array([0, 3, 12, 9], dtype=np.int64))
     out = metal.device_array(4, np.float32)
-    checked[1, 4](a, idx, out)       # asynchronous: nothing raised yet
     with pytest.raises(MetalRuntimeError) as info:
-        metal.synchronize()
+        checked[1, 4](a, idx, out)   # a debug=True launch waits for its kernel, as numba.cuda's
     err = info.value
     assert isinstance(err, IndexError)
     msg = str(err)
@@ -89,9 +88,8 @@ def test_negative_indices_within_bounds_are_fine_in_debug_mode():
     checked[1, 2](a, idx, out)
     np.testing.assert_array_equal(out.copy_to_host(), [9, 0])
     idx.copy_to_device(np.array([-11, 0], dtype=np.int64))
-    checked[1, 2](a, idx, out)
     with pytest.raises(IndexError, match="index -1 is out of bounds"):
-        metal.synchronize()
+        checked[1, 2](a, idx, out)
 
 
 def _line_of(fn, needle):

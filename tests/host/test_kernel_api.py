@@ -73,10 +73,10 @@ def test_every_launch_dimension_form_of_numba_cuda(blocks, threads):
     ((4,), ValueError, "must specify at least the griddim and blockdim"),
     ((1, 2, 0, 0, 0), ValueError, "must specify at least"),
     ((None, 32), ValueError, "Must specify both griddim and blockdim"),
-    (((1, 1, 1, 1), 32), ValueError, "sequence of 1, 2 or 3 integers"),
+    (((1, 1, 1, 1), 32), ValueError, r"griddim must be a sequence of 1, 2 or 3 integers, got \[1, 1, 1, 1\]"),
     (([2.0], 32), TypeError, r"griddim must be a sequence of integers, got \[2\.0\]: the blocks"),
-    ((1.0, 32), TypeError, "griddim must be a sequence of integers"),
-    ((1, (32, "a")), TypeError, r"blockdim must be a sequence of integers, got \(32, 'a'\): the threads"),
+    ((1.0, 32), TypeError, r"griddim must be a sequence of integers, got \[1\.0\]"),   # numba.cuda's words
+    ((1, (32, "a")), TypeError, r"blockdim must be a sequence of integers, got \[32, 'a'\]: the threads"),
     ((0, 32), ValueError, "positive"),
     ((1, 32, 0, "x"), TypeError, "sharedmem"),
     ((1, 32, 0, -16), ValueError, "non-negative"),

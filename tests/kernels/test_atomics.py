@@ -258,16 +258,77 @@ def _compile(body, argtypes):
     return metal.compile_msl(ns["k"], argtypes)
 
 
-@pytest.mark.parametrize("dtype", [types.int64, types.uint64])
-@pytest.mark.parametrize("call", ["metal.atomic.add(a, 0, 1)", "metal.atomic.max(a, 0, 1)",
-                                  "metal.atomic.cas(a, 0, 0, 1)", "metal.atomic_add(a, 0, 1)",
-                                  "metal.atomic_compare_exchange(a, 0, 0, 1)"])
-def test_64_bit_atomics_are_refused_clearly(dtype, call):
+_CALLS_64 = ["metal.atomic.add(a, 0, 1)", "metal.atomic.max(a, 0, 1)", "metal.atomic.cas(a, 0, 0, 1)",
+             "metal.atomic_add(a, 0, 1)", "metal.atomic_compare_exchange(a, 0, 0, 1)",
+             "b[0] = metal.atomic.min(a, 0, 1)", "s = metal.shared.array(4, np.uint64)\nmetal.atomic.max(s, 0, a[0])"]
+
+
+# uint64 max as a statement is what Metal has (test_uint64_max_and_min_with_the_result_unused_run)
+@pytest.mark.parametrize("dtype, call", [(d, c) for d in (types.int64, types.uint64, types.float64)
+                                         for c in _CALLS_64 if (d, c) != (types.uint64, _CALLS_64[1])])
+def test_64_bit_atomics_metal_lacks_are_refused_saying_what_exists(dtype, call):
     with pytest.raises(UnsupportedFeatureError, match="64-bit") as e:
-        _compile(call, (dtype[::1], types.int32[::1]))
-    assert "int32, uint32 or float32" in str(e.value)
+        _compile(call, (dtype[::1], types.uint64[::1]))
     # what Metal does have, said exactly (issue 27 item 9)
-    assert "only 64-bit atomics are max and min of uint64 in device memory, without the old value" in str(e.value)
+    assert ("Metal's only 64-bit atomics are max and min of uint64 in device memory, which return no old value "
+            "(MSL 3.1 atomic_ulong, on Apple9 GPUs and M2-class GPUs)") in str(e.value)
+
+
+@metal.jit
+def u64_max_min(res, a):
+    i = metal.grid(1)
+    if i < a.size:
+        metal.atomic.max(res, 0, a[i])       # statements: the old value is unused
+        metal.atomic.min(res, 1, a[i])
+        metal.atomic.nanmax(res, 2, a[i])
+        metal.atomic.nanmin(res, 3, a[i])
+
+
+def test_uint64_max_and_min_with_the_result_unused_run():
+    # MSL 3.1 §6.15.4: atomic_max_explicit/atomic_min_explicit on device atomic_ulong, returning void (CPU
+    # device: the shim's; the simulated Metal device: its Apple9 profile)
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 2**64 - 1, size=1000, dtype=np.uint64, endpoint=True)
+    a[17] = 2**64 - 1
+    a[400] = 2**63 + 5                   # above int64's range: compared as unsigned
+    res = np.array([0, 2**64 - 1, 0, 2**64 - 1], np.uint64)
+    u64_max_min[8, 128](res, a)
+    np.testing.assert_array_equal(res, [a.max(), a.min(), a.max(), a.min()])
+    msl = next(iter(u64_max_min.inspect_msl().values()))
+    assert "atomic_max_explicit(((device atomic_ulong*)" in msl and "atomic_min_explicit(((device atomic_ulong*)" in msl
+
+
+def test_a_gpu_without_64_bit_atomics_refuses_the_kernel_by_name():
+    code = """
+import numpy as np
+from numba_metal import metal
+
+@metal.jit
+def k(res, a):
+    metal.atomic.max(res, 0, a[metal.grid(1)])
+
+res = np.zeros(1, np.uint64)
+try:
+    k[1, 4](res, np.arange(4, dtype=np.uint64))
+    print("RAN", res[0])
+except metal.NumbaMetalError as e:
+    print("REFUSED", e)
+"""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = {}
+    for gpu in ("apple8", "apple9"):
+        env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   NUMBA_METAL_DEVICE="metal-sim", NUMBA_METAL_SIM_GPU=gpu)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                           cwd=root)
+        assert r.returncode == 0, r.stderr
+        out[gpu] = r.stdout
+    assert "RAN 3" in out["apple9"]
+    assert "REFUSED" in out["apple8"] and "uses 64-bit atomics (atomic max/min of uint64)" in out["apple8"]
+    assert "Simulated Apple GPU (family Apple8)" in out["apple8"]
 
 
 @pytest.mark.parametrize("call, message", [

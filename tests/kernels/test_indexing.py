@@ -152,6 +152,19 @@ def test_bad_dimension_count_is_a_clear_compile_error(call):
         metal.compile_msl(ns["k"], (types.int64[::1], types.int64))
 
 
+@pytest.mark.parametrize("name", ["grid", "gridsize"])
+def test_a_run_time_dimension_count_is_numba_cudas_require_literal_value(name):
+    # numba.cuda's test_nonliteral_grid_error: a TypingError, RequireLiteralValue, that names it
+    from numba.core.errors import RequireLiteralValue
+
+    ns = {"metal": metal}
+    exec(f"def k(n):\n    metal.{name}(n)\n", ns)
+    with pytest.raises(RequireLiteralValue, match=f"metal.{name}\\(\\) needs a constant 1, 2 or 3 .*int32.*"
+                                                  "RequireLiteralValue") as e:
+        metal.jit("void(int32)")(ns["k"])
+    assert isinstance(e.value, UnsupportedFeatureError)
+
+
 def _positions_by_hand(out):
     i = metal.blockIdx.x * metal.blockDim.x + metal.threadIdx.x
     j = metal.threadIdx.y + metal.blockDim.y * metal.blockIdx.y

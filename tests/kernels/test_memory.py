@@ -144,6 +144,24 @@ def test_shared_array_needs_a_constant_shape():
         metal.compile_msl(k, (f32, types.int64))
 
 
+@pytest.mark.parametrize("array", ["shared", "local"])
+def test_shape_and_dtype_errors_include_numba_cudas_words(array):
+    # numba.cuda's test_sm_creation (test_invalid_2, test_invalid_string_dtype) and test_localmem
+    from numba.core.errors import TypingError
+
+    ns = {"metal": metal, "float32": float32}
+    exec(f"def k(A):\n    sa = metal.{array}.array(shape=(1, A[0]), dtype=float32)\n    A[0, 0] = sa[0, 0]\n", ns)
+    with pytest.raises(TypingError, match=f"metal.{array}.array: the shape must be a constant") as e:
+        metal.jit((float32[:, :],))(ns["k"])
+    assert (f"No implementation of function Function(<function {array}.array" in str(e.value)
+            and "found for signature:\n \n >>> array(shape=Tuple(Literal[int](1), array(float32, 1d, A)), "
+                "dtype=class(float32))" in str(e.value))
+    exec(f"def k(x):\n    s = metal.{array}.array(10, dtype='int33')\n    s[0] = x[0]\n", ns)
+    with pytest.raises(TypingError, match=f"metal.{array}.array\\(shape, dtype\\): Invalid NumPy dtype "
+                                          "specified: 'int33'; use a Numba type"):
+        metal.jit((int32[::1],))(ns["k"])
+
+
 @metal.jit(device=True)
 def block_sum(v):
     """A block reduction in a device function with its own shared array (as numba.cuda allows)."""

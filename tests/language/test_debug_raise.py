@@ -1,5 +1,6 @@
-"""`raise` and `assert` in kernels, as numba.cuda has them: with debug=True (and opt=False) the exception's
-class and arguments reach the host at the next wait, naming the kernel, the thread and the Python line;
+"""`raise` and `assert` in kernels, as numba.cuda has them: with debug=True (and opt=False) the launch waits
+for the kernel and raises the exception's class and arguments, naming the kernel, the thread and the Python
+line in numba-metal's words and in numba.cuda's ("In function 'f', file F, line L, tid=[..] ctaid=[..]");
 without debug a raise stops the thread and reports nothing, and asserts are compiled out.
 
 numba.cuda's own cases (numba/cuda/tests/cudapy/test_exception.py: test_user_raise,
@@ -45,10 +46,8 @@ def user_raise(do_raise):
 
 def test_numba_cuda_user_raise():
     user_raise[1, 1](False)
-    metal.synchronize()
-    user_raise[1, 1](True)
     with pytest.raises(ValueError) as e:
-        metal.synchronize()
+        user_raise[1, 1](True)          # as numba.cuda, a debug=True launch raises what its kernel raised
     assert isinstance(e.value, KernelRaisedError)       # and a NumbaMetalError
     assert e.value.location == (__file__, line_of(user_raise.py_func, "raise ValueError"))
 
@@ -63,12 +62,13 @@ def raises_with_message(out, n):
 
 def test_class_arguments_kernel_thread_and_line_reach_the_host():
     out = metal.to_device(np.zeros(8, np.int32))
-    raises_with_message[2, 4](out, 6)
     with pytest.raises(CustomError) as e:
-        metal.synchronize()
+        raises_with_message[2, 4](out, 6)
     line = line_of(raises_with_message.py_func, "raise CustomError")
-    assert e.value.args == (f"{__file__}:{line}: kernel raises_with_message(), thread (6, 0, 0), in "
-                            "raises_with_message(): thread hit n", 42)
+    # numba-metal's file:line, kernel and grid position, then numba.cuda's words (tid and ctaid listed z, y, x)
+    assert e.value.args == (f"{__file__}:{line}: kernel raises_with_message(), thread (6, 0, 0): In function "
+                            f"'raises_with_message', file {__file__}, line {line}, tid=[0, 0, 2] ctaid=[0, 0, 1]: "
+                            "thread hit n", 42)
     assert isinstance(e.value, NumbaMetalError)
     # The raising thread stopped before its write; the others went on.
     np.testing.assert_array_equal(out.copy_to_host(), [1, 1, 1, 1, 1, 1, 0, 1])
@@ -96,8 +96,8 @@ def test_assert_with_debug_raises_assertion_error():
     out = np.zeros(4, np.int64)
     asserts[1, 4](np.array([1, 2, 3, 4]), out)
     np.testing.assert_array_equal(out, [2, 4, 6, 8])
-    with pytest.raises(AssertionError, match=r"kernel asserts\(\), thread \(2, 0, 0\), in asserts\(\): "
-                                             r"negative input$"):
+    with pytest.raises(AssertionError, match=r"kernel asserts\(\), thread \(2, 0, 0\): In function 'asserts', "
+                                             r".*tid=\[0, 0, 2\] ctaid=\[0, 0, 0\]: negative input$"):
         asserts[1, 4](np.array([1, 2, -3, 4]), out)
     with pytest.raises(AssertionError) as e:
         asserts[1, 4](np.array([1, 2, 3, 400]), out)
@@ -142,7 +142,7 @@ def calls_device_function(a, out):
 
 def test_raise_in_device_function_stops_the_caller():
     out = np.full(3, -1.0, np.float32)
-    with pytest.raises(ValueError, match="in checked_sqrt\\(\\): Device Function Error") as e:
+    with pytest.raises(ValueError, match="In function 'checked_sqrt', .*: Device Function Error") as e:
         calls_device_function[1, 3](np.array([4, -1, 2], np.float32), out)
     assert e.value.location[1] == line_of(checked_sqrt.py_func, "raise ValueError")
     # Thread 1 left the kernel at the raise: its write never happened.
@@ -155,18 +155,16 @@ def raises_always(out):
     raise IndexError
 
 
-def test_event_and_stream_synchronize_raise_a_recorded_failure():
+def test_a_launch_on_a_stream_raises_its_failure_once():
     out = metal.device_array(1, np.int32)
     s = metal.stream()
-    raises_always[1, 1, s](out)
     with pytest.raises(IndexError):
-        s.synchronize()
-    raises_always[1, 1, s](out)
+        raises_always[1, 1, s](out)
+    s.synchronize()       # reported once
     ev = metal.event()
     ev.record(s)
-    with pytest.raises(IndexError):
-        ev.synchronize()
-    metal.synchronize()   # reported once
+    ev.synchronize()
+    metal.synchronize()
 
 
 @metal.jit(debug=True)
@@ -174,13 +172,11 @@ def out_of_bounds(a):
     a[metal.grid(1) + 10] = 1
 
 
-def test_event_synchronize_raises_a_bounds_violation():
+def test_the_launch_raises_a_bounds_violation():
     a = metal.device_array(4, np.int32)
-    out_of_bounds[1, 1](a)
-    ev = metal.event()
-    ev.record()
     with pytest.raises(KernelBoundsError, match="index 10 is out of bounds"):
-        ev.synchronize()
+        out_of_bounds[1, 1](a)
+    metal.synchronize()   # reported once
 
 
 def test_failures_are_reported_to_the_thread_that_launched_the_kernel():
@@ -189,13 +185,12 @@ def test_failures_are_reported_to_the_thread_that_launched_the_kernel():
     seen = {}
 
     def other():
-        raises_always[1, 1](out)
-        launched.set()
-        go.wait()
         try:
-            metal.synchronize()
+            raises_always[1, 1](out)
         except IndexError as e:
             seen["other"] = e
+        launched.set()
+        go.wait()
 
     t = threading.Thread(target=other)
     t.start()
@@ -216,9 +211,8 @@ def test_bounds_records_are_per_launching_thread():
     errors = []
 
     def launch(k):
-        bounds_per_thread[1, 1](a, k)
         try:
-            metal.synchronize()
+            bounds_per_thread[1, 1](a, k)
         except KernelBoundsError as e:
             errors.append(str(e))
 
@@ -255,9 +249,8 @@ def test_raise_on_the_simulated_metal_device():
 
         assert metal.get_device_info().kind == "metal-sim"
         d = metal.to_device(np.array([1, 2, 3], np.float32))
-        k[1, 3](d)
         try:
-            metal.synchronize()
+            k[1, 3](d)
         except AssertionError as e:
             print("RAISED", e)
         print(d.copy_to_host().tolist())
@@ -267,7 +260,8 @@ def test_raise_on_the_simulated_metal_device():
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        timeout=300, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "RAISED <string>:8: kernel k(), thread (1, 0, 0), in k(): two" in r.stdout
+    assert "RAISED <string>:8: kernel k(), thread (1, 0, 0): In function 'k', file <string>, line 8, " \
+           "tid=[0, 0, 1] ctaid=[0, 0, 0]: two" in r.stdout
     assert "[0.0, 2.0, 0.0]" in r.stdout
 
 
@@ -286,9 +280,8 @@ def test_print_and_raise_work_from_the_disk_cache_without_numba(tmp_path):
                 raise ValueError("negative", 3)
 
         a = metal.to_device(np.array([1, -2], np.int32))
-        k[1, 2](a)
         try:
-            metal.synchronize()
+            k[1, 2](a)
         except ValueError as e:
             print("RAISED", e.args[0].split(": ", 1)[1], e.args[1:])
         print("numba imported:", "numba" in sys.modules)
@@ -301,7 +294,8 @@ def test_print_and_raise_work_from_the_disk_cache_without_numba(tmp_path):
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         assert sorted(lines[:2]) == ["item 0 1", "item 1 -2"]
-        assert lines[2] == "RAISED kernel k(), thread (1, 0, 0), in k(): negative (3,)"
+        assert lines[2] == ("RAISED kernel k(), thread (1, 0, 0): In function 'k', file " + str(src) +
+                            ", line 11, tid=[0, 0, 1] ctaid=[0, 0, 0]: negative (3,)")
     assert runs[0].stdout.splitlines()[3] == "numba imported: True"
     assert runs[1].stdout.splitlines()[3] == "numba imported: False"   # the second run came from the cache
 
@@ -313,13 +307,20 @@ def prints_then_raises(out):
     raise KeyError("left behind")
 
 
-def test_what_an_exited_thread_left_goes_to_the_next_wait_of_any_thread(capsys):
+def test_a_debug_launch_prints_and_raises_in_the_thread_that_launched_it(capsys):
     out = metal.device_array(1, np.int32)
-    t = threading.Thread(target=lambda: prints_then_raises[1, 1](out))
+    seen = []
+
+    def launch():
+        try:
+            prints_then_raises[1, 1](out)
+        except KeyError as e:
+            seen.append(e)
+
+    t = threading.Thread(target=launch)
     t.start()
     t.join()
-    with pytest.raises(KeyError, match="left behind"):
-        metal.synchronize()
+    assert len(seen) == 1 and "left behind" in str(seen[0])
     assert capsys.readouterr().out == "from a thread that exits\n"
     metal.synchronize()
 
@@ -342,3 +343,44 @@ def test_the_abi_keeps_print_formats_and_raise_sites_through_the_disk_cache_form
     assert printing.print_slot is not None and printing.raise_sites == ()
     assert [kernel_io.pieces_of(d) for d in printing.print_formats] == [[("s", "from a thread that exits\n")]]
     assert abi.KernelABI.from_json(json.loads(json.dumps(printing.to_json()))) == printing
+
+
+@pytest.mark.parametrize("op, dtype, message", [
+    ("/", np.float64, "division by zero"),
+    ("/", np.int32, "division by zero"),
+    ("//", np.int64, "integer division by zero"),
+    ("%", np.uint8, "integer modulo by zero"),
+    ("//", np.float32, "division by zero"),
+    ("%", np.float32, "modulo by zero"),
+    ("/", np.complex64, "complex division by zero"),
+])
+def test_zero_divisors_raise_zero_division_error_with_numbas_messages(op, dtype, message):
+    # numba.cuda's test_zero_division_error_in_debug: debug=True uses Python's error model; execution stops.
+    ns = {}
+    exec(f"def f(r, x, y):\n    r[0] = y[0] {op} x[0]\n    r[1] = y[0]\n", ns)
+    f = metal.jit(debug=True, opt=False)(ns["f"])
+    r, x, y = np.zeros(2, dtype), np.zeros(1, dtype), np.ones(1, dtype)
+    with pytest.raises(ZeroDivisionError, match=f"tid=\\[0, 0, 0\\] ctaid=\\[0, 0, 0\\]: {message}$"):
+        f[1, 1](r, x, y)
+    np.testing.assert_array_equal(r, [0, 0])          # the thread stopped at the division
+    x[0] = 2
+    f[1, 1](r, x, y)                                   # a non-zero divisor computes as before
+    assert r[1] == 1 and r[0] == np.array([eval(f"y[0] {op} x[0]")]).astype(dtype)[0]
+    without_debug = metal.jit(ns["f"])                 # and without debug nothing is checked
+    x[0] = 0
+    without_debug[1, 1](r, x, y)
+    assert r[1] == 1
+
+
+def test_a_tuple_index_out_of_range_raises_index_error():
+    # numba.cuda's test_exception: a run-time tuple index out of range raises under debug=True.
+    def foo(ary):
+        x = metal.threadIdx.x
+        if x == 2:
+            ary.shape[-x]
+
+    metal.jit(foo)[1, 3](np.array([0, 1]))             # unchecked without debug
+    with pytest.raises(IndexError, match="tuple index out of range$") as e:
+        metal.jit(debug=True, opt=False)(foo)[1, 3](np.array([0, 1]))
+    assert isinstance(e.value, KernelRaisedError) and "tid=[0, 0, 2]" in str(e.value)
+    metal.jit(debug=True, opt=False)(foo)[1, 3](np.zeros((2, 2)))      # shape[-2] of a 2-d array is in range

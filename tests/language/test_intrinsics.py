@@ -169,3 +169,17 @@ def test_selp_picks_a_where_the_test_holds(dtype):
 def test_intrinsics_are_refused_outside_kernels():
     with pytest.raises(NumbaMetalError, match="inside a @metal.jit kernel"):
         metal.popc(3)
+
+
+@pytest.mark.parametrize("dtype, value", [(np.uint8, 0xFF), (np.uint16, 0xFFFF), (np.uint32, 0xFFFFFFFF),
+                                          (np.uint64, 2**64 - 1), (np.uint64, 2**63 + 5), (np.int8, -128),
+                                          (np.int32, -5), (np.int64, -2**63), (np.int64, 12345)])
+def test_int_bit_count_is_pythons(dtype, value):
+    # numba.cuda's test_bit_count_u1..u8: x.bit_count() in a kernel, Python's int.bit_count (bits of |x|)
+    def simple_bit_count(ary, c):
+        ary[0] = c.bit_count()
+
+    k = metal.jit(f"void(int32[:], {np.dtype(dtype).name})")(simple_bit_count)
+    ary = np.zeros(1, np.int32)
+    k[1, 1](ary, dtype(value))
+    assert ary[0] == int(value).bit_count()

@@ -190,6 +190,14 @@ final class MetalDevice: Device {
         } else {
             parameters = (try? analyzeKernel(source: source, kernelName: name, languageVersion: readAs))?.parameters ?? []
         }
+        // 64-bit atomics (atomic_ulong's max and min, MSL 3.1 §6.15.4) exist on Apple9 GPUs and on Apple8 GPUs
+        // that are also Mac2 (Metal feature set tables, footnote 11); elsewhere the kernel is refused by name.
+        if source.contains("atomic_ulong") && !(mtl.supportsFamily(.apple9)
+                                                 || (mtl.supportsFamily(.apple8) && mtl.supportsFamily(.mac2))) {
+            throw RuntimeError.unavailable("kernel '\(name)' uses 64-bit atomics (atomic max/min of uint64), which "
+                + "this GPU (\(mtl.name)) does not have: Metal has them on Apple9 GPUs (M3, A17 and later) and on "
+                + "M2-class GPUs (Apple8 with Mac2); use a uint32 array here")
+        }
         let compileOptions = MTLCompileOptions()
         MetalDevice.setMathMode(try requestedMathMode(options), on: compileOptions)
         // Always set: left alone it is the OS's newest MSL (4.0 on macOS 26), which nothing here compiles.

@@ -3,7 +3,8 @@
 // (this file registers it), so that the backend's own code runs, with real results, where Metal does not
 // exist. It is never listed as a GPU: nm_device_count() leaves it out and only its own index opens it.
 //
-// NUMBA_METAL_SIM_GPU chooses what the simulated GPU reports: `apple9` (default; Apple family 9, SIMD
+// NUMBA_METAL_SIM_GPU chooses what the simulated GPU reports: `apple8` (an A15/A16: family Apple8 without
+// Mac2, so no 64-bit atomics), `apple9` (default; Apple family 9, SIMD
 // width 32), `mac2` (an Intel Mac's AMD GPU: family Mac2 only, SIMD width 64: numba-metal must refuse it),
 // `apple7-simd64` (family Apple7 but pipelines 64 wide, which no Apple GPU is: the pipeline check must
 // refuse it).
@@ -62,13 +63,19 @@ extension MetalDevice {
         switch environment("NUMBA_METAL_SIM_GPU") ?? "apple9" {
         case "apple9": profile = .apple9
         case "mac2": profile = .mac2
+        case "apple8":
+            // An A15/A16-class GPU (family Apple8 without Mac2): no 64-bit atomics (Metal feature set tables,
+            // footnote 11: only Apple9, and Apple8 GPUs that are also Mac2, have ulong atomic max/min).
+            profile = .apple9
+            profile.name = "Simulated Apple GPU (family Apple8)"
+            profile.families = [.apple7, .apple8, .metal3]
         case "apple7-simd64":
             profile = .apple9
             profile.name = "Simulated Apple GPU (family Apple7, 64-wide SIMD groups)"
             profile.families = [.apple7, .metal3]
             profile.threadExecutionWidth = 64
         case let other:
-            throw RuntimeError.invalid("NUMBA_METAL_SIM_GPU=\(other) is not a simulated GPU; use apple9, mac2 or apple7-simd64")
+            throw RuntimeError.invalid("NUMBA_METAL_SIM_GPU=\(other) is not a simulated GPU; use apple9, apple8, mac2 or apple7-simd64")
         }
         // How long a command buffer may wait on an event before the simulated watchdog ends it (Apple documents
         // the timeout, not its length): NUMBA_METAL_SIM_EVENT_WAIT_TIMEOUT_MS, 1..600000, default 10 s.
