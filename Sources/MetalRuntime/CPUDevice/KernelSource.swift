@@ -76,7 +76,8 @@ let builtinInputs: [String: (expression: String, positional: Bool)] = [
 
 /// Identifiers whose presence makes a source run its work-items as fibers.
 private func isSynchronising(_ name: Substring) -> Bool {
-    name == "threadgroup_barrier" || name == "simdgroup_barrier" || name.hasPrefix("simd_") || name.hasPrefix("quad_")
+    name == "threadgroup_barrier" || name.hasPrefix("simdgroup_") || name.hasPrefix("simd_") || name.hasPrefix("quad_")
+        || name == "make_filled_simdgroup_matrix"   // SIMD-group matrices (§6.7) are collective operations too
 }
 /// A parse of an MSL source for one kernel; throws NM_ERR_COMPILE with a Metal-like message naming the line.
 /// The whole source is checked against what MSL forbids at `languageVersion` (see `checkMetalRules`), as
