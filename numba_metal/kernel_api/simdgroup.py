@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from numba.core import types
 from numba.core.typing.npydecl import parse_dtype
-from numba.core.typing.templates import CallableTemplate
+from numba.core.typing.templates import AbstractTemplate, signature
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.arraytypes import MetalArray
@@ -165,11 +165,17 @@ def _typers():
 
 def _register():
     for name, typer in _typers().items():
-        class Template(CallableTemplate):
+        class Template(AbstractTemplate):
             key = _STUBS[name]
 
-            def generic(self, _typer=typer):
-                return _typer
+            def generic(self, args, kws, _typer=typer, _row=_ROWS[name]):
+                # Keywords may skip parameters (load(a, transpose=True)), which Numba's CallableTemplate
+                # cannot fold: the lowering folds them itself (_arguments), by name.
+                unknown = set(kws) - set(_row.params) or set(kws) & set(_row.params[:len(args)])
+                if unknown or len(args) > len(_row.params) or len(args) + len(kws) < _row.required:
+                    _fail(_row.name, f"takes ({', '.join(_row.params)}), the first {_row.required} required; got "
+                                     f"{len(args)} positional argument(s) and {sorted(kws) or 'no'} keywords")
+                return signature(_typer(*args, **kws), *args)
 
         Template.__name__ = f"Metal_simdgroup_{name}"
         typing.register_global(_STUBS[name], types.Function(Template))
