@@ -3,6 +3,10 @@
 and float32 whatever the order of the sums, since MSL states neither the order nor the precision of
 simdgroup_multiply_accumulate; one test uses random float32 values with a tolerance."""
 
+import os
+import runpy
+import sys
+
 import numpy as np
 import pytest
 
@@ -196,3 +200,24 @@ def test_store_into_a_matrix_of_another_type_is_refused():
 def test_outside_a_kernel():
     with pytest.raises(Exception, match="can only be called inside"):
         sg.fill(1.0)
+
+
+# -- the example and the benchmark's variant -----------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_example_runs_and_checks_itself(capsys):
+    runpy.run_path(os.path.join(ROOT, "examples", "simdgroup_matmul.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "float32: C = A @ B + C" in out and "float16: C = A @ B + C" in out
+
+
+def test_the_benchmark_variant_is_correct():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "benchmarks"))
+    try:
+        from bench_paths import load
+    finally:
+        sys.path.pop(0)
+    result = load("matmul_simdgroup").run(64, 1)
+    assert result["kernels"]["simdgroup"]["correct"] and result["kernels"]["tiled"]["correct"]
