@@ -5,6 +5,7 @@ simdgroup_multiply_accumulate; one test uses random float32 values with a tolera
 
 import os
 import runpy
+import subprocess
 import sys
 
 import numpy as np
@@ -221,3 +222,16 @@ def test_the_benchmark_variant_is_correct():
         sys.path.pop(0)
     result = load("matmul_simdgroup").run(64, 1)
     assert result["kernels"]["simdgroup"]["correct"] and result["kernels"]["tiled"]["correct"]
+
+
+def test_a_gpu_without_apple7_is_refused_before_any_simdgroup_kernel_runs():
+    # The simulated Metal device posing as an Intel Mac's GPU (family Mac2, no Apple7): numba-metal refuses the
+    # device itself, naming SIMD-group matrices among what it lacks, so no kernel of this family reaches it.
+    code = ("import numpy as np\nfrom numba_metal import metal\n"
+            "@metal.jit\ndef k(a, o):\n    metal.simdgroup.store(metal.simdgroup.load(a), o)\n"
+            "k[1, 32](np.ones((8, 8), np.float32), np.zeros((8, 8), np.float32))\n")
+    env = dict(os.environ, NUMBA_METAL_DEVICE="metal-sim", NUMBA_METAL_SIM_GPU="mac2", PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "UnsupportedPlatformError" in proc.stderr and "family 7 or later" in proc.stderr
+    assert "SIMD-group matrices" in proc.stderr
