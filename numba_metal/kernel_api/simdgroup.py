@@ -71,39 +71,39 @@ for _name, _stub in _STUBS.items():
     setattr(simdgroup, _name, _stub)
 
 
-def _fail(name: str, why: str):
-    raise UnsupportedFeatureError(f"metal.simdgroup.{name}: {why}")
+def _refusal(name: str, why: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(f"metal.simdgroup.{name}: {why}")
 
 
 def _matrix(name: str, what: str, ty) -> SimdgroupMatrix:
     if not isinstance(ty, SimdgroupMatrix):
-        _fail(name, f"{what} must be a SIMD-group matrix (from metal.simdgroup.load, fill, diagonal, multiply or "
-                    f"multiply_accumulate), not {ty}")
+        raise _refusal(name, f"{what} must be a SIMD-group matrix (from metal.simdgroup.load, fill, diagonal, "
+                             f"multiply or multiply_accumulate), not {ty}")
     return ty
 
 
 def _integer(name: str, what: str, ty) -> None:
     if ty is not None and not isinstance(types.unliteral(ty), types.Integer):
-        _fail(name, f"{what} must be an integer, not {ty}")
+        raise _refusal(name, f"{what} must be an integer, not {ty}")
 
 
 def _array(name: str, ty, writes: bool) -> types.Array:
     """The array of a load or store: device or threadgroup memory, float32 or float16, 1-D or C-contiguous 2-D."""
     if not isinstance(ty, types.Array):
-        _fail(name, f"the array argument must be an array, not {ty}")
+        raise _refusal(name, f"the array argument must be an array, not {ty}")
     space = ty.address_space if isinstance(ty, MetalArray) else "device"
     if space not in ("device", "threadgroup"):
-        _fail(name, f"SIMD-group matrices load from and store to device and shared (threadgroup) arrays, not {space} "
-                    "arrays (MSL specification, Table 6.9)")
+        raise _refusal(name, "SIMD-group matrices load from and store to device and shared (threadgroup) arrays, "
+                             f"not {space} arrays (MSL specification, Table 6.9)")
     if ty.dtype not in ELEMENT_TYPES:
-        _fail(name, f"SIMD-group matrices hold float32 or float16, not {ty.dtype}")
+        raise _refusal(name, f"SIMD-group matrices hold float32 or float16, not {ty.dtype}")
     if ty.ndim not in (1, 2):
-        _fail(name, f"the array must be 1-D or 2-D, not {ty.ndim}-D")
+        raise _refusal(name, f"the array must be 1-D or 2-D, not {ty.ndim}-D")
     if ty.ndim == 2 and ty.layout != "C":
-        _fail(name, "a 2-D array must be C-contiguous (its rows one after another, each element next to the "
-                    "previous); pass a contiguous array, or a 1-D one with ld=")
+        raise _refusal(name, "a 2-D array must be C-contiguous (its rows one after another, each element next to "
+                             "the previous); pass a contiguous array, or a 1-D one with ld=")
     if writes and not ty.mutable:
-        _fail(name, "the array is read-only")
+        raise _refusal(name, "the array is read-only")
     return ty
 
 
@@ -112,7 +112,7 @@ def _dtype(name: str, ty):
         return types.float32
     dtype = parse_dtype(ty)
     if dtype not in ELEMENT_TYPES:
-        _fail(name, f"the dtype must be float32 or float16 (np.float32, np.float16), not {ty}")
+        raise _refusal(name, f"the dtype must be float32 or float16 (np.float32, np.float16), not {ty}")
     return dtype
 
 
@@ -121,13 +121,14 @@ def _memory_signature(name: str, matrix, array, row, col, transpose, ld):
     _integer(name, "row", row)
     _integer(name, "col", col)
     if transpose is not None and not isinstance(types.unliteral(transpose), (types.Boolean, types.Integer)):
-        _fail(name, f"transpose must be a bool, not {transpose}")
+        raise _refusal(name, f"transpose must be a bool, not {transpose}")
     if ld is not None and not isinstance(ld, types.NoneType):
         if array.ndim == 2:
-            _fail(name, "ld (elements per row) is the 2-D array's own row length; pass ld= only with a 1-D array")
+            raise _refusal(name, "ld (elements per row) is the 2-D array's own row length; pass ld= only with a "
+                                 "1-D array")
         _integer(name, "ld", ld)
     if matrix is not None and matrix.dtype != array.dtype:
-        _fail(name, f"a {matrix.dtype} matrix and a {array.dtype} array: convert one of them")
+        raise _refusal(name, f"a {matrix.dtype} matrix and a {array.dtype} array: convert one of them")
     return MATRIX_OF[array.dtype]
 
 
@@ -143,19 +144,20 @@ def _typers():
     def multiply_accumulate(a, b, c):
         ms = [_matrix("multiply_accumulate", n, t) for n, t in (("a", a), ("b", b), ("c", c))]
         if len({m.dtype for m in ms}) != 1:
-            _fail("multiply_accumulate", f"a, b and c must hold one element type, not {', '.join(str(m.dtype) for m in ms)}")
+            kinds = ", ".join(str(m.dtype) for m in ms)
+            raise _refusal("multiply_accumulate", f"a, b and c must hold one element type, not {kinds}")
         return ms[0]
 
     def multiply(a, b):
         ms = [_matrix("multiply", n, t) for n, t in (("a", a), ("b", b))]
         if ms[0].dtype != ms[1].dtype:
-            _fail("multiply", f"a and b must hold one element type, not {ms[0].dtype} and {ms[1].dtype}")
+            raise _refusal("multiply", f"a and b must hold one element type, not {ms[0].dtype} and {ms[1].dtype}")
         return ms[0]
 
     def constant(name):
         def typer(value, dtype=None):
             if not isinstance(types.unliteral(value), (types.Integer, types.Float, types.Boolean)):
-                _fail(name, f"the value must be a number, not {value}")
+                raise _refusal(name, f"the value must be a number, not {value}")
             return MATRIX_OF[_dtype(name, dtype)]
         return typer
 
@@ -173,8 +175,9 @@ def _register():
                 # cannot fold: the lowering folds them itself (_arguments), by name.
                 unknown = set(kws) - set(_row.params) or set(kws) & set(_row.params[:len(args)])
                 if unknown or len(args) > len(_row.params) or len(args) + len(kws) < _row.required:
-                    _fail(_row.name, f"takes ({', '.join(_row.params)}), the first {_row.required} required; got "
-                                     f"{len(args)} positional argument(s) and {sorted(kws) or 'no'} keywords")
+                    params = ", ".join(_row.params)
+                    raise _refusal(_row.name, f"takes ({params}), the first {_row.required} required; got "
+                                              f"{len(args)} positional argument(s) and {sorted(kws) or 'no'} keywords")
                 return signature(_typer(*args, **kws), *args)
 
         Template.__name__ = f"Metal_simdgroup_{name}"
