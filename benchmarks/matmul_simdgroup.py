@@ -110,6 +110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results to this file")
     args = ap.parse_args(argv)
     result = run(args.n, args.repeats)
+    from _perfutil import machine
+    result["machine"] = machine()
     for name, r in result["kernels"].items():
         print(f"{name:10} {result['problem']}: {r['best_ms']:9.3f} ms per launch + wait, max relative error "
               f"{r['max_relative_error']:.2e} ({'correct' if r['correct'] else 'WRONG'})")
