@@ -24,6 +24,7 @@ from numba.core.typing.npydecl import parse_dtype
 from numba.core.typing.templates import AbstractTemplate, signature
 
 from numba_metal.compiler import msl
+from numba_metal.compiler.arrays import debug_name
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.declarations import registry as typing
 from numba_metal.compiler.lowering import Value, registry as lowering
@@ -226,12 +227,52 @@ def _memory_arguments(lc, named: dict, array: Value) -> list[str]:
     return [msl.member(array.expr, "data"), ld, origin, transpose]
 
 
+def _in_bounds(lc, row: _Op, named: dict) -> str | None:
+    """With ``debug=True``, the condition that the 8x8 tile lies inside the array (its first and last elements
+    checked per axis, reported as any out-of-bounds index is); the operation is skipped otherwise. The arguments
+    are the same on every lane, so the skip keeps the SIMD group's control flow uniform."""
+    if not lc.debug:
+        return None
+    array = named["array"]
+    position = row.params.index("array")
+    var = lc.call.args[position] if position < len(lc.call.args) else dict(lc.call.kws)["array"]
+    ident = msl.uint_literal(lc.array_id(debug_name(var)))
+    line = msl.uint_literal(lc.line())
+    lc.need("boundscheck")
+
+    def at(name):
+        value = named.get(name)
+        return lc.tmp(types.int64, lc.cast(value, types.int64) if _is_given(value) else msl.long_literal(0))
+
+    def last(first):
+        return msl.binary("+", first, msl.long_literal(SIDE - 1))
+
+    def check(index, axis):
+        extent = msl.index(msl.member(array.expr, "shape"), axis)
+        return msl.call("nm_in_bounds", index, extent, msl.ENV_PARAM, ident, msl.uint_literal(axis), line)
+
+    r, c = at("row"), at("col")
+    if array.type.ndim == 2:
+        checks = [check(r, 0), check(last(r), 0), check(c, 1), check(last(c), 1)]
+    else:
+        ld = lc.tmp(types.int64, lc.cast(named["ld"], types.int64) if _is_given(named.get("ld"))
+                    else msl.long_literal(SIDE))
+        first = msl.binary("+", msl.binary("*", r, ld), c)
+        checks = [check(first, 0), check(last(msl.binary("+", msl.binary("*", last(r), ld), c)), 0)]
+    return msl.all_of(checks)
+
+
+def _guarded(lc, condition: str | None, statement: str) -> None:
+    lc.emit(statement if condition is None else msl.if_statement(condition, statement))
+
+
 @lowering.call(_STUBS["load"])
 def _lower_load(lc, sig, args, **kws):
     row = _ROWS["load"]
     named = _arguments(lc, row, args, kws)
     out = lc.tmp(sig.return_type)
-    lc.emit(msl.statement(msl.call(row.msl, out, *_memory_arguments(lc, named, named["array"]))))
+    call = msl.call(row.msl, out, *_memory_arguments(lc, named, named["array"]))
+    _guarded(lc, _in_bounds(lc, row, named), msl.statement(call))
     return Value(out, sig.return_type)
 
 
@@ -240,7 +281,9 @@ def _lower_store(lc, sig, args, **kws):
     row = _ROWS["store"]
     named = _arguments(lc, row, args, kws)
     matrix = _operand(lc, named["matrix"])
-    return Value(msl.call(row.msl, matrix, *_memory_arguments(lc, named, named["array"])), types.none)
+    call = msl.call(row.msl, matrix, *_memory_arguments(lc, named, named["array"]))
+    _guarded(lc, _in_bounds(lc, row, named), msl.statement(call))
+    return Value("", types.none)
 
 
 @lowering.call(_STUBS["multiply_accumulate"], _STUBS["multiply"])

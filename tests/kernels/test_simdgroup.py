@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import KernelCompilationError, MetalRuntimeError, UnsupportedFeatureError
+from numba_metal.errors import KernelBoundsError, KernelCompilationError, MetalRuntimeError, UnsupportedFeatureError
 
 sg = metal.simdgroup
 DTYPES = (np.float32, np.float16)
@@ -236,3 +236,21 @@ def test_a_gpu_without_apple7_is_refused_before_any_simdgroup_kernel_runs():
     assert proc.returncode != 0
     assert "UnsupportedPlatformError" in proc.stderr and "family 7 or later" in proc.stderr
     assert "SIMD-group matrices" in proc.stderr
+
+
+def test_debug_mode_checks_that_the_tile_lies_inside_the_array():
+    @metal.jit(debug=True)
+    def tile_at(a, flat, out, row, col):
+        m = sg.load(a, row, col)
+        sg.store(m, out)
+        sg.store(m, flat, row, col, ld=8)
+
+    a, flat, out = np.ones((12, 12), np.float32), np.zeros(88, np.float32), np.zeros((8, 8), np.float32)
+    tile_at[1, 32](a, flat, out, 2, 4)                           # inside: runs
+    np.testing.assert_array_equal(out, np.ones((8, 8), np.float32))
+    with pytest.raises(KernelBoundsError, match="index 12 is out of bounds for axis 1 with size 12 in array 'a'"):
+        tile_at[1, 32](a, flat, out, 0, 5)                       # columns 5..12 of a 12-wide array
+    with pytest.raises(KernelBoundsError, match="out of bounds for axis 0 with size 12 in array 'a'"):
+        tile_at[1, 32](a, flat, out, -1, 0)                      # a negative origin does not wrap
+    with pytest.raises(KernelBoundsError, match="index 95 is out of bounds for axis 0 with size 88 in array 'flat'"):
+        tile_at[1, 32](a, flat, out, 4, 0)                       # rows 4..11 of 8 in an 88-element array
