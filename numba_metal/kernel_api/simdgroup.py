@@ -266,6 +266,9 @@ def _guarded(lc, condition: str | None, statement: str) -> None:
     lc.emit(statement if condition is None else msl.if_statement(condition, statement))
 
 
+lowering.reads_only(_STUBS["load"])
+
+
 @lowering.call(_STUBS["load"])
 def _lower_load(lc, sig, args, **kws):
     row = _ROWS["load"]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import KernelBoundsError, KernelCompilationError, MetalRuntimeError, UnsupportedFeatureError
+from numba_metal.errors import (KernelBoundsError, KernelCompilationError, KernelLaunchError, MetalRuntimeError,
+                                UnsupportedFeatureError)
 
 sg = metal.simdgroup
 DTYPES = (np.float32, np.float16)
@@ -254,3 +255,20 @@ def test_debug_mode_checks_that_the_tile_lies_inside_the_array():
         tile_at[1, 32](a, flat, out, -1, 0)                      # a negative origin does not wrap
     with pytest.raises(KernelBoundsError, match="index 95 is out of bounds for axis 0 with size 88 in array 'flat'"):
         tile_at[1, 32](a, flat, out, 4, 0)                       # rows 4..11 of 8 in an 88-element array
+
+
+def test_an_array_only_loaded_may_be_read_only():
+    # load only reads: a read-only NumPy array is accepted where store's target is refused at launch.
+    @metal.jit
+    def copy_tile(a, out):
+        sg.store(sg.load(a), out)
+
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    a.flags.writeable = False
+    out = np.zeros((8, 8), np.float32)
+    copy_tile[1, 32](a, out)
+    np.testing.assert_array_equal(out, a)
+    frozen = np.zeros((8, 8), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(KernelLaunchError, match="argument 1 of copy_tile.. is read-only NumPy memory"):
+        copy_tile[1, 32](a, frozen)
