@@ -136,6 +136,28 @@ def test_random_float32_within_rounding_of_numpy():
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
 
 
+@metal.jit(device=True)
+def _plus_twice_a(m, a):
+    return sg.multiply_accumulate(m, sg.diagonal(2.0), sg.load(a))
+
+
+@metal.jit
+def through_a_device_function(a, out, flag):
+    m = sg.load(a)
+    if flag > 0:                  # the same on every thread: uniform control flow
+        m = _plus_twice_a(m, a)
+    sg.store(m, out)
+
+
+def test_device_functions_take_and_return_matrices():
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    out = np.zeros_like(a)
+    through_a_device_function[1, 32](a, out, 1)
+    np.testing.assert_array_equal(out, 3 * a)
+    through_a_device_function[1, 32](a, out, 0)
+    np.testing.assert_array_equal(out, a)
+
+
 # -- refusals ------------------------------------------------------------------------------------------------------
 
 @metal.jit
