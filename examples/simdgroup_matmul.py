@@ -7,8 +7,10 @@ runs on numba-metal's CPU reference device, which executes the very same MSL.
 """
 
 import os
+import warnings
 
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from numba_metal import metal
 
@@ -32,6 +34,7 @@ def main():
         print("No Metal GPU here; choosing numba-metal's CPU reference device explicitly.")
         metal.select_device("cpu")
     print(f"device: {metal.get_device_info().name}")
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)   # a small grid, on purpose
     rng = np.random.default_rng(0)
     m, k, n = 64, 48, 32                      # multiples of 8
     for dtype in (np.float32, np.float16):
