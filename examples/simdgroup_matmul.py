@@ -34,7 +34,6 @@ def main():
         print("No Metal GPU here; choosing numba-metal's CPU reference device explicitly.")
         metal.select_device("cpu")
     print(f"device: {metal.get_device_info().name}")
-    warnings.simplefilter("ignore", NumbaPerformanceWarning)   # a small grid, on purpose
     rng = np.random.default_rng(0)
     m, k, n = 64, 48, 32                      # multiples of 8
     for dtype in (np.float32, np.float16):
@@ -44,7 +43,9 @@ def main():
         c = rng.integers(-3, 4, (m, n)).astype(dtype)
         want = (a.astype(np.float64) @ b + c).astype(dtype)
         d_c = metal.to_device(c)
-        matmul_accumulate[(n // TILE, m // TILE), 32](metal.to_device(a), metal.to_device(b), d_c)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)   # a small grid, on purpose
+            matmul_accumulate[(n // TILE, m // TILE), 32](metal.to_device(a), metal.to_device(b), d_c)
         got = d_c.copy_to_host()
         assert np.array_equal(got, want), f"wrong {np.dtype(dtype).name} result"
         print(f"{np.dtype(dtype).name}: C = A @ B + C for {m}x{k} @ {k}x{n}: correct")
