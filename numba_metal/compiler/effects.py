@@ -4,7 +4,8 @@ A read-only NumPy array (``a.flags.writeable`` is False) can be passed to a kern
 one the kernel may write is refused at launch, since the writes could not reach it (``@njit`` refuses
 such calls too). The analysis is conservative, so a "no" is a guarantee. Flow-insensitively, a variable
 *may hold* argument ``i`` when it is assigned from it or from any expression that uses such a variable,
-unless its type is a number, a boolean, None or a SIMD-group matrix (so views, tuple items, iterators, ``x = a if c else b``).
+unless its type is a number, a boolean, None or a SIMD-group matrix (so views, tuple items, iterators,
+``x = a if c else b``).
 The argument *may be written* where such a variable is the target of an item or attribute assignment
 (a record's field) or of an in-place operator, or is passed to a call: to a device function that may write that parameter (analysed the same
 way), to ``len`` (which reads), or to anything else (atomics, and whatever the kernel language adds),
