@@ -65,8 +65,9 @@ struct job;
 typedef struct worker {
     sigjmp_buf jb;
     volatile sig_atomic_t in_kernel;
-    volatile int signo;
+    volatile int signo;         /* the fault's signal; 0: a barrier outside fiber mode; -1: kernel_error */
     void *volatile fault_addr;
+    const char *kernel_error;   /* what the shim refused (a static string of the kernel object), signo -1 */
     struct job *volatile job;   /* the dispatch whose kernel code this thread runs */
     uintptr_t stack_lo;         /* this thread's own stack: lowest usable address, size, guard below it */
     size_t stack_size, stack_guard;

@@ -37,7 +37,15 @@ static nm_simd_group_state *rt_simd_exchange(const void *site, const void *opera
     return g;
 }
 
-const nm_rt_api nm_cpu_rt_api = {NM_KERNEL_ABI_VERSION, rt_threadgroup_barrier, rt_simd_exchange};
+static void rt_fail(const char *message) {
+    worker *w = tl_worker;
+    w->kernel_error = message;
+    w->signo = -1;
+    w->in_kernel = 0;
+    siglongjmp(w->jb, 1);
+}
+
+const nm_rt_api nm_cpu_rt_api = {NM_KERNEL_ABI_VERSION, rt_threadgroup_barrier, rt_simd_exchange, rt_fail};
 
 /* MARK: - fibers */
 

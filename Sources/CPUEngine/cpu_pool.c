@@ -248,7 +248,12 @@ static void run_chunks(job *j) {
         w->job = NULL;
         if (w->signo == NM_INTERRUPT_SIGNAL) return;  /* stopped: the job carries the reason */
         char msg[768];
-        if (w->signo == 0) {
+        if (w->signo == -1) {
+            uint32_t gc[3];
+            group_coords(w->L, w->group, gc);
+            snprintf(msg, sizeof msg, "%s (threadgroup (%u,%u,%u)); the dispatch was abandoned", w->kernel_error,
+                     gc[0], gc[1], gc[2]);
+        } else if (w->signo == 0) {
             uint32_t gc[3];
             group_coords(w->L, w->group, gc);
             snprintf(msg, sizeof msg, "called a barrier or SIMD-group function the runtime did not expect "

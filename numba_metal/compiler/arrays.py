@@ -358,3 +358,9 @@ def element_address(lc, arr: Value, index: Value) -> str:
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
+
+
+def debug_name(var: ir.Var) -> str:
+    """The name debug reports give the array a variable holds (for ``lc.array_id``); kernel-API families
+    that check their own accesses use it too."""
+    return _array_name(var)

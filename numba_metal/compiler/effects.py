@@ -4,11 +4,13 @@ A read-only NumPy array (``a.flags.writeable`` is False) can be passed to a kern
 one the kernel may write is refused at launch, since the writes could not reach it (``@njit`` refuses
 such calls too). The analysis is conservative, so a "no" is a guarantee. Flow-insensitively, a variable
 *may hold* argument ``i`` when it is assigned from it or from any expression that uses such a variable,
-unless its type is a number, a boolean or None (so views, tuple items, iterators, ``x = a if c else b``).
+unless its type is a number, a boolean, None or a SIMD-group matrix (so views, tuple items, iterators,
+``x = a if c else b``).
 The argument *may be written* where such a variable is the target of an item or attribute assignment
 (a record's field) or of an in-place operator, or is passed to a call: to a device function that may write that parameter (analysed the same
 way), to ``len`` (which reads), or to anything else (atomics, and whatever the kernel language adds),
-which counts as a write; a NumPy ufunc writes only its output arguments (those after its inputs).
+which counts as a write unless the kernel API registers the call as reading only (``metal.simdgroup.load``);
+a NumPy ufunc writes only its output arguments (those after its inputs).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import numpy as np
 from numba.core import ir, types
 
 from .devicefn import DeviceFunctionBase
+from .lowering import registry as lowerings
+from .matrixtypes import SimdgroupMatrix
 
 #: Callables that receive arrays and never write them.
 _READS_ONLY = (len,)
@@ -78,7 +82,7 @@ def _call(tf, e, loc, holders, mark, active):
         return
     fnty = tf.typemap.get(e.func.name)
     callee = getattr(fnty, "typing_key", None)
-    if callee in _READS_ONLY:
+    if callee in _READS_ONLY or lowerings.only_reads(callee):
         return
     if isinstance(callee, np.ufunc):   # np.sin(x, out) reads x, writes out
         passed = [(k, v) for k, v in passed if k >= callee.nin]
@@ -97,5 +101,5 @@ def _call(tf, e, loc, holders, mark, active):
 
 def _holds_arrays(ty) -> bool:
     """A value of type ``ty`` may hold an array (or a view, an iterator over one, a tuple with one...):
-    anything but a number, a boolean or None."""
-    return not isinstance(ty, (types.Number, types.Boolean, types.NoneType))
+    anything but a number, a boolean, None or a SIMD-group matrix (a value loaded from an array)."""
+    return not isinstance(ty, (types.Number, types.Boolean, types.NoneType, SimdgroupMatrix))

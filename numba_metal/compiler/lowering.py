@@ -28,6 +28,7 @@ class LoweringRegistry:
         self.bounds: dict[object, Callable] = {}
         self.barriers: dict[object, bool] = {}
         self.rewrites: dict[object, list] = {}
+        self.readers: set = set()
 
     def call(self, *keys):
         """Register a lowering for calls of the given Python objects (stubs, builtins, functions)."""
@@ -94,6 +95,17 @@ class LoweringRegistry:
                 self.rewrites.setdefault(op, []).append(fn)
             return fn
         return decorate
+
+    def reads_only(self, *keys):
+        """Register calls of these stubs as reading, never writing, the arrays they receive (the write analysis,
+        effects.py, counts any other call receiving an array as a write)."""
+        self.readers.update(keys)
+
+    def only_reads(self, key) -> bool:
+        try:
+            return key in self.readers
+        except TypeError:
+            return False
 
     def find_rewrites(self, op) -> list:
         return self.rewrites.get(op, [])

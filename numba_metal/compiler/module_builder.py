@@ -17,6 +17,7 @@ from numba_metal.errors import UnsupportedFeatureError
 
 from . import abi, libraries, msl, records, slicing
 from .frontend import TypedFunction
+from .matrixtypes import SimdgroupMatrix
 from .vectortypes import VectorType
 
 #: Numba types that never exist at run time: modules, functions, classes, strings used as keywords.
@@ -169,6 +170,8 @@ class ModuleBuilder:
             name = msl.numbered("nm_arrayiter", len(self._definitions))
             self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.array_type), "a"),
                                                                   ("long", "i")]))
+        elif isinstance(ty, SimdgroupMatrix):
+            name = msl.SIMDGROUP_MATRIX_TYPES[self.require_type(ty.dtype)]
         elif isinstance(ty, types.UniTupleIter):
             tup = self.require_type(ty.container)
             name = msl.numbered("nm_tupleiter", len(self._definitions))

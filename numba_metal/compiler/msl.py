@@ -57,6 +57,10 @@ COMPLEX128_PARTS = ("re", "im")
 COMPLEX64 = "float2"
 COMPLEX64_PARTS = ("x", "y")
 
+#: SIMD-group matrices (MSL 2.3 and later, specification section 2.4): the 8x8 matrix type of each element
+#: type (bfloat8x8, MSL 3.1, is not offered).
+SIMDGROUP_MATRIX_TYPES = {"float": "simdgroup_float8x8", "half": "simdgroup_half8x8"}
+
 #: The unsigned type of the same width, used to spell wrapping signed arithmetic.
 UNSIGNED_OF = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong"}
 

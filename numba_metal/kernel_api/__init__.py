@@ -15,9 +15,9 @@ _index: dict | None = None
 def families() -> tuple:
     """Every family module, imported (so registered with the compiler)."""
     from . import (atomics, cache_hints, external, fp16, indexing, intrinsics, libdevice, memory, numpy_ufuncs,
-                   pybuiltins, pymath, scalartypes, simd, sync, vectors)
-    return (scalartypes, indexing, memory, sync, atomics, simd, intrinsics, libdevice, fp16, cache_hints, vectors,
-            external, pybuiltins, pymath, numpy_ufuncs)
+                   pybuiltins, pymath, scalartypes, simd, simdgroup, sync, vectors)
+    return (scalartypes, indexing, memory, sync, atomics, simd, simdgroup, intrinsics, libdevice, fp16, cache_hints,
+            vectors, external, pybuiltins, pymath, numpy_ufuncs)
 
 
 def index() -> dict:

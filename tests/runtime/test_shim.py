@@ -322,3 +322,56 @@ def test_absdiff_returns_the_unsigned_type(device, queue):
     launch(queue, pipe, [buf], (1, 1, 1), (1, 1, 1))
     queue.wait()
     assert list(from_buffer(buf, np.float32, 2)) == [np.float32(4294967295.0), 10.0]
+
+
+SIMDGROUP_MATRIX_KERNEL = r"""
+#include <metal_stdlib>
+using namespace metal;
+
+// MSL specification section 6.7's example, with Table 6.9's defaults (elements_per_row = 8, origin 0, not
+// transposed), the diagonal constructor and a threadgroup round trip; then the half matrices.
+kernel void float_matmad(device float *a [[buffer(0)]], device float *b [[buffer(1)]], device float *c [[buffer(2)]],
+                         device float *r [[buffer(3)]], device half *h [[buffer(4)]],
+                         uint tid [[thread_index_in_threadgroup]]) {
+    threadgroup float tile[64];
+    simdgroup_float8x8 ma, mb, mc, mr;
+    simdgroup_load(ma, a);
+    simdgroup_load(mb, b);
+    simdgroup_load(mc, c);
+    simdgroup_multiply_accumulate(mr, ma, mb, mc);
+    simdgroup_store(mr, r);
+    simdgroup_float8x8 twice = simdgroup_float8x8(2.0f);
+    simdgroup_multiply(mr, twice, ma);
+    simdgroup_store(mr, tile, 8, ulong2(0, 0), true);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = tid; k < 64; k += 32) r[64 + k] = tile[k];
+    simdgroup_half8x8 hx;
+    simdgroup_load(hx, h, 16, ulong2(8, 0));
+    simdgroup_half8x8 hy = make_filled_simdgroup_matrix<half, 8, 8>(half(0.5f));
+    simdgroup_multiply_accumulate(hx, hx, hy, hx);
+    simdgroup_store(hx, h, 16);
+}
+"""
+
+
+def test_simdgroup_matrices_as_the_specification_writes_them(device, queue):
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.integers(-4, 5, (8, 8)).astype(np.float32) for _ in range(3))
+    h = rng.integers(-4, 5, (8, 16)).astype(np.float16)
+    bufs = [to_buffer(device, x) for x in (a, b, c, np.zeros(128, np.float32), h)]
+    launch(queue, device.compile(SIMDGROUP_MATRIX_KERNEL, "float_matmad"), bufs, (1, 1, 1), (32, 1, 1))
+    queue.wait()
+    r = from_buffer(bufs[3], np.float32, 128).reshape(2, 8, 8)
+    np.testing.assert_array_equal(r[0], a @ b + c)
+    np.testing.assert_array_equal(r[1], (2 * a).T)           # stored transposed
+    got_h = from_buffer(bufs[4], np.float16, 128).reshape(8, 16)
+    right = h[:, 8:].astype(np.float32)
+    np.testing.assert_array_equal(got_h[:, :8], (right @ np.full((8, 8), 0.5, np.float32) + right).astype(np.float16))
+    np.testing.assert_array_equal(got_h[:, 8:], h[:, 8:])
+
+
+def test_simdgroup_matrices_hold_half_and_float_only(device):
+    refuses(device, "kernel void k(device int* p [[buffer(0)]]) { simdgroup_matrix<int, 8, 8> m; "
+                    "simdgroup_load(m, p); }", match="half or float")
+    refuses(device, "kernel void k(device float* p [[buffer(0)]]) { simdgroup_matrix<float, 4, 4> m; "
+                    "simdgroup_load(m, p); }", match="8x8")

@@ -97,7 +97,7 @@ long long nm_read_fd(int fd, void **bytes, uint64_t max_bytes);
 const char *nm_library_path(void);
 
 /* ---- kernel ABI between the runtime and a compiled CPU kernel (mirrors shim/metal_runtime_abi) ---- */
-#define NM_KERNEL_ABI_VERSION 2
+#define NM_KERNEL_ABI_VERSION 3
 typedef struct nm_launch {
     void *buffers[31];          /* resolved [[buffer(i)]] pointers (contents + offset; the argument block) */
     uint32_t groups[3];         /* threadgroups per grid */
@@ -115,6 +115,9 @@ typedef struct nm_rt_api {
     uint32_t version;
     void (*threadgroup_barrier)(uint32_t msl_line);  /* the MSL line of the call */
     nm_simd_group_state *(*simd_exchange)(const void *site, const void *operand, uint32_t size, uint32_t *lane);
+    /* Abandons the dispatch with `message` (a string that outlives it): what the shim finds undefined on a
+       GPU and cannot give a result for (a SIMD-group matrix operation without its 32 lanes). ABI 3. */
+    void (*fail)(const char *message);
 } nm_rt_api;
 
 typedef void (*nm_run_groups_fn)(const nm_launch *, void *const *tg, uint32_t first_group, uint32_t count);

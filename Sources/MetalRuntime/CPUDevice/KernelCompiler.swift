@@ -367,7 +367,7 @@ final class KernelCompiler {
                 + "numba-metal or set NUMBA_METAL_SHIM_DIR to its shim/ directory")
         }
         var digestInput = [UInt8]()
-        for f in ["metal_stdlib", "simd/simd.h"] {
+        for f in ["metal_stdlib", "metal_simdgroup_matrix", "simd/simd.h"] {
             let contents = readFile("\(dir)/\(f)")
             if contents == nil, let e = descriptorExhaustion(errno, doing: "read the Metal shim \(dir)/\(f)") { throw e }
             digestInput += Array("\(f)\u{0}".utf8) + (contents ?? [])

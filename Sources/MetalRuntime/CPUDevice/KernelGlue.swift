@@ -47,7 +47,7 @@ func generateGlue(kernelName: String, analysis: KernelAnalysis, sourceLineCount:
         const uint __T0 = __L->threads[0], __T1 = __L->threads[1], __T2 = __L->threads[2]; \\
         (void)__G2; (void)__T2; (void)__tg;
     extern "C" {
-    __attribute__((visibility("default"))) extern const unsigned int nm_kernel_abi_version = 2;
+    __attribute__((visibility("default"))) extern const unsigned int nm_kernel_abi_version = 3;
     __attribute__((visibility("default"))) const char *nm_kernel_barrier_site(uint __line) {
         switch (__line) {
     \(siteCases)

@@ -77,7 +77,14 @@ let builtinInputs: [String: (expression: String, positional: Bool)] = [
 /// Identifiers whose presence makes a source run its work-items as fibers.
 private func isSynchronising(_ name: Substring) -> Bool {
     name == "threadgroup_barrier" || name == "simdgroup_barrier" || name.hasPrefix("simd_") || name.hasPrefix("quad_")
+        || simdgroupMatrixNames.contains(name)
 }
+/// SIMD-group matrices (§2.4, §6.7): their operations are collective too (not `simdgroup_index_in_threadgroup`,
+/// a built-in input every numba-metal kernel declares).
+private let simdgroupMatrixNames: Set<Substring> = ["simdgroup_matrix", "simdgroup_float8x8", "simdgroup_half8x8",
+    "make_filled_simdgroup_matrix", "simdgroup_load", "simdgroup_store", "simdgroup_multiply",
+    "simdgroup_multiply_accumulate"]
+
 /// A parse of an MSL source for one kernel; throws NM_ERR_COMPILE with a Metal-like message naming the line.
 /// The whole source is checked against what MSL forbids at `languageVersion` (see `checkMetalRules`), as
 /// Apple's compiler compiles the whole library.

@@ -52,7 +52,7 @@ final class MetalDevice: Device {
     static let requiredSIMDWidth = 32
 
     /// Whether numba-metal can use a GPU: Apple family 7 or later (float atomics, SIMD-group reductions,
-    /// 32-wide SIMD groups). The AMD and Intel GPUs of Intel Macs are not offered.
+    /// SIMD-group matrices, 32-wide SIMD groups). The AMD and Intel GPUs of Intel Macs are not offered.
     static func isSupported(_ d: any MTLDevice) -> Bool { d.supportsFamily(.apple7) }
 
     /// The Metal devices numba-metal can use.

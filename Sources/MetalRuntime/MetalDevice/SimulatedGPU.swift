@@ -108,7 +108,8 @@ extension MetalDevice {
         let gpu = try simulatedGPU.get()
         guard isSupported(gpu) else {
             throw RuntimeError.unavailable("the simulated Metal device '\(gpu.name)' is not an Apple GPU of family 7 or later, which "
-                + "numba-metal's generated code needs (32-wide SIMD groups, float atomics); numba-metal does not offer such GPUs")
+                + "numba-metal's generated code needs (32-wide SIMD groups, float atomics, SIMD-group matrices); numba-metal does "
+                + "not offer such GPUs")
         }
         return gpu
     }
