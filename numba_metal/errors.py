@@ -93,6 +93,11 @@ class LaunchConfigurationError(KernelLaunchError, ValueError):
     """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
 
 
+class SpecializationError(NumbaMetalError, RuntimeError):
+    """``specialize`` of a kernel that is already specialized (made by ``specialize``, or given one explicit
+    signature); a ``RuntimeError`` as numba.cuda's ("Dispatcher already specialized")."""
+
+
 class MetalValueError(NumbaMetalError, ValueError):
     """A value a host-API call cannot take, where numba.cuda raises ValueError (e.g. device-array shapes
     that do not fit an operation)."""
@@ -153,6 +158,7 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "MetalDeviceLostError",
+    "SpecializationError",
     "MetalOutOfMemoryError",
     "KernelBoundsError",
     "KernelBarrierError",

@@ -25,12 +25,13 @@ from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
-                                UnsupportedFeatureError)
+                                SpecializationError, UnsupportedFeatureError)
 
 from . import device as _device
 from . import perf_warnings
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 from .interop import kernel_arguments
+from .introspection import KernelIntrospection
 
 
 class JitOptions(NamedTuple):
@@ -41,6 +42,7 @@ class JitOptions(NamedTuple):
     cache: bool = False
     float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
     link: tuple = ()             # hand-written MSL files linked into the kernel (compiler/linking.py)
+    launch_bound: int = 0        # launch_bounds' maximum threads per threadgroup (0: none), decorators.py
 
 
 def normalize_signature(sig):
@@ -114,7 +116,7 @@ class DeviceFunction(DeviceFunctionBase):
 # ---------------------------------------------------------------------------------------------
 
 
-class Dispatcher:
+class Dispatcher(KernelIntrospection):
     """A Metal kernel: launch it with ``kernel[blocks, threads](*args)``.
 
     Raises:
@@ -134,10 +136,13 @@ class Dispatcher:
             limit), naming it.
         KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
         KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
-        NumbaMetalError: ``specialize`` of a kernel that is already specialized.
+        SpecializationError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
+        LaunchArgumentError: (also ``TypeError``) a kernel with explicit signatures launched with argument types
+            none of them accepts ("No matching definition"), or two accept equally well ("Ambiguous
+            overloading"): host/overloads.py.
     """
 
-    def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions()):
+    def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions(), specialized: bool = False):
         self.py_func = pyfunc
         self.__name__ = getattr(pyfunc, "__name__", "kernel")
         self.__doc__ = getattr(pyfunc, "__doc__", None)
@@ -149,7 +154,9 @@ class Dispatcher:
         self._last_config = (_NO_CONFIG, None)  # (configuration object, its LaunchConfig), replaced whole
         self._lock = threading.RLock()
         self._eager = sigs is not None
-        self._specialized = False
+        self._specialized = specialized
+        self._signatures: list = []        # the explicit signatures' argument types, in their order
+        self._conversions: dict = {}       # argument keys -> converter of the values (host/overloads.py)
         self._specialized_dispatchers: dict = {}   # argument types -> Dispatcher (``specialize``)
         # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
         # ValueError, and the launch takes the checked path, which says what is wrong).
@@ -161,6 +168,8 @@ class Dispatcher:
             if ret is not None and not isinstance(ret, types.NoneType):
                 raise NumbaMetalError(f"a kernel's signature must return void, not {ret} ({sig!r})")
             self.compile(args)
+            if args not in self._signatures:
+                self._signatures.append(args)
 
     def __repr__(self) -> str:
         return f"<numba_metal kernel {self.__name__}>"
@@ -169,8 +178,8 @@ class Dispatcher:
         # The Python function travels by value (Numba's cloudpickle), so the kernel unpickles in a process
         # that cannot import where it was defined (a Dask worker, a notebook's kernel); it is compiled there
         # again, or loaded from the disk cache.
-        sigs = list(self._specializations) if self._eager else None
-        return (_unpickle, (Dispatcher, _pickled_function(self.py_func), self.options, sigs))
+        sigs = list(self._signatures) if self._eager else None
+        return (_unpickle, (Dispatcher, _pickled_function(self.py_func), self.options, sigs, self._specialized))
 
     # -- launch configuration -------------------------------------------------------------
 
@@ -211,16 +220,20 @@ class Dispatcher:
 
     def specialize(self, *args):
         """A kernel compiled for the types of ``args`` only (numba.cuda's ``specialize``), made once per
-        argument types."""
+        argument types. Each of ``args`` is an argument (its type is taken) or a Numba type
+        (``float32[::1]``), which stands for itself."""
         if self._specialized:
-            raise NumbaMetalError(f"kernel {self.__name__}() is already specialized")
+            raise SpecializationError(f"Dispatcher already specialized: kernel {self.__name__}() was made by "
+                                      "specialize() or given one explicit signature; specialize the kernel it "
+                                      "came from, or give @metal.jit a list of signatures")
+        from numba.core import types
+
         from .arguments import typeof_arg
-        argtypes = tuple(typeof_arg(a, i) for i, a in enumerate(args))
+        argtypes = tuple(a if isinstance(a, types.Type) else typeof_arg(a, i) for i, a in enumerate(args))
         with self._lock:
             specialization = self._specialized_dispatchers.get(argtypes)
             if specialization is None:
-                specialization = Dispatcher(self.py_func, [argtypes], self.options)
-                specialization._specialized = True
+                specialization = Dispatcher(self.py_func, [argtypes], self.options, specialized=True)
                 self._specialized_dispatchers[argtypes] = specialization
         return specialization
 
@@ -233,19 +246,6 @@ class Dispatcher:
     def extensions(self) -> list:
         """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused)."""
         return []
-
-    def _unavailable(self, what):
-        raise UnsupportedFeatureError(f"kernel.{what}(): there is no {what[len('inspect_'):].upper()} for Metal "
-                                      "kernels; kernel.inspect_msl() gives the Metal Shading Language source")
-
-    def inspect_llvm(self, signature=None):
-        self._unavailable("inspect_llvm")
-
-    def inspect_asm(self, signature=None):
-        self._unavailable("inspect_asm")
-
-    def inspect_sass(self, signature=None):
-        self._unavailable("inspect_sass")
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -306,6 +306,11 @@ class Dispatcher:
                     except KernelLaunchError as e:
                         raise KernelLaunchError(f"kernel {self.__name__}(): {e.message}") from None
                     kernel = self._specialization_for(argtypes)
+                    if kernel.argtypes != argtypes:
+                        from .overloads import converter
+                        convert = converter(kernel.argtypes, argtypes)
+                        if convert is not None:
+                            self._conversions[key] = convert
                 self._by_key[key] = kernel
             return kernel
 
@@ -382,36 +387,15 @@ class Dispatcher:
         if kernel is not None:
             return kernel
         if self._eager:
-            kernel = self._find_compatible(argtypes)
-            if kernel is None:
-                sigs = ", ".join("(" + ", ".join(map(str, k)) + ")" for k in self._specializations)
-                raise KernelLaunchError(
-                    f"kernel {self.__name__}() has no signature matching argument types "
-                    f"({', '.join(map(str, argtypes))}); its signatures are: {sigs}")
-            self._specializations[argtypes] = kernel  # remember the match
-            return kernel
+            # Numba's choice among the explicit signatures (host/overloads.py); the launch converts the values.
+            from .overloads import choose
+            return self._specializations[choose(self, self._signatures, argtypes)]
         return self.compile(argtypes)
 
-    def _find_compatible(self, argtypes):
-        from numba.core import types
-        for sig, kernel in list(self._specializations.items()):
-            if len(sig) != len(argtypes) or kernel.argtypes != sig:
-                continue
-            ok = True
-            for want, got in zip(sig, argtypes):
-                if want == got:
-                    continue
-                if isinstance(want, types.Array) and isinstance(got, types.Array):
-                    if (want.dtype == got.dtype and want.ndim == got.ndim
-                            and (want.layout == "A" or want.layout == got.layout)):
-                        continue
-                elif isinstance(want, types.Number) and isinstance(got, (types.Number, types.Boolean)):
-                    continue
-                ok = False
-                break
-            if ok:
-                return kernel
-        return None
+    def _compile_for_args(self, *args):
+        """The specialisation for a launch's arguments, compiled if needed (numba.cuda's name for the
+        dispatcher's compile-on-first-launch step; a launch calls it only for argument types it has not seen)."""
+        return self.kernel_for_args(args)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -451,11 +435,12 @@ def _pickled_function(pyfunc) -> bytes:
     return cloudpickle.dumps(pyfunc, protocol=-1)
 
 
-def _unpickle(cls, pickled: bytes, options, sigs):
-    key = (cls, pickled, options, None if sigs is None else tuple(sigs))
+def _unpickle(cls, pickled: bytes, options, sigs, specialized: bool = False):
+    key = (cls, pickled, options, None if sigs is None else tuple(sigs), specialized)
     made = _unpickled.get(key)
     if made is None:
-        made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options)))
+        extra = {"specialized": True} if specialized else {}
+        made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options), **extra))
     return made
 
 
@@ -637,7 +622,11 @@ class LaunchConfig:
         kernel = disp._by_key.get(key)
         if kernel is None:
             args = kernel_arguments(args)   # objects exporting DLPack (PyTorch, MLX...) become arrays
-            kernel = disp.kernel_for_args(args)
+            kernel = disp._compile_for_args(*args)
+        if disp._conversions:   # an explicit signature chosen for other argument types: convert the scalars
+            convert = disp._conversions.get(arg_keys(args))
+            if convert is not None:
+                args = convert(args)
         ctx = _device.selected or _device.current()
         state = kernel.launch_states.get(ctx)
         if state is None:
