@@ -93,9 +93,10 @@ class LaunchConfigurationError(KernelLaunchError, ValueError):
     """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
 
 
-class SpecializationError(NumbaMetalError, RuntimeError):
-    """``specialize`` of a kernel that is already specialized (made by ``specialize``, or given one explicit
-    signature); a ``RuntimeError`` as numba.cuda's ("Dispatcher already specialized")."""
+class DispatcherStateError(NumbaMetalError, RuntimeError):
+    """A request a kernel's dispatcher refuses in its present state: ``specialize`` of a kernel that is already
+    specialized ("Dispatcher already specialized"), the launch configuration asked for outside a launch's
+    compilation ("No launch config set for this thread"); a ``RuntimeError`` as numba.cuda's."""
 
 
 class MetalValueError(NumbaMetalError, ValueError):
@@ -158,7 +159,7 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "MetalDeviceLostError",
-    "SpecializationError",
+    "DispatcherStateError",
     "MetalOutOfMemoryError",
     "KernelBoundsError",
     "KernelBarrierError",

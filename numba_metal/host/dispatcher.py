@@ -25,7 +25,7 @@ from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
 from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
-                                SpecializationError, UnsupportedFeatureError)
+                                DispatcherStateError, UnsupportedFeatureError)
 
 from . import device as _device
 from . import perf_warnings
@@ -91,9 +91,32 @@ class DeviceFunction(DeviceFunctionBase):
         self.__doc__ = getattr(pyfunc, "__doc__", None)
         self.__wrapped__ = pyfunc
         self.options = options
+        self._signatures = []   # explicit signatures' argument types: calls are typed for one of them
         for sig in sigs or ():
             args, _ = normalize_signature(sig)
             self.typed(args)
+            self._signatures.append(args)
+
+    def call_argtypes(self, argtypes: tuple) -> tuple:
+        """With explicit signatures, the one Numba's dispatcher picks for a call with ``argtypes`` (the best
+        rated by its conversions, unsafe ones allowed; a tie goes to the first, as Numba's does for device
+        functions): the call's arguments are cast to it, as numba.cuda casts them."""
+        if not self._signatures or argtypes in self._signatures:
+            return argtypes
+        from numba.core import types, typing
+
+        from numba_metal.compiler.typing import typing_context
+        from numba_metal.errors import KernelCompilationError, typing_error
+        cases = [typing.signature(types.none, *sig) for sig in self._signatures]
+        best = typing_context().resolve_overload(self.py_func, cases, argtypes, {}, allow_ambiguous=True,
+                                                 unsafe_casting=True)
+        if best is None:
+            sigs = ", ".join("(" + ", ".join(map(str, s)) + ")" for s in self._signatures)
+            raise typing_error(KernelCompilationError(
+                f"Invalid use of type(device function {self.__name__}) with parameters "
+                f"({', '.join(map(str, argtypes))}): its explicit signatures are {sigs}, and no conversion reaches "
+                "one; call it with arguments of those types", _definition(self.py_func)))
+        return tuple(best.args)
 
     def __call__(self, *args, **kwargs):
         raise NumbaMetalError(f"{self.__name__}() is a Metal device function; call it from a @metal.jit "
@@ -136,7 +159,7 @@ class Dispatcher(KernelIntrospection):
             limit), naming it.
         KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
         KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
-        SpecializationError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
+        DispatcherStateError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
         LaunchArgumentError: (also ``TypeError``) a kernel with explicit signatures launched with argument types
             none of them accepts ("No matching definition"), or two accept equally well ("Ambiguous
             overloading"): host/overloads.py.
@@ -223,7 +246,7 @@ class Dispatcher(KernelIntrospection):
         argument types. Each of ``args`` is an argument (its type is taken) or a Numba type
         (``float32[::1]``), which stands for itself."""
         if self._specialized:
-            raise SpecializationError(f"Dispatcher already specialized: kernel {self.__name__}() was made by "
+            raise DispatcherStateError(f"Dispatcher already specialized: kernel {self.__name__}() was made by "
                                       "specialize() or given one explicit signature; specialize the kernel it "
                                       "came from, or give @metal.jit a list of signatures")
         from numba.core import types
@@ -604,6 +627,12 @@ class LaunchConfig:
         # The frame that asked for this configuration: Dispatcher.__getitem__'s or configure()'s caller.
         perf_warnings.check_grid(self.griddim, sys._getframe(2))
 
+    @property
+    def args(self):
+        """The arguments of the launch compiling its kernel on this thread (numba.cuda's), else None."""
+        from .launchconfig import current_launch_args
+        return current_launch_args()
+
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise KernelLaunchError(f"kernel {self.dispatcher.__name__}() was launched with keyword arguments "
@@ -622,7 +651,9 @@ class LaunchConfig:
         kernel = disp._by_key.get(key)
         if kernel is None:
             args = kernel_arguments(args)   # objects exporting DLPack (PyTorch, MLX...) become arrays
-            kernel = disp._compile_for_args(*args)
+            from .launchconfig import compiling
+            with compiling(self, args):     # numba.cuda's launchconfig.current_launch_config() while it compiles
+                kernel = disp._compile_for_args(*args)
         if disp._conversions:   # an explicit signature chosen for other argument types: convert the scalars
             convert = disp._conversions.get(arg_keys(args))
             if convert is not None:
