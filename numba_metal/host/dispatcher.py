@@ -112,10 +112,11 @@ class DeviceFunction(DeviceFunctionBase):
                                                  unsafe_casting=True)
         if best is None:
             sigs = ", ".join("(" + ", ".join(map(str, s)) + ")" for s in self._signatures)
-            raise typing_error(KernelCompilationError(
+            error = typing_error(KernelCompilationError(
                 f"Invalid use of type(device function {self.__name__}) with parameters "
                 f"({', '.join(map(str, argtypes))}): its explicit signatures are {sigs}, and no conversion reaches "
                 "one; call it with arguments of those types", _definition(self.py_func)))
+            raise error   # a KernelCompilationError that is also Numba's TypingError
         return tuple(best.args)
 
     def __call__(self, *args, **kwargs):
@@ -160,6 +161,7 @@ class Dispatcher(KernelIntrospection):
         KernelBoundsError: at the next wait: a ``debug=True`` kernel indexed out of bounds.
         KernelRaisedError: at the next wait: a ``debug=True`` kernel raised an exception.
         DispatcherStateError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
+        NumbaMetalError: an explicit signature that is not a signature, or a kernel's that does not return void.
         LaunchArgumentError: (also ``TypeError``) a kernel with explicit signatures launched with argument types
             none of them accepts ("No matching definition"), or two accept equally well ("Ambiguous
             overloading"): host/overloads.py.
