@@ -32,6 +32,7 @@ from . import perf_warnings
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 from .interop import kernel_arguments
 from .introspection import KernelIntrospection
+from .launchconfig import compile_for_launch, current_launch_args
 
 
 class JitOptions(NamedTuple):
@@ -632,7 +633,6 @@ class LaunchConfig:
     @property
     def args(self):
         """The arguments of the launch compiling its kernel on this thread (numba.cuda's), else None."""
-        from .launchconfig import current_launch_args
         return current_launch_args()
 
     def __call__(self, *args, **kwargs):
@@ -653,9 +653,8 @@ class LaunchConfig:
         kernel = disp._by_key.get(key)
         if kernel is None:
             args = kernel_arguments(args)   # objects exporting DLPack (PyTorch, MLX...) become arrays
-            from .launchconfig import compiling
-            with compiling(self, args):     # numba.cuda's launchconfig.current_launch_config() while it compiles
-                kernel = disp._compile_for_args(*args)
+            # numba.cuda's launchconfig.current_launch_config() is this configuration while it compiles
+            kernel = compile_for_launch(disp, self, args)
         if disp._conversions:   # an explicit signature chosen for other argument types: convert the scalars
             convert = disp._conversions.get(arg_keys(args))
             if convert is not None:

@@ -51,13 +51,13 @@ def current_launch_args():
     return getattr(_state, "args", None)
 
 
-@contextlib.contextmanager
-def compiling(config, args):
-    """Set ``config`` and ``args`` as this thread's current launch while the block runs (the launch path's)."""
+def compile_for_launch(dispatcher, config, args):
+    """``dispatcher._compile_for_args(*args)`` with ``config`` and ``args`` as this thread's current launch
+    (the launch path's, for argument types it has no specialisation for)."""
     previous = (getattr(_state, "config", None), getattr(_state, "args", None))
     _state.config, _state.args = config, args
     try:
-        yield
+        return dispatcher._compile_for_args(*args)
     finally:
         _state.config, _state.args = previous
 

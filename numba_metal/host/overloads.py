@@ -85,7 +85,7 @@ def _converter(formal, actual):
     if isinstance(formal, types.Float):
         return _to_real(str(formal))
     if isinstance(formal, types.Complex):
-        return _to_complex(str(formal))
+        return complex
     return None
 
 
@@ -114,10 +114,6 @@ def _to_real(name: str):
                                       f"{name}: pass its .real explicitly")
         return float(value)
     return convert
-
-
-def _to_complex(name: str):
-    return complex
 
 
 __all__ = ["choose", "converter"]

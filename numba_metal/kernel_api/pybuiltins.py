@@ -15,7 +15,7 @@ API_TITLE = "Python builtins"
 import builtins
 
 from numba.core import types
-from numba.core.typing.templates import AbstractTemplate, signature
+from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
@@ -248,6 +248,24 @@ def _conjugate(lc, sig, z, args):
     if ty == types.complex128:
         return Value(lc.library_call("nm_c128_conj", z.expr), ty)
     return Value(lc.library_call("nm_c64_conj", z.expr), ty)
+
+
+@typing.register_attr
+class IntegerMethods(AttributeTemplate):
+    """``i.bit_count()`` (Python 3.10's ``int.bit_count``) on every integer type: the number of one bits, of
+    the argument's type, as numba.cuda's ``overload_method(types.Integer, "bit_count")`` (``cuda.popc``)."""
+    key = types.Integer
+
+    @bound_function("int.bit_count")
+    def resolve_bit_count(self, ty, args, kws):
+        if not args and not kws:
+            return signature(types.unliteral(ty))
+
+
+@lowering.method(types.Integer, "bit_count")
+def _bit_count(lc, sig, i, args):
+    ty = types.unliteral(i.type)
+    return Value(lc.cast(Value(msl.call("popcount", i.expr), ty), sig.return_type), sig.return_type)
 
 
 @lowering.attribute(types.EnumMember, "value")
