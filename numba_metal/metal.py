@@ -8,11 +8,11 @@ use, so importing numba-metal does not import Numba's compiler.
 
 from __future__ import annotations
 
-from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBarrierError,  # noqa: F401
+from numba_metal.errors import (CopyRequiredError, DispatcherStateError, DLPackError, KernelBarrierError,  # noqa: F401
                                 KernelBoundsError, KernelCompilationError,
                                 KernelLaunchError, KernelRaisedError, LaunchArgumentError,
                                 LaunchConfigurationError, MetalDeviceLostError, MetalOutOfMemoryError, MetalRuntimeError,
-                                MetalTypeError, MetalValueError, DispatcherStateError,
+                                MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError, UnsupportedPlatformError)
 from numba_metal.host.arguments import In, InOut, Out  # noqa: F401
 from numba_metal.host.allocation import (defer_cleanup, device_array, device_array_like,  # noqa: F401

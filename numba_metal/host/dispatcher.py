@@ -24,8 +24,8 @@ import numpy as np
 from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
-from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
-                                DispatcherStateError, UnsupportedFeatureError)
+from numba_metal.errors import (DispatcherStateError, KernelLaunchError, LaunchArgumentError, LaunchConfigurationError,
+                                NumbaMetalError, UnsupportedFeatureError)
 
 from . import device as _device
 from . import perf_warnings
