@@ -18,7 +18,7 @@ argument types to figures, over the specialisations compiled so far.
 
 from __future__ import annotations
 
-from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.errors import MetalValueError, UnsupportedFeatureError
 
 
 def _not_on_metal(what: str, instead: str):
@@ -39,19 +39,41 @@ class KernelIntrospection:
 
     def _kernel_for_signature(self, signature):
         args = getattr(signature, "args", None)     # a Numba signature; else a string or a tuple of types
-        return self.compile(tuple(args) if args is not None else signature)
+        if isinstance(signature, str):
+            from numba.core import sigutils
+            args, _ = sigutils.normalize_signature(signature)
+        elif args is None:
+            args = signature
+        args = tuple(args)
+        kernels = self.specializations
+        if args not in kernels and self._eager:
+            # a kernel with explicit signatures compiles nothing else (numba.cuda: a KeyError)
+            sigs = ", ".join("(" + ", ".join(map(str, s)) + ")" for s in kernels)
+            raise MetalValueError(f"kernel {self.__name__}() has no specialisation for ({', '.join(map(str, args))}); "
+                                  f"its signatures are: {sigs}")
+        return kernels.get(args) or self.compile(args)
 
     def get_shared_mem_per_block(self, signature=None):
         """Bytes of static threadgroup (shared) memory per threadgroup: the larger of what the kernel's shared
         arrays declare and the pipeline's ``staticThreadgroupMemoryLength`` on the current device (dynamic
-        shared memory is a launch's, not the kernel's)."""
+        shared memory is a launch's, not the kernel's).
+
+        Raises:
+            MetalValueError: ``signature`` is none of the explicit signatures of a kernel that has them.
+            KernelCompilationError: as ``jit``: the specialisation for ``signature`` does not compile.
+        """
         return self._figure(signature, "shared_mem_per_block")
 
     def get_max_threads_per_block(self, signature=None):
         """The most threads per threadgroup the kernel's pipeline takes on the current device: Metal's
         ``maxTotalThreadsPerThreadgroup`` (at most the device's limit, less when the pipeline needs many
         registers, and at most ``launch_bounds``). numba-metal launches more, up to the device's limit, by
-        building a variant pipeline for them (docs/limitations.md), unless ``launch_bounds`` forbids it."""
+        building a variant pipeline for them (docs/limitations.md), unless ``launch_bounds`` forbids it.
+
+        Raises:
+            MetalValueError: as ``get_shared_mem_per_block``.
+            KernelCompilationError: as ``get_shared_mem_per_block``.
+        """
         return self._figure(signature, "max_threads_per_block")
 
     def get_regs_per_thread(self, signature=None):

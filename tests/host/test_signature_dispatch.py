@@ -206,6 +206,9 @@ def test_shared_memory_and_max_threads_are_the_pipelines_per_signature():
     assert all(isinstance(n, int) and 0 < n <= limit for n in threads.values())
     specialized = metal.jit("void(float32[::1])")(smem.py_func)
     assert specialized.get_shared_mem_per_block() == 48
+    with pytest.raises(ValueError, match="no specialisation for"):   # compiles nothing new
+        specialized.get_shared_mem_per_block(void(float64[::1]))
+    assert list(specialized.overloads) == [f32.args]
 
 
 @pytest.mark.parametrize("getter", ["get_regs_per_thread", "get_local_mem_per_thread", "get_const_mem_size"])
