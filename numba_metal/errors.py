@@ -100,6 +100,12 @@ class LaunchConfigurationError(KernelLaunchError, ValueError):
     """A launch configuration whose values are wrong (numba.cuda raises ValueError)."""
 
 
+class DispatcherStateError(NumbaMetalError, RuntimeError):
+    """A request a kernel's dispatcher refuses in its present state: ``specialize`` of a kernel that is already
+    specialized ("Dispatcher already specialized"), the launch configuration asked for outside a launch's
+    compilation ("No launch config set for this thread"); a ``RuntimeError`` as numba.cuda's."""
+
+
 class MetalValueError(NumbaMetalError, ValueError):
     """A value a host-API call cannot take, where numba.cuda raises ValueError (e.g. device-array shapes
     that do not fit an operation)."""
@@ -162,6 +168,7 @@ __all__ = [
     "KernelLaunchError",
     "MetalRuntimeError",
     "MetalDeviceLostError",
+    "DispatcherStateError",
     "MetalOutOfMemoryError",
     "KernelBoundsError",
     "KernelBarrierError",

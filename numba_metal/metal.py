@@ -8,7 +8,7 @@ use, so importing numba-metal does not import Numba's compiler.
 
 from __future__ import annotations
 
-from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBarrierError,  # noqa: F401
+from numba_metal.errors import (CopyRequiredError, DispatcherStateError, DLPackError, KernelBarrierError,  # noqa: F401
                                 KernelBoundsError, KernelCompilationError,
                                 KernelLaunchError, KernelRaisedError, LaunchArgumentError,
                                 LaunchConfigurationError, MetalDeviceLostError, MetalOutOfMemoryError, MetalRuntimeError,
@@ -21,6 +21,7 @@ from numba_metal.host.allocation import (defer_cleanup, device_array, device_arr
 from numba_metal.host.arrays import DeviceNDArray, is_device_array  # noqa: F401
 from numba_metal.host.mapped import MappedNDArray  # noqa: F401
 from numba_metal.host import devicearray  # noqa: F401  (numba.cuda's ``cuda.devicearray`` names)
+from numba_metal.host import launchconfig  # noqa: F401  (numba.cuda's ``cuda.launchconfig``)
 from numba_metal.host.decorators import device_func, jit  # noqa: F401
 from numba_metal.host.device import (close, current_context, detect, get_current_device,  # noqa: F401
                                      get_device_info, get_kernel_time_limit, gpus, is_available, is_bfloat16_supported,

@@ -50,6 +50,11 @@ class DeviceFunctionBase:
             stack.pop()
         return tf
 
+    def call_argtypes(self, argtypes: tuple) -> tuple:
+        """The argument types a call with ``argtypes`` is typed (and its arguments cast) for: the call's own,
+        unless the device function restricts itself to explicit signatures (host/dispatcher.py)."""
+        return argtypes
+
     def typed_functions(self) -> list:
         """The typed IR of every tuple of argument types this function has been typed for so far."""
         return list(self._typed.values())
@@ -73,7 +78,7 @@ def _device_function_type(devfn):
             if kws:
                 raise UnsupportedFeatureError(f"keyword arguments to device function {devfn.__name__}() "
                                               "are not supported; pass them positionally")
-            argtypes = tuple(types.unliteral(a) for a in args)
+            argtypes = devfn.call_argtypes(tuple(types.unliteral(a) for a in args))
             tf = devfn.typed(argtypes)
             return signature(tf.return_type, *argtypes)
 

@@ -7,17 +7,19 @@
 from __future__ import annotations
 
 from numba_metal.compiler import linking, precision
-from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
 from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 
 #: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
 #: ``lineinfo`` change nothing: device functions are always inlined, the MSL compiler always optimises).
+#: ``launch_bounds`` sets Metal's ``[[max_total_threads_per_threadgroup]]``; ``shared_memory_carveout`` is
+#: validated as numba.cuda validates it and changes nothing (see :func:`_carveout`).
 KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo",
-                           "float64", "link"])
+                           "float64", "link", "launch_bounds", "shared_memory_carveout"])
 #: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
 UNSUPPORTED_OPTIONS = {
-    "max_registers": "a register cap", "launch_bounds": "launch bounds",
+    "max_registers": "a register cap",
     "lto": "link-time optimisation", "extensions": "compiler extensions", "boundscheck":
     "the boundscheck option (use debug=True for bounds-checked kernels)",
 }
@@ -32,7 +34,12 @@ def jit(func_or_sig=None, device=False, **options):
     ``float64="exact"`` (float64 intermediates of a kernel without float64 data, such as ``i / n`` of
     integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md),
     ``link`` (hand-written ``.metal`` files linked into the kernel, defining the functions it calls
-    through ``metal.declare_device``; numba.cuda's PTX and CUDA C are refused).
+    through ``metal.declare_device``; numba.cuda's PTX and CUDA C are refused), ``launch_bounds`` (numba.cuda's
+    ``max_threads_per_block`` or a tuple of 1 to 3 bounds: the first becomes Metal's
+    ``[[max_total_threads_per_threadgroup]]`` and a launch of more threads per threadgroup is refused; the
+    minimum blocks per multiprocessor and maximum blocks per cluster have no Metal counterpart and are
+    accepted as the hints they are), ``shared_memory_carveout`` (validated as numba.cuda does, then ignored:
+    Metal's threadgroup memory is not carved out of a cache).
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
@@ -41,7 +48,10 @@ def jit(func_or_sig=None, device=False, **options):
         UnsupportedFeatureError: an option Metal has no equivalent of (``max_registers``, ``lto``...), CUDA
             code (``.cu``, ``.ptx``...) in ``link``, or a ``float64=`` value that is not one of its values;
             with eager signatures, a construct Metal cannot express.
-        MetalValueError: ``link`` with ``device=True`` (numba.cuda's ``ValueError``).
+        MetalValueError: ``link`` with ``device=True`` (numba.cuda's ``ValueError``); more than three
+            ``launch_bounds`` or one that is not a positive integer; a ``shared_memory_carveout`` outside -1 to
+            100 or not one of ``"default"``, ``"MaxL1"``, ``"MaxShared"``.
+        MetalTypeError: a ``shared_memory_carveout`` that is neither a string nor an integer.
         NumbaMetalError: an unknown option; ``@metal.jit`` applied twice; an eager signature that is not a
             signature, or a kernel's that does not return void.
         KernelCompilationError: with eager signatures, Numba's typing fails for one (also Numba's
@@ -62,26 +72,75 @@ def jit(func_or_sig=None, device=False, **options):
         # numba.cuda's rule: a device function's MSL goes in the kernels that call it.
         raise MetalValueError("link keyword invalid for device function: pass link=[...] to the kernels "
                               "(@metal.jit) that call it, or to metal.declare_device")
+    _carveout(options.get("shared_memory_carveout"))
     jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
                              debug=bool(options.get("debug", False)),
                              cache=bool(options.get("cache", False)),
                              float64=float64,
-                             link=linking.paths(link, "@metal.jit(link=...)"))
+                             link=linking.paths(link, "@metal.jit(link=...)"),
+                             launch_bound=_launch_bound(options.get("launch_bounds")))
     sigs = None
+    specialized = False
     if func_or_sig is not None and not callable(func_or_sig):
+        # numba.cuda: one signature makes a specialized kernel, a list of them does not
+        specialized = not isinstance(func_or_sig, list)
         sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
         func_or_sig = None
 
     def decorate(pyfunc):
         if device:
             return DeviceFunction(pyfunc, sigs, jit_options)
-        return Dispatcher(pyfunc, sigs, jit_options)
+        return Dispatcher(pyfunc, sigs, jit_options, specialized=specialized)
 
     if func_or_sig is not None:
         if isinstance(func_or_sig, (Dispatcher, DeviceFunction)):
             raise NumbaMetalError("@metal.jit applied twice")
         return decorate(func_or_sig)
     return decorate
+
+
+def _launch_bound(bounds) -> int:
+    """The maximum threads per threadgroup of numba.cuda's ``launch_bounds`` (0 for none): a positive integer,
+    or a tuple of 1 to 3 (max threads per block, min blocks per multiprocessor, max blocks per cluster) whose
+    first is that maximum. The other two are occupancy hints to NVIDIA's compiler (CUDA C++ Programming Guide,
+    "Launch Bounds") and a bound on thread-block clusters, which Metal does not have: a Metal threadgroup is
+    never in a cluster, so that bound always holds; both are checked and change nothing."""
+    if bounds is None:
+        return 0
+    items = (bounds,) if isinstance(bounds, int) else tuple(bounds) if isinstance(bounds, (tuple, list)) else None
+    if items is None:
+        raise MetalValueError(f"launch_bounds must be an integer or a tuple of 1 to 3 integers, got {bounds!r}")
+    if len(items) > 3:
+        # numba.cuda's wording first
+        raise MetalValueError(f"Got {len(items)} launch bounds: {bounds}. A maximum of three are supported: "
+                              "(max_threads_per_block, min_blocks_per_sm, max_blocks_per_cluster)")
+    for item in items:
+        if not isinstance(item, int) or isinstance(item, bool) or item <= 0:
+            raise MetalValueError(f"launch_bounds must be positive integers, got {bounds!r}")
+    return items[0] if items else 0
+
+
+#: numba.cuda's carveout names (compared in lower case), each with its percentage
+CARVEOUT_NAMES = {"default": -1, "maxl1": 0, "maxshared": 100}
+
+
+def _carveout(carveout) -> None:
+    """Check ``shared_memory_carveout`` as numba.cuda does (numba_cuda/numba/cuda/decorators.py); the value then
+    changes nothing. numba.cuda documents it as a preference for how the CUDA driver partitions an SM's
+    unified L1 cache and shared memory, "only effective on devices with a unified L1/shared memory
+    architecture", i.e. a hint the driver may not honour; Metal has no such partition to prefer
+    (threadgroup memory is sized per dispatch), so accepting and ignoring it keeps a ported program's meaning."""
+    if carveout is None:
+        return
+    if isinstance(carveout, str):
+        if carveout.lower() not in CARVEOUT_NAMES:
+            raise MetalValueError(f"Invalid carveout value: {carveout}. Must be -1 to 100 or one of "
+                                  f"{list(CARVEOUT_NAMES)} (shared_memory_carveout)")
+    elif isinstance(carveout, int) and not isinstance(carveout, bool):
+        if not -1 <= carveout <= 100:
+            raise MetalValueError(f"shared_memory_carveout={carveout}: Carveout must be between -1 and 100")
+    else:
+        raise MetalTypeError(f"shared_memory_carveout must be str or int, got {type(carveout).__name__}")
 
 
 def device_func(pyfunc=None, **options):

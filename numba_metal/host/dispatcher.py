@@ -24,13 +24,15 @@ import numpy as np
 from numba_metal.host import profiling
 from numba_metal.compiler.devicefn import DeviceFunctionBase
 from numba_metal.compiler.limits import MAX_GRID_THREADS_PER_AXIS, MAX_THREADGROUPS_PER_AXIS
-from numba_metal.errors import (KernelLaunchError, LaunchArgumentError, LaunchConfigurationError, NumbaMetalError,
-                                UnsupportedFeatureError)
+from numba_metal.errors import (DispatcherStateError, KernelLaunchError, LaunchArgumentError, LaunchConfigurationError,
+                                NumbaMetalError, UnsupportedFeatureError)
 
 from . import device as _device
 from . import perf_warnings
 from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
 from .interop import kernel_arguments
+from .introspection import KernelIntrospection
+from .launchconfig import compile_for_launch, current_launch_args
 
 
 class JitOptions(NamedTuple):
@@ -41,6 +43,7 @@ class JitOptions(NamedTuple):
     cache: bool = False
     float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
     link: tuple = ()             # hand-written MSL files linked into the kernel (compiler/linking.py)
+    launch_bound: int = 0        # launch_bounds' maximum threads per threadgroup (0: none), decorators.py
 
 
 def normalize_signature(sig):
@@ -89,9 +92,33 @@ class DeviceFunction(DeviceFunctionBase):
         self.__doc__ = getattr(pyfunc, "__doc__", None)
         self.__wrapped__ = pyfunc
         self.options = options
+        self._signatures = []   # explicit signatures' argument types: calls are typed for one of them
         for sig in sigs or ():
             args, _ = normalize_signature(sig)
             self.typed(args)
+            self._signatures.append(args)
+
+    def call_argtypes(self, argtypes: tuple) -> tuple:
+        """With explicit signatures, the one Numba's dispatcher picks for a call with ``argtypes`` (the best
+        rated by its conversions, unsafe ones allowed; a tie goes to the first, as Numba's does for device
+        functions): the call's arguments are cast to it, as numba.cuda casts them."""
+        if not self._signatures or argtypes in self._signatures:
+            return argtypes
+        from numba.core import types, typing
+
+        from numba_metal.compiler.typing import typing_context
+        from numba_metal.errors import KernelCompilationError, typing_error
+        cases = [typing.signature(types.none, *sig) for sig in self._signatures]
+        best = typing_context().resolve_overload(self.py_func, cases, argtypes, {}, allow_ambiguous=True,
+                                                 unsafe_casting=True)
+        if best is None:
+            sigs = ", ".join("(" + ", ".join(map(str, s)) + ")" for s in self._signatures)
+            error = typing_error(KernelCompilationError(
+                f"Invalid use of type(device function {self.__name__}) with parameters "
+                f"({', '.join(map(str, argtypes))}): its explicit signatures are {sigs}, and no conversion reaches "
+                "one; call it with arguments of those types", _definition(self.py_func)))
+            raise error   # a KernelCompilationError that is also Numba's TypingError
+        return tuple(best.args)
 
     def __call__(self, *args, **kwargs):
         raise NumbaMetalError(f"{self.__name__}() is a Metal device function; call it from a @metal.jit "
@@ -114,7 +141,7 @@ class DeviceFunction(DeviceFunctionBase):
 # ---------------------------------------------------------------------------------------------
 
 
-class Dispatcher:
+class Dispatcher(KernelIntrospection):
     """A Metal kernel: launch it with ``kernel[blocks, threads](*args)``.
 
     Raises:
@@ -136,10 +163,14 @@ class Dispatcher:
             indexed out of bounds.
         KernelRaisedError: at the launch of a ``debug=True`` kernel: the kernel raised an exception (a ``raise``,
             a failed ``assert``, a zero divisor, a tuple index out of range).
-        NumbaMetalError: ``specialize`` of a kernel that is already specialized.
+        DispatcherStateError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
+        NumbaMetalError: an explicit signature that is not a signature, or a kernel's that does not return void.
+        LaunchArgumentError: (also ``TypeError``) a kernel with explicit signatures launched with argument types
+            none of them accepts ("No matching definition"), or two accept equally well ("Ambiguous
+            overloading"): host/overloads.py.
     """
 
-    def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions()):
+    def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions(), specialized: bool = False):
         self.py_func = pyfunc
         self.__name__ = getattr(pyfunc, "__name__", "kernel")
         self.__doc__ = getattr(pyfunc, "__doc__", None)
@@ -151,7 +182,9 @@ class Dispatcher:
         self._last_config = (_NO_CONFIG, None)  # (configuration object, its LaunchConfig), replaced whole
         self._lock = threading.RLock()
         self._eager = sigs is not None
-        self._specialized = False
+        self._specialized = specialized
+        self._signatures: list = []        # the explicit signatures' argument types, in their order
+        self._conversions: dict = {}       # argument keys -> converter of the values (host/overloads.py)
         self._specialized_dispatchers: dict = {}   # argument types -> Dispatcher (``specialize``)
         # The raw keyer of the kernel's number of parameters (another number of arguments makes it raise
         # ValueError, and the launch takes the checked path, which says what is wrong).
@@ -163,6 +196,8 @@ class Dispatcher:
             if ret is not None and not isinstance(ret, types.NoneType):
                 raise NumbaMetalError(f"a kernel's signature must return void, not {ret} ({sig!r})")
             self.compile(args)
+            if args not in self._signatures:
+                self._signatures.append(args)
 
     def __repr__(self) -> str:
         return f"<numba_metal kernel {self.__name__}>"
@@ -171,8 +206,8 @@ class Dispatcher:
         # The Python function travels by value (Numba's cloudpickle), so the kernel unpickles in a process
         # that cannot import where it was defined (a Dask worker, a notebook's kernel); it is compiled there
         # again, or loaded from the disk cache.
-        sigs = list(self._specializations) if self._eager else None
-        return (_unpickle, (Dispatcher, _pickled_function(self.py_func), self.options, sigs))
+        sigs = list(self._signatures) if self._eager else None
+        return (_unpickle, (Dispatcher, _pickled_function(self.py_func), self.options, sigs, self._specialized))
 
     # -- launch configuration -------------------------------------------------------------
 
@@ -213,16 +248,20 @@ class Dispatcher:
 
     def specialize(self, *args):
         """A kernel compiled for the types of ``args`` only (numba.cuda's ``specialize``), made once per
-        argument types."""
+        argument types. Each of ``args`` is an argument (its type is taken) or a Numba type
+        (``float32[::1]``), which stands for itself."""
         if self._specialized:
-            raise NumbaMetalError(f"kernel {self.__name__}() is already specialized")
+            raise DispatcherStateError(f"Dispatcher already specialized: kernel {self.__name__}() was made by "
+                                      "specialize() or given one explicit signature; specialize the kernel it "
+                                      "came from, or give @metal.jit a list of signatures")
+        from numba.core import types
+
         from .arguments import typeof_arg
-        argtypes = tuple(typeof_arg(a, i) for i, a in enumerate(args))
+        argtypes = tuple(a if isinstance(a, types.Type) else typeof_arg(a, i) for i, a in enumerate(args))
         with self._lock:
             specialization = self._specialized_dispatchers.get(argtypes)
             if specialization is None:
-                specialization = Dispatcher(self.py_func, [argtypes], self.options)
-                specialization._specialized = True
+                specialization = Dispatcher(self.py_func, [argtypes], self.options, specialized=True)
                 self._specialized_dispatchers[argtypes] = specialization
         return specialization
 
@@ -235,19 +274,6 @@ class Dispatcher:
     def extensions(self) -> list:
         """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused)."""
         return []
-
-    def _unavailable(self, what):
-        raise UnsupportedFeatureError(f"kernel.{what}(): there is no {what[len('inspect_'):].upper()} for Metal "
-                                      "kernels; kernel.inspect_msl() gives the Metal Shading Language source")
-
-    def inspect_llvm(self, signature=None):
-        self._unavailable("inspect_llvm")
-
-    def inspect_asm(self, signature=None):
-        self._unavailable("inspect_asm")
-
-    def inspect_sass(self, signature=None):
-        self._unavailable("inspect_sass")
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -308,6 +334,11 @@ class Dispatcher:
                     except KernelLaunchError as e:
                         raise KernelLaunchError(f"kernel {self.__name__}(): {e.message}") from None
                     kernel = self._specialization_for(argtypes)
+                    if kernel.argtypes != argtypes:
+                        from .overloads import converter
+                        convert = converter(kernel.argtypes, argtypes)
+                        if convert is not None:
+                            self._conversions[key] = convert
                 self._by_key[key] = kernel
             return kernel
 
@@ -384,36 +415,15 @@ class Dispatcher:
         if kernel is not None:
             return kernel
         if self._eager:
-            kernel = self._find_compatible(argtypes)
-            if kernel is None:
-                sigs = ", ".join("(" + ", ".join(map(str, k)) + ")" for k in self._specializations)
-                raise KernelLaunchError(
-                    f"kernel {self.__name__}() has no signature matching argument types "
-                    f"({', '.join(map(str, argtypes))}); its signatures are: {sigs}")
-            self._specializations[argtypes] = kernel  # remember the match
-            return kernel
+            # Numba's choice among the explicit signatures (host/overloads.py); the launch converts the values.
+            from .overloads import choose
+            return self._specializations[choose(self, self._signatures, argtypes)]
         return self.compile(argtypes)
 
-    def _find_compatible(self, argtypes):
-        from numba.core import types
-        for sig, kernel in list(self._specializations.items()):
-            if len(sig) != len(argtypes) or kernel.argtypes != sig:
-                continue
-            ok = True
-            for want, got in zip(sig, argtypes):
-                if want == got:
-                    continue
-                if isinstance(want, types.Array) and isinstance(got, types.Array):
-                    if (want.dtype == got.dtype and want.ndim == got.ndim
-                            and (want.layout == "A" or want.layout == got.layout)):
-                        continue
-                elif isinstance(want, types.Number) and isinstance(got, (types.Number, types.Boolean)):
-                    continue
-                ok = False
-                break
-            if ok:
-                return kernel
-        return None
+    def _compile_for_args(self, *args):
+        """The specialisation for a launch's arguments, compiled if needed (numba.cuda's name for the
+        dispatcher's compile-on-first-launch step; a launch calls it only for argument types it has not seen)."""
+        return self.kernel_for_args(args)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -453,11 +463,12 @@ def _pickled_function(pyfunc) -> bytes:
     return cloudpickle.dumps(pyfunc, protocol=-1)
 
 
-def _unpickle(cls, pickled: bytes, options, sigs):
-    key = (cls, pickled, options, None if sigs is None else tuple(sigs))
+def _unpickle(cls, pickled: bytes, options, sigs, specialized: bool = False):
+    key = (cls, pickled, options, None if sigs is None else tuple(sigs), specialized)
     made = _unpickled.get(key)
     if made is None:
-        made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options)))
+        extra = {"specialized": True} if specialized else {}
+        made = _unpickled.setdefault(key, cls(pickle.loads(pickled), sigs, JitOptions(*options), **extra))
     return made
 
 
@@ -621,6 +632,11 @@ class LaunchConfig:
         # The frame that asked for this configuration: Dispatcher.__getitem__'s or configure()'s caller.
         perf_warnings.check_grid(self.griddim, sys._getframe(2))
 
+    @property
+    def args(self):
+        """The arguments of the launch compiling its kernel on this thread (numba.cuda's), else None."""
+        return current_launch_args()
+
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise KernelLaunchError(f"kernel {self.dispatcher.__name__}() was launched with keyword arguments "
@@ -639,7 +655,12 @@ class LaunchConfig:
         kernel = disp._by_key.get(key)
         if kernel is None:
             args = kernel_arguments(args)   # objects exporting DLPack (PyTorch, MLX...) become arrays
-            kernel = disp.kernel_for_args(args)
+            # numba.cuda's launchconfig.current_launch_config() is this configuration while it compiles
+            kernel = compile_for_launch(disp, self, args)
+        if disp._conversions:   # an explicit signature chosen for other argument types: convert the scalars
+            convert = disp._conversions.get(arg_keys(args))
+            if convert is not None:
+                args = convert(args)
         ctx = _device.selected or _device.current()
         state = kernel.launch_states.get(ctx)
         if state is None:

@@ -14,10 +14,25 @@ from numba_metal.errors import KernelCompilationError
 
 from . import settings
 from .arguments import numba_type_of_key
+from .introspection import KernelFigures
 from .launch import LaunchState
 
 
-class Kernel:
+def _bounded(compiled, bound: int):
+    """``compiled`` with ``launch_bounds``' maximum threads per threadgroup on its MSL entry point:
+    ``[[max_total_threads_per_threadgroup(bound)]]`` (applied here, after the disk cache, whose entries do not
+    depend on it)."""
+    if not bound:
+        return compiled
+    from numba_metal.compiler.msl import with_max_threads
+    source = with_max_threads(compiled.source, compiled.abi.entry_name, bound)
+    if source is None:
+        raise KernelCompilationError(f"cannot find the entry point {compiled.abi.entry_name}() in the kernel's MSL "
+                                     f"to bound it to {bound} threads per threadgroup (launch_bounds)")
+    return compiled._replace(source=source)
+
+
+class Kernel(KernelFigures):
     """One compiled specialisation of a kernel: its MSL, its ABI and per-device launch states.
 
     ``from_cache`` says whether it was loaded from the disk cache rather than compiled in this process.
@@ -26,7 +41,7 @@ class Kernel:
     def __init__(self, dispatcher, compiled, *, argtypes=None, key=None, from_cache: bool = False):
         self.dispatcher = dispatcher
         self.name = dispatcher.__name__
-        self.compiled = compiled
+        self.compiled = compiled = _bounded(compiled, dispatcher.options.launch_bound)
         self.from_cache = from_cache
         self._argtypes = None if argtypes is None else tuple(argtypes)
         self._key = key
@@ -101,7 +116,8 @@ class Kernel:
                         raise
                     # A disk-cache entry that verified but does not compile is a miss: compile the kernel
                     # again from its Python source (which rewrites the entry).
-                    self.compiled = self.dispatcher.compile_uncached(self.argtypes)
+                    self.compiled = _bounded(self.dispatcher.compile_uncached(self.argtypes),
+                                             self.dispatcher.options.launch_bound)
                     self._typed = self.compiled.typed
                     self.from_cache = False
                     state = LaunchState(self, ctx)

@@ -202,6 +202,12 @@ class LaunchState:
         ``[[max_total_threads_per_threadgroup(N)]]`` for the launch's N threads and use that pipeline from now
         on if its maximum covers N; else refuse the launch naming both numbers."""
         n, kernel, abi = config.nthreads, self.kernel, self.abi
+        bound = kernel.dispatcher.options.launch_bound
+        if bound:   # the user's bound is the kernel's: no variant above it
+            raise KernelLaunchError(
+                f"kernel {kernel.name}(): {n} threads per threadgroup {config.blockdim} is more than its maximum "
+                f"of {self.max_threads} (@metal.jit(launch_bounds={bound}), Metal's "
+                "[[max_total_threads_per_threadgroup]]); launch at most that many, or raise the bound")
         device_max = self.ctx.info.max_threads_per_threadgroup
         variant = None
         if n <= device_max:

@@ -1,5 +1,5 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod``, ``range`` and ``slice``, the attributes and
+``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, the attributes and
 methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows), and
 ``.value`` of ``Enum``/``IntEnum`` members (which kernels use as constants, as in numba.cuda).
 
@@ -17,7 +17,7 @@ import builtins
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
-from numba_metal.compiler import msl, slicing
+from numba_metal.compiler import msl
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.operators import lower_binop
 from numba_metal.compiler.declarations import registry as typing
@@ -196,12 +196,6 @@ def _len(lc, sig, args):
     lc.error(f"len() of {ty} is not supported in Metal kernels")
 
 
-@lowering.call(builtins.slice)
-def _slice(lc, sig, args):
-    """``slice(...)``, and every ``a:b:c`` of an index: an array view takes it (compiler/slicing.py)."""
-    return slicing.lower_slice_call(lc, sig, args)
-
-
 @lowering.call(builtins.pow)
 def _pow(lc, sig, args):
     if len(args) != 2:
@@ -258,27 +252,20 @@ def _conjugate(lc, sig, z, args):
 
 @typing.register_attr
 class IntegerMethods(AttributeTemplate):
-    """``x.bit_count()`` of an integer (Python 3.10's ``int.bit_count``, numba.cuda's typing: the receiver's
-    type, as ``popc``)."""
+    """``i.bit_count()`` (Python 3.10's ``int.bit_count``) on every integer type: the number of one bits, of
+    the argument's type, as numba.cuda's ``overload_method(types.Integer, "bit_count")`` (``cuda.popc``)."""
     key = types.Integer
 
     @bound_function("int.bit_count")
     def resolve_bit_count(self, ty, args, kws):
         if not args and not kws:
-            return signature(ty)
+            return signature(types.unliteral(ty))
 
 
 @lowering.method(types.Integer, "bit_count")
-def _bit_count(lc, sig, x, args):
-    # Python counts the bits of |x|; the negation is done unsigned, so that the most negative value works.
-    ty = types.unliteral(x.type)
-    unsigned = lc.msl_type(types.Integer.from_bitwidth(ty.bitwidth, signed=False))
-    magnitude = msl.cast(unsigned, x.expr)
-    if ty.signed:
-        v = lc.tmp(ty, x.expr)
-        magnitude = msl.select(msl.binary("<", v, msl.cast(lc.msl_type(ty), "0")),
-                               msl.cast(unsigned, msl.unary("-", msl.cast(unsigned, v))), msl.cast(unsigned, v))
-    return Value(msl.cast(lc.msl_type(ty), msl.call("popcount", magnitude)), ty)
+def _bit_count(lc, sig, i, args):
+    ty = types.unliteral(i.type)
+    return Value(lc.cast(Value(msl.call("popcount", i.expr), ty), sig.return_type), sig.return_type)
 
 
 @lowering.attribute(types.EnumMember, "value")

@@ -44,6 +44,9 @@ IMPOSSIBLE: tuple[tuple[str, str], ...] = (
     ("cudapy/test_localmem.py::TestCudaLocalMem::test_local_array", "ptx_link"),        # ".local" in the PTX
     ("cudapy/test_constmem.py::TestCudaConstantMemory::test_const_array*", "ptx_link"),  # ld.const in the PTX
     ("cudapy/test_errors.py::TestJitErrors::test_lto_without_nvjitlink_error", "ptx_link"),
+    # .maxntid/.minnctapersm/.maxclusterrank in inspect_asm()'s PTX (numba-metal's launch_bounds, Metal's
+    # [[max_total_threads_per_threadgroup]], is tested in tests/host/test_signature_dispatch.py)
+    ("cudapy/test_dispatcher.py::TestLaunchBounds::test_launch_bounds_*", "ptx_link"),
     # the CUDA driver's own objects and functions
     ("cudapy/test_vectorize.py::TestCUDAVectorize::test_no_transfer_for_device_data", "driver"),  # patches cuMemcpy*
     ("cudapy/test_stream_api.py::TestStreamAPI::test_external_stream_create", "driver"),  # a CUstream pointer
