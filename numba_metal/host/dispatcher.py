@@ -163,9 +163,9 @@ class Dispatcher(KernelIntrospection):
             indexed out of bounds.
         KernelRaisedError: at the launch of a ``debug=True`` kernel: the kernel raised an exception (a ``raise``,
             a failed ``assert``, a zero divisor, a tuple index out of range).
-        DispatcherStateError: ``specialize`` of a kernel that is already specialized (also ``RuntimeError``).
+        DispatcherStateError: ``specialize`` of a kernel that is already specialized.
         NumbaMetalError: an explicit signature that is not a signature, or a kernel's that does not return void.
-        LaunchArgumentError: (also ``TypeError``) a kernel with explicit signatures launched with argument types
+        LaunchArgumentError: a kernel with explicit signatures launched with argument types
             none of them accepts ("No matching definition"), or two accept equally well ("Ambiguous
             overloading"): host/overloads.py.
     """
