@@ -39,7 +39,7 @@ def lower_call(lc, expr) -> Value | None:
     if isinstance(callee, DeviceFunctionBase):
         if kws:
             lc.error("keyword arguments to device functions are not supported; pass them positionally")
-        return lc.lower_device_call(callee, tuple(types.unliteral(t) for t in sig.args), args)
+        return lc.lower_device_call(callee, tuple(sig.args), args)
     if isinstance(fnty, types.NumberClass):
         if len(args) != 1 or kws:
             lc.error(f"{fnty.instance_type}() takes exactly one argument in a Metal kernel")

@@ -1,5 +1,14 @@
 """Device functions as the compiler sees them: typed per tuple of argument types, callable from
-kernels through a Numba typing template, never recursive."""
+kernels through a Numba typing template, never recursive.
+
+A device function is specialised on its arguments' types as the caller's type inference gives them,
+literals included, as Numba's dispatcher types do for a jitted callee (``types.Dispatcher`` asks its
+dispatcher to compile for the argument types it is given, and numba-cuda's ``CUDADispatcher
+.get_call_template`` compiles the device function for them): a constant shape or a flag passed by a
+kernel reaches the device function as a compile-time constant (``Literal[int](32)``), and a function
+passed to it (another device function, ``metal.atomic.add``, a dtype such as ``metal.uint32``) is its
+type, known at compile time, never a run-time value.
+"""
 
 from __future__ import annotations
 
@@ -68,12 +77,13 @@ def _device_function_type(devfn):
 
     class DeviceFunctionTemplate(AbstractTemplate):
         key = devfn
+        prefer_literal = True   # typed for the literal argument types first (see the module's text)
 
         def generic(self, args, kws):
             if kws:
                 raise UnsupportedFeatureError(f"keyword arguments to device function {devfn.__name__}() "
                                               "are not supported; pass them positionally")
-            argtypes = tuple(types.unliteral(a) for a in args)
+            argtypes = tuple(args)
             tf = devfn.typed(argtypes)
             return signature(tf.return_type, *argtypes)
 
