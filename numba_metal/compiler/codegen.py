@@ -515,6 +515,9 @@ class FunctionLowering:
         if isinstance(value, ir.Var):
             return self.value(value)
         if isinstance(value, ir.Arg):
+            omitted = self.tf.argtypes[value.index]
+            if isinstance(omitted, types.Omitted):   # a parameter's default value (devicefn.fold)
+                return self.lower_constant(omitted.value, self.typemap[target.name])
             return interface.lower_argument(self, value)
         if isinstance(value, (ir.Global, ir.FreeVar)):
             fn = lowerings.find_value(value.value)
@@ -661,7 +664,8 @@ class FunctionLowering:
         if known is not None:
             return known
         tf = devfn.typed(tuple(argtypes))
-        lowering = FunctionLowering(self.module, tf, kind="device", name=function_name(tf))
+        lowering = FunctionLowering(self.module, tf, kind="device",
+                                    name=self.module.unique_function_name(function_name(tf)))
         text = lowering.lower()
         return self.module.add_device_function(key, lowering.name, tf.return_type, text, lowering.raises)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -68,8 +69,10 @@ def loc_of(loc) -> tuple[str, int] | None:
     return (loc.filename, loc.line)
 
 
-def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
-    """Untyped Numba IR of ``pyfunc``, with constant rewrites and dead-branch pruning applied."""
+def build_ir(pyfunc, argtypes, device_function=None) -> ir.FunctionIR:
+    """Untyped Numba IR of ``pyfunc``, with constant rewrites and dead-branch pruning applied.
+    ``device_function``: makes the device function of a closure or a Numba @jit function (see
+    :func:`_jitted_functions`); without it, closures are refused."""
     if not inspect.isfunction(pyfunc):
         raise UnsupportedFeatureError(
             f"{pyfunc!r} is not a Python function; @metal.jit compiles plain `def` functions")
@@ -84,6 +87,8 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     except numba_errors.NumbaError as e:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
+    if device_function is not None:
+        _jitted_functions(func_ir, device_function)
     _bind_captured_arrays(pyfunc, func_ir, len(argtypes))
     if func_ir.arg_count != len(argtypes):
         raise KernelCompilationError(
@@ -107,6 +112,47 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
                                      f"({type(e).__name__}: {e})", source_location(pyfunc)) from None
     warn_uninitialized(func_ir)
     return func_ir
+
+
+def _jitted_functions(func_ir, device_function) -> None:
+    """Functions a kernel calls that are compiled as device functions, as numba-cuda's untyped pipeline
+    makes them (its MakeFunctionToJitFunction pass, after Numba's): each function defined inside the
+    function (a closure, a lambda) whose default values are constants becomes a device function of a
+    Python function with its constant closure variables baked in (Numba's convert_code_obj_to_function,
+    whose TypingError names a variable that is not a constant); and each Numba @jit function it reads
+    from its scope becomes the device function of its Python function (numba.cuda's kernels call them)."""
+    from numba.core.ir_utils import convert_code_obj_to_function
+    dispatchers = sys.modules.get("numba.core.dispatcher")   # not loaded: nothing was jitted by Numba
+    changed = False
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, (ir.Global, ir.FreeVar)):
+                if dispatchers is not None and isinstance(value.value, dispatchers.Dispatcher):
+                    value.value = device_function(value.value)
+                    changed = True
+            elif isinstance(value, ir.Expr) and value.op == "make_function" and _constant_defaults(func_ir, value):
+                try:
+                    closure = convert_code_obj_to_function(value, func_ir)
+                except numba_errors.NumbaError as e:
+                    raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(stmt.loc)) from None
+                stmt.value = ir.Global(value.code.co_name, device_function(closure), stmt.loc)
+                changed = True
+    if changed:
+        func_ir._definitions = _definitions(func_ir)
+
+
+def _constant_defaults(func_ir, make_function) -> bool:
+    """Whether a function defined inside a kernel has only constant default values (Numba's condition)."""
+    defaults = func_ir.get_definition(make_function.defaults)
+    if defaults is None or isinstance(defaults, ir.Const):
+        return True
+    items = defaults if isinstance(defaults, tuple) else getattr(defaults, "items", None)
+    if items is None or isinstance(defaults, ir.Expr) and defaults.op != "build_tuple":
+        return False
+    return all(isinstance(func_ir.get_definition(x), ir.Const) for x in items)
 
 
 def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
@@ -226,11 +272,13 @@ def check_constructs(func_ir) -> None:
                         "supported; define a @metal.jit(device=True) function at module level", loc)
 
 
-def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset()) -> TypedFunction:
+def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset(),
+                device_function=None) -> TypedFunction:
     """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context.
-    ``float32_constants``: IR variables whose literal is typed float32 (weak literals, precision.py)."""
+    ``float32_constants``: IR variables whose literal is typed float32 (weak literals, precision.py);
+    ``device_function``: see :func:`build_ir` (devicefn.infer passes it)."""
     argtypes = tuple(argtypes)
-    func_ir = build_ir(pyfunc, argtypes)
+    func_ir = build_ir(pyfunc, argtypes, device_function)
     check_constructs(func_ir)
     if float32_constants:
         _float32_constants(func_ir, float32_constants)

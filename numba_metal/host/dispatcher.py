@@ -199,6 +199,15 @@ class Dispatcher:
                                        f"(launch configuration was not specified); launch it as "
                                        f"{self.__name__}[blocks, threads](...)")
 
+    @property
+    def _numba_type_(self):
+        # Called from a kernel or a device function, a kernel is a device function of its Python function
+        # (as numba-cuda's dispatchers are: CUDADispatcher.get_call_template compiles a device function).
+        devfn = self.__dict__.get("_device_function")
+        if devfn is None:
+            devfn = self.__dict__.setdefault("_device_function", DeviceFunction(self.py_func, options=self.options))
+        return devfn._numba_type_
+
     def configure(self, griddim, blockdim, stream=0, sharedmem=0):
         return LaunchConfig(self, (griddim, blockdim, stream, sharedmem))
 
