@@ -17,6 +17,8 @@ import threading
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
+from . import captures
+
 _in_progress = threading.local()
 
 
@@ -72,6 +74,8 @@ class DeviceFunctionBase:
         from numba.core.typing.templates import fold_arguments
         if self._pysig is None:
             self._pysig = inspect.signature(self.py_func)
+        hidden = tuple(v for k, v in kws.items() if captures.is_hidden_keyword(k))   # captured arrays, last
+        kws = {k: v for k, v in kws.items() if not captures.is_hidden_keyword(k)}
         try:
             self._pysig.bind(*args, **kws)
         except TypeError as e:
@@ -79,7 +83,7 @@ class DeviceFunctionBase:
                                          f"{len(args)} positional argument(s)"
                                          f"{' and the keyword(s) ' + ', '.join(kws) if kws else ''}: {e}") from None
         return tuple(fold_arguments(self._pysig, args, kws, lambda i, p, v: v, lambda i, p, d: omitted(d),
-                                    lambda i, p, vs: packed(tuple(vs))))
+                                    lambda i, p, vs: packed(tuple(vs)))) + hidden
 
     def typed_functions(self) -> list:
         """The typed IR of every tuple of argument types this function has been typed for so far."""

@@ -158,7 +158,8 @@ def _constant_defaults(func_ir, make_function) -> bool:
 def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
     """Give the function a hidden argument after its own for each device array it captures (captures.py:
     its own globals and closure variables, then those of the device functions it calls): each load of one
-    of its own becomes that argument, and each call of a device function that captures arrays passes them on."""
+    of its own becomes that argument, and each call of a device function that captures arrays passes them on
+    (as keywords named captures.HIDDEN_KEYWORD, which devicefn.fold puts after the callee's parameters)."""
     caps = captures.captures(pyfunc)
     if not caps:
         return
@@ -188,10 +189,10 @@ def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
                     fn = None
                 callee = getattr(fn, "value", None) if isinstance(fn, (ir.Global, ir.FreeVar)) else None
                 if captures.is_device_function(callee):
-                    for owner, kind, name in captures.captures(callee.py_func):
+                    for k, (owner, kind, name) in enumerate(captures.captures(callee.py_func)):
                         var = block.scope.redefine(f"captured_{owner.__name__}_{name}", stmt.loc)
                         body.append(ir.Assign(hidden(owner, kind, name, stmt.loc), var, stmt.loc))
-                        stmt.value.args = list(stmt.value.args) + [var]
+                        stmt.value.kws = list(stmt.value.kws) + [(captures.HIDDEN_KEYWORD.format(k), var)]
             body.append(stmt)
         block.body = body
     func_ir.arg_names = tuple(func_ir.arg_names) + tuple(f"captured{i}_{c[2]}" for i, c in enumerate(caps))
