@@ -130,6 +130,9 @@ def _device_function_type(devfn):
         prefer_literal = True   # typed for the literal argument types first (see the module's text)
 
         def generic(self, args, kws):
+            # Strings are not compile-time constants of numba-metal (kernels have no strings): typed as before.
+            args = tuple(types.unliteral(a) if isinstance(a, types.StringLiteral) else a for a in args)
+            kws = {k: types.unliteral(a) if isinstance(a, types.StringLiteral) else a for k, a in kws.items()}
             argtypes = devfn.fold(args, kws, types.Omitted, types.StarArgTuple)
             tf = devfn.typed(argtypes)
             return signature(tf.return_type, *argtypes)

@@ -133,15 +133,26 @@ def _jitted_functions(func_ir, device_function) -> None:
                 if dispatchers is not None and isinstance(value.value, dispatchers.Dispatcher):
                     value.value = device_function(value.value)
                     changed = True
-            elif isinstance(value, ir.Expr) and value.op == "make_function" and _constant_defaults(func_ir, value):
+            elif (isinstance(value, ir.Expr) and value.op == "make_function" and _constant_defaults(func_ir, value)
+                  and not _is_comprehension(value.code)):
                 try:
                     closure = convert_code_obj_to_function(value, func_ir)
                 except numba_errors.NumbaError as e:
                     raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(stmt.loc)) from None
+                except Exception as e:  # noqa: BLE001 - Numba rebuilds the function from text
+                    raise UnsupportedFeatureError(f"the function {value.code.co_name} defined here cannot be "
+                                                  f"compiled as a device function ({type(e).__name__}: {e}); "
+                                                  "define it with @metal.jit(device=True) at module level",
+                                                  loc_of(stmt.loc)) from None
                 stmt.value = ir.Global(value.code.co_name, device_function(closure), stmt.loc)
                 changed = True
     if changed:
         func_ir._definitions = _definitions(func_ir)
+
+
+def _is_comprehension(code) -> bool:
+    """A comprehension's or generator expression's function (``<listcomp>``...), refused as its container is."""
+    return code.co_name.startswith("<") and code.co_name != "<lambda>"
 
 
 def _constant_defaults(func_ir, make_function) -> bool:
@@ -267,10 +278,15 @@ def check_constructs(func_ir) -> None:
                     raise UnsupportedFeatureError(
                         f"{_CONTAINERS[value.op]} are not supported in Metal kernels; use tuples, "
                         "metal.local.array or arrays passed in as arguments", loc)
-                if value.op == "make_function":
+                if value.op == "make_function" and _is_comprehension(value.code):
                     raise UnsupportedFeatureError(
-                        "functions defined inside a kernel (closures, lambdas, comprehensions) are not "
-                        "supported; define a @metal.jit(device=True) function at module level", loc)
+                        "comprehensions and generator expressions are not supported in Metal kernels; use a "
+                        "loop (over a metal.local.array, or writing an array argument)", loc)
+                if value.op == "make_function":   # not made a device function (_jitted_functions)
+                    raise UnsupportedFeatureError(
+                        "a function defined inside a kernel compiles as a device function only when its "
+                        "default values are constants; define a @metal.jit(device=True) function at module "
+                        "level", loc)
 
 
 def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset(),
