@@ -70,7 +70,8 @@ class DeviceFunctionBase:
         """The arguments of a call (types or values) in the order of the function's parameters, bound as
         Python binds them (keywords by name): an omitted parameter with a default as ``omitted(default)``,
         and the extra positional arguments of a ``*args`` parameter as ``packed(tuple of them)`` (Numba's
-        fold_arguments, as its dispatchers fold the arguments of a call of a jitted function)."""
+        fold_arguments, as its dispatchers fold the arguments of a call of a jitted function); the captured
+        arrays a call passes as hidden keywords (captures.HIDDEN_KEYWORD) come last, in their order."""
         from numba.core.typing.templates import fold_arguments
         if self._pysig is None:
             self._pysig = inspect.signature(self.py_func)
