@@ -88,6 +88,7 @@ def build_ir(pyfunc, argtypes, device_function=None) -> ir.FunctionIR:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
     if device_function is not None:
+        _inline_run_time_closures(func_ir)
         _jitted_functions(func_ir, device_function)
     _bind_captured_arrays(pyfunc, func_ir, len(argtypes))
     if func_ir.arg_count != len(argtypes):
@@ -148,6 +149,51 @@ def _jitted_functions(func_ir, device_function) -> None:
                 changed = True
     if changed:
         func_ir._definitions = _definitions(func_ir)
+
+
+def _inline_run_time_closures(func_ir) -> None:
+    """Calls of a function defined inside the function that reads a value computed at run time are
+    inlined (Numba's inline_closure_call), as Numba's InlineClosureCallPass, which numba-cuda runs first,
+    inlines every call of a closure; such a function passed on (escaping) stays refused, as in Numba."""
+    done = False
+    while not done:
+        done = True
+        for block in list(func_ir.blocks.values()):
+            for i, stmt in enumerate(block.body):
+                if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
+                    continue
+                try:
+                    fn = func_ir.get_definition(stmt.value.func)
+                except Exception:  # noqa: BLE001 - several definitions: not a closure call
+                    continue
+                if not (isinstance(fn, ir.Expr) and fn.op == "make_function") or _is_comprehension(fn.code):
+                    continue
+                if all(_constant_definition(func_ir, name) for name in fn.code.co_freevars):
+                    continue   # becomes a device function (_jitted_functions)
+                from numba.core.inline_closurecall import inline_closure_call
+                from numba.core.ir_utils import remove_dels
+                inline_closure_call(func_ir, func_ir.func_id.func.__globals__, block, i, fn)
+                remove_dels(func_ir.blocks)
+                func_ir._definitions = _definitions(func_ir)
+                done = False
+                break
+            if not done:
+                break
+    # A function only called (now inlined) is not made a device function, which could not capture its values.
+    used = {v.name for b in func_ir.blocks.values() for st in b.body for v in st.list_vars()
+            if not (isinstance(st, ir.Assign) and v is st.target)}
+    for block in func_ir.blocks.values():
+        block.body = [st for st in block.body if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+                                                      and st.value.op == "make_function"
+                                                      and st.target.name not in used)]
+    func_ir._definitions = _definitions(func_ir)
+
+
+def _constant_definition(func_ir, name) -> bool:
+    try:
+        return isinstance(func_ir.get_definition(name), ir.Const)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _is_comprehension(code) -> bool:

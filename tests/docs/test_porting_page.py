@@ -37,6 +37,10 @@ def test_the_quoted_errors_are_the_ones_a_port_meets():
         i = metal.grid(1)
         a[i] = _helper(a[i])
 
+    @metal.jit(device=True)
+    def apply(f, x):
+        return f(x)
+
     @metal.jit
     def captures_a_run_time_value(a):
         i = metal.grid(1)
@@ -44,7 +48,7 @@ def test_the_quoted_errors_are_the_ones_a_port_meets():
 
         def f(x):
             return x + t
-        a[i] = f(1.0)
+        a[i] = f(1.0) + apply(f, 1.0)   # called: inlined; passed on: refused
 
     @metal.jit
     def calls_numpy(a):

@@ -273,13 +273,36 @@ def test_jitted_functions_called_from_kernels():
     assert out[0] == 37
 
 
+@metal.jit
+def _closures_of_run_time_values(out, x):
+    i = metal.grid(1)
+    t = x[i] + 1
+
+    def inner(v):
+        if v > 2:
+            return v + t
+        return v - t
+    g = lambda a: a * t   # noqa: E731
+    out[i] = inner(x[i]) + g(2.0)
+
+
+def test_functions_reading_run_time_values_are_inlined_where_called():
+    """As Numba's InlineClosureCallPass does (numba-cuda runs it first), a call of a function defined in the
+    kernel that reads a value computed at run time is inlined."""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    _closures_of_run_time_values[1, 8](out, x)
+    t = x + 1
+    np.testing.assert_array_equal(out, np.where(x > 2, x + t, x - t) + 2 * t)
+
+
 def test_a_function_capturing_a_run_time_value_is_refused_with_numbas_words():
     def k(out, x):
         t = x + 1
 
         def inner(v):   # the error names this line
             return v + t
-        out[0] = _consumer(inner, x)
+        out[0] = _consumer(inner, x)   # passed on: it would escape, so it cannot be inlined
 
     with pytest.raises(KernelCompilationError, match=r"test_device_function_arguments\.py:\d+: Cannot capture the "
                        r"non-constant value associated with variable 't'") as info:

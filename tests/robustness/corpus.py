@@ -87,10 +87,12 @@ CORPUS: list[Bad] = [
     Bad("raise_runtime_message", k("if i > 100:\n    raise ValueError(i)  # <-\na[i] = 1"), UF, "constant"),
     Bad("print_array", k("print(a)  # <-\na[i] = 1"), UF, "print"),
     Bad("with_statement", k("with open('x'):  # <-\n    a[i] = 1"), UF, "with"),
-    Bad("lambda_run_time_capture", k("t = a[0]\nf = lambda x: x + t  # <-\na[i] = f(i)"), KC,
+    Bad("lambda_run_time_capture_escapes", "\n@metal.jit(device=True)\ndef apply(f, x):\n    return f(x)\n\n"
+        "@metal.jit\ndef k(a):\n    t = a[0]\n    a[1] = apply(lambda x: x + t, 1.0)  # <-\n", KC,
         "Cannot capture the non-constant value associated with variable 't'"),
-    Bad("nested_def_run_time_capture", k("def f(x):  # <-\n    return x + i\na[i] = f(i)"), KC,
-        "Cannot capture the non-constant value associated with variable 'i'"),
+    Bad("nested_def_run_time_capture_escapes", "\n@metal.jit(device=True)\ndef apply(f, x):\n    return f(x)\n\n"
+        "@metal.jit\ndef k(a):\n    i = metal.grid(1)\n    def f(x):  # <-\n        return x + i\n"
+        "    a[i] = apply(f, 1.0)\n", KC, "Cannot capture the non-constant value associated with variable 'i'"),
     Bad("generator_yield", k("yield i  # <-\na[i] = 1"), UF, "yield|generator"),
     Bad("global_statement",
         "\nG = 1\n\n@metal.jit\ndef k(a):\n    global G\n    G = 2  # <-\n    a[0] = G\n",

@@ -222,12 +222,27 @@ class BodyAnalyzer(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node):
         # A function defined in a kernel compiles as a device function when the variables of the kernel it
-        # reads are constants (Numba bakes them in); one reading a value computed at run time does not.
-        if self._reads_run_time_values(node):
+        # reads are constants (Numba bakes them in); one reading a value computed at run time compiles only
+        # where it is called (each call is inlined), not passed on.
+        if self._reads_run_time_values(node) and self._escapes(node):
             self.a.add("blockers", node.lineno, "closure")
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_Lambda = visit_FunctionDef
+
+    def _escapes(self, node) -> bool:
+        """Whether a function defined in the kernel is used other than called by its name."""
+        name = getattr(node, "name", None)
+        if name is None:   # a lambda: escapes unless assigned to a name only called
+            for st in ast.walk(self.fn):
+                if (isinstance(st, ast.Assign) and st.value is node and len(st.targets) == 1
+                        and isinstance(st.targets[0], ast.Name)):
+                    name = st.targets[0].id
+            if name is None:
+                return True
+        called = {id(c.func) for c in ast.walk(self.fn) if isinstance(c, ast.Call)}
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in called
+                   for n in ast.walk(self.fn))
 
     def _reads_run_time_values(self, node) -> bool:
         args = node.args
