@@ -172,7 +172,14 @@ def _inline_run_time_closures(func_ir) -> None:
                     continue   # becomes a device function (_jitted_functions)
                 from numba.core.inline_closurecall import inline_closure_call
                 from numba.core.ir_utils import remove_dels
-                inline_closure_call(func_ir, func_ir.func_id.func.__globals__, block, i, fn)
+                try:
+                    inline_closure_call(func_ir, func_ir.func_id.func.__globals__, block, i, fn)
+                except numba_errors.NumbaError as e:
+                    raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(stmt.loc)) from None
+                except Exception as e:  # noqa: BLE001 - Numba's inliner assumes well-formed closures
+                    raise UnsupportedFeatureError(f"the call of {fn.code.co_name}, defined in this function, could "
+                                                  f"not be inlined ({type(e).__name__}: {e}); define it with "
+                                                  "@metal.jit(device=True) at module level", loc_of(stmt.loc)) from None
                 remove_dels(func_ir.blocks)
                 func_ir._definitions = _definitions(func_ir)
                 done = False
@@ -180,6 +187,9 @@ def _inline_run_time_closures(func_ir) -> None:
             if not done:
                 break
     # A function only called (now inlined) is not made a device function, which could not capture its values.
+    if not any(isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "make_function"
+               for b in func_ir.blocks.values() for st in b.body):
+        return
     used = {v.name for b in func_ir.blocks.values() for st in b.body for v in st.list_vars()
             if not (isinstance(st, ir.Assign) and v is st.target)}
     for block in func_ir.blocks.values():
