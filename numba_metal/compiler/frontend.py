@@ -240,6 +240,11 @@ def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
 
     def hidden(owner, kind, name, loc):
         i = captures.index_of(caps, owner, kind, name)
+        if i < 0:   # a function the kernel's captures do not reach (a closure, a Numba @jit function)
+            raise UnsupportedFeatureError(
+                f"{owner.__name__}() reads the device array {name!r} from its scope, which only a "
+                "@metal.jit(device=True) function named by the kernel can do; pass the array as an argument",
+                loc_of(loc))
         return ir.Arg(name=f"captured{i}_{name}", index=first + i, loc=loc)
 
     for block in func_ir.blocks.values():

@@ -317,3 +317,27 @@ def test_wrong_arguments_to_a_device_function_name_its_signature():
 
     with pytest.raises(KernelCompilationError, match=r"_flagged\(x, negate\) cannot be called with 3 positional"):
         metal.compile_msl(k, (types.int64[::1],))
+
+
+_CAPTURED = None
+
+
+def test_a_function_defined_in_a_kernel_reading_a_captured_device_array_is_refused():
+    """Only device functions the kernel names reach its captured arrays; a closure reading one is refused at
+    its call (without the check its hidden argument would be another argument of the kernel: a wrong read)."""
+    global _CAPTURED
+    _CAPTURED = metal.to_device(np.arange(4, dtype=np.float32))
+
+    @metal.jit
+    def k(out):
+        i = metal.grid(1)
+
+        def inner(j):
+            return _CAPTURED[j] * 2
+        out[i] = inner(i)   # the error names this line
+
+    with pytest.raises(UnsupportedFeatureError, match=r"test_device_function_arguments\.py:\d+: inner\(\) reads "
+                       r"the device array '_CAPTURED' from its scope") as info:
+        k[1, 4](np.zeros(4, np.float32))
+    line = int(re.search(r"\.py:(\d+):", str(info.value)).group(1))
+    assert "out[i] = inner(i)" in open(__file__).read().splitlines()[line - 1]
