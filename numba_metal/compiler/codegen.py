@@ -625,6 +625,8 @@ class FunctionLowering:
             base = self.resolve(d.value)
             return getattr(base, d.attr)
         if isinstance(d, ir.Arg):
+            if isinstance(self.tf.argtypes[d.index], types.Omitted):   # a parameter's default value
+                return self.tf.argtypes[d.index].value
             # A device function passed as an argument: its type (one per function) names it.
             key = interface.function_of_type(self.tf.argtypes[d.index])
             if key is not None:

@@ -136,6 +136,23 @@ def test_kernel_api_atomics_passed_as_arguments():
 
 
 @metal.jit(device=True)
+def _update(a, i, v, op=metal.atomic.add):
+    return op(a, i, v)
+
+
+@metal.jit
+def _default_and_keyword_functions(a):
+    _update(a, 0, 1)
+    _update(a, 1, 5, op=metal.atomic.max)
+
+
+def test_a_function_as_a_default_value_and_as_a_keyword_argument():
+    a = np.zeros(2, np.int32)
+    _default_and_keyword_functions[1, 32](a)
+    assert list(a) == [32, 5]
+
+
+@metal.jit(device=True)
 def _flagged(x, negate):
     if negate:
         return -x
