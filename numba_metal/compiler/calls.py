@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from numba.core import ir, types
 
-from . import msl
+from . import interface, msl
 from .devicefn import DeviceFunctionBase
 from .lowering import Value, registry as lowerings
 
@@ -17,7 +17,9 @@ def lower_call(lc, expr) -> Value | None:
     fnty = lc.typemap[expr.func.name]
     if isinstance(fnty, types.BoundFunction):
         return _lower_method(lc, expr, fnty, sig)
-    callee = lc.resolve(expr.func)
+    # A device function is known by its type (also a kernel, or a Numba @jit function, called as one).
+    devfn = interface.function_of_type(fnty)
+    callee = devfn if isinstance(devfn, DeviceFunctionBase) else lc.resolve(expr.func)
     args = [lc.value(a) for a in expr.args]
     if expr.vararg is not None:
         # f(*t) with a tuple t, which is also how CPython compiles any call with more than 30
@@ -37,9 +39,11 @@ def lower_call(lc, expr) -> Value | None:
             return fn(lc, sig, args, **kws)
         return fn(lc, sig, args)
     if isinstance(callee, DeviceFunctionBase):
-        if kws:
-            lc.error("keyword arguments to device functions are not supported; pass them positionally")
-        return lc.lower_device_call(callee, tuple(types.unliteral(t) for t in sig.args), args)
+        # The values in the order of the parameters, as the call was typed (devicefn.fold): a default is a
+        # constant of the callee (nothing is passed), the extra positional arguments one tuple.
+        argtypes = tuple(sig.args)
+        folded = callee.fold(tuple(args), kws, lambda default: None, list)
+        return lc.lower_device_call(callee, argtypes, [_packed(lc, v, t) for v, t in zip(folded, argtypes)])
     if isinstance(fnty, types.NumberClass):
         if len(args) != 1 or kws:
             lc.error(f"{fnty.instance_type}() takes exactly one argument in a Metal kernel")
@@ -56,6 +60,17 @@ def lower_call(lc, expr) -> Value | None:
     elif callable(callee):
         hint = "; to call your own function from a kernel, decorate it with @metal.jit(device=True)"
     lc.error(f"calling {name} is not supported in Metal kernels{hint}")
+
+
+def _packed(lc, value, ty):
+    """A folded argument's value: a default's is None; the extra positional arguments (a list of values)
+    make one tuple of type ``ty``."""
+    if not isinstance(value, list):
+        return value
+    if lc.module.type_name(ty) is None:
+        return Value("", ty)
+    items = [lc.cast(v, t) for v, t in zip(value, ty.types)]
+    return Value(msl.aggregate(lc.msl_type(ty), items), ty)
 
 
 def _lower_method(lc, expr, fnty, sig) -> Value | None:

@@ -86,6 +86,15 @@ def captures(fn, _active=None) -> tuple:
     return tuple(out)
 
 
+#: A call passes a device function's captures as keywords with these names (not Python identifiers, so no
+#: parameter has one), after its own arguments: devicefn.fold puts them after its parameters.
+HIDDEN_KEYWORD = "nm.captured.{}"
+
+
+def is_hidden_keyword(name: str) -> bool:
+    return name.startswith("nm.captured.")
+
+
 def index_of(caps, fn, kind: str, name: str) -> int:
     """The position of the capture (fn, kind, name) in ``caps``, or -1."""
     for i, c in enumerate(caps):

@@ -516,6 +516,9 @@ class FunctionLowering:
         if isinstance(value, ir.Var):
             return self.value(value)
         if isinstance(value, ir.Arg):
+            omitted = self.tf.argtypes[value.index]
+            if isinstance(omitted, types.Omitted):   # a parameter's default value (devicefn.fold)
+                return self.lower_constant(omitted.value, self.typemap[target.name])
             return interface.lower_argument(self, value)
         if isinstance(value, (ir.Global, ir.FreeVar)):
             fn = lowerings.find_value(value.value)
@@ -627,6 +630,8 @@ class FunctionLowering:
             base = self.resolve(d.value)
             return getattr(base, d.attr)
         if isinstance(d, ir.Arg):
+            if isinstance(self.tf.argtypes[d.index], types.Omitted):   # a parameter's default value
+                return self.tf.argtypes[d.index].value
             # A device function passed as an argument: its type (one per function) names it.
             key = interface.function_of_type(self.tf.argtypes[d.index])
             if key is not None:
@@ -666,7 +671,8 @@ class FunctionLowering:
         if known is not None:
             return known
         tf = devfn.typed(tuple(argtypes))
-        lowering = FunctionLowering(self.module, tf, kind="device", name=function_name(tf))
+        lowering = FunctionLowering(self.module, tf, kind="device",
+                                    name=self.module.unique_function_name(function_name(tf)))
         text = lowering.lower()
         return self.module.add_device_function(key, lowering.name, tf.return_type, text, lowering.raises)
 

@@ -13,7 +13,7 @@ from numba_metal.errors import NumbaMetalError, typing_error
 from . import linking, precision
 from .abi import CompiledKernel
 from .codegen import lower_device_function, lower_kernel_linked
-from .frontend import infer_types
+from .devicefn import infer
 
 
 def argument_types(signature) -> tuple:
@@ -67,6 +67,6 @@ def _typed(pyfunc, argtypes, **options):
     ``TypingError``, as numba.cuda's. (Only here, at the top: inside Numba's type inference of a caller,
     a Numba error from a device function would read as "this template does not apply".)"""
     try:
-        return infer_types(pyfunc, argtypes, **options)
+        return infer(pyfunc, argtypes, **options)
     except NumbaMetalError as e:
         raise typing_error(e) from None

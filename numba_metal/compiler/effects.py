@@ -87,11 +87,14 @@ def _call(tf, e, loc, holders, mark, active):
     if isinstance(callee, np.ufunc):   # np.sin(x, out) reads x, writes out
         passed = [(k, v) for k, v in passed if k >= callee.nin]
     sig = tf.calltypes.get(e)
-    if isinstance(callee, DeviceFunctionBase) and sig is not None and not extra and callee not in active:
+    if isinstance(callee, DeviceFunctionBase) and sig is not None and e.vararg is None and callee not in active:
+        # Each parameter's variables, as the call binds them (devicefn.fold: keywords, *args, captured arrays).
         inner = _analyse(callee.typed(tuple(sig.args)), active + (callee,))
-        for k, v in passed:
+        folded = callee.fold(tuple(e.args), dict(e.kws), lambda default: None, list)
+        for k, bound in enumerate(folded):
             if k in inner:
-                mark(v, loc)
+                for v in bound if isinstance(bound, list) else () if bound is None else (bound,):
+                    mark(v, loc)
         return
     for _, v in passed:
         mark(v, loc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -68,8 +69,10 @@ def loc_of(loc) -> tuple[str, int] | None:
     return (loc.filename, loc.line)
 
 
-def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
-    """Untyped Numba IR of ``pyfunc``, with constant rewrites and dead-branch pruning applied."""
+def build_ir(pyfunc, argtypes, device_function=None) -> ir.FunctionIR:
+    """Untyped Numba IR of ``pyfunc``, with constant rewrites and dead-branch pruning applied.
+    ``device_function``: makes the device function of a closure or a Numba @jit function (see
+    :func:`_jitted_functions`); without it, closures are refused."""
     if not inspect.isfunction(pyfunc):
         raise UnsupportedFeatureError(
             f"{pyfunc!r} is not a Python function; @metal.jit compiles plain `def` functions")
@@ -84,6 +87,9 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     except numba_errors.NumbaError as e:
         raise UnsupportedFeatureError(_first_line(e), loc_of(getattr(e, "loc", None))
                                       or source_location(pyfunc)) from None
+    if device_function is not None:
+        _inline_run_time_closures(func_ir)
+        _jitted_functions(func_ir, device_function)
     _bind_captured_arrays(pyfunc, func_ir, len(argtypes))
     if func_ir.arg_count != len(argtypes):
         raise KernelCompilationError(
@@ -109,10 +115,118 @@ def build_ir(pyfunc, argtypes) -> ir.FunctionIR:
     return func_ir
 
 
+def _jitted_functions(func_ir, device_function) -> None:
+    """Functions a kernel calls that are compiled as device functions, as numba-cuda's untyped pipeline
+    makes them (its MakeFunctionToJitFunction pass, after Numba's): each function defined inside the
+    function (a closure, a lambda) whose default values are constants becomes a device function of a
+    Python function with its constant closure variables baked in (Numba's convert_code_obj_to_function,
+    whose TypingError names a variable that is not a constant); and each Numba @jit function it reads
+    from its scope becomes the device function of its Python function (numba.cuda's kernels call them)."""
+    from numba.core.ir_utils import convert_code_obj_to_function
+    dispatchers = sys.modules.get("numba.core.dispatcher")   # not loaded: nothing was jitted by Numba
+    changed = False
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, (ir.Global, ir.FreeVar)):
+                if dispatchers is not None and isinstance(value.value, dispatchers.Dispatcher):
+                    value.value = device_function(value.value)
+                    changed = True
+            elif (isinstance(value, ir.Expr) and value.op == "make_function" and _constant_defaults(func_ir, value)
+                  and not _is_comprehension(value.code)):
+                try:
+                    closure = convert_code_obj_to_function(value, func_ir)
+                except numba_errors.NumbaError as e:
+                    raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(stmt.loc)) from None
+                except Exception as e:  # noqa: BLE001 - Numba rebuilds the function from text
+                    raise UnsupportedFeatureError(f"the function {value.code.co_name} defined here cannot be "
+                                                  f"compiled as a device function ({type(e).__name__}: {e}); "
+                                                  "define it with @metal.jit(device=True) at module level",
+                                                  loc_of(stmt.loc)) from None
+                stmt.value = ir.Global(value.code.co_name, device_function(closure), stmt.loc)
+                changed = True
+    if changed:
+        func_ir._definitions = _definitions(func_ir)
+
+
+def _inline_run_time_closures(func_ir) -> None:
+    """Calls of a function defined inside the function that reads a value computed at run time are
+    inlined (Numba's inline_closure_call), as Numba's InlineClosureCallPass, which numba-cuda runs first,
+    inlines every call of a closure; such a function passed on (escaping) stays refused, as in Numba."""
+    done = False
+    while not done:
+        done = True
+        for block in list(func_ir.blocks.values()):
+            for i, stmt in enumerate(block.body):
+                if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
+                    continue
+                try:
+                    fn = func_ir.get_definition(stmt.value.func)
+                except Exception:  # noqa: BLE001 - several definitions: not a closure call
+                    continue
+                if not (isinstance(fn, ir.Expr) and fn.op == "make_function") or _is_comprehension(fn.code):
+                    continue
+                if all(_constant_definition(func_ir, name) for name in fn.code.co_freevars):
+                    continue   # becomes a device function (_jitted_functions)
+                from numba.core.inline_closurecall import inline_closure_call
+                from numba.core.ir_utils import remove_dels
+                try:
+                    inline_closure_call(func_ir, func_ir.func_id.func.__globals__, block, i, fn)
+                except numba_errors.NumbaError as e:
+                    raise KernelCompilationError(_strip_numba_banner(str(e)), loc_of(stmt.loc)) from None
+                except Exception as e:  # noqa: BLE001 - Numba's inliner assumes well-formed closures
+                    raise UnsupportedFeatureError(f"the call of {fn.code.co_name}, defined in this function, could "
+                                                  f"not be inlined ({type(e).__name__}: {e}); define it with "
+                                                  "@metal.jit(device=True) at module level", loc_of(stmt.loc)) from None
+                remove_dels(func_ir.blocks)
+                func_ir._definitions = _definitions(func_ir)
+                done = False
+                break
+            if not done:
+                break
+    # A function only called (now inlined) is not made a device function, which could not capture its values.
+    if not any(isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "make_function"
+               for b in func_ir.blocks.values() for st in b.body):
+        return
+    used = {v.name for b in func_ir.blocks.values() for st in b.body for v in st.list_vars()
+            if not (isinstance(st, ir.Assign) and v is st.target)}
+    for block in func_ir.blocks.values():
+        block.body = [st for st in block.body if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+                                                      and st.value.op == "make_function"
+                                                      and st.target.name not in used)]
+    func_ir._definitions = _definitions(func_ir)
+
+
+def _constant_definition(func_ir, name) -> bool:
+    try:
+        return isinstance(func_ir.get_definition(name), ir.Const)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _is_comprehension(code) -> bool:
+    """A comprehension's or generator expression's function (``<listcomp>``...), refused as its container is."""
+    return code.co_name.startswith("<") and code.co_name != "<lambda>"
+
+
+def _constant_defaults(func_ir, make_function) -> bool:
+    """Whether a function defined inside a kernel has only constant default values (Numba's condition)."""
+    defaults = func_ir.get_definition(make_function.defaults)
+    if defaults is None or isinstance(defaults, ir.Const):
+        return True
+    items = defaults if isinstance(defaults, tuple) else getattr(defaults, "items", None)
+    if items is None or isinstance(defaults, ir.Expr) and defaults.op != "build_tuple":
+        return False
+    return all(isinstance(func_ir.get_definition(x), ir.Const) for x in items)
+
+
 def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
     """Give the function a hidden argument after its own for each device array it captures (captures.py:
     its own globals and closure variables, then those of the device functions it calls): each load of one
-    of its own becomes that argument, and each call of a device function that captures arrays passes them on."""
+    of its own becomes that argument, and each call of a device function that captures arrays passes them on
+    (as keywords named captures.HIDDEN_KEYWORD, which devicefn.fold puts after the callee's parameters)."""
     caps = captures.captures(pyfunc)
     if not caps:
         return
@@ -126,6 +240,11 @@ def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
 
     def hidden(owner, kind, name, loc):
         i = captures.index_of(caps, owner, kind, name)
+        if i < 0:   # a function the kernel's captures do not reach (a closure, a Numba @jit function)
+            raise UnsupportedFeatureError(
+                f"{owner.__name__}() reads the device array {name!r} from its scope, which only a "
+                "@metal.jit(device=True) function named by the kernel can do; pass the array as an argument",
+                loc_of(loc))
         return ir.Arg(name=f"captured{i}_{name}", index=first + i, loc=loc)
 
     for block in func_ir.blocks.values():
@@ -142,10 +261,10 @@ def _bind_captured_arrays(pyfunc, func_ir, nargs: int) -> None:
                     fn = None
                 callee = getattr(fn, "value", None) if isinstance(fn, (ir.Global, ir.FreeVar)) else None
                 if captures.is_device_function(callee):
-                    for owner, kind, name in captures.captures(callee.py_func):
+                    for k, (owner, kind, name) in enumerate(captures.captures(callee.py_func)):
                         var = block.scope.redefine(f"captured_{owner.__name__}_{name}", stmt.loc)
                         body.append(ir.Assign(hidden(owner, kind, name, stmt.loc), var, stmt.loc))
-                        stmt.value.args = list(stmt.value.args) + [var]
+                        stmt.value.kws = list(stmt.value.kws) + [(captures.HIDDEN_KEYWORD.format(k), var)]
             body.append(stmt)
         block.body = body
     func_ir.arg_names = tuple(func_ir.arg_names) + tuple(f"captured{i}_{c[2]}" for i, c in enumerate(caps))
@@ -220,17 +339,24 @@ def check_constructs(func_ir) -> None:
                     raise UnsupportedFeatureError(
                         f"{_CONTAINERS[value.op]} are not supported in Metal kernels; use tuples, "
                         "metal.local.array or arrays passed in as arguments", loc)
-                if value.op == "make_function":
+                if value.op == "make_function" and _is_comprehension(value.code):
                     raise UnsupportedFeatureError(
-                        "functions defined inside a kernel (closures, lambdas, comprehensions) are not "
-                        "supported; define a @metal.jit(device=True) function at module level", loc)
+                        "comprehensions and generator expressions are not supported in Metal kernels; use a "
+                        "loop (over a metal.local.array, or writing an array argument)", loc)
+                if value.op == "make_function":   # not made a device function (_jitted_functions)
+                    raise UnsupportedFeatureError(
+                        "a function defined inside a kernel compiles as a device function only when its "
+                        "default values are constants; define a @metal.jit(device=True) function at module "
+                        "level", loc)
 
 
-def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset()) -> TypedFunction:
+def infer_types(pyfunc, argtypes, return_type=None, float32_constants=frozenset(),
+                device_function=None) -> TypedFunction:
     """Type ``pyfunc`` for ``argtypes`` with Numba's type inference in the metal typing context.
-    ``float32_constants``: IR variables whose literal is typed float32 (weak literals, precision.py)."""
+    ``float32_constants``: IR variables whose literal is typed float32 (weak literals, precision.py);
+    ``device_function``: see :func:`build_ir` (devicefn.infer passes it)."""
     argtypes = tuple(argtypes)
-    func_ir = build_ir(pyfunc, argtypes)
+    func_ir = build_ir(pyfunc, argtypes, device_function)
     check_constructs(func_ir)
     if float32_constants:
         _float32_constants(func_ir, float32_constants)

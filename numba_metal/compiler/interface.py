@@ -16,7 +16,7 @@ from numba_metal.errors import UnsupportedFeatureError
 
 from . import abi, arrays, effects, msl
 from .devicefn import DeviceFunctionBase
-from .lowering import Value
+from .lowering import Value, registry as lowerings
 
 
 def device_function_header(lc) -> str:
@@ -146,10 +146,13 @@ def _rebuild_scalar_arg(lc, i, ty, path) -> str:
 
 
 def function_of_type(ty):
-    """The device function a function type stands for (the key of its one template), or None."""
+    """The function a function type stands for (the key of its one template: a device function, or a
+    kernel-API function such as ``metal.atomic.add``), or None."""
     templates = getattr(ty, "templates", None) if isinstance(ty, types.Function) else None
-    if templates and len(templates) == 1 and isinstance(templates[0].key, DeviceFunctionBase):
-        return templates[0].key
+    if templates and len(templates) == 1:
+        key = templates[0].key
+        if isinstance(key, DeviceFunctionBase) or lowerings.find_call(key) is not None:
+            return key
     return None
 
 

@@ -227,6 +227,16 @@ class ModuleBuilder:
         and its argument types), or None."""
         return self._device_functions.get(key)
 
+    def unique_function_name(self, name: str) -> str:
+        """``name``, or ``name`` with a number if a device function of this module already has it (two
+        functions of the same name, such as closures defined in different functions, typed alike)."""
+        taken = {known for known, _ in self._device_functions.values()}
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}_{n}"
+        return unique
+
     def add_device_function(self, key, name: str, return_type, text: str, raises: bool) -> tuple[str, types.Type]:
         """Record a device function lowered into this module (``text``, placed after the functions it calls,
         which were added while it was lowered); returns (name, return type)."""

@@ -101,7 +101,7 @@ def _device_callees(tf, call):
     devfn = getattr(fnty.templates[0], "key", None) if fnty.templates else None
     if not isinstance(devfn, DeviceFunctionBase):
         return ()
-    return (devfn.typed(tuple(types.unliteral(t) for t in sig.args)),)
+    return (devfn.typed(tuple(sig.args)),)
 
 
 #: Operators whose Python-literal operand is weak (NumPy 2): with float32 data, the result is float32.

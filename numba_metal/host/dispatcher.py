@@ -105,6 +105,7 @@ class DeviceFunction(DeviceFunctionBase):
         if not self._signatures or argtypes in self._signatures:
             return argtypes
         from numba.core import types, typing
+        argtypes = tuple(types.unliteral(a) for a in argtypes)   # constants are typed literally first
 
         from numba_metal.compiler.typing import typing_context
         from numba_metal.errors import KernelCompilationError, typing_error
@@ -235,6 +236,15 @@ class Dispatcher(KernelIntrospection):
         raise LaunchConfigurationError(f"kernel {self.__name__}() was called without a launch configuration "
                                        f"(launch configuration was not specified); launch it as "
                                        f"{self.__name__}[blocks, threads](...)")
+
+    @property
+    def _numba_type_(self):
+        # Called from a kernel or a device function, a kernel is a device function of its Python function
+        # (as numba-cuda's dispatchers are: CUDADispatcher.get_call_template compiles a device function).
+        devfn = self.__dict__.get("_device_function")
+        if devfn is None:
+            devfn = self.__dict__.setdefault("_device_function", DeviceFunction(self.py_func, options=self.options))
+        return devfn._numba_type_
 
     def configure(self, griddim, blockdim, stream=0, sharedmem=0):
         return LaunchConfig(self, (griddim, blockdim, stream, sharedmem))

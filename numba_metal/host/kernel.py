@@ -78,8 +78,8 @@ class Kernel(KernelFigures):
     def typed(self):
         """The typed IR (re-created on demand for a specialisation loaded from the disk cache)."""
         if self._typed is None:
-            from numba_metal.compiler.frontend import infer_types
-            self._typed = infer_types(self.dispatcher.py_func, self.argtypes)
+            from numba_metal.compiler.devicefn import infer
+            self._typed = infer(self.dispatcher.py_func, self.argtypes)
         return self._typed
 
     @property

@@ -123,6 +123,41 @@ def test_constructs_the_compiler_accepts_are_not_blockers(tmp_path):
     assert c["blockers"] == [] and c["compile_check"]["status"] == "compiles"
 
 
+def test_functions_defined_in_a_kernel_are_blockers_only_when_they_read_run_time_values(tmp_path):
+    """A lambda or nested def reading only the kernel's constants compiles as a device function (issue 27 item
+    4), one reading a value the kernel computes compiles where it is called (inlined); passed on, it does
+    not, and is the `closure` blocker."""
+    src = ("from numba_metal import metal\n\n"
+           "@metal.jit('void(float32[:])')\n"
+           "def constants(a):\n"
+           "    k = 3\n"
+           "    def scale(x):\n"
+           "        return x * k\n"
+           "    g = lambda x, y=2: x + y\n"
+           "    a[0] = scale(g(a[0]))\n\n"
+           "@metal.jit('void(float32[:])')\n"
+           "def called(a):\n"
+           "    t = a[1]\n"
+           "    g = lambda x: x + t\n"
+           "    a[0] = g(a[0])\n\n"
+           "@metal.jit(device=True)\n"
+           "def apply(g, x):\n"
+           "    return g(x)\n\n"
+           "@metal.jit('void(float32[:])')\n"
+           "def run_time(a):\n"
+           "    t = a[1]\n"
+           "    a[0] = apply(lambda x: x + t, a[0])\n")
+    (tmp_path / "closures.py").write_text(src)
+    d = scan.scan(str(tmp_path))
+    by_name = {c["qualname"]: c for c in d["candidates"]}
+    assert by_name["constants"]["blockers"] == []
+    assert by_name["constants"]["compile_check"]["status"] == "compiles"
+    assert by_name["called"]["blockers"] == []   # only called: each call is inlined
+    assert by_name["called"]["compile_check"]["status"] == "compiles"
+    assert [b["rule"] for b in by_name["run_time"]["blockers"]] == ["closure"]
+    assert by_name["run_time"]["compile_check"]["status"] != "compiles"
+
+
 def test_scan_cli_text_json_and_output(run_cli, run_json, tmp_path):
     code, out, _ = run_cli("scan", PROJECT, "--format", "text", "--width", "80", "--no-compile-check")
     assert code == 0

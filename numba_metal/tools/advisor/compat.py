@@ -76,6 +76,8 @@ def free_names(fn: ast.FunctionDef) -> set[str]:
             (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stored.add(node.name)
+        elif isinstance(node, ast.arg):   # a parameter of a lambda or function defined inside it
+            stored.add(node.arg)
     return loaded - stored - params - set(dir(builtins))
 
 

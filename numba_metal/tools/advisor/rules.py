@@ -80,9 +80,11 @@ BLOCKERS = {r.id: r for r in [
          "def f(a):\n    l = [1, 2]\n    a[0] = l[0]\n"),
     Rule("string", "strings (f-strings, string operations) are not supported in kernels",
          "def f(a):\n    s = f'{a[0]}'\n"),
-    Rule("closure", "lambdas and nested functions are not supported; make them @metal.jit(device=True) "
-         "functions",
-         "def f(a):\n    g = lambda x: x + 1\n    a[0] = g(a[0])\n"),
+    Rule("closure", "a lambda or nested function passed on (not only called) that reads a value the kernel "
+         "computes at run time (only constants are baked into a function defined in a kernel); pass the "
+         "value as an argument",
+         "@metal.jit(device=True)\ndef apply(g, x):\n    return g(x)\n\n"
+         "def f(a):\n    t = a[1]\n    a[0] = apply(lambda x: x + t, a[0])\n"),
     Rule("global", "global/nonlocal assignment: kernels cannot change Python state",
          "def f(a):\n    global G\n    G = 1\n"),
     Rule("attribute-store", "assigning to an attribute: kernels cannot change Python objects",

@@ -221,12 +221,56 @@ class BodyAnalyzer(ast.NodeVisitor):
         self._loop(node, set())
 
     def visit_FunctionDef(self, node):
-        self.a.add("blockers", node.lineno, "closure")
+        # A function defined in a kernel compiles as a device function when the variables of the kernel it
+        # reads are constants (Numba bakes them in); one reading a value computed at run time compiles only
+        # where it is called (each call is inlined), not passed on.
+        if self._reads_run_time_values(node) and self._escapes(node):
+            self.a.add("blockers", node.lineno, "closure")
 
     visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
 
-    def visit_Lambda(self, node):
-        self.a.add("blockers", node.lineno, "closure")
+    def _escapes(self, node) -> bool:
+        """Whether a function defined in the kernel is used other than called by its name."""
+        name = getattr(node, "name", None)
+        if name is None:   # a lambda: escapes unless assigned to a name only called
+            for st in ast.walk(self.fn):
+                if (isinstance(st, ast.Assign) and st.value is node and len(st.targets) == 1
+                        and isinstance(st.targets[0], ast.Name)):
+                    name = st.targets[0].id
+            if name is None:
+                return True
+        called = {id(c.func) for c in ast.walk(self.fn) if isinstance(c, ast.Call)}
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in called
+                   for n in ast.walk(self.fn))
+
+    def _reads_run_time_values(self, node) -> bool:
+        args = node.args
+        own = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        own |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        own |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
+        return bool(read & self._run_time_names())
+
+    def _run_time_names(self) -> set[str]:
+        """The kernel's parameters and the names it binds other than once to a constant (a nested function's
+        name included: a function is not a constant)."""
+        args = self.fn.args
+        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        stores: dict[str, int] = {}
+        constant: set[str] = set()
+        for n in ast.walk(self.fn):
+            if n is self.fn:
+                continue
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stores[n.name] = stores.get(n.name, 0) + 1
+            if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                    and isinstance(n.value, ast.Constant)):
+                constant.add(n.targets[0].id)
+        return names | {name for name, count in stores.items() if count > 1 or name not in constant}
 
     def visit_ClassDef(self, node):
         self.a.add("blockers", node.lineno, "closure")
