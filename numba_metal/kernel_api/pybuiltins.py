@@ -1,5 +1,5 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
-``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod`` and ``range``, the attributes and
+``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod``, ``range`` and ``slice``, the attributes and
 methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows), and
 ``.value`` of ``Enum``/``IntEnum`` members (which kernels use as constants, as in numba.cuda).
 
@@ -17,7 +17,7 @@ import builtins
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
-from numba_metal.compiler import msl
+from numba_metal.compiler import msl, slicing
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.operators import lower_binop
 from numba_metal.compiler.declarations import registry as typing
@@ -194,6 +194,12 @@ def _len(lc, sig, args):
         count = msl.call("nm_range_count", *(msl.member(x.expr, m) for m in ("start", "stop", "step")))
         return Value(msl.cast("long", count), types.intp)
     lc.error(f"len() of {ty} is not supported in Metal kernels")
+
+
+@lowering.call(builtins.slice)
+def _slice(lc, sig, args):
+    """``slice(...)``, and every ``a:b:c`` of an index: an array view takes it (compiler/slicing.py)."""
+    return slicing.lower_slice_call(lc, sig, args)
 
 
 @lowering.call(builtins.pow)
