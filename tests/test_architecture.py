@@ -248,8 +248,7 @@ def _is_message_or_name(node, parents) -> bool:
                                                   for t in parent.targets):
             return True
         if isinstance(parent, ast.FunctionDef):
-            # A repr, or a function generating Python code (the host's argument encoder), not MSL.
-            return parent.name == "__repr__" or parent.name.endswith("_python_source")
+            return parent.name == "__repr__"   # a repr, not MSL
         child = parent
     return False
 
