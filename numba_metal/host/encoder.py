@@ -38,12 +38,30 @@ def encoder(abi):
     Packing raises struct.error, OverflowError or TypeError for a scalar that does not fit its type.
     """
     namespace = {"_pack": struct.Struct(abi.arg_format).pack_into}
+    split = _array_prefix(abi)
+    if split >= 0:   # the format is "<" and one code per member
+        namespace["_pack_arrays"] = struct.Struct(abi.arg_format[:1 + split]).pack_into
+        namespace["_pack_other"] = struct.Struct("<" + abi.arg_format[1 + split:]).pack_into
     exec(compile(python_source(abi), f"<numba_metal encoder {abi.entry_name}>", "exec"), namespace)
     return namespace["encode"], namespace["encode_bound"]
 
 
+def _array_prefix(abi) -> int:
+    """The number of struct members that come from arrays, all before the others (``layout`` puts them
+    first); -1 if some other member comes first (then every launch packs the whole struct)."""
+    sources = [f.source[0] for f in abi.fields]
+    n = sources.count("array")
+    return n if sources[:n] == ["array"] * n else -1
+
+
 def python_source(abi) -> str:
-    """The Python source of :func:`encoder`'s two functions for ``abi``."""
+    """The Python source of :func:`encoder`'s two functions for ``abi``.
+
+    ``encode`` packs the arrays' members (shapes, strides, origins) only when it binds arrays: for the
+    arrays of the previous launch they are already in ``S.view``, which nothing else writes between
+    launches but ``encode_bound``, whose caller resets ``S.last`` first. The other members (scalars, the
+    dynamic threadgroup memory's length) are packed at every launch, after the arrays' members.
+    """
     other = []   # the struct values that do not come from arrays, in struct order
     for f in abi.fields:
         kind = f.source[0]
@@ -52,29 +70,38 @@ def python_source(abi) -> str:
                                                           for i in f.source[2:]))
         elif kind == "sharedmem":
             other.append("L.sharedmem")
-    tail = []
+    shared = []
     if abi.dynamic_threadgroup_memory:
-        tail += ["    if L.shared_length != S.shared_length:",
-                 "        S.set_shared_length(L.shared_length)"]
+        shared = ["    if L.shared_length != S.shared_length:",
+                  "        S.set_shared_length(L.shared_length)"]
+    whole = []
     if abi.fields:
         values = (["*v"] if abi.arrays else []) + other
-        tail.append(f"    _pack(S.view, 0, {', '.join(values)})")
-    tail.append("    return True")
+        whole = [f"    _pack(S.view, 0, {', '.join(values)})"]
+    split = _array_prefix(abi)
     arrays = [f"args[{a.arg}]" for a in abi.arrays]
     lines = ["def encode(S, args, L):"]
     if abi.arrays:
         lines.append("    last = S.last")
-        lines.append(f"    if {' and '.join(f'{x} is last[{j}]' for j, x in enumerate(arrays))}:")
-        lines.append("        v = S.values")
-        lines.append("    else:")
+        lines.append(f"    if not ({' and '.join(f'{x} is last[{j}]' for j, x in enumerate(arrays))}):")
         for j, x in enumerate(arrays):
             lines.append(f"        v{j} = S.bind({j}, {x})")
             lines.append(f"        if v{j} is None:")
             lines.append("            return False")
         lines.append(f"        v = S.values = {' + '.join(f'v{j}' for j in range(len(arrays)))}")
+        if split > 0:
+            lines.append("        _pack_arrays(S.view, 0, *v)")
         lines.append(f"        S.last = ({''.join(x + ', ' for x in arrays)})")
-    lines += tail
-    lines += ["", "", "def encode_bound(S, v, args, L):"] + tail
+        if split < 0:
+            lines.append("    else:")
+            lines.append("        v = S.values")
+    lines += shared
+    if split < 0:
+        lines += whole
+    elif other:
+        lines.append(f"    _pack_other(S.view, {struct.calcsize(abi.arg_format[:1 + split])}, {', '.join(other)})")
+    lines.append("    return True")
+    lines += ["", "", "def encode_bound(S, v, args, L):"] + shared + whole + ["    return True"]
     return "\n".join(lines) + "\n"
 
 

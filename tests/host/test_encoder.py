@@ -62,3 +62,25 @@ def test_the_generated_encoder_packs_the_layout_and_skips_unchanged_arrays():
     assert bytes(state.view[:len(expected)]) == struct.pack(kabi.arg_format, 5, 6, 6, 1, 1.0, 100, 9)
     with pytest.raises(struct.error):
         encode(state, (a, 2 ** 20, 1.0), _Config)
+
+
+def test_the_arrays_members_are_packed_when_arrays_are_bound_and_kept_while_they_are_the_same():
+    """The encoder packs an array's shape and strides when it binds the array; while the same arrays come
+    back only the scalars are packed again, and after the general path (whose caller forgets the bound
+    arrays) the next launch binds and packs its arrays again."""
+    def k(a, b, x):
+        a[0] = b[0, 0] + x
+
+    kabi = compile_kernel(k, (f32[::1], f32[:, :], types.int32)).abi
+    encode, encode_bound = encoder(kabi)
+    a, b, host = object(), object(), object()
+    state = _State(kabi, {id(a): (5, 1), id(b): (2, 3, 3, 1, 4)})   # b: layout 'A', with an origin
+    assert encode(state, (a, b, 7), _Config)
+    assert bytes(state.view[:struct.calcsize(kabi.arg_format)]) == struct.pack(kabi.arg_format, 5, 1, 2, 3, 3, 1, 4, 7)
+    assert encode(state, (a, b, -9), _Config) and state.bound == [0, 1]
+    assert bytes(state.view[:struct.calcsize(kabi.arg_format)]) == struct.pack(kabi.arg_format, 5, 1, 2, 3, 3, 1, 4, -9)
+    state.last = (None, None)   # what LaunchState._encode_general does before binding other arrays
+    encode_bound(state, (64, 1, 8, 8, 8, 1, 0), (host, host, 1), _Config)
+    assert bytes(state.view[:struct.calcsize(kabi.arg_format)]) == struct.pack(kabi.arg_format, 64, 1, 8, 8, 8, 1, 0, 1)
+    assert encode(state, (a, b, 2), _Config) and state.bound == [0, 1, 0, 1]
+    assert bytes(state.view[:struct.calcsize(kabi.arg_format)]) == struct.pack(kabi.arg_format, 5, 1, 2, 3, 3, 1, 4, 2)
