@@ -13,7 +13,6 @@ from __future__ import annotations
 from numba.core import ir, types
 
 from numba_metal.errors import UnsupportedFeatureError
-
 from numba_metal.runtime import PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP
 
 from . import abi, arrays, effects, msl
