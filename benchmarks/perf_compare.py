@@ -76,6 +76,9 @@ def _launch_figures(r: dict) -> dict:
         out[f"launch, {n} arrays: wall us"] = row["launch_us"]["median"]
         out[f"launch, {n} arrays: CPU us"] = row["cpu_time"]["launch_us"]["median"]
         out[f"launch, {n} arrays: Python side us"] = row["python_side_us"]["median"]
+        out[f"launch, {n} arrays: Python side, CPU us"] = row["cpu_time"]["python_side_us"]["median"]
+        out[f"launch, {n} arrays: runtime submit, CPU us"] = row["cpu_time"]["runtime_submit_us"]["median"]
+        out[f"launch, {n} arrays: njit call us"] = row["njit_call_us"]["median"]
     return out
 
 
@@ -88,6 +91,10 @@ def _compile_figures(r: dict) -> dict:
 
 def _startup_figures(r: dict) -> dict:
     return {"start-up: import numba_metal ms": 1e3 * r["import"]["numba_metal_s"]["median"],
+            "start-up: cold caches, to first launch ms": 1e3 * r["cold"]["to_first_launch_s"]["median"],
+            "start-up: warm disk cache, to first launch ms": 1e3 * r["warm_cache"]["to_first_launch_s"]["median"],
+            "start-up: warm disk cache, first launch ms": 1e3 * r["warm_cache"]["first_launch_s"]["median"],
+            "start-up: warm / cold, to first launch": r["warm_over_cold_first_launch"],
             "start-up: cold caches, to first result ms": 1e3 * r["cold"]["to_first_result_s"]["median"],
             "start-up: warm disk cache, to first result ms": 1e3 * r["warm_cache"]["to_first_result_s"]["median"]}
 

@@ -216,9 +216,9 @@ def test_no_module_reads_another_modules_private_attributes():
     assert not found, "reads of private attributes defined by other modules:\n" + "\n".join(sorted(found))
 
 
-#: Calls whose string arguments name things (stubs, namespaces, Numba types, typing templates, the file name
-#: of generated Python code), so may be f-strings.
-_NAMING_CALLS = {"Stub", "ModuleType", "type", "_no_metal_equivalent", "compile"}
+#: Calls whose string arguments name things (stubs, namespaces, Numba types, typing templates), so may be
+#: f-strings.
+_NAMING_CALLS = {"Stub", "ModuleType", "type", "_no_metal_equivalent"}
 
 
 #: Literal text of an f-string that only forms a name: identifier characters, or a leading Python module
@@ -248,8 +248,7 @@ def _is_message_or_name(node, parents) -> bool:
                                                   for t in parent.targets):
             return True
         if isinstance(parent, ast.FunctionDef):
-            # A repr, or a function generating Python code (the host's argument encoder), not MSL.
-            return parent.name == "__repr__" or parent.name.endswith("_python_source")
+            return parent.name == "__repr__"   # a repr, not MSL
         child = parent
     return False
 

@@ -13,16 +13,19 @@ these are checked at compile time: 31 buffers and 4 KB of arguments here, 32 KB 
 and numba-metal's 8 KB of local arrays per thread (this module's limits) by the code generator as
 shared and local arrays are declared.
 
-From the one :class:`KernelABI` come: its parameter list, which the runtime receives with every compile
-(:attr:`KernelABI.params`, the C ABI's ``nm_kernel_abi``); the MSL kernel signature and argument struct
-written from it (:meth:`KernelABI.signature`, :meth:`KernelABI.struct_definition`); the form the disk
-cache stores (:meth:`KernelABI.to_json`, :meth:`KernelABI.from_json`); and the host's argument encoder
-(:meth:`KernelABI.encoder`). What a launch needs of it loads fast and imports neither Numba nor the MSL
-spelling module (imported where MSL is written): a process whose kernels come from the disk cache
-launches them without either.
+A :class:`KernelABI` is data: its parameter list, which the runtime receives with every compile
+(:attr:`KernelABI.params`, the C ABI's ``nm_kernel_abi``), its arrays and struct members with where each
+value comes from, and the form the disk cache stores (:meth:`KernelABI.to_json`,
+:meth:`KernelABI.from_json`). Its users write the rest from it where they live: the MSL kernel signature
+and argument struct where MSL is written (:mod:`.interface`), the argument encoder in the host layer
+(:mod:`numba_metal.host.encoder`). What a launch needs of this module loads fast and imports neither Numba
+nor the MSL spelling module (imported where names and types are spelt, at compile time): a process whose
+kernels come from the disk cache launches them without either.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the NamedTuples' annotations stay types, not strings each
+# compiled into a ForwardRef when the class is made, which was a quarter of this module's import on the
+# warm-cache path.
 
 import struct
 from typing import NamedTuple
@@ -30,6 +33,9 @@ from typing import NamedTuple
 from numba_metal.errors import UnsupportedFeatureError
 from numba_metal.runtime import (PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP,
                                  KernelParam)
+from numba_metal.runtime.digests import sha1
+
+from .kernel_io import RaiseSite
 
 #: Metal's limits (Apple4 and later): buffer-table entries, bytes of setBytes, threadgroup memory.
 MAX_BUFFER_SLOTS = 31
@@ -134,10 +140,9 @@ class RecordLayout(NamedTuple):
 def record_layout(size: int, fields) -> RecordLayout:
     """The layout of a record of ``size`` bytes with ``fields``: (name, offset, MSL element type,
     element size, shape) each, as NumPy places them."""
-    import hashlib
     laid = {name: RecordField(offset, element, esize, tuple(shape), offset % esize != 0 or size % esize != 0)
             for name, offset, element, esize, shape in fields}
-    digest = hashlib.sha1(repr((size, sorted(laid.items()))).encode()).hexdigest()[:10]
+    digest = sha1(repr((size, sorted(laid.items()))).encode()).hexdigest()[:10]
     return RecordLayout("nm_rec_" + digest, size, laid)
 
 
@@ -212,22 +217,6 @@ class KernelABI(NamedTuple):
         """The struct-module format of the argument struct (little-endian, no padding inside)."""
         return "<" + "".join(SCALAR_LAYOUT[f.msl_type][1] for f in self.fields)
 
-    def signature(self) -> str:
-        """The MSL kernel function's header: exactly :attr:`params`."""
-        from . import msl
-        attributes = {PARAM_BUFFER: msl.buffer_attribute, PARAM_ARGUMENT_BLOCK: msl.buffer_attribute,
-                      PARAM_THREADGROUP: msl.threadgroup_attribute}
-        params = [msl.parameter(p.type, p.name, msl.builtin_attribute(p.builtin) if p.kind == PARAM_BUILTIN
-                                else attributes[p.kind](p.index)) for p in self.params]
-        return msl.kernel_header(self.entry_name, params)
-
-    def struct_definition(self) -> str | None:
-        """The MSL definition of the argument struct (None without fields)."""
-        if not self.fields:
-            return None
-        from . import msl
-        return msl.struct_definition(struct_name(self.entry_name), [(f.msl_type, f.name) for f in self.fields])
-
     # -- the disk cache's form ------------------------------------------------------------------
 
     def to_json(self) -> dict:
@@ -259,7 +248,6 @@ class KernelABI(NamedTuple):
                 raise ValueError(f"not a scalar argument's source: {f}")
         if any(p.kind not in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK, PARAM_THREADGROUP, PARAM_BUILTIN) for p in params):
             raise ValueError("not a kernel parameter kind")
-        from .kernel_io import RaiseSite
         sites = tuple(RaiseSite(str(m), str(q), tuple(args), str(f), int(line), str(fn))
                       for m, q, args, f, line, fn in data["raise_sites"])
         print_slot = data["print_slot"]
@@ -277,68 +265,6 @@ class KernelABI(NamedTuple):
         if struct.calcsize(abi.arg_format) > abi.arg_size:
             raise ValueError("the argument struct is larger than its size")
         return abi
-
-    # -- the host's encoder -------------------------------------------------------------------------
-
-    def encoder(self):
-        """The argument encoder generated for this ABI: a pair of functions ``(encode, encode_bound)``.
-
-        ``encode(S, args, L)`` encodes a launch's arguments ``args`` with launch configuration ``L``
-        (its ``sharedmem`` and ``shared_length``) into the launch state ``S``, when every array argument
-        is a device array of S's device; it returns False, having encoded nothing that matters, for any
-        other argument. ``S`` provides:
-
-        - ``S.bind(j, a)``: binds array ``a`` to the slot of the ``j``-th array argument if it is a device
-          array of S's device and returns its field values (shape..., strides..., origin if 'A'), else
-          returns None;
-        - ``S.last`` / ``S.values``: the array arguments of the previous encode and their field values
-          (arrays identical to the previous launch's are neither checked nor rebound: their type, device
-          and geometry never change);
-        - ``S.shared_length`` / ``S.set_shared_length(n)``: the dynamic threadgroup memory bound;
-        - ``S.view``: the argument struct's bytes.
-
-        ``encode_bound(S, values, args, L)`` does the same with the arrays already bound by the caller and
-        ``values`` their field values (any other array argument: host arrays, mapped arrays).
-
-        Packing raises struct.error, OverflowError or TypeError for a scalar that does not fit its type.
-        """
-        namespace = {"_pack": struct.Struct(self.arg_format).pack_into}
-        exec(compile(self._encoder_python_source(), f"<numba_metal encoder {self.entry_name}>", "exec"), namespace)
-        return namespace["encode"], namespace["encode_bound"]
-
-    def _encoder_python_source(self) -> str:
-        other = []   # the struct values that do not come from arrays, in struct order
-        for f in self.fields:
-            kind = f.source[0]
-            if kind == "scalar":
-                other.append(f"args[{f.source[1]}]" + "".join(f".{i}" if i in SCALAR_ATTRIBUTES else f"[{int(i)}]"
-                                                              for i in f.source[2:]))
-            elif kind == "sharedmem":
-                other.append("L.sharedmem")
-        tail = []
-        if self.dynamic_threadgroup_memory:
-            tail += ["    if L.shared_length != S.shared_length:",
-                     "        S.set_shared_length(L.shared_length)"]
-        if self.fields:
-            values = (["*v"] if self.arrays else []) + other
-            tail.append(f"    _pack(S.view, 0, {', '.join(values)})")
-        tail.append("    return True")
-        arrays = [f"args[{a.arg}]" for a in self.arrays]
-        lines = ["def encode(S, args, L):"]
-        if self.arrays:
-            lines.append("    last = S.last")
-            lines.append(f"    if {' and '.join(f'{x} is last[{j}]' for j, x in enumerate(arrays))}:")
-            lines.append("        v = S.values")
-            lines.append("    else:")
-            for j, x in enumerate(arrays):
-                lines.append(f"        v{j} = S.bind({j}, {x})")
-                lines.append(f"        if v{j} is None:")
-                lines.append("            return False")
-            lines.append(f"        v = S.values = {' + '.join(f'v{j}' for j in range(len(arrays)))}")
-            lines.append(f"        S.last = ({''.join(x + ', ' for x in arrays)})")
-        lines += tail
-        lines += ["", "", "def encode_bound(S, v, args, L):"] + tail
-        return "\n".join(lines) + "\n"
 
 
 def struct_size(fields) -> int:

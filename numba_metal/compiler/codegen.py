@@ -296,8 +296,8 @@ class FunctionLowering:
         self._emit_tree(tree)
         if self.is_kernel:
             self.abi = interface.kernel_abi(self)
-            header = self.abi.signature()
-            struct_definition = self.abi.struct_definition()
+            header = interface.kernel_signature(self.abi)
+            struct_definition = interface.argument_struct(self.abi)
             if struct_definition is not None:
                 self.module.define(struct_definition)
             entry = ["    " + line for line in interface.kernel_environment(self)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from numba.core import ir, types
 
 from numba_metal.errors import UnsupportedFeatureError
+from numba_metal.runtime import PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP
 
 from . import abi, arrays, effects, msl
 from .devicefn import DeviceFunctionBase
@@ -67,6 +68,22 @@ def kernel_abi(lc) -> abi.KernelABI:
                       language_version=module.language_version,
                       print_formats=module.print_formats, raise_sites=module.raise_sites,
                       where=tf.location)
+
+
+def kernel_signature(kabi: abi.KernelABI) -> str:
+    """The MSL kernel function's header: exactly the ABI's parameters (``KernelABI.params``)."""
+    attributes = {PARAM_BUFFER: msl.buffer_attribute, PARAM_ARGUMENT_BLOCK: msl.buffer_attribute,
+                  PARAM_THREADGROUP: msl.threadgroup_attribute}
+    params = [msl.parameter(p.type, p.name, msl.builtin_attribute(p.builtin) if p.kind == PARAM_BUILTIN
+                            else attributes[p.kind](p.index)) for p in kabi.params]
+    return msl.kernel_header(kabi.entry_name, params)
+
+
+def argument_struct(kabi: abi.KernelABI) -> str | None:
+    """The MSL definition of the ABI's argument struct (None without fields)."""
+    if not kabi.fields:
+        return None
+    return msl.struct_definition(abi.struct_name(kabi.entry_name), [(f.msl_type, f.name) for f in kabi.fields])
 
 
 def kernel_environment(lc) -> list[str]:

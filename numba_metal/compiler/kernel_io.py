@@ -32,10 +32,11 @@ within a launch in no fixed order.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from typing import NamedTuple
+
+from numba_metal.runtime.digests import sha256
 
 #: Words of the debug error record and what each holds.
 ERROR_RECORD_WORDS = 16
@@ -89,7 +90,7 @@ PRINT_KINDS = ("i", "u", "f", "d", "b")
 
 def format_key(description: str) -> int:
     """The 64-bit key a print record carries for the format ``description``."""
-    return int.from_bytes(hashlib.sha256(description.encode()).digest()[:8], "little")
+    return int.from_bytes(sha256(description.encode()).digest()[:8], "little")
 
 
 def describe(pieces) -> str:

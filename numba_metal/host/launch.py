@@ -2,7 +2,7 @@
 
 A :class:`LaunchState` holds the pipeline (compiled with the kernel's ABI handed to the runtime), a
 reusable dispatch descriptor, and the argument encoder generated from the ABI
-(:meth:`~numba_metal.compiler.abi.KernelABI.encoder`). A launch whose array arguments are device arrays
+(:func:`~numba_metal.host.encoder.encoder`). A launch whose array arguments are device arrays
 of this device is: the configuration check (once per configuration), the encoder (which rebinds only
 arrays that changed and packs the argument struct with one ``struct.pack_into``), and one C call.
 Host NumPy arrays, mapped arrays, arrays of another device and bad geometry take the general path,
@@ -23,6 +23,7 @@ from numba_metal.errors import KernelCompilationError, KernelLaunchError
 from . import streams as _streams
 from .arguments import bind_array
 from .arrays import DeviceNDArray
+from .encoder import encoder
 from .kernel_output import KernelOutput
 
 
@@ -72,7 +73,7 @@ class LaunchState:
         self.output = None
         if error_index is not None or print_index is not None:
             self.output = KernelOutput(self, error_index, print_index)
-        self._encode, self._encode_bound = abi.encoder()
+        self._encode, self._encode_bound = encoder(abi)
         self.queue = ctx.default_queue
         n = len(abi.arrays)
         self._with_origin = [a.layout == "A" for a in abi.arrays]
@@ -121,7 +122,7 @@ class LaunchState:
         if start or bound is not None:
             self._finish(work_id, config, queue, start, bound)
 
-    # The encoder's interface (see KernelABI.encoder).
+    # The encoder's interface (see encoder.encoder).
 
     def bind(self, j: int, array):
         """Bind array argument ``j`` if it is a device array of this device; its struct values, else None."""

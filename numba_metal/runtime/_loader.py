@@ -17,6 +17,8 @@ from pathlib import Path
 
 from numba_metal.errors import MetalRuntimeError, NumbaMetalWarning
 
+from .digests import sha256
+
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
 _SOURCE_HEADER = _PACKAGE_DIR.parent / "Sources" / "CPUEngine" / "include" / "numba_metal_runtime.h"
@@ -51,8 +53,7 @@ def _prebuilt_ffi(cdef: str):
 
 
 def cdef_digest(cdef: str) -> str:
-    import hashlib
-    return hashlib.sha256(cdef.encode()).hexdigest()
+    return sha256(cdef.encode()).hexdigest()
 
 
 def _header_text() -> str:

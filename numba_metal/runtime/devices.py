@@ -4,7 +4,6 @@ pipelines, queues) or reports (statistics, memory, the time limit, the simulated
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
 import sys
 import threading
@@ -17,6 +16,7 @@ from . import _loader, buffers, queues
 from ._loader import load
 from .buffers import Buffer
 from .constants import DEVICE_KINDS, MATH_SAFE, NM_ERR_FORKED
+from .digests import sha256
 from .pipelines import KernelParam, Pipeline
 from .queues import Queue
 from .status import raise_status
@@ -331,7 +331,7 @@ def _dump_msl(directory: str, source: str, language_version: int = 0) -> None:
     version the Metal backend pins), so that .ci/macos.sh compiles it at the versions it must compile at.
     A directory that cannot be written warns, once, and the compile goes on: a debugging aid never fails a
     launch."""
-    name = hashlib.sha256(source.encode("utf-8")).hexdigest() + ".metal"
+    name = sha256(source.encode("utf-8")).hexdigest() + ".metal"
     path = os.path.join(directory, name)
     marker = f"{path}.std{int(language_version) or 300}"
     if os.path.exists(path) and os.path.exists(marker):

@@ -1,11 +1,11 @@
-"""The kernel ABI (numba_metal/compiler/abi.py): one owner for the argument layout, the MSL signature, the
-parameters the runtime receives, the disk cache's form and the host's encoder."""
+"""The kernel ABI (numba_metal/compiler/abi.py): one owner for the argument layout, from which come the MSL
+signature, the parameters the runtime receives and the disk cache's form (the host's encoder generated from
+it: tests/host/test_encoder.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import struct
 
 import numpy as np
 import pytest
@@ -125,53 +125,6 @@ def test_arrays_the_kernel_never_writes_are_declared_const_device():
     a, out = np.arange(4, dtype=np.float32), np.zeros(1, np.float32)
     metal.jit(k)[1, 1](a, out, np.zeros(1, np.float32), np.zeros(1, np.float32), 1)
     assert out[0] == 4
-
-
-class _State:
-    """The launch state's side of the encoder's interface, recording what it is asked."""
-
-    def __init__(self, kabi, arrays):
-        self.view = bytearray(max(kabi.arg_size, 1))
-        self.last = (None,) * len(kabi.arrays)
-        self.values = ()
-        self.shared_length = None
-        self.arrays = arrays
-        self.bound = []
-
-    def bind(self, j, a):
-        self.bound.append(j)
-        return self.arrays.get(id(a))
-
-    def set_shared_length(self, n):
-        self.shared_length = n
-
-
-class _Config:
-    sharedmem = 100
-    shared_length = 112
-
-
-def test_the_generated_encoder_packs_the_layout_and_skips_unchanged_arrays():
-    def k(a, n, x):
-        s = metal.shared.array(0, np.float32)
-        s[0] = x
-        a[0, 0] = n
-
-    kabi = _abi(k, f32[:, ::1], types.int16, f32)
-    encode, encode_bound = kabi.encoder()
-    a, other = object(), object()
-    state = _State(kabi, {id(a): (3, 4, 4, 1)})
-    assert encode(state, (a, 7, 2.5), _Config)
-    assert state.bound == [0] and state.shared_length == 112
-    expected = struct.pack(kabi.arg_format, 3, 4, 4, 1, 2.5, 100, 7)
-    assert bytes(state.view[:len(expected)]) == expected
-    assert encode(state, (a, 8, 2.5), _Config) and state.bound == [0]  # the same array: not bound again
-    assert not encode(state, (other, 8, 2.5), _Config)                  # not a device array: general path
-    state.view[:] = bytes(len(state.view))
-    encode_bound(state, (5, 6, 6, 1), (other, 9, 1.0), _Config)
-    assert bytes(state.view[:len(expected)]) == struct.pack(kabi.arg_format, 5, 6, 6, 1, 1.0, 100, 9)
-    with pytest.raises(struct.error):
-        encode(state, (a, 2 ** 20, 1.0), _Config)
 
 
 def test_metal_limits_are_checked_when_the_kernel_compiles():

@@ -63,3 +63,39 @@ def test_the_first_compile_builds_only_numba_metal_typing():
     assert not got["cpu_target"], "Numba's CPU target (LLVM) must not be built"
     assert not got["numba_typed"] and not got["numba_cffi_support"]
     assert not got["runtime"] and got["cffi"] == [], "compiling needs no device"
+
+
+WARM_KERNEL = """
+import json, sys
+import numpy as np
+from numba_metal import metal
+
+@metal.jit(cache=True)
+def scale(a, out, x):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i] * x
+
+out = metal.device_array(4, np.float32)
+scale[1, 32](metal.to_device(np.arange(4, dtype=np.float32)), out, np.float32(3))
+assert out.copy_to_host().tolist() == [0.0, 3.0, 6.0, 9.0]
+print(json.dumps({"from_cache": scale.kernel_for_args((out, out, np.float32(3))).from_cache,
+                  "loaded": sorted(m for m in ("numba", "hashlib", "_hashlib", "numba_metal.compiler.msl",
+                                               "numba_metal.compiler.codegen") if m in sys.modules)}))
+"""
+
+
+def test_a_launch_from_the_warm_disk_cache_loads_neither_numba_nor_openssl_nor_the_code_generator(tmp_path):
+    """What a process whose kernel comes from the disk cache imports is what start-up pays for: not Numba,
+    not hashlib (which loads OpenSSL: CPython's own SHA-256 and BLAKE2 serve, runtime/digests.py), not the
+    MSL spelling module or the code generator."""
+    (tmp_path / "warm.py").write_text(WARM_KERNEL)
+    env = dict(os.environ, NUMBA_METAL_DEVICE="cpu", PYTHONPATH=REPO, NUMBA_METAL_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        res = subprocess.run([sys.executable, str(tmp_path / "warm.py")], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr
+        runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert not runs[0]["from_cache"] and "numba" in runs[0]["loaded"]
+    assert runs[1] == {"from_cache": True, "loaded": []}
