@@ -27,6 +27,10 @@ from .module_builder import ModuleBuilder, function_name
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
 
+#: The word shared and local arrays of records are declared in: 16 bytes, the largest alignment a field
+#: needs (a complex128's ulong2), so that fields are as aligned as in device memory.
+RECORD_WORD = "uint4"
+
 
 class FunctionLowering:
     """Lowers one typed function (a kernel or a device function) to MSL text."""
@@ -193,17 +197,21 @@ class FunctionLowering:
             return False
         return False
 
-    def local_array(self, element: str, length: int, nbytes: int) -> str:
-        """A zero-initialised array of ``length`` elements private to each thread; returns its name."""
+    def local_array(self, element: str, length: int, nbytes: int, words: bool = False) -> str:
+        """A zero-initialised array of ``length`` elements private to each thread; returns its name (with
+        ``words``, a pointer to it held in 16-byte words: records, read at their fields' alignments)."""
         try:
             self.module.reserve_local_memory(nbytes)
         except UnsupportedFeatureError as e:
             self.error(e.message)
         name = self.fresh_name("nm_local")
+        if words:
+            self.declare(msl.declare_array(RECORD_WORD, name, -(-nbytes // 16), zero=True))
+            return msl.pointer_cast(msl.pointer("thread", element), name)
         self.declare(msl.declare_array(element, name, length, zero=True))
         return name
 
-    def shared_array(self, element: str, length: int, nbytes: int) -> str:
+    def shared_array(self, element: str, length: int, nbytes: int, words: bool = False) -> str:
         """A static threadgroup array of ``length`` elements for this call site; returns a pointer
         expression to its data. A kernel declares it; a device function's array lives at a fixed offset
         of the kernel's threadgroup pool (one allocation per call site, the same for every call, as
@@ -216,6 +224,10 @@ class FunctionLowering:
             return msl.pointer_cast(msl.pointer("threadgroup", element),
                                     msl.binary("+", self.env("tgpool"), str(offset)))
         name = self.fresh_name("nm_shared")
+        if words:
+            # Records: 16-byte words, so that every field is as aligned as in device memory.
+            self.declare(msl.declare_array(RECORD_WORD, name, -(-nbytes // 16), space="threadgroup"))
+            return msl.pointer_cast(msl.pointer("threadgroup", element), name)
         if length and nbytes // length < 4:
             # Narrow elements are stored in aligned 32-bit words, so that the word an atomic on a half
             # compares and swaps (fp16.atomicAdd) lies inside the array.

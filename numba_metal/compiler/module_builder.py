@@ -16,6 +16,7 @@ from numba.core import types
 from numba_metal.errors import UnsupportedFeatureError
 
 from . import abi, libraries, msl, records, slicing
+from .arraytypes import plain_record
 from .frontend import TypedFunction
 from .vectortypes import VectorType
 
@@ -156,8 +157,9 @@ class ModuleBuilder:
             self.need("range")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
         elif isinstance(ty, types.Record):
-            # A record is a reference to its bytes (records.py).
-            name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
+            # A record is a reference to its bytes (records.py), in its address space.
+            space = array_space(ty)
+            name = msl.pointer(space, self.record_layout(ty).struct, self.coherent and space == "device")
         elif isinstance(ty, VectorType):
             element = self.require_type(ty.element)
             if ty.native:
@@ -186,10 +188,11 @@ class ModuleBuilder:
 
     def record_layout(self, rec) -> abi.RecordLayout:
         """The layout of a record type, its MSL struct defined in this module (once)."""
+        rec = plain_record(rec)
         known = self._records.get(rec)
         if known is None:
             try:
-                known = records.layout(rec)
+                known = records.layout(rec, self)
             except TypeError as e:
                 raise UnsupportedFeatureError(str(e)) from None
             self._records[rec] = known
