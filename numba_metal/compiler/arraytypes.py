@@ -57,6 +57,10 @@ class MetalArray(types.Array):
             return super().unify(typingctx, other)
         return None
 
+#: The word shared, local and constant arrays of records are declared in: 16 bytes, the largest alignment
+#: a field needs (a complex128's ulong2), so that fields are as aligned as in device memory.
+RECORD_WORD = "uint4"
+
 
 class MetalRecord(types.Record):
     """A record (NumPy structured dtype) in the ``threadgroup``, ``thread`` or ``constant`` address space:

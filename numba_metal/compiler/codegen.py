@@ -20,16 +20,13 @@ from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
 from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
 from . import slicing
+from .arraytypes import RECORD_WORD
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
 from .module_builder import ModuleBuilder, function_name
 from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag, Loop, Seq, SetFlag,
                           StructureError, skip_empty_blocks, structurize)
-
-#: The word shared and local arrays of records are declared in: 16 bytes, the largest alignment a field
-#: needs (a complex128's ulong2), so that fields are as aligned as in device memory.
-RECORD_WORD = "uint4"
 
 
 class FunctionLowering:

@@ -111,7 +111,7 @@ class ConstArrayLike(AbstractTemplate):
             raise UnsupportedFeatureError("metal.const.array_like(ary) takes one NumPy array (a global "
                                           "or closure variable)")
         (ary,) = args
-        return signature(MetalArray(ary.dtype, ary.ndim, "C", "constant", readonly=True), ary)
+        return signature(MetalArray(in_space(ary.dtype, "constant"), ary.ndim, "C", "constant", readonly=True), ary)
 
 
 typing.register_global(const_array_like, types.Function(ConstArrayLike))
