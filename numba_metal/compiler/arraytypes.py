@@ -8,16 +8,8 @@ views keep it.
 
 from __future__ import annotations
 
-import warnings
-
 from numba.core import types
-from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.typeconv import Conversion
-
-# Numba's own Record.can_convert_to takes a MetalRecord with the same fields for a wider record and warns
-# that this "width subtyping" is experimental; it is the same record in another address space.
-warnings.filterwarnings("ignore", message=r".* has been considered a subtype of (threadgroup|thread|constant) "
-                        r"Record\(", category=NumbaExperimentalFeatureWarning)
 
 
 class MetalArray(types.Array):
@@ -83,18 +75,19 @@ class MetalRecord(types.Record):
     def typeof(self, key):
         return in_space(super().typeof(key), self.address_space)
 
-    def _same_record(self, other) -> bool:
+    def same_record(self, other) -> bool:
+        """True if ``other`` is this record in any address space."""
         return isinstance(other, types.Record) and plain_record(other) == self.record
 
     def can_convert_to(self, typingctx, other):
         # A whole record copied between address spaces (sm[i] = x[j], y[j] = sm[i]): never a safe
         # conversion, so that Numba does not unify a variable holding records of two spaces.
-        if self._same_record(other):
+        if self.same_record(other):
             return Conversion.unsafe
         return None
 
     def can_convert_from(self, typingctx, other):
-        if self._same_record(other):
+        if self.same_record(other):
             return Conversion.unsafe
         return None
 

@@ -82,9 +82,6 @@ def cast_expr(lc, value: Value, to) -> str:
         t = lc.msl_type(to.dtype)
         return msl.aggregate(lc.msl_type(to), [msl.cast(t, msl.member(value.expr, m))
                                                for m in ("start", "stop", "step")])
-    if isinstance(to, types.Record) and isinstance(frm, types.Record):
-        lc.error(f"a variable holds records of two address spaces ({frm} and {to}); a record is a reference "
-                 "to its memory, so use one variable for each (or copy one into the other's array)")
     if isinstance(to, types.Optional) or isinstance(frm, types.Optional):
         lc.error("a value that may be None is not supported in Metal kernels")
     if lc.module.type_name(to) is not None and lc.module.type_name(to) == lc.module.type_name(frm):

@@ -31,16 +31,17 @@ _STORAGE = {types.float64: msl.FLOAT64_STORAGE, types.complex64: msl.COMPLEX64,
             types.complex128: msl.COMPLEX128_STORAGE}
 
 
-def layout(rec: types.Record, module) -> abi.RecordLayout:
+def layout(rec: types.Record, module=None) -> abi.RecordLayout:
     """The layout of a Numba record type (raises TypeError naming a field Metal kernels cannot hold);
-    ``module`` defines the MSL structs of nested records."""
+    ``module`` (a ModuleBuilder) defines the MSL structs of nested records."""
     fields = []
     for name, f in rec.fields.items():
         ty = f.type
         shape = ()
         if isinstance(ty, types.Record):
             # A nested record: a reference to its bytes inside this one's (byte-aligned, never packed).
-            fields.append((name, f.offset, module.record_layout(ty).struct, 1, ()))
+            nested = module.record_layout(ty) if module is not None else layout(ty)
+            fields.append((name, f.offset, nested.struct, 1, ()))
             continue
         if isinstance(ty, types.NestedArray):
             shape = tuple(ty.shape)
