@@ -66,7 +66,7 @@ class MetalRecord(types.Record):
         fields = [(name, {"type": f.type, "offset": f.offset, "alignment": f.alignment, "title": f.title})
                   for name, f in record.fields.items()]
         super().__init__(fields, record.size, record.aligned)
-        self.name = f"{address_space} {record.name}"
+        self.name = " ".join((address_space, record.name))   # a Numba type name, not MSL
 
     @property
     def key(self):
