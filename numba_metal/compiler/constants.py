@@ -9,7 +9,7 @@ from numba.core import types
 
 from . import msl
 from .arrays import array_value
-from .arraytypes import RECORD_WORD, MetalArray
+from .arraytypes import RECORD_WORD, MetalArray, in_space
 from .lowering import Value
 
 #: The largest NumPy array baked into a kernel as constant data.
@@ -47,13 +47,10 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     if ary.nbytes > MAX_CONSTANT_ARRAY_BYTES:
         lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
                  "64 KB); pass it as an argument instead")
-    if ary.dtype.names:
-        if not (isinstance(rt, MetalArray) and isinstance(rt.dtype, types.Record)):
-            lc.error("module-level arrays of records cannot be used directly in a kernel; bake one in with "
-                     "metal.const.array_like(ary) or pass it as an argument")
-        return _constant_records(lc, ary, rt)
     if not isinstance(rt, MetalArray):
-        rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
+        rt = MetalArray(in_space(rt.dtype, "constant"), rt.ndim, "C", "constant", readonly=True)
+    if ary.dtype.names:
+        return _constant_records(lc, ary, rt)
     elem = lc.element_type(rt.dtype)
     if rt.dtype == types.complex128:
         def spell(v):

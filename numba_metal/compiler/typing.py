@@ -19,7 +19,7 @@ from numba.core import errors as numba_errors
 from numba.core.target_extension import GPU, dispatcher_registry, jit_registry, target_override, target_registry
 from numba.core.typing.context import BaseContext
 
-from .arraytypes import MetalArray, MetalRecord
+from .arraytypes import MetalArray, MetalRecord, in_space
 from .declarations import registry
 
 
@@ -176,5 +176,5 @@ def _constant_array(ty):
     """A global array (or a module's) is baked into the kernel as a C-contiguous ``constant`` array
     (constants.py): its type says so, so that it is never taken for a read-only ``device`` argument."""
     if type(ty) is types.Array:
-        return MetalArray(ty.dtype, ty.ndim, "C", "constant", readonly=True)
+        return MetalArray(in_space(ty.dtype, "constant"), ty.ndim, "C", "constant", readonly=True)
     return ty
