@@ -19,7 +19,7 @@ from numba.core import ir, types
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
 from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
-from . import slicing
+from . import iterators, slicing
 from .arraytypes import RECORD_WORD
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
@@ -589,8 +589,12 @@ class FunctionLowering:
         self.error(f"the expression `{expr}` ({op}) is not supported in Metal kernels")
 
     def lower_getiter(self, expr, target) -> Value:
-        src = self.value(expr.value)
-        tty = self.typemap[target.name]
+        return self.getiter(self.value(expr.value), self.typemap[target.name])
+
+    def getiter(self, src: Value, tty) -> Value:
+        """``iter(src)``: an iterator of type ``tty`` (enumerate, zip and iter(): iterators.py)."""
+        if isinstance(src.type, types.IteratorType):
+            return iterators.getiter(self, src, tty)
         if isinstance(src.type, types.RangeType):
             return Value(msl.call("nm_getiter", src.expr), tty)
         if isinstance(src.type, types.UniTuple):
@@ -601,8 +605,12 @@ class FunctionLowering:
                    "range(), a tuple or an array")
 
     def lower_iternext(self, expr, target) -> Value:
-        it = self.value(expr.value)
-        tty = self.typemap[target.name]
+        return self.iternext(self.value(expr.value), self.typemap[target.name])
+
+    def iternext(self, it: Value, tty) -> Value:
+        """``next(it)``: a pair (item, valid) of type ``tty``; the iterator ``it`` (an lvalue) advances."""
+        if isinstance(it.type, (types.EnumerateType, types.ZipType)):
+            return iterators.iternext(self, it, tty)
         if isinstance(it.type, types.RangeIteratorType):
             return Value(msl.call("nm_iternext", it.expr), tty)
         if isinstance(it.type, types.UniTupleIter):

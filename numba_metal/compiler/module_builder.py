@@ -15,7 +15,7 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from . import abi, libraries, msl, records, slicing
+from . import abi, iterators, libraries, msl, records, slicing
 from .arraytypes import plain_record
 from .frontend import TypedFunction
 from .vectortypes import VectorType
@@ -167,6 +167,14 @@ class ModuleBuilder:
             else:
                 name = msl.numbered("nm_vec", len(self._definitions))
                 self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
+        elif isinstance(ty, types.EnumerateType):
+            name = msl.numbered("nm_enumerate", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.source_type), iterators.SOURCE),
+                                                                  ("long", iterators.COUNT)]))
+        elif isinstance(ty, types.ZipType):
+            name = msl.numbered("nm_zip", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(self.require_type(t), iterators.source_member(k))
+                                                                  for k, t in enumerate(ty.source_types)]))
         elif isinstance(ty, types.ArrayIterator):
             name = msl.numbered("nm_arrayiter", len(self._definitions))
             self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.array_type), "a"),
