@@ -568,6 +568,12 @@ class FunctionLowering:
                 return records.get_field(self, base, name, self.typemap[target.name])
             if isinstance(bty, types.Array) and isinstance(bty.dtype, types.Record):
                 return records.element(self, base, self._index_value(expr))
+            if isinstance(bty, types.EnumClass):   # Color['red']: the member, a constant (as Color.red)
+                key = expr.index if op == "static_getitem" else self.typemap[expr.index.name]
+                key = getattr(key, "literal_value", key)
+                if not isinstance(key, str):
+                    self.error(f"an Enum class is indexed with a constant member name, not {key}")
+                return self.lower_constant(bty.instance_class[key], self.typemap[target.name])
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
