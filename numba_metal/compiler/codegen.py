@@ -674,6 +674,9 @@ class FunctionLowering:
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)
+        if isinstance(base.type, types.Array) and isinstance(base.type.dtype, types.Record) \
+                and expr.attr in base.type.dtype.fields:
+            return records.field_view(self, base, expr.attr, tty)
         if isinstance(base.type, types.Array):
             return arrays.lower_array_attribute(self, base, expr.attr, tty)
         if isinstance(base.type, types.BaseTuple) and self.module.type_name(tty) is None:

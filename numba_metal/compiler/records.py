@@ -205,6 +205,28 @@ def _copy_record(lc, dst: str, dst_type: types.Record, value: Value) -> None:
         msl.pointer_cast(lc.pointer(_space(value), "uchar"), value.expr), msl.int_literal(dst_type.size, "int"))))
 
 
+def field_view(lc, arr: Value, name: str, result_type) -> Value:
+    """``arr.name`` of an array of records (a NumPy recarray's field attribute, as Numba types it): a view
+    of that field of every element, strided by the record's size (no copy)."""
+    aty = types.unliteral(arr.type)
+    rec = aty.dtype
+    field = _field(lc, Value(arr.expr, rec), name)
+    ftype = rec.typeof(name)
+    element = lc.element_type(types.unliteral(result_type).dtype)
+    size = _SIZES.get(element)
+    if field.shape or isinstance(ftype, types.Record) or size is None or field.offset % size or rec.size % size:
+        lc.error(f"the field view {name!r} of an array of {plain_record(rec)} needs a scalar field at an offset "
+                 "and in a record whose sizes are multiples of the field's size (Metal reads aligned elements); "
+                 "index the array and read the field of each element instead")
+    space = _space(Value(arr.expr, aty))
+    data = msl.field_pointer(lc.pointer(space, element), lc.pointer(space, "uchar"), msl.member(arr.expr, "data"),
+                             field.offset)
+    ratio = msl.long_literal(rec.size // size)
+    shape = [msl.index(msl.member(arr.expr, "shape"), k) for k in range(aty.ndim)]
+    strides = [msl.binary("*", msl.index(msl.member(arr.expr, "strides"), k), ratio) for k in range(aty.ndim)]
+    return arrays.array_value(lc, result_type, data, shape, strides)
+
+
 def _check_full_index(lc, aty, index: Value) -> None:
     ity = types.unliteral(index.type)
     n = len(ity) if isinstance(ity, types.BaseTuple) else 1

@@ -266,3 +266,70 @@ def test_shared_records_on_the_simulated_metal_device():
                        timeout=300, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[6, 8, 8, 10] [0.5, 0.5, 0.5, 0.5]"
+
+
+def field_views(x, out1, out2):
+    # numba.cuda's TestRecarray.test_recarray kernel, renamed: x.value1 is a view of that field of every
+    # element (NumPy's recarray attribute, as Numba types it).
+    i = metal.grid(1)
+    if i < x.size:
+        out1[i] = x.value1[i]
+        out2[i] = x.value2[i]
+
+
+def test_field_views_of_arrays_of_records():
+    a = np.recarray((16,), dtype=[("value1", np.int64), ("value2", np.float64)])
+    a.value1 = np.arange(a.size, dtype=np.int64)
+    a.value2 = np.arange(a.size, dtype=np.float64) / 100
+    got1, got2 = np.zeros_like(a.value1), np.zeros_like(a.value2)
+    metal.jit(field_views)[1, a.size](a, got1, got2)
+    np.testing.assert_array_equal(got1, a.value1)
+    np.testing.assert_array_equal(got2, a.value2)
+
+    def write(x):
+        i = metal.grid(1)
+        x.value1[i] = 3 * i       # written through the view: the NumPy argument is copied back
+        v = x.value2
+        v[i] = 0.5
+
+    metal.jit(write)[1, a.size](a)
+    np.testing.assert_array_equal(a.value1, 3 * np.arange(a.size))
+    np.testing.assert_array_equal(a.value2, np.full(a.size, 0.5))
+
+
+small = np.dtype([("i", np.int32), ("f", np.float32), ("h", np.int16)], align=True)
+
+
+@metal.jit
+def shared_field_views(x, out):
+    sm = metal.shared.array(8, dtype=small)
+    i = metal.threadIdx.x
+    sm[i] = x[i]
+    metal.syncthreads()
+    f = sm.f                      # a threadgroup view
+    out[i] = f[7 - i] + sm.h[i]
+    metal.syncthreads()
+    sm.i[i] = 2 * i               # written through the view
+    metal.syncthreads()
+    x[i] = sm[i]
+
+
+def test_field_views_of_shared_arrays_of_records_are_read_and_written():
+    x = np.zeros(8, small)
+    x["i"], x["f"], x["h"] = np.arange(8), np.arange(8) * 0.5, -np.arange(8)
+    original = x.copy()
+    out = np.zeros(8, np.float32)
+    shared_field_views[1, 8](x, out)
+    np.testing.assert_array_equal(out, original["f"][::-1] + original["h"])
+    np.testing.assert_array_equal(x["i"], 2 * np.arange(8))
+    np.testing.assert_array_equal(x["f"], original["f"])
+
+
+def test_a_field_view_of_a_packed_field_is_refused_clearly():
+    packed = np.dtype([("a", np.int8), ("b", np.int32)])
+
+    def view(x, out):
+        out[0] = x.b[0]
+
+    with pytest.raises(UnsupportedFeatureError, match="field view 'b'.*aligned"):
+        metal.jit(view)[1, 1](np.zeros(2, packed), np.zeros(1, np.int32))
