@@ -333,3 +333,14 @@ def test_a_field_view_of_a_packed_field_is_refused_clearly():
 
     with pytest.raises(UnsupportedFeatureError, match="field view 'b'.*aligned"):
         metal.jit(view)[1, 1](np.zeros(2, packed), np.zeros(1, np.int32))
+
+
+def test_the_disk_cache_tells_constant_arrays_of_records_apart_by_their_fields():
+    # A module-level array of records is baked into the kernel: the cache key must see its dtype's fields,
+    # not only its bytes and size.
+    from numba_metal.host.cache import fingerprint
+    a = np.zeros(2, [("x", np.float64), ("y", np.int64)])
+    b = np.zeros(2, [("y", np.int64), ("x", np.float64)])
+    assert a.tobytes() == b.tobytes() and a.dtype.str == b.dtype.str
+    assert fingerprint(a) != fingerprint(b)
+    assert fingerprint(np.zeros(3, np.float32)) == fingerprint(np.zeros(3, np.float32))
