@@ -9,6 +9,7 @@ views keep it.
 from __future__ import annotations
 
 from numba.core import types
+from numba.core.typeconv import Conversion
 
 
 class MetalArray(types.Array):
@@ -47,3 +48,63 @@ class MetalArray(types.Array):
         if isinstance(other, MetalArray) and other.address_space == self.address_space:
             return super().unify(typingctx, other)
         return None
+
+#: The word shared, local and constant arrays of records are declared in: 16 bytes, the largest alignment
+#: a field needs (a complex128's ulong2), so that fields are as aligned as in device memory.
+RECORD_WORD = "uint4"
+
+
+class MetalRecord(types.Record):
+    """A record (NumPy structured dtype) in the ``threadgroup``, ``thread`` or ``constant`` address space:
+    an element of a shared, local or constant array of records. A record value is a pointer to its bytes
+    (compiler/records.py), and MSL pointers name their address space, so the record type carries it as
+    ``MetalArray`` does; its nested records and nested arrays are in the same space."""
+
+    def __init__(self, record: types.Record, address_space: str):
+        self.record = record
+        self.address_space = address_space
+        fields = [(name, {"type": f.type, "offset": f.offset, "alignment": f.alignment, "title": f.title})
+                  for name, f in record.fields.items()]
+        super().__init__(fields, record.size, record.aligned)
+        self.name = " ".join((address_space, record.name))   # a Numba type name, not MSL
+
+    @property
+    def key(self):
+        return self.name
+
+    def typeof(self, key):
+        return in_space(super().typeof(key), self.address_space)
+
+    def same_record(self, other) -> bool:
+        """True if ``other`` is this record in any address space."""
+        return isinstance(other, types.Record) and plain_record(other) == self.record
+
+    def can_convert_to(self, typingctx, other):
+        # A whole record copied between address spaces (sm[i] = x[j], y[j] = sm[i]): never a safe
+        # conversion, so that Numba does not unify a variable holding records of two spaces.
+        if self.same_record(other):
+            return Conversion.unsafe
+        return None
+
+    def can_convert_from(self, typingctx, other):
+        if self.same_record(other):
+            return Conversion.unsafe
+        return None
+
+
+def plain_record(rec: types.Record) -> types.Record:
+    """The record type without its address space (the layout's and the MSL struct's)."""
+    return rec.record if isinstance(rec, MetalRecord) else rec
+
+
+def in_space(ty, address_space: str):
+    """``ty`` (a record's field type or an array's dtype) as it is held in ``address_space``: records
+    and nested arrays there are that space's (device memory's are Numba's own types)."""
+    if address_space == "device":
+        return ty
+    if isinstance(ty, types.Record):
+        return MetalRecord(plain_record(ty), address_space)
+    if isinstance(ty, types.NestedArray):
+        return MetalArray(in_space(ty.dtype, address_space), ty.ndim, "C", address_space,
+                          readonly=address_space == "constant")
+    return ty

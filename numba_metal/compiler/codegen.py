@@ -19,7 +19,8 @@ from numba.core import ir, types
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
 from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
-from . import slicing
+from . import iterators, slicing
+from .arraytypes import RECORD_WORD
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -193,17 +194,21 @@ class FunctionLowering:
             return False
         return False
 
-    def local_array(self, element: str, length: int, nbytes: int) -> str:
-        """A zero-initialised array of ``length`` elements private to each thread; returns its name."""
+    def local_array(self, element: str, length: int, nbytes: int, words: bool = False) -> str:
+        """A zero-initialised array of ``length`` elements private to each thread; returns its name (with
+        ``words``, a pointer to it held in 16-byte words: records, read at their fields' alignments)."""
         try:
             self.module.reserve_local_memory(nbytes)
         except UnsupportedFeatureError as e:
             self.error(e.message)
         name = self.fresh_name("nm_local")
+        if words:
+            self.declare(msl.declare_array(RECORD_WORD, name, -(-nbytes // 16), zero=True))
+            return msl.pointer_cast(msl.pointer("thread", element), name)
         self.declare(msl.declare_array(element, name, length, zero=True))
         return name
 
-    def shared_array(self, element: str, length: int, nbytes: int) -> str:
+    def shared_array(self, element: str, length: int, nbytes: int, words: bool = False) -> str:
         """A static threadgroup array of ``length`` elements for this call site; returns a pointer
         expression to its data. A kernel declares it; a device function's array lives at a fixed offset
         of the kernel's threadgroup pool (one allocation per call site, the same for every call, as
@@ -216,6 +221,10 @@ class FunctionLowering:
             return msl.pointer_cast(msl.pointer("threadgroup", element),
                                     msl.binary("+", self.env("tgpool"), str(offset)))
         name = self.fresh_name("nm_shared")
+        if words:
+            # Records: 16-byte words, so that every field is as aligned as in device memory.
+            self.declare(msl.declare_array(RECORD_WORD, name, -(-nbytes // 16), space="threadgroup"))
+            return msl.pointer_cast(msl.pointer("threadgroup", element), name)
         if length and nbytes // length < 4:
             # Narrow elements are stored in aligned 32-bit words, so that the word an atomic on a half
             # compares and swaps (fp16.atomicAdd) lies inside the array.
@@ -562,6 +571,12 @@ class FunctionLowering:
                 return records.get_field(self, base, name, self.typemap[target.name])
             if isinstance(bty, types.Array) and isinstance(bty.dtype, types.Record):
                 return records.element(self, base, self._index_value(expr))
+            if isinstance(bty, types.EnumClass):   # Color['red']: the member, a constant (as Color.red)
+                key = expr.index if op == "static_getitem" else self.typemap[expr.index.name]
+                key = getattr(key, "literal_value", key)
+                if not isinstance(key, str):
+                    self.error(f"an Enum class is indexed with a constant member name, not {key}")
+                return self.lower_constant(bty.instance_class[key], self.typemap[target.name])
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
@@ -583,8 +598,12 @@ class FunctionLowering:
         self.error(f"the expression `{expr}` ({op}) is not supported in Metal kernels")
 
     def lower_getiter(self, expr, target) -> Value:
-        src = self.value(expr.value)
-        tty = self.typemap[target.name]
+        return self.getiter(self.value(expr.value), self.typemap[target.name])
+
+    def getiter(self, src: Value, tty) -> Value:
+        """``iter(src)``: an iterator of type ``tty`` (enumerate, zip and iter(): iterators.py)."""
+        if isinstance(src.type, types.IteratorType):
+            return iterators.getiter(self, src, tty)
         if isinstance(src.type, types.RangeType):
             return Value(msl.call("nm_getiter", src.expr), tty)
         if isinstance(src.type, types.UniTuple):
@@ -595,8 +614,12 @@ class FunctionLowering:
                    "range(), a tuple or an array")
 
     def lower_iternext(self, expr, target) -> Value:
-        it = self.value(expr.value)
-        tty = self.typemap[target.name]
+        return self.iternext(self.value(expr.value), self.typemap[target.name])
+
+    def iternext(self, it: Value, tty) -> Value:
+        """``next(it)``: a pair (item, valid) of type ``tty``; the iterator ``it`` (an lvalue) advances."""
+        if isinstance(it.type, (types.EnumerateType, types.ZipType)):
+            return iterators.iternext(self, it, tty)
         if isinstance(it.type, types.RangeIteratorType):
             return Value(msl.call("nm_iternext", it.expr), tty)
         if isinstance(it.type, types.UniTupleIter):
@@ -656,6 +679,9 @@ class FunctionLowering:
         fn = lowerings.find_attribute(base.type, expr.attr)
         if fn is not None:
             return fn(self, base, expr.attr, tty)
+        if isinstance(base.type, types.Array) and isinstance(base.type.dtype, types.Record) \
+                and expr.attr in base.type.dtype.fields:
+            return records.field_view(self, base, expr.attr, tty)
         if isinstance(base.type, types.Array):
             return arrays.lower_array_attribute(self, base, expr.attr, tty)
         if isinstance(base.type, types.BaseTuple) and self.module.type_name(tty) is None:

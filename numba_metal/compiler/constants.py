@@ -9,7 +9,7 @@ from numba.core import types
 
 from . import msl
 from .arrays import array_value
-from .arraytypes import MetalArray
+from .arraytypes import RECORD_WORD, MetalArray, in_space
 from .lowering import Value
 
 #: The largest NumPy array baked into a kernel as constant data.
@@ -44,14 +44,13 @@ def lower_constant(lc, pyvalue, ty) -> Value:
 def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
     """A host array baked into the MSL as program-scope constant data."""
     ary = np.ascontiguousarray(ary)
-    if ary.dtype.names:
-        lc.error("module-level arrays of records cannot be baked into a kernel as constants; pass the array "
-                 "as an argument")
     if ary.nbytes > MAX_CONSTANT_ARRAY_BYTES:
         lc.error(f"a constant array of {ary.nbytes} bytes is too large to bake into the kernel (limit "
                  "64 KB); pass it as an argument instead")
     if not isinstance(rt, MetalArray):
-        rt = MetalArray(rt.dtype, rt.ndim, "C", "constant", readonly=True)
+        rt = MetalArray(in_space(rt.dtype, "constant"), rt.ndim, "C", "constant", readonly=True)
+    if ary.dtype.names:
+        return _constant_records(lc, ary, rt)
     elem = lc.element_type(rt.dtype)
     if rt.dtype == types.complex128:
         def spell(v):
@@ -66,3 +65,15 @@ def lower_constant_array(lc, ary: np.ndarray, rt) -> Value:
             return msl.literal(v, elem)
     name = lc.constant_array(elem, [spell(v) for v in ary.ravel().tolist()])
     return array_value(lc, rt, name, list(ary.shape))
+
+
+def _constant_records(lc, ary: np.ndarray, rt) -> Value:
+    """An array of records baked in as its bytes, in 16-byte words (uint4), so that its fields are as
+    aligned as in device memory (records.py reads them at their offsets)."""
+    raw = ary.astype(ary.dtype.newbyteorder("<")).tobytes()
+    raw += bytes(-len(raw) % 16 or (16 if not raw else 0))
+    words = np.frombuffer(raw, dtype="<u4").reshape(-1, 4).tolist()
+    name = lc.constant_array(RECORD_WORD, [msl.call(RECORD_WORD, *(msl.literal(w, "uint") for w in q))
+                                           for q in words])
+    struct = lc.element_type(rt.dtype)
+    return array_value(lc, rt, msl.pointer_cast(msl.pointer("constant", struct), name), list(ary.shape))

@@ -15,7 +15,8 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from . import abi, libraries, msl, records, slicing
+from . import abi, iterators, libraries, msl, records, slicing
+from .arraytypes import plain_record
 from .frontend import TypedFunction
 from .matrixtypes import SimdgroupMatrix
 from .vectortypes import VectorType
@@ -157,8 +158,9 @@ class ModuleBuilder:
             self.need("range")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
         elif isinstance(ty, types.Record):
-            # A record is a reference to its bytes (records.py).
-            name = msl.pointer("device", self.record_layout(ty).struct, self.coherent)
+            # A record is a reference to its bytes (records.py), in its address space.
+            space = array_space(ty)
+            name = msl.pointer(space, self.record_layout(ty).struct, self.coherent and space == "device")
         elif isinstance(ty, VectorType):
             element = self.require_type(ty.element)
             if ty.native:
@@ -166,6 +168,14 @@ class ModuleBuilder:
             else:
                 name = msl.numbered("nm_vec", len(self._definitions))
                 self._definitions.append(msl.struct_definition(name, [(element, a) for a in ty.attributes]))
+        elif isinstance(ty, types.EnumerateType):
+            name = msl.numbered("nm_enumerate", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.source_type), iterators.SOURCE),
+                                                                  ("long", iterators.COUNT)]))
+        elif isinstance(ty, types.ZipType):
+            name = msl.numbered("nm_zip", len(self._definitions))
+            self._definitions.append(msl.struct_definition(name, [(self.require_type(t), iterators.source_member(k))
+                                                                  for k, t in enumerate(ty.source_types)]))
         elif isinstance(ty, types.ArrayIterator):
             name = msl.numbered("nm_arrayiter", len(self._definitions))
             self._definitions.append(msl.struct_definition(name, [(self.require_type(ty.array_type), "a"),
@@ -189,10 +199,11 @@ class ModuleBuilder:
 
     def record_layout(self, rec) -> abi.RecordLayout:
         """The layout of a record type, its MSL struct defined in this module (once)."""
+        rec = plain_record(rec)
         known = self._records.get(rec)
         if known is None:
             try:
-                known = records.layout(rec)
+                known = records.layout(rec, self)
             except TypeError as e:
                 raise UnsupportedFeatureError(str(e)) from None
             self._records[rec] = known

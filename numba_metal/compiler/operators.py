@@ -208,6 +208,8 @@ UNARY_SYMBOLS = {operator.neg: "-", operator.pos: "+", operator.invert: "~", ope
 
 
 def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
+    if op in (operator.is_, operator.is_not):
+        return _identity(lc, op, sig, a, b)
     if not isinstance(op, str):
         lc.error(f"the operator {getattr(op, '__name__', op)} is not supported in Metal kernels")
     at, bt = sig.args
@@ -228,6 +230,21 @@ def lower_binop(lc, op, sig, a: Value, b: Value) -> Value:
     if op in ZERO_DIVISION and lc.debug:
         _check_zero_division(lc, op, kind, b)
     return Value(impl.binary(lc, lc.msl_type(rt), lc.cast(a, rt), lc.cast(b, rt)), rt)
+
+
+def _identity(lc, op, sig, a: Value, b: Value) -> Value:
+    """``a is b`` / ``a is not b`` as Numba's default: values of different types are never the same
+    object; values of one immutable type (numbers, enum members: a member is the one object of its
+    value) are when they are equal; Numba has no ``is`` for mutable values (arrays, records)."""
+    at, bt = (types.unliteral(t) for t in sig.args)
+    if at != bt:
+        same = msl.literal(False, "bool")
+    elif at.mutable:
+        lc.error(f"`is` between two {at} values is not supported (Numba has no `is` for mutable values); "
+                 "compare their contents or indices instead")
+    else:
+        same = _compare(lc, "==", Value(a.expr, at), Value(b.expr, bt))
+    return Value(same if op is operator.is_ else msl.unary("!", same), types.boolean)
 
 
 #: Under debug=True numba.cuda uses Python's error model: a zero divisor raises ZeroDivisionError with

@@ -14,6 +14,7 @@ from __future__ import annotations
 from numba.core import types
 
 from . import abi, arrays, msl
+from .arraytypes import plain_record
 from .lowering import Value
 
 #: Bytes of each MSL element type a field may have (their alignment too: Metal's rule for these types).
@@ -30,12 +31,18 @@ _STORAGE = {types.float64: msl.FLOAT64_STORAGE, types.complex64: msl.COMPLEX64,
             types.complex128: msl.COMPLEX128_STORAGE}
 
 
-def layout(rec: types.Record) -> abi.RecordLayout:
-    """The layout of a Numba record type (raises TypeError naming a field Metal kernels cannot hold)."""
+def layout(rec: types.Record, module=None) -> abi.RecordLayout:
+    """The layout of a Numba record type (raises TypeError naming a field Metal kernels cannot hold);
+    ``module`` (a ModuleBuilder) defines the MSL structs of nested records."""
     fields = []
     for name, f in rec.fields.items():
         ty = f.type
         shape = ()
+        if isinstance(ty, types.Record):
+            # A nested record: a reference to its bytes inside this one's (byte-aligned, never packed).
+            nested = module.record_layout(ty) if module is not None else layout(ty)
+            fields.append((name, f.offset, nested.struct, 1, ()))
+            continue
         if isinstance(ty, types.NestedArray):
             shape = tuple(ty.shape)
             ty = ty.dtype
@@ -56,9 +63,19 @@ def _field(lc, rec: Value, name: str) -> abi.RecordField:
     return fields[name]
 
 
+def _space(rec: Value) -> str:
+    return getattr(types.unliteral(rec.type), "address_space", "device")
+
+
 def _pointer(lc, rec: Value, field: abi.RecordField, element: str, offset: int = 0) -> str:
-    return msl.field_pointer(lc.pointer("device", element), lc.pointer("device", "uchar"), rec.expr,
+    space = _space(rec)
+    return msl.field_pointer(lc.pointer(space, element), lc.pointer(space, "uchar"), rec.expr,
                              field.offset + offset)
+
+
+def _check_writable(lc, rec: Value) -> None:
+    if _space(rec) == "constant":
+        lc.error(f"a record of a constant array ({rec.type}) is read-only")
 
 
 def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
@@ -93,6 +110,8 @@ def get_field(lc, rec: Value, name: str, result_type) -> Value:
         _check_nested_aligned(lc, name, field)
         return arrays.array_value(lc, result_type, _pointer(lc, rec, field, field.element), list(field.shape))
     ty = types.unliteral(result_type)
+    if isinstance(ty, types.Record):
+        return Value(_pointer(lc, rec, field, field.element), result_type)
     if ty == types.complex64:
         return Value(msl.call(msl.COMPLEX64, _load_part(lc, rec, field, 0), _load_part(lc, rec, field, 1)), ty)
     if ty == types.complex128:
@@ -105,6 +124,10 @@ def set_field(lc, rec: Value, name: str, value: Value) -> None:
     """``rec.name = value`` / ``rec['name'] = value`` for a scalar field."""
     field = _field(lc, rec, name)
     rty = types.unliteral(rec.type)
+    _check_writable(lc, rec)
+    if isinstance(rty.typeof(name), types.Record):
+        _copy_record(lc, _pointer(lc, rec, field, field.element), rty.typeof(name), value)
+        return
     if field.shape:
         _set_nested(lc, rec, name, field, value)
         return
@@ -164,13 +187,44 @@ def set_element(lc, arr: Value, index: Value, value: Value) -> None:
     """``arr[index] = record``: the record's bytes copied."""
     aty = types.unliteral(arr.type)
     _check_full_index(lc, aty, index)
-    if types.unliteral(value.type) != aty.dtype:
-        lc.error(f"only a record of the same dtype can be assigned to an element of {aty}, not {value.type}")
+    _copy_record(lc, arrays.element_address(lc, arr, index), aty.dtype, value)
+
+
+def _copy_record(lc, dst: str, dst_type: types.Record, value: Value) -> None:
+    """The bytes of the record ``value`` copied to ``dst`` (a pointer to a record of ``dst_type``), in
+    whichever address spaces the two are."""
+    vty = types.unliteral(value.type)
+    if not isinstance(vty, types.Record) or plain_record(vty) != plain_record(dst_type):
+        lc.error(f"only a record of the same dtype can be assigned to a record of {plain_record(dst_type)}, "
+                 f"not {value.type}")
+    if getattr(dst_type, "address_space", "device") == "constant":
+        lc.error("a constant array's records are read-only")
     lc.need("records")
-    byte = lc.pointer("device", "uchar")
-    dst = msl.pointer_cast(byte, arrays.element_address(lc, arr, index))
-    lc.emit(msl.statement(msl.call("nm_copy_record", dst, msl.pointer_cast(byte, value.expr),
-                                   msl.int_literal(aty.dtype.size, "int"))))
+    lc.emit(msl.statement(msl.call(
+        "nm_copy_record", msl.pointer_cast(lc.pointer(getattr(dst_type, "address_space", "device"), "uchar"), dst),
+        msl.pointer_cast(lc.pointer(_space(value), "uchar"), value.expr), msl.int_literal(dst_type.size, "int"))))
+
+
+def field_view(lc, arr: Value, name: str, result_type) -> Value:
+    """``arr.name`` of an array of records (a NumPy recarray's field attribute, as Numba types it): a view
+    of that field of every element, strided by the record's size (no copy)."""
+    aty = types.unliteral(arr.type)
+    rec = aty.dtype
+    field = _field(lc, Value(arr.expr, rec), name)
+    ftype = rec.typeof(name)
+    element = lc.element_type(types.unliteral(result_type).dtype)
+    size = _SIZES.get(element)
+    if field.shape or isinstance(ftype, types.Record) or size is None or field.offset % size or rec.size % size:
+        lc.error(f"the field view {name!r} of an array of {plain_record(rec)} needs a scalar field at an offset "
+                 "and in a record whose sizes are multiples of the field's size (Metal reads aligned elements); "
+                 "index the array and read the field of each element instead")
+    space = _space(Value(arr.expr, aty))
+    data = msl.field_pointer(lc.pointer(space, element), lc.pointer(space, "uchar"), msl.member(arr.expr, "data"),
+                             field.offset)
+    ratio = msl.long_literal(rec.size // size)
+    shape = [msl.index(msl.member(arr.expr, "shape"), k) for k in range(aty.ndim)]
+    strides = [msl.binary("*", msl.index(msl.member(arr.expr, "strides"), k), ratio) for k in range(aty.ndim)]
+    return arrays.array_value(lc, result_type, data, shape, strides)
 
 
 def _check_full_index(lc, aty, index: Value) -> None:

@@ -19,7 +19,7 @@ from numba.core import errors as numba_errors
 from numba.core.target_extension import GPU, dispatcher_registry, jit_registry, target_override, target_registry
 from numba.core.typing.context import BaseContext
 
-from .arraytypes import MetalArray
+from .arraytypes import MetalArray, MetalRecord, in_space
 from .declarations import registry
 
 
@@ -84,6 +84,13 @@ class MetalTypingContext(BaseContext):
         kernel_api.families()  # each family fills the typing and lowering registries when imported
         self.install_registry(registry)
         self.install_registry(enumdecl.registry)  # Enum and IntEnum classes and members
+
+    def can_convert(self, fromty, toty):
+        # A record copied between address spaces (arraytypes.MetalRecord): asked of the MetalRecord
+        # only, since Numba's Record would take it for a wider record ("width subtyping", with a warning).
+        if isinstance(toty, MetalRecord) and fromty != toty and toty.same_record(fromty):
+            return toty.can_convert_from(self, fromty)
+        return super().can_convert(fromty, toty)
 
     def resolve_value_type(self, val):
         # Numba's typeof has no rule for modules, builtin functions, kernel-API stubs or builtin classes
@@ -169,5 +176,5 @@ def _constant_array(ty):
     """A global array (or a module's) is baked into the kernel as a C-contiguous ``constant`` array
     (constants.py): its type says so, so that it is never taken for a read-only ``device`` argument."""
     if type(ty) is types.Array:
-        return MetalArray(ty.dtype, ty.ndim, "C", "constant", readonly=True)
+        return MetalArray(in_space(ty.dtype, "constant"), ty.ndim, "C", "constant", readonly=True)
     return ty

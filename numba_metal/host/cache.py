@@ -217,7 +217,9 @@ def fingerprint(value) -> str:
         if value.dtype.hasobject:
             raise Unfingerprintable("an array of Python objects")
         data = np.ascontiguousarray(value)
-        return (f"ndarray:{value.dtype.str}:{value.shape}:"
+        # A structured dtype's str is only its size ('|V16'): its repr names its fields and offsets.
+        dtype = value.dtype.str if value.dtype.names is None else repr(value.dtype)
+        return (f"ndarray:{dtype}:{value.shape}:"
                 f"{_sha256(data.view(np.uint8).reshape(-1) if data.size else b'').hexdigest()}")
     if isinstance(value, np.generic):
         if value.dtype.hasobject:

@@ -24,7 +24,7 @@ from numba.core.typing.templates import AbstractTemplate, CallableTemplate, sign
 
 from numba_metal.compiler import msl
 from numba_metal.compiler.arrays import array_value
-from numba_metal.compiler.arraytypes import MetalArray
+from numba_metal.compiler.arraytypes import MetalArray, in_space
 from numba_metal.compiler.constants import lower_constant_array
 from numba_metal.compiler.lowering import registry as lowering
 from numba_metal.compiler.declarations import registry as typing
@@ -68,6 +68,8 @@ def _shape_and_dtype(stub, shape, dtype):
         raise UnsupportedFeatureError(
             f"metal.{stub.path}(shape, dtype) needs a constant shape (an int or a tuple of ints) and "
             f"a dtype such as np.float32; got shape {shape} and dtype {dtype}")
+    if isinstance(nbdtype, types.Record):
+        return ndims, nbdtype
     if msl.scalar_type(nbdtype) is None and nbdtype not in (types.complex64, types.complex128):
         raise UnsupportedFeatureError(f"metal.{stub.path}: dtype {nbdtype} is not supported")
     return ndims, nbdtype
@@ -90,7 +92,7 @@ def _array_template(stub, space):
                         f"{e.message}\nNo implementation of function Function(<function {stub.path}>) found for "
                         f"signature:\n \n >>> array(shape={shape}, dtype={dtype})") from None
                 ndims, nbdtype = _shape_and_dtype(stub, shape, dtype)
-                return MetalArray(nbdtype, ndims, "C", space)
+                return MetalArray(in_space(nbdtype, space), ndims, "C", space)
             return typer
 
     ArrayTemplate.__name__ = f"Metal_{stub.path.replace('.', '_')}"
@@ -109,7 +111,7 @@ class ConstArrayLike(AbstractTemplate):
             raise UnsupportedFeatureError("metal.const.array_like(ary) takes one NumPy array (a global "
                                           "or closure variable)")
         (ary,) = args
-        return signature(MetalArray(ary.dtype, ary.ndim, "C", "constant", readonly=True), ary)
+        return signature(MetalArray(in_space(ary.dtype, "constant"), ary.ndim, "C", "constant", readonly=True), ary)
 
 
 typing.register_global(const_array_like, types.Function(ConstArrayLike))
@@ -142,7 +144,8 @@ def _lower_shared(lc, sig, args, **kws):
         n = msl.binary("/", msl.cast("long", nbytes), msl.long_literal(itemsize))
         return array_value(lc, rt, msl.pointer_cast(msl.pointer("threadgroup", elem), data),
                            [n] + [1] * (len(shape) - 1), [msl.long_literal(1)] * len(shape))
-    return array_value(lc, rt, lc.shared_array(elem, total, total * itemsize), list(shape))
+    words = isinstance(rt.dtype, types.Record)
+    return array_value(lc, rt, lc.shared_array(elem, total, total * itemsize, words=words), list(shape))
 
 
 @lowering.call(local_array)
@@ -154,7 +157,8 @@ def _lower_local(lc, sig, args, **kws):
     total = math.prod(shape) if shape else 0
     if total <= 0:
         lc.error("metal.local.array needs a positive constant size")
-    return array_value(lc, rt, lc.local_array(elem, total, total * itemsize), list(shape))
+    words = isinstance(rt.dtype, types.Record)
+    return array_value(lc, rt, lc.local_array(elem, total, total * itemsize, words=words), list(shape))
 
 
 @lowering.call(const_array_like)

@@ -17,7 +17,7 @@ import builtins
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, bound_function, signature
 
-from numba_metal.compiler import msl, slicing
+from numba_metal.compiler import iterators, msl, slicing
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.operators import lower_binop
 from numba_metal.compiler.declarations import registry as typing
@@ -293,6 +293,21 @@ def _range(lc, sig, args):
     else:
         start, stop, step = vals
     return Value(msl.aggregate(lc.msl_type(rt), [start, stop, step]), rt)
+
+
+@lowering.call(builtins.enumerate)
+def _enumerate(lc, sig, args):
+    return iterators.make_enumerate(lc, args[0], args[1] if len(args) > 1 else None, sig.return_type)
+
+
+@lowering.call(builtins.zip)
+def _zip(lc, sig, args):
+    return iterators.make_zip(lc, args, sig.return_type)
+
+
+@lowering.call(builtins.iter)
+def _iter(lc, sig, args):
+    return lc.getiter(args[0], sig.return_type)
 
 
 __all__: list[str] = []

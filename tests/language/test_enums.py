@@ -114,3 +114,49 @@ def test_enum_members_numba_cannot_type_are_refused_clearly():
         enum_argument[1, 1](np.zeros(3, np.int64), Mixed.ONE)
     with pytest.raises(KernelLaunchError, match="Enum Named have values of type unicode"):
         enum_argument[1, 1](np.zeros(3, np.int64), Named.A)
+
+
+class Other(enum.IntEnum):
+    ONE = 1
+
+
+def identity(a, b, out):
+    out[0] = a == b
+    out[1] = a != b
+    out[2] = a is b
+    out[3] = a is not b
+
+
+@pytest.mark.parametrize("a, b", [(Shape.SQUARE, Shape.SQUARE), (Shape.SQUARE, Shape.TRIANGLE),
+                                  (Color.RED, Other.ONE), (3, 3), (3, 4), (3, 3.0)])
+def test_is_and_is_not_as_python(a, b):
+    # numba.cuda's test_enums.test_compare: members of one Enum are the same object when equal; values of
+    # different types (an IntEnum member and another IntEnum's of the same value, an int and a float) never.
+    got = np.zeros(4, np.bool_)
+    expected = got.copy()
+    metal.jit(identity)[1, 1](a, b, got)
+    identity(a, b, expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_is_between_arrays_is_refused_clearly():
+    def same(x, y, out):
+        out[0] = x is y
+
+    from numba_metal.errors import UnsupportedFeatureError
+    with pytest.raises(UnsupportedFeatureError, match="`is` between two array"):
+        metal.jit(same)[1, 1](np.zeros(1), np.zeros(1), np.zeros(1, np.bool_))
+
+
+def getitem(out):
+    out[0] = Shape["SQUARE"] == Shape["TRIANGLE"]
+    out[1] = Shape["TRIANGLE"] == Shape.TRIANGLE
+    out[2] = Color["BLUE"]
+
+
+def test_enum_classes_indexed_by_member_name():
+    got = np.zeros(3, np.int64)
+    expected = got.copy()
+    metal.jit(getitem)[1, 1](got)
+    getitem(expected)
+    np.testing.assert_array_equal(got, expected)

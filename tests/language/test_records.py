@@ -486,20 +486,25 @@ def test_numba_cuda_getitem_idx_records_from_device_functions_and_fields_by_posi
 CONSTANT_RECORDS = np.zeros(2, recordwitharray)
 
 
-def test_arrays_of_records_outside_device_memory_are_refused_clearly():
-    def local(out):
-        tmp = metal.local.array(2, recordwitharray)
-        tmp[0].g = 1
-        out[0] = tmp[0].g
+CONSTANT_RECORDS["g"] = [3, 4]
+CONSTANT_RECORDS["h"] = [[0.5, 1.5], [2.5, 3.5]]
 
-    with pytest.raises(UnsupportedFeatureError, match="metal.local.array: dtype Record.* is not supported"):
-        metal.jit(local)[1, 1](np.zeros(1, np.int32))
 
+def test_module_level_arrays_of_records_are_constants():
+    # As other global arrays, baked in as constant memory (and so read-only); shared, local and
+    # const.array_like arrays of records: tests/language/test_records_in_memory.py.
     def constant(out):
-        out[0] = CONSTANT_RECORDS[1].g
+        out[0] = CONSTANT_RECORDS[1].g + CONSTANT_RECORDS[0].h[1]
 
-    with pytest.raises(UnsupportedFeatureError, match="arrays of records cannot be baked into a kernel"):
-        metal.jit(constant)[1, 1](np.zeros(1, np.int32))
+    out = np.zeros(1, np.float32)
+    metal.jit(constant)[1, 1](out)
+    assert out[0] == 4 + 1.5
+
+    def write(out):
+        CONSTANT_RECORDS[1].g = 1
+
+    with pytest.raises(UnsupportedFeatureError, match="read-only"):
+        metal.jit(write)[1, 1](out)
 
 
 def test_layout_is_numpys_for_aligned_and_packed_dtypes():
