@@ -64,7 +64,7 @@ def _pointer(lc, rec: Value, field: abi.RecordField, element: str, offset: int =
 def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
     """Part ``k`` of a scalar field (the field itself unless it is complex), as its MSL element type."""
     if field.packed:
-        lc.need("records")
+        lc.need(msl.numbered("nm_load_packed", field.size))
         load = msl.template(msl.numbered("nm_load_packed", field.size), field.element)
         return msl.call(load, _pointer(lc, rec, field, "uchar", k * field.size))
     return msl.index(_pointer(lc, rec, field, field.element, k * field.size), 0)
@@ -72,7 +72,7 @@ def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
 
 def _store_part(lc, rec: Value, field: abi.RecordField, k: int, value: str) -> None:
     if field.packed:
-        lc.need("records")
+        lc.need(msl.numbered("nm_store_packed", field.size))
         store = msl.template(msl.numbered("nm_store_packed", field.size), field.element)
         lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar", k * field.size), value)))
         return
@@ -129,13 +129,13 @@ def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value)
     _check_nested_aligned(lc, name, field)
     if not isinstance(types.unliteral(value.type), types.Array):
         lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
-    lc.need("nested_copy")
+    lc.need("nm_copy_to_nested")
     n = 1
     for extent in field.shape:
         n *= extent
     src = lc.tmp(value.type, value.expr)
     if lc.debug:
-        lc.need("boundscheck")
+        lc.need("nm_in_bounds")
         lc.emit(msl.statement(msl.call("nm_in_bounds", msl.long_literal(n - 1), msl.call("nm_arr_size", src),
                                        msl.ENV_PARAM, msl.uint_literal(lc.array_id(name)), msl.uint_literal(0),
                                        msl.uint_literal(lc.line()))))
@@ -166,7 +166,7 @@ def set_element(lc, arr: Value, index: Value, value: Value) -> None:
     _check_full_index(lc, aty, index)
     if types.unliteral(value.type) != aty.dtype:
         lc.error(f"only a record of the same dtype can be assigned to an element of {aty}, not {value.type}")
-    lc.need("records")
+    lc.need("nm_copy_record")
     byte = lc.pointer("device", "uchar")
     dst = msl.pointer_cast(byte, arrays.element_address(lc, arr, index))
     lc.emit(msl.statement(msl.call("nm_copy_record", dst, msl.pointer_cast(byte, value.expr),
