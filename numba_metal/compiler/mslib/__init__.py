@@ -4,7 +4,7 @@ Each file is a sequence of sections, each opened by a line ``//@@ name requires:
 file's first section is its header comment, never emitted). A section may require sections of any file. A
 kernel's module names the *functions* (or types, macros, constant tables) it uses, never sections:
 :func:`section_of` finds the section defining a name in an index derived from the files themselves, and
-:func:`render` returns the sections needed, dependencies first, each once:
+:func:`closure` orders the sections needed, dependencies first, each once:
 
 - ``prelude.metal``: helpers with Python's and Numba's semantics (arrays, slices, ranges, atomics...);
 - ``mathlib.metal``: float and half routines MSL lacks (one section, ``mathlib``);
@@ -184,10 +184,11 @@ def section_of(name: str, first_type: str | None = None) -> str:
     section = index().get(name, "")
     if section is None and first_type is not None:
         section = index().get((name, first_type), "")
+    if section is None:
+        raise KeyError(f"several sections of numba-metal's MSL library (compiler/mslib/) define {name!r}: "
+                       f"say which by the MSL type of its first parameter (first_type={first_type!r} is none)")
     if not section:
-        why = "no section of" if section == "" else "several sections of"
-        raise KeyError(f"{why} numba-metal's MSL library (compiler/mslib/) defines {name!r}: "
-                       f"name a function it defines once")
+        raise KeyError(f"no section of numba-metal's MSL library (compiler/mslib/) defines {name!r}")
     return section
 
 
@@ -215,8 +216,3 @@ def text(section: str) -> str:
     """The MSL text of one section (without its ``//@@`` line)."""
     return sections()[section].text
 
-
-def render(names) -> list[str]:
-    """The MSL text of the sections defining ``names`` (functions...), with their requirements, in order."""
-    every = sections()
-    return [every[s].text for s in closure({section_of(n) for n in names})]
