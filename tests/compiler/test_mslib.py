@@ -114,3 +114,12 @@ def test_a_kernel_includes_the_sections_of_what_it_calls_and_nothing_more():
     assert "NM_SIGNED_DIVMOD" in text            # section intdiv, for nm_floordiv(int)
     assert "nm_floordiv(float a" not in text     # not floatdiv
     assert "nm_erf" not in text                  # not the math library
+
+
+def test_a_name_is_defined_in_one_read_group_only():
+    # section_of reads the float64 group only for names the prelude group lacks: a name in both would
+    # silently resolve to the first.
+    groups = [set(), set()]
+    for section in mslib.sections().values():
+        groups[0 if section.file in mslib._READ_GROUPS[0] else 1].update(section.defines)
+    assert not groups[0] & groups[1], sorted(map(str, groups[0] & groups[1]))

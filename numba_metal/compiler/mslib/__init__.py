@@ -74,69 +74,53 @@ def _expand(macros: dict, name: str, args: list[str], names: set) -> None:
             _expand(macros, m.group(1), inner, names)
 
 
+_MACRO = re.compile(r"^#define[ \t]+(\w+)(?:\(([^)]*)\))?(?:[^\n]*\\\n)*[^\n]*", re.M)
+_COLUMN_0 = re.compile(r"^[A-Za-z_][^\n]*", re.M)
+
+
 def _defined_names(text: str, macros: dict) -> frozenset:
     """The names a section's text defines at column 0, and ``(name, type)`` for each function (``type``: its
     first parameter's), including the functions the macros define where the section invokes them
     (``macros``: those of the file so far, updated)."""
     names: set = set()
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line or line[0].isspace() or line.startswith(("//", "}", "{")):
-            continue
-        m = _DEFINE.match(line)
-        if m:
-            names.add(m.group(1))
-            body = [line]
-            while body[-1].endswith("\\") and i < len(lines):
-                body.append(lines[i])
-                i += 1
-            params = re.match(r"^#define\s+\w+\(([^)]*)\)", line)
-            if params:
-                macros[m.group(1)] = ([p.strip() for p in params.group(1).split(",")], "\n".join(body))
-            continue
-        if line.startswith("#"):
-            continue
+    for m in _MACRO.finditer(text):
+        names.add(m.group(1))
+        if m.group(2) is not None:
+            macros[m.group(1)] = ([p.strip() for p in m.group(2).split(",")], m.group(0))
+    for m in _COLUMN_0.finditer(text):
+        line = m.group(0)
         for pattern in (_STRUCT, _CONSTANT):
-            m = pattern.match(line)
-            if m:
-                names.add(m.group(1))
+            d = pattern.match(line)
+            if d:
+                names.add(d.group(1))
                 break
         else:
-            m = next((m for m in _FUNCTION.finditer(line) if m.group(1) not in _NOT_NAMES), None)
-            if m is None:
+            f = next((f for f in _FUNCTION.finditer(line) if f.group(1) not in _NOT_NAMES), None)
+            if f is None:
                 continue
-            if m.group(1) in macros:   # an invocation: the functions the macro defines
-                args = [a.strip() for a in line[m.end():].rsplit(")", 1)[0].split(",")]
-                _expand(macros, m.group(1), args, names)
+            if f.group(1) in macros:   # an invocation: the functions the macro defines
+                args = [a.strip() for a in line[f.end():].rsplit(")", 1)[0].split(",")]
+                _expand(macros, f.group(1), args, names)
             else:
-                names.update((m.group(1), (m.group(1), _first_parameter_type(line[m.end():]))))
+                names.update((f.group(1), (f.group(1), _first_parameter_type(line[f.end():]))))
     return frozenset(names)
+
+
+_SECTION_START = re.compile(r"^//@@", re.M)
 
 
 def parse(text: str, file: str = "<text>") -> dict[str, Section]:
     """The sections of one ``.metal`` file's text, by name (the one section parser)."""
     sections: dict[str, Section] = {}
-    name = None
-    requires: tuple[str, ...] = ()
-    lines: list[str] = []
     macros: dict = {}
-
-    def close():
-        if name is not None:
-            body = "".join(lines)
-            sections[name] = Section(name, file, requires, body, _defined_names(body, macros))
-
-    for line in text.splitlines(keepends=True):
-        m = _HEADER.match(line.rstrip("\n"))
-        if m:
-            close()
-            name, requires, lines = m.group(1), tuple((m.group(2) or "").split()), []
-        elif name is not None:
-            lines.append(line)
-    close()
+    for part in _SECTION_START.split(text)[1:]:
+        head, _, body = part.partition("\n")
+        m = _HEADER.match("//@@" + head)
+        if m is None:
+            raise ValueError(f"{file}: a section starts with '//@@ name' or '//@@ name requires: a b', "
+                             f"not {'//@@' + head!r}")
+        sections[m.group(1)] = Section(m.group(1), file, tuple((m.group(2) or "").split()), body,
+                                       _defined_names(body, macros))
     return sections
 
 
@@ -145,45 +129,57 @@ def path(file: str) -> str:
     return os.path.join(_HERE, file)
 
 
-_sections: dict[str, Section] | None = None
-_index: dict | None = None
+#: The files in the groups they are read in: a kernel of float32 code names only the first group's functions,
+#: so the float64, complex and libdevice files are read on the first use of one of theirs (a name is defined
+#: in one group only: tests/compiler/test_mslib.py checks it).
+_READ_GROUPS = (("prelude.metal", "mathlib.metal"),
+                ("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal"))
+_sections: dict[str, Section] = {}   # of the groups read so far
+_index: dict = {}
+_groups_read = 0
+
+
+def _read_next_group() -> bool:
+    """Reads the next group of files into ``_sections`` and ``_index``; False when all are read."""
+    global _groups_read
+    if _groups_read == len(_READ_GROUPS):
+        return False
+    for file in _READ_GROUPS[_groups_read]:
+        with open(path(file), encoding="utf-8") as f:
+            for name, section in parse(f.read(), file).items():
+                if name in _sections:
+                    raise AssertionError(f"MSL library section {name!r} is defined in {_sections[name].file} "
+                                         f"and in {file}")
+                _sections[name] = section
+                for defined in section.defines:
+                    _index[defined] = name if defined not in _index else None
+    _groups_read += 1
+    return True
 
 
 def sections() -> dict[str, Section]:
     """Every section of every file, by name (parsed once)."""
-    global _sections
-    if _sections is None:
-        found: dict[str, Section] = {}
-        for file in FILES:
-            with open(path(file), encoding="utf-8") as f:
-                for name, section in parse(f.read(), file).items():
-                    if name in found:
-                        raise AssertionError(f"MSL library section {name!r} is defined in {found[name].file} "
-                                             f"and in {file}")
-                    found[name] = section
-        _sections = found
+    while _read_next_group():
+        pass
     return _sections
 
 
 def index() -> dict:
     """Every name the library defines, and (function, MSL type of its first parameter) for each function,
     -> the section defining it (None: defined in several, ambiguous)."""
-    global _index
-    if _index is None:
-        found: dict = {}
-        for section in sections().values():
-            for name in section.defines:
-                found[name] = section.name if name not in found else None
-        _index = found
+    sections()
     return _index
 
 
 def section_of(name: str, first_type: str | None = None) -> str:
     """The section defining the function (type, macro, table) ``name``; for a function overloaded in several
     sections, ``first_type`` (its first parameter's MSL type) says which."""
-    section = index().get(name, "")
-    if section is None and first_type is not None:
-        section = index().get((name, first_type), "")
+    while True:
+        section = _index.get(name, "")
+        if section is None and first_type is not None:
+            section = _index.get((name, first_type), "")
+        if section != "" or not _read_next_group():
+            break
     if section is None:
         raise KeyError(f"several sections of numba-metal's MSL library (compiler/mslib/) define {name!r}: "
                        f"say which by the MSL type of its first parameter (first_type={first_type!r} is none)")
@@ -195,7 +191,7 @@ def section_of(name: str, first_type: str | None = None) -> str:
 def closure(section_names) -> list[str]:
     """Section names in emission order: by group (prelude, math library, the rest), dependencies first,
     roots in name order, each once."""
-    every = sections()
+    every = _sections
     out: list[str] = []
     seen: set[str] = set()
 
@@ -203,6 +199,8 @@ def closure(section_names) -> list[str]:
         if n in seen:
             return
         seen.add(n)
+        if n not in every:   # a requirement in a group not read yet
+            sections()
         for d in every[n].requires:
             visit(d)
         out.append(n)
@@ -214,5 +212,7 @@ def closure(section_names) -> list[str]:
 
 def text(section: str) -> str:
     """The MSL text of one section (without its ``//@@`` line)."""
-    return sections()[section].text
+    if section not in _sections:
+        sections()
+    return _sections[section].text
 
