@@ -1,4 +1,4 @@
-"""Emulated float64 benchmark: nanoseconds per operation of numba_metal/compiler/float64.metal on a device,
+"""Emulated float64 benchmark: nanoseconds per operation of numba_metal/compiler/mslib/float64.metal on a device,
 for normal operands (the fast path) and for subnormal operands (the slow path), beside the same
 operation in hardware float32; and nanoseconds per call of every function of the float64 math library
 (float64_math.metal) and of the complex128 cmath functions (complex.metal), beside their float32 and complex64
@@ -37,7 +37,7 @@ from _perfutil import REPO, describe, machine, summary, write_json  # noqa: E402
 from numba_metal import runtime as rt  # noqa: E402
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
-LIBRARY = os.path.join(REPO, "numba_metal", "compiler", "float64.metal")
+LIBRARY = os.path.join(REPO, "numba_metal", "compiler", "mslib", "float64.metal")
 
 # name -> (float64 step, float32 step, normal (acc, y, z), subnormal (acc, y, z) or None). The steps update
 # `acc` from `y` and `z`; initial values are float64 numbers (rounded to float32 for the float32 kernel).

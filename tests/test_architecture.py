@@ -300,6 +300,26 @@ def test_modules_stay_small():
     assert not stale, f"LARGE_MODULES names modules that are no longer large (remove them): {stale}"
 
 
+def _kernel_api_families() -> list[str]:
+    """The family modules ``kernel_api.families()`` imports (read from its source, importing nothing)."""
+    path = os.path.join(ROOT, PACKAGE, "kernel_api", "__init__.py")
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "families")
+    return sorted(alias.name for node in ast.walk(function) if isinstance(node, ast.ImportFrom)
+                  for alias in node.names)
+
+
+def test_the_kernel_tests_mirror_the_kernel_api_families():
+    """Each ``kernel_api/<family>.py`` has its tests in ``tests/kernels/test_<family>.py`` (as Metal.jl's
+    test/device/intrinsics/ mirrors src/device/intrinsics/)."""
+    families = _kernel_api_families()
+    assert len(families) >= 10, families
+    missing = [f"tests/kernels/test_{family}.py" for family in families
+               if not os.path.exists(os.path.join(ROOT, "tests", "kernels", f"test_{family}.py"))]
+    assert not missing, ("kernel-API families without their test file (add it, or move the family's tests "
+                         "there with git mv):\n" + "\n".join(missing))
+
+
 
 def _header_defines() -> dict[str, int]:
     header = os.path.join(ROOT, "Sources", "CPUEngine", "include", "numba_metal_runtime.h")

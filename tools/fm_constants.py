@@ -1,4 +1,4 @@
-"""Every table and polynomial coefficient of numba_metal/compiler/float64_math.metal, computed with mpmath.
+"""Every table and polynomial coefficient of numba_metal/compiler/mslib/float64_math.metal, computed with mpmath.
 
 float64_math.metal holds the constants between `//@generated NAME` and `//@end` lines; this module is their
 owner. `python tools/fm_constants.py --write` rewrites those blocks from the definitions below;
@@ -21,8 +21,8 @@ import mpmath as mp
 
 PREC = 400      # every constant is computed at this precision (other test modules set mpmath's default lower)
 
-METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "float64_math.metal"
-COMPLEX_METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "complex.metal"
+METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "mslib" / "float64_math.metal"
+COMPLEX_METAL = Path(__file__).resolve().parents[1] / "numba_metal" / "compiler" / "mslib" / "complex.metal"
 
 M64 = (1 << 64) - 1
 

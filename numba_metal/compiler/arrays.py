@@ -121,11 +121,11 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narro
         elif isinstance(ty, types.Integer) and not ty.signed or j < len(nonneg) and nonneg[j]:
             i = msl.cast("long", v.expr)
         else:
-            lc.need("array")
+            lc.need("nm_wrap")
             i = msl.call("nm_wrap", msl.cast("long", v.expr), extent)
         if lc.debug:
             i = lc.tmp(types.int64, i)
-            lc.need("boundscheck")
+            lc.need("nm_in_bounds")
             checks.append(msl.call("nm_in_bounds", i, extent, msl.ENV_PARAM, msl.uint_literal(lc.array_id(arrname)),
                                    msl.uint_literal(k), msl.uint_literal(lc.line())))
         comps.append(i)
@@ -142,7 +142,7 @@ def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
         elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
             i = msl.cast("uint", v.expr)
         else:
-            lc.need("array")
+            lc.need("nm_wrap")
             i = msl.cast("uint", msl.call("nm_wrap", msl.cast("int", v.expr), extent))
         comps.append(i)
     return comps

@@ -65,18 +65,14 @@ class FunctionLowering:
     def error(self, message: str, cls=UnsupportedFeatureError):
         raise cls(message, loc_of(self.loc) or self.tf.location)
 
-    def need(self, snippet: str) -> None:
-        """Include a prelude section (with its dependencies)."""
-        self.module.need(snippet)
-
-    def need_mathlib(self) -> None:
-        """Include numba-metal's math library."""
-        self.module.need_mathlib()
+    def need(self, name: str, first_type: str | None = None) -> None:
+        """Include the MSL library's definition of ``name`` (a function...: ModuleBuilder.need)."""
+        self.module.need(name, first_type)
 
     def library_call(self, function: str, *args: str) -> str:
         """A call of an entry point of the emulated float64, float64 math or complex library (its
         section is included)."""
-        self.module.need_library_function(function)
+        self.module.need(function)
         return msl.call(function, *args)
 
     def is_float64(self, ty) -> bool:

@@ -3,10 +3,10 @@
 Data for the compiler's operator and math tables, as float64_math_ops.py: the MSL function, its parameter
 and result types as spelled in MSL (`nm_c128` is a complex128, a struct of two `nm_f64`; complex64 is MSL's
 `float2`, .x real and .y imaginary), the `//@@` section that defines it (resolve its `requires:` closure with
-msl.float64_sections), the Python operation it implements and its measured maximum error: for
+compiler/mslib/), the Python operation it implements and its measured maximum error: for
 cmath functions the largest error of either part in ulps of the larger part of the exact result (so a part
 far smaller than the other is judged against the whole number), from the long run
-(tests/complex/cx_long_run.py; docs/math-accuracy.md). `ulp` is 0.0 for exact results and None where an
+(tools/math_long_run.py; docs/math-accuracy.md). `ulp` is 0.0 for exact results and None where an
 error in ulps is not the measure (arithmetic checked bit for bit against Numba and NumPy, predicates).
 complex64 figures are measured on the CPU reference device (glibc's float32 functions behind metal::);
 an Apple GPU's metal:: functions have MSL's precise-mode bounds instead.

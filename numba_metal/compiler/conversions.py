@@ -142,7 +142,7 @@ def tuple_item(lc, tup: Value, index_expr: str) -> str:
     n = tup.type.count
     if n == 0:
         lc.error("indexing an empty tuple")
-    lc.need("array")
+    lc.need("nm_wrap")
     raw = msl.cast("long", index_expr)
     if lc.debug:   # numba.cuda's debug=True (Python's error model) raises for an index out of range
         raw = lc.tmp(types.int64, raw)

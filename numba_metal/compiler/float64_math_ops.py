@@ -2,10 +2,10 @@
 
 Data for the compiler's math table: a row names the MSL function, its parameter and result types as spelled
 in MSL (`nm_f64` is a float64 value, see float64_ops.py), the `//@@` section of float64_math.metal that
-defines it (its `requires:` closure spans the four libraries: `msl.float64_sections` resolves it),
+defines it (its `requires:` closure spans the library's files: compiler/mslib/ resolves it),
 the Python function it implements (what Numba's @njit computes on float64: C99 Annex F results, values
 instead of exceptions), and the maximum error in ulps measured against mpmath by the long run
-(tests/float64/fm_long_run.py; docs/math-accuracy.md has the inputs, the machine and the command). `ulp` is
+(tools/math_long_run.py; docs/math-accuracy.md has the inputs, the machine and the command). `ulp` is
 0.0 for functions that are exact (correctly rounded or exact by construction), and None where an error in
 ulps is not the measure (integer results, predicates, float ** int as Numba's repeated multiplication).
 tests/float64/test_fm_library.py checks that the rows and the MSL agree, and that docs/math-accuracy.md

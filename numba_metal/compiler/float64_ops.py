@@ -3,7 +3,7 @@
 Data only (no numba_metal imports), for the compiler's operation tables: a row names the MSL function,
 its parameter and result types as spelled in MSL (`nm_f64` is a float64 value, a struct around its
 IEEE bit pattern), the `//@@` section of float64.metal that defines it (include it with its
-`requires:` closure, e.g. through msl.SnippetLibrary("float64.metal")), and what it computes.
+`requires:` closure, through compiler/mslib/), and what it computes.
 tests/float64/test_library.py checks that the rows and float64.metal agree; the other tests in
 tests/float64/ check every row bit for bit against NumPy and Numba on the CPU.
 """

@@ -194,7 +194,7 @@ def lower_print(lc, stmt) -> None:
             merged.append(p)
     description = describe(merged)
     lc.module.print_formats.append(description)
-    lc.need("print")
+    lc.need("nm_print_begin")
     key = format_key(description)
     record = lc.fresh_name("nm_rec")
     lc.declare(msl.declare(msl.pointer("device", "uint"), record))
@@ -218,7 +218,7 @@ def lower_raise(lc, term) -> None:
         if entry not in sites:
             sites.append(entry)
         site = sites.index(entry)
-    lc.need("raise")
+    lc.need("nm_raise")
     lc.module.uses_raise = True
     lc.raises = True
     lc.emit(msl.statement(msl.call("nm_raise", msl.ENV_PARAM, msl.uint_literal(site), msl.uint_literal(lc.line()))))
@@ -236,7 +236,7 @@ def raise_if(lc, condition: str, exc_class, exc_args: tuple) -> None:
     sites = lc.module.raise_sites
     if entry not in sites:
         sites.append(entry)
-    lc.need("raise")
+    lc.need("nm_raise")
     lc.module.uses_raise = True
     lc.raises = True
     lc.emit(msl.if_statement(condition, " ".join((

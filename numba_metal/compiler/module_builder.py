@@ -15,7 +15,7 @@ from numba.core import types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from . import abi, iterators, libraries, msl, records, slicing
+from . import abi, iterators, msl, mslib, records, slicing
 from .arraytypes import plain_record
 from .frontend import TypedFunction
 from .matrixtypes import SimdgroupMatrix
@@ -51,11 +51,9 @@ class ModuleBuilder:
         self.debug = debug
         self.coherent = coherent
         self.exact_float64 = exact_float64
-        self.library_sections: set[str] = set()   # sections of msl.FLOAT64_LIBRARY the code calls
         self.fences_device_memory = False
         self.language_version = msl.ANY_VERSION   # the newest MSL version its code needs
-        self.snippets: set[str] = {"base", "env"}
-        self.uses_mathlib = False
+        self.sections: set[str] = {mslib.section_of("nm_env")}   # of the MSL library (compiler/mslib/)
         self._type_names: dict = {}
         self._spelt: dict = {}   # id(type) -> (type, type_name(type))
         self._definitions: list[str] = []   # structs and program-scope constants, in order
@@ -79,16 +77,11 @@ class ModuleBuilder:
 
     # -- prelude ---------------------------------------------------------------------------
 
-    def need(self, snippet: str) -> None:
-        self.snippets.add(snippet)
-
-    def need_mathlib(self) -> None:
-        self.uses_mathlib = True
-
-    def need_library_function(self, function: str) -> None:
-        """Include the section of the emulated float64 library (or its math and complex libraries) that
-        defines ``function``."""
-        self.library_sections.add(libraries.section_of(function))
+    def need(self, name: str, first_type: str | None = None) -> None:
+        """Include the MSL library's definition of ``name`` (a function, or a type, macro or table; an
+        overloaded function defined in several sections, with ``first_type`` its first parameter's MSL type), with
+        what it requires (compiler/mslib/)."""
+        self.sections.add(mslib.section_of(name, first_type))
 
     def is_float64(self, ty) -> bool:
         """True if ``ty`` is float64 computed exactly (the emulated library's ``nm_f64``)."""
@@ -112,10 +105,10 @@ class ModuleBuilder:
         if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
             ty = ty.literal_type
         if self.is_float64(ty):
-            self.need_library_function("nm_f64_from_bits")
+            self.need("nm_f64_from_bits")
             return msl.FLOAT64
         if ty == types.complex128:
-            self.need_library_function("nm_c128_make")
+            self.need("nm_c128_make")
             return msl.COMPLEX128
         if ty == types.complex64:
             return msl.COMPLEX64
@@ -127,7 +120,7 @@ class ModuleBuilder:
         if isinstance(ty, _COMPILE_TIME_ONLY) or getattr(ty, "compile_time_only", False):
             return None
         if isinstance(ty, types.SliceType):
-            self.need("slice")
+            self.need("nm_slice")
             return "nm_slice"
         if isinstance(ty, types.BaseTuple) and slicing.is_compile_time_index(ty):
             return None
@@ -136,7 +129,7 @@ class ModuleBuilder:
         if ty in self._type_names:
             return self._type_names[ty]
         if isinstance(ty, types.Array):
-            self.need("array")
+            self.need("nm_arr")
             elem = self.element_type_name(ty.dtype)
             space = array_space(ty)
             name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device",
@@ -149,13 +142,13 @@ class ModuleBuilder:
             self._definitions.append(msl.struct_definition(
                 name, [(m, msl.tuple_field(i)) for i, m in enumerate(members)]))
         elif isinstance(ty, types.Pair):
-            self.need("pair")
+            self.need("nm_pair")
             name = msl.template("nm_pair", self.require_type(ty.first_type), self.require_type(ty.second_type))
         elif isinstance(ty, types.RangeType):
-            self.need("range")
+            self.need("nm_range")
             name = msl.template("nm_range", self.require_type(ty.dtype))
         elif isinstance(ty, types.RangeIteratorType):
-            self.need("range")
+            self.need("nm_range_iter")
             name = msl.template("nm_range_iter", self.require_type(ty.yield_type))
         elif isinstance(ty, types.Record):
             # A record is a reference to its bytes (records.py), in its address space.
@@ -215,10 +208,10 @@ class ModuleBuilder:
         if isinstance(dtype, types.Record):
             return self.record_layout(dtype).struct
         if self.is_float64(dtype):
-            self.need_library_function("nm_f64_from_bits")
+            self.need("nm_f64_from_bits")
             return msl.FLOAT64_STORAGE
         if dtype == types.complex128:
-            self.need_library_function("nm_c128_make")
+            self.need("nm_c128_make")
             return msl.COMPLEX128_STORAGE
         if dtype == types.complex64:
             return msl.COMPLEX64
@@ -316,14 +309,7 @@ class ModuleBuilder:
 
     def render(self) -> str:
         parts = [msl.HEADER]
-        for snippet in msl.PRELUDE.closure(self.snippets):
-            parts.append(msl.PRELUDE.text(snippet))
-        library = msl.FLOAT64_LIBRARY.closure(self.library_sections)
-        if self.uses_mathlib or msl.MATHLIB_SECTION in library:
-            parts.append(msl.mathlib_text())
-        for section in library:
-            if section != msl.MATHLIB_SECTION:
-                parts.append(msl.FLOAT64_LIBRARY.text(section))
+        parts.extend(mslib.text(section) for section in mslib.closure(self.sections))
         parts.extend(d + "\n" for d in self._definitions)
         parts.extend(f + "\n" for f in self._functions)
         parts.append(self.kernel_text)

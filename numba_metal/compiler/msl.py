@@ -42,13 +42,13 @@ SCALAR_TYPES = {
     "float64": "float",
 }
 
-#: The emulated float64 (compiler/float64.metal): a struct around the IEEE binary64 pattern, which
+#: The emulated float64 (compiler/mslib/float64.metal): a struct around the IEEE binary64 pattern, which
 #: memory (arrays, the argument struct) holds as a ``ulong``.
 FLOAT64 = "nm_f64"
 FLOAT64_STORAGE = "ulong"
 FLOAT64_BITS = "bits"
 
-#: Complex numbers (compiler/complex.metal): complex128 is a struct of two emulated float64 (``re``,
+#: Complex numbers (compiler/mslib/complex.metal): complex128 is a struct of two emulated float64 (``re``,
 #: ``im``), held in memory as a ``ulong2`` of their bit patterns (NumPy's layout); complex64 is MSL's
 #: ``float2`` (``x`` real, ``y`` imaginary), NumPy's layout too.
 COMPLEX128 = "nm_c128"
@@ -459,8 +459,8 @@ def function(header: str, body_lines) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Names the generated code uses. The kernel environment: what a kernel's built-in inputs and
-# kernel-wide resources give every function; the kernel fills one ``nm_env`` value (prelude section
-# ``env``) and every device function takes it as its first parameter (Metal allows built-in
+# kernel-wide resources give every function; the kernel fills one ``nm_env`` value (defined in
+# compiler/mslib/prelude.metal) and every device function takes it as its first parameter (Metal allows built-in
 # attributes only on kernel parameters).
 # ---------------------------------------------------------------------------------------------
 
@@ -474,112 +474,7 @@ def env(name: str) -> str:
     return member(ENV_PARAM, name)
 
 
-# ---------------------------------------------------------------------------------------------
-# The prelude: MSL helper snippets, included on demand with their dependencies, and the math library.
-# ---------------------------------------------------------------------------------------------
-
-_HERE = os.path.dirname(__file__)
-_SNIPPET_HEADER = re.compile(r"^//@@\s+(\S+)(?:\s+requires:\s*(.*))?$")
-
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
-
-
-class SnippetLibrary:
-    """MSL snippets parsed from a .metal file whose sections start with `//@@ name requires: a b`."""
-
-    def __init__(self, *filenames: str, external: tuple[str, ...] = ()):
-        self.filenames = filenames
-        self.external = external   # requirements that are not sections here (the caller includes them)
-        self._snippets: dict[str, tuple[tuple[str, ...], str]] | None = None
-
-    def _load(self):
-        snippets: dict[str, tuple[tuple[str, ...], str]] = {}
-        for filename in self.filenames:
-            snippets.update(self._read(filename))
-        self._snippets = snippets
-
-    @staticmethod
-    def _read(filename):
-        snippets: dict[str, tuple[tuple[str, ...], str]] = {}
-        name = None
-        deps: tuple[str, ...] = ()
-        lines: list[str] = []
-        with open(os.path.join(_HERE, filename), encoding="utf-8") as f:
-            for line in f:
-                m = _SNIPPET_HEADER.match(line.rstrip("\n"))
-                if m:
-                    if name is not None:
-                        snippets[name] = (deps, "".join(lines))
-                    name = m.group(1)
-                    deps = tuple((m.group(2) or "").split())
-                    lines = []
-                elif name is not None:
-                    lines.append(line)
-        if name is not None:
-            snippets[name] = (deps, "".join(lines))
-        return snippets
-
-    def __contains__(self, name: str) -> bool:
-        if self._snippets is None:
-            self._load()
-        return name in self._snippets
-
-    def closure(self, names) -> list[str]:
-        """Names in dependency order (dependencies first), each once."""
-        if self._snippets is None:
-            self._load()
-        out: list[str] = []
-        seen: set[str] = set()
-
-        def visit(n):
-            if n in seen:
-                return
-            seen.add(n)
-            if n in self.external:
-                out.append(n)
-                return
-            for d in self._snippets[n][0]:
-                visit(d)
-            out.append(n)
-
-        for n in sorted(names):
-            visit(n)
-        return out
-
-    def text(self, name: str) -> str:
-        if self._snippets is None:
-            self._load()
-        return self._snippets[name][1]
-
-
-PRELUDE = SnippetLibrary("prelude.metal")
-
-#: The emulated float64 library, its math functions, complex numbers and libdevice's helpers: sections of
-#: the four files may require one another; ``mathlib`` (a requirement of complex64's sections) is the float32 math
-#: library, included whole (``mathlib_text``).
-MATHLIB_SECTION = "mathlib"
-FLOAT64_LIBRARY = SnippetLibrary("float64.metal", "float64_math.metal", "complex.metal", "libdevice.metal",
-                                 external=(MATHLIB_SECTION,))
-
-
-
-def float64_sections(names) -> list[tuple[str, str]]:
-    """(section name, MSL text) of every section ``names`` need in the four libraries of FLOAT64_LIBRARY,
-    dependencies first, each once; ``mathlib`` is the whole float32 math library."""
-    return [(name, mathlib_text() if name == MATHLIB_SECTION else FLOAT64_LIBRARY.text(name))
-            for name in FLOAT64_LIBRARY.closure(names)]
-
-
-_mathlib: str | None = None
-
-
-def mathlib_text() -> str:
-    """numba-metal's math library (compiler/mathlib.metal): float and half routines MSL lacks."""
-    global _mathlib
-    if _mathlib is None:
-        with open(os.path.join(_HERE, "mathlib.metal"), encoding="utf-8") as f:
-            _mathlib = f.read()
-    return _mathlib
 
 
 def with_max_threads(source: str, entry_name: str, n: int) -> str | None:

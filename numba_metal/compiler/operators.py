@@ -77,22 +77,22 @@ class Wrapping(Infix):
 
 
 class Helper:
-    """``helper(a, b)``: a prelude function (in prelude section ``snippet``) with Python's semantics."""
+    """``helper(a, b)``: a prelude function with Python's semantics (its overload for the operands' MSL type
+    is included: compiler/mslib/)."""
 
-    def __init__(self, function: str, snippet: str):
+    def __init__(self, function: str):
         self.function = function
-        self.snippet = snippet
 
     def binary(self, lc, name, a, b):
-        lc.need(self.snippet)
+        lc.need(self.function, name)
         return msl.call(self.function, a, b)
 
 
 class Library(Helper):
     """``function(a, b)``: a function of MSL's standard library."""
 
-    def __init__(self, function: str):
-        super().__init__(function, "base")
+    def binary(self, lc, name, a, b):
+        return msl.call(self.function, a, b)
 
 
 class Emulated:
@@ -135,10 +135,10 @@ BINARY = {
     "*": {**_arithmetic("*", "nm_f64_mul"), "complex64": Emulated("nm_c64_mul"), "complex128": Emulated("nm_c128_mul")},
     "/": {**_floats(Infix("/"), "nm_f64_div"), "complex64": Emulated("nm_c64_div"),
           "complex128": Emulated("nm_c128_div")},
-    "//": {**_integers(Helper("nm_floordiv", "intdiv")), **_floats(Helper("nm_floordiv", "floatdiv"), "nm_f64_floordiv")},
-    "%": {**_integers(Helper("nm_mod", "intdiv")), **_floats(Helper("nm_mod", "floatdiv"), "nm_f64_pymod")},
-    "<<": _integers(Helper("nm_shl", "shifts")),
-    ">>": _integers(Helper("nm_shr", "shifts")),
+    "//": {**_integers(Helper("nm_floordiv")), **_floats(Helper("nm_floordiv"), "nm_f64_floordiv")},
+    "%": {**_integers(Helper("nm_mod")), **_floats(Helper("nm_mod"), "nm_f64_pymod")},
+    "<<": _integers(Helper("nm_shl")),
+    ">>": _integers(Helper("nm_shr")),
     "&": {k: Truncating("&") for k in ("bool", "int", "uint")},
     "|": {k: Truncating("|") for k in ("bool", "int", "uint")},
     "^": {k: Truncating("^") for k in ("bool", "int", "uint")},
@@ -147,9 +147,9 @@ BINARY = {
 #: ``**``: kind of the result -> (implementation for an integer exponent, for a floating-point one).
 #: Integer powers compute in the 64-bit type of their signedness (Numba's), then convert.
 POWER = {
-    "int": (Helper("nm_ipow", "ipow"), None),
-    "uint": (Helper("nm_ipow", "ipow"), None),
-    **{k: (Helper("nm_powi", "powi"), Library("pow")) for k in ("float16", "float32")},
+    "int": (Helper("nm_ipow"), None),
+    "uint": (Helper("nm_ipow"), None),
+    **{k: (Helper("nm_powi"), Library("pow")) for k in ("float16", "float32")},
     "float64": (Emulated("nm_f64_powi"), Emulated("nm_f64_pow")),
     # Numba types every complex power with a complex exponent; the library finds integer ones (CPython's).
     "complex64": (None, Emulated("nm_c64_pow")),
@@ -314,10 +314,10 @@ def _compare(lc, op: str, a: Value, b: Value) -> str:
 
 
 def _mixed_sign_compare(lc, op, a: Value, b: Value) -> str:
-    lc.need("mixedcmp")
     x = msl.cast("long" if a.type.signed else "ulong", a.expr)
     y = msl.cast("long" if b.type.signed else "ulong", b.expr)
     helper, swap, negate = MIXED_SIGN_COMPARISONS[op]
+    lc.need(helper)
     result = msl.call(helper, *((y, x) if swap else (x, y)))
     return msl.unary("!", result) if negate else result
 

@@ -81,7 +81,7 @@ def _check_writable(lc, rec: Value) -> None:
 def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
     """Part ``k`` of a scalar field (the field itself unless it is complex), as its MSL element type."""
     if field.packed:
-        lc.need("records")
+        lc.need(msl.numbered("nm_load_packed", field.size))
         load = msl.template(msl.numbered("nm_load_packed", field.size), field.element)
         return msl.call(load, _pointer(lc, rec, field, "uchar", k * field.size))
     return msl.index(_pointer(lc, rec, field, field.element, k * field.size), 0)
@@ -89,7 +89,7 @@ def _load_part(lc, rec: Value, field: abi.RecordField, k: int) -> str:
 
 def _store_part(lc, rec: Value, field: abi.RecordField, k: int, value: str) -> None:
     if field.packed:
-        lc.need("records")
+        lc.need(msl.numbered("nm_store_packed", field.size))
         store = msl.template(msl.numbered("nm_store_packed", field.size), field.element)
         lc.emit(msl.statement(msl.call(store, _pointer(lc, rec, field, "uchar", k * field.size), value)))
         return
@@ -152,13 +152,13 @@ def _set_nested(lc, rec: Value, name: str, field: abi.RecordField, value: Value)
     _check_nested_aligned(lc, name, field)
     if not isinstance(types.unliteral(value.type), types.Array):
         lc.error(f"nested array field '{name}' can be assigned an array, not {value.type}")
-    lc.need("nested_copy")
+    lc.need("nm_copy_to_nested")
     n = 1
     for extent in field.shape:
         n *= extent
     src = lc.tmp(value.type, value.expr)
     if lc.debug:
-        lc.need("boundscheck")
+        lc.need("nm_in_bounds")
         lc.emit(msl.statement(msl.call("nm_in_bounds", msl.long_literal(n - 1), msl.call("nm_arr_size", src),
                                        msl.ENV_PARAM, msl.uint_literal(lc.array_id(name)), msl.uint_literal(0),
                                        msl.uint_literal(lc.line()))))
@@ -199,7 +199,7 @@ def _copy_record(lc, dst: str, dst_type: types.Record, value: Value) -> None:
                  f"not {value.type}")
     if getattr(dst_type, "address_space", "device") == "constant":
         lc.error("a constant array's records are read-only")
-    lc.need("records")
+    lc.need("nm_copy_record")
     lc.emit(msl.statement(msl.call(
         "nm_copy_record", msl.pointer_cast(lc.pointer(getattr(dst_type, "address_space", "device"), "uchar"), dst),
         msl.pointer_cast(lc.pointer(_space(value), "uchar"), value.expr), msl.int_literal(dst_type.size, "int"))))

@@ -76,7 +76,7 @@ def _make(lc, start: str | None, stop: str | None, step: str | None, step_negati
     default_start, default_stop = _defaults(step_negative)
     items = [default_start if start is None else start, default_stop if stop is None else stop,
              msl.long_literal(1) if step is None else step]
-    lc.need("slice")
+    lc.need("nm_slice")
     return Value(msl.aggregate(lc.msl_type(SLICE), items), SLICE)
 
 

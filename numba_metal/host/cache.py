@@ -9,7 +9,7 @@ function's code (below). The device's own compiled form is cached by the runtime
 hash-checked objects in ``<cache>/cpu-objects``; on Metal the OS shader cache answers for identical source.
 
 The key (SHA-256) covers: this format; the Python, NumPy, Numba and numba-metal versions and a digest of
-numba-metal's compiler sources (``compiler/*.py``, ``*.metal``, ``kernel_api/*.py``, ``metal.py``, this
+numba-metal's compiler sources (``compiler/*.py``, ``compiler/mslib/*``, ``kernel_api/*.py``, ``metal.py``, this
 module and ``arguments.py``), so any upgrade or edit of numba-metal starts afresh; the function's code
 object (bytecode, constants including nested code, names, line table, file and qualified name), its
 default values and the values of its closure cells; the canonical argument types; the options (``debug``,
@@ -327,8 +327,8 @@ def _compiler_sources() -> list[tuple[str, str]]:
     """(name relative to the package, path) of every file the compiler's output depends on."""
     pkg = _package_dir()
     found = []
-    for sub, exts in (("compiler", (".py", ".metal")), ("kernel_api", (".py",))):
-        d = os.path.join(pkg, sub)
+    for sub, exts in (("compiler", (".py",)), ("compiler/mslib", (".py", ".metal")), ("kernel_api", (".py",))):
+        d = os.path.join(pkg, *sub.split("/"))
         found.extend((f"{sub}/{n}", os.path.join(d, n)) for n in sorted(os.listdir(d)) if n.endswith(exts))
     found += [(name, os.path.join(pkg, *name.split("/")))
               for name in ("metal.py", "host/cache.py", "host/arguments.py")]

@@ -255,8 +255,9 @@ def _memory(lc, aty) -> str:
 
 def _helper(lc, aty, operation: str) -> str:
     memory = _memory(lc, aty)
-    lc.need("coherent_atomics" if memory == "cdev" else "atomics")
-    return msl.join_names("nm_atomic", operation, memory)
+    helper = msl.join_names("nm_atomic", operation, memory)
+    lc.need(helper)
+    return helper
 
 
 @lowering.call(*_ROW_OF)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 #: Where a routine comes from.
 METAL = "metal"        # MSL's standard library (namespace metal::), which the CPU device's shim declares
-PRELUDE = "prelude"    # a numba-metal prelude helper (compiler/prelude.metal, in section `snippet`)
-MATHLIB = "mathlib"    # numba-metal's math library (compiler/mathlib.metal)
+PRELUDE = "prelude"    # a numba-metal prelude helper (compiler/mslib/prelude.metal)
+MATHLIB = "mathlib"    # numba-metal's math library (compiler/mslib/mathlib.metal)
 OPERATOR = "operator"  # the Python operator `name`, as the compiler's operator table lowers it
 CONSTANT = "constant"  # the constant `value` whatever the argument (isnan of an integer)
 EMULATED = "emulated"  # an entry point of the emulated float64 libraries (rows of compiler/float64_ops.py,
@@ -47,7 +47,6 @@ class Routine:
 
     source: str                          # METAL, PRELUDE, MATHLIB, OPERATOR, CONSTANT or SAME
     name: str = ""                       # the MSL function, operator or constant
-    snippet: str = ""                    # PRELUDE: the prelude section defining it
     params: tuple[str, ...] | None = None  # parameter types when not all the computation type
     result: str | None = None            # result type when not the computation type
     value: object = None                 # CONSTANT: the Python value
@@ -147,8 +146,8 @@ def metal(name: str, result: str | None = None) -> Routine:
     return Routine(METAL, name, result=result)
 
 
-def prelude(name: str, snippet: str, params: tuple[str, ...] | None = None) -> Routine:
-    return Routine(PRELUDE, name, snippet, params=params)
+def prelude(name: str, params: tuple[str, ...] | None = None) -> Routine:
+    return Routine(PRELUDE, name, params=params)
 
 
 def mathlib(name: str) -> Routine:
@@ -244,7 +243,7 @@ MATH: tuple[Function, ...] = (
     _unary("sqrt", metal("sqrt"), CORRECTLY_ROUNDED),
     _unary("fabs", metal("fabs"), EXACT, _f64("abs")),
     _binary("copysign", BINARY_FLOAT, metal("copysign"), EXACT),
-    _binary("fmod", BINARY_FLOAT, prelude("nm_fmod", "floatdiv"), EXACT),
+    _binary("fmod", BINARY_FLOAT, prelude("nm_fmod"), EXACT),
     _rounding("floor"),
     _rounding("ceil"),
     _rounding("trunc"),
@@ -259,30 +258,30 @@ MATH: tuple[Function, ...] = (
     _unary("cbrt", mathlib("nm_cbrt"), mathlib_bound(4)),
     _binary("remainder", BINARY_FLOAT, mathlib("nm_remainder"), EXACT),
     _binary("pow", POWER, Routine(OPERATOR, "**"), msl_bound(16), Routine(OPERATOR, "**")),
-    _binary("ldexp", SCALE, prelude("nm_ldexp", "ldexp", ("float32", "int64")), CORRECTLY_ROUNDED,
+    _binary("ldexp", SCALE, prelude("nm_ldexp", ("float32", "int64")), CORRECTLY_ROUNDED,
             emulated("nm_f64_ldexp", ("float64", "int32"))),
     # x * (180/pi) with the constant rounded to float32: at most one rounding of each.
-    _unary("degrees", prelude("nm_degrees", "angles"), Accuracy(1.0, "numba-metal prelude")),
-    _unary("radians", prelude("nm_radians", "angles"), Accuracy(1.0, "numba-metal prelude")),
+    _unary("degrees", prelude("nm_degrees"), Accuracy(1.0, "numba-metal prelude")),
+    _unary("radians", prelude("nm_radians"), Accuracy(1.0, "numba-metal prelude")),
     _predicate("isnan", False),
     _predicate("isinf", False),
     _predicate("isfinite", True),
     # (mantissa, exponent), exact; 0, inf and NaN give (x, 0). Members of the routines' struct results.
     Function("frexp", FREXP, floats(
-        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_frexp", "mathpairs", result="float32", member="mantissa"),
-                              Routine(PRELUDE, "nm_frexp", "mathpairs", result="intc", member="exponent"))),
+        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_frexp", result="float32", member="mantissa"),
+                              Routine(PRELUDE, "nm_frexp", result="intc", member="exponent"))),
         Routine(TUPLE, parts=(emulated("nm_f64_frexp", result="float64", member="mantissa"),
                               emulated("nm_f64_frexp", result="int32", member="exponent")))), EXACT),
     # (fractional part, integral part), both with x's sign (Python's; Numba does not type math.modf).
     Function("modf", MODF, floats(
-        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_modf", "mathpairs", result="float32", member="first"),
-                              Routine(PRELUDE, "nm_modf", "mathpairs", result="float32", member="second"))),
+        Routine(TUPLE, parts=(Routine(PRELUDE, "nm_modf", result="float32", member="first"),
+                              Routine(PRELUDE, "nm_modf", result="float32", member="second"))),
         Routine(TUPLE, parts=(emulated("nm_f64_modf", member="first"),
                               emulated("nm_f64_modf", member="second")))), EXACT),
-    _binary("nextafter", BINARY_FLOAT, prelude("nm_nextafter", "mathpairs"), EXACT),
+    _binary("nextafter", BINARY_FLOAT, prelude("nm_nextafter"), EXACT),
     # CPython's formula (Numba does not type math.isclose): a float32 kernel computes it in float32.
     Function("isclose", ("bool(float64, float64, float64, float64)",),
-             floats(Routine(PRELUDE, "nm_isclose", "mathpairs", result="bool"),
+             floats(Routine(PRELUDE, "nm_isclose", result="bool"),
                     emulated("nm_f64_math_isclose", result="bool")), EXACT,
              keywords=(("rel_tol", 1e-09), ("abs_tol", 0.0))),
 )
@@ -308,7 +307,7 @@ def _bits(name, routine, result=None, argument_types=INTEGERS):
 INTRINSICS: tuple[Function, ...] = (
     _bits("popc", metal("popcount")),
     _bits("clz", metal("clz")),
-    _bits("ffs", Routine(PRELUDE, "nm_ffs", "bits", result="uint32"), result="uint32"),
+    _bits("ffs", Routine(PRELUDE, "nm_ffs", result="uint32"), result="uint32"),
     _bits("brev", metal("reverse_bits"), argument_types=("uint32", "uint64")),
     Function("fma", ("float32(float32, float32, float32)", "float64(float64, float64, float64)"),
              floats(metal("fma"), _f64("fma")), CORRECTLY_ROUNDED),
@@ -477,15 +476,15 @@ def _libdevice_routines() -> dict:
     r["popcll"] = ({"int64": Routine(METAL, "popcount", params=("uint64",), result="uint64")}, EXACT)
     r["clz"] = ({"int32": Routine(METAL, "clz", params=("uint32",), result="uint32")}, EXACT)
     r["clzll"] = ({"int64": Routine(METAL, "clz", params=("uint64",), result="uint64")}, EXACT)
-    r["ffs"] = ({"int32": prelude("nm_ffs", "bits", ("uint32",))}, EXACT)
-    r["ffsll"] = ({"int64": prelude("nm_ffs", "bits", ("uint64",))}, EXACT)
+    r["ffs"] = ({"int32": prelude("nm_ffs", ("uint32",))}, EXACT)
+    r["ffsll"] = ({"int64": prelude("nm_ffs", ("uint64",))}, EXACT)
     r["brev"] = ({"int32": Routine(METAL, "reverse_bits", params=("uint32",), result="uint32")}, EXACT)
     r["brevll"] = ({"int64": Routine(METAL, "reverse_bits", params=("uint64",), result="uint64")}, EXACT)
-    r["mul24"] = ({"int32": prelude("nm_mul24", "libdevice")}, EXACT)
-    r["umul24"] = ({"int32": Routine(PRELUDE, "nm_mul24", "libdevice", params=u32, result="uint32")}, EXACT)
-    r["sad"] = ({"int32": Routine(PRELUDE, "nm_sad", "libdevice", params=("int32", "int32", "uint32"),
+    r["mul24"] = ({"int32": prelude("nm_mul24")}, EXACT)
+    r["umul24"] = ({"int32": Routine(PRELUDE, "nm_mul24", params=u32, result="uint32")}, EXACT)
+    r["sad"] = ({"int32": Routine(PRELUDE, "nm_sad", params=("int32", "int32", "uint32"),
                                   result="uint32")}, EXACT)
-    r["usad"] = ({"int32": Routine(PRELUDE, "nm_sad", "libdevice", params=("uint32",) * 3, result="uint32")}, EXACT)
+    r["usad"] = ({"int32": Routine(PRELUDE, "nm_sad", params=("uint32",) * 3, result="uint32")}, EXACT)
     r["byte_perm"] = ({"int32": _ld("nm_ld_byte_perm", params=("uint32",) * 3, result="uint32")}, EXACT)
     # Bit patterns and half precision.
     r["float_as_int"] = ({"float32": _ld("nm_ld_float_as_int", result="int32")}, EXACT)
@@ -593,13 +592,13 @@ FP16: tuple[Function, ...] = (
     _half("hfma", metal("fma"), HALF_CORRECTLY_ROUNDED, _H3),
     _half_operator("hneg", "-", _H1, EXACT),
     _half("habs", metal("fabs"), EXACT),
-    _half("hmax", prelude("nm_hmax", "fp16"), EXACT, _H2),
-    _half("hmin", prelude("nm_hmin", "fp16"), EXACT, _H2),
+    _half("hmax", prelude("nm_hmax"), EXACT, _H2),
+    _half("hmin", prelude("nm_hmin"), EXACT, _H2),
     *(_half_operator(name, symbol, ("bool(float16, float16)",), EXACT)
       for name, symbol in (("heq", "=="), ("hne", "!="), ("hlt", "<"), ("hle", "<="), ("hgt", ">"), ("hge", ">="))),
     _half("hsqrt", metal("sqrt"), HALF_CORRECTLY_ROUNDED),
     _half("hrsqrt", metal("rsqrt"), HALF_CORRECTLY_ROUNDED),
-    _half("hrcp", prelude("nm_hrcp", "fp16"), HALF_CORRECTLY_ROUNDED),
+    _half("hrcp", prelude("nm_hrcp"), HALF_CORRECTLY_ROUNDED),
     _half("hceil", metal("ceil"), EXACT),
     _half("hfloor", metal("floor"), EXACT),
     _half("htrunc", metal("trunc"), EXACT),

@@ -1,6 +1,6 @@
 """Python builtins inside kernels, with Numba's semantics: ``abs``, ``min``, ``max``, ``round``, ``int``,
 ``float``, ``bool``, ``complex``, ``len``, ``pow``, ``divmod``, ``range`` and ``slice``, the attributes and
-methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/complex.metal's rows), and
+methods of complex numbers (``.real``, ``.imag``, ``.conjugate()``: compiler/mslib/complex.metal's rows), and
 ``.value`` of ``Enum``/``IntEnum`` members (which kernels use as constants, as in numba.cuda).
 
 Typing comes from Numba's own declarations (``numba.core.typing.builtins``), except ``min``, ``max`` and
@@ -153,7 +153,7 @@ def _round(lc, sig, args):
     if lc.is_float64(at):   # CPython's correctly rounded decimal rounding (float64_math.metal, fm_round)
         x = lc.cast(args[0], at)
         return Value(lc.library_call("nm_f64_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
-    lc.need("round")
+    lc.need("nm_round_ndigits")
     x = lc.cast(args[0], types.float32)
     return Value(msl.call("nm_round_ndigits", x, msl.cast("long", args[1].expr)), rt)
 
@@ -190,7 +190,7 @@ def _len(lc, sig, args):
     if isinstance(ty, types.BaseTuple):
         return Value(msl.long_literal(len(ty)), types.intp)
     if isinstance(ty, types.RangeType):
-        lc.need("range")
+        lc.need("nm_range_count")
         count = msl.call("nm_range_count", *(msl.member(x.expr, m) for m in ("start", "stop", "step")))
         return Value(msl.cast("long", count), types.intp)
     lc.error(f"len() of {ty} is not supported in Metal kernels")

@@ -82,10 +82,8 @@ def routine_value(lc, function, routine, ctype, sig, args, rt) -> Value:
     actual = [lc.cast(a, p) for a, p in zip(args, params)]
     if routine.source == F.SAME:
         return Value(lc.cast(Value(actual[0], params[0]), rt), rt)
-    if routine.source == F.PRELUDE:
-        lc.need(routine.snippet)
-    elif routine.source == F.MATHLIB:
-        lc.need_mathlib()
+    if routine.source in (F.PRELUDE, F.MATHLIB):
+        lc.need(routine.name)
     actual += [msl.literal(v, "int") for v in routine.extra]
     call = lc.library_call if routine.source == F.EMULATED else msl.call
     expr = call(routine.name, *actual)

@@ -180,11 +180,11 @@ _SHUFFLE_64 = {"simd_shuffle": "nm_simd_shuffle_64", "simd_shuffle_up": "nm_simd
 def _shuffle(lc, fn: str, x: Value, lane_expr: str, t) -> Value:
     mt = lc.msl_type(t)
     if lc.is_float64(t):
-        lc.need("simd64")
+        lc.need(_SHUFFLE_64[fn])
         bits = msl.member(lc.cast(x, t), msl.FLOAT64_BITS)
         return Value(lc.library_call("nm_f64_from_bits", msl.call(_SHUFFLE_64[fn], bits, lane_expr)), t)
     if t in (types.int64, types.uint64):
-        lc.need("simd64")
+        lc.need(_SHUFFLE_64[fn])
         return Value(msl.cast(mt, msl.call(_SHUFFLE_64[fn], msl.reinterpret("ulong", x.expr), lane_expr)), t)
     if t == types.boolean:  # MSL shuffles no bool
         return Value(msl.cast("bool", msl.call(fn, msl.cast("uint", x.expr), lane_expr)), t)
@@ -271,7 +271,7 @@ def _value_bits(lc, value: Value) -> str:
 def _lower_match(lc, sig, args):
     stub = lc.callee
     require_full_mask(lc, stub.__name__)
-    lc.need("simdmatch")
+    lc.need("nm_match_any" if stub is match_any_sync else "nm_match_all")
     bits = _value_bits(lc, args[1])
     if stub is match_any_sync:
         return Value(msl.cast("int", msl.call("nm_match_any", bits, lc.env("lane"))), types.int32)

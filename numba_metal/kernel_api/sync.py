@@ -103,7 +103,7 @@ def _lower_barrier(lc, sig, args):
 
 @lowering.call(syncthreads_count, syncthreads_and, syncthreads_or)
 def _lower_sync_reduce(lc, sig, args):
-    lc.need("syncreduce")
+    lc.need("nm_sync_count")
     counter = lc.threadgroup_counter()
     count = msl.call("nm_sync_count", counter, lc.truth(args[0]), lc.env("tid"), lc.env("tsize"))
     if lc.callee is syncthreads_count:

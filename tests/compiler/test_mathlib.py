@@ -1,4 +1,4 @@
-"""Accuracy and semantics tests for numba_metal/compiler/mathlib.metal.
+"""Accuracy and semantics tests for numba_metal/compiler/mslib/mathlib.metal.
 
 The library is compiled as C++ with clang and a tiny host header (mathlib_host_shim.h) into a
 shared object and called through ctypes on large batches of float32 inputs; results are compared
@@ -30,7 +30,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-METAL = ROOT / "numba_metal" / "compiler" / "mathlib.metal"
+METAL = ROOT / "numba_metal" / "compiler" / "mslib" / "mathlib.metal"
 SHIM = HERE / "mathlib_host_shim.h"
 
 # Samples per function in the main measurement (split over the function's input regions).

@@ -1,5 +1,5 @@
 """One case per cmath entry point of complex.metal (complex128 and complex64): the regions its test inputs come
-from and how its error is judged. The CI tests (test_cx_*.py) and the long run (tests/float64/fm_long_run.py)
+from and how its error is judged. The CI tests (test_cx_*.py) and the long run (tools/math_long_run.py)
 use these.
 
 The error of a complex result is the larger error of its two parts in ulps of the larger part of the exact

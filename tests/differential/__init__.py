@@ -6,7 +6,12 @@
 - :mod:`.reference`: runs generated source as plain Python on the host with those semantics.
 - :mod:`.harness`: runs a generated batch on numba-metal and on the reference and compares them.
 - :mod:`.repro`: the standalone reproducer script printed for a failure.
-- ``python -m tests.differential.run``: the profiles (``ci``, ``long``) outside pytest.
+- ``python tools/differential_run.py``: the profiles (``ci``, ``long``) outside pytest.
 
 docs/testing.md describes the design, the tolerance rule and the latest results.
 """
+
+#: Generated functions per profile: ``ci`` in the suite (test_differential.py), ``long`` outside it.
+PROFILES = {"ci": 300, "long": 10_000}
+#: Functions per generated batch (one kernel each).
+CASES_PER_BATCH = 8

@@ -3,7 +3,7 @@
 Each test item is one generated module: K = 8 generated functions run by one kernel, compiled by
 numba-metal and run on the CPU reference device, and the same source run by the Python reference
 (tests/differential/reference.py). Items are parametrized by the batch seed, so a failure names
-its seed (rerun: ``python -m tests.differential.run --seed N``); the failure is shrunk to a
+its seed (rerun: ``python tools/differential_run.py --seed N``); the failure is shrunk to a
 minimal standalone reproducer script, printed and written to tests/differential/failures/.
 
 A second test draws the generator's decisions from Hypothesis instead of a seed (derandomized,
@@ -11,7 +11,7 @@ A second test draws the generator's decisions from Hypothesis instead of a seed 
 
 Profiles (``NUMBA_METAL_DIFF_PROFILE``): ``ci`` (default: >= 300 generated functions) and
 ``long`` (>= 10,000). The long run's documented command is
-``python -m tests.differential.run --profile long`` (same seeds, a JSON summary for
+``python tools/differential_run.py --profile long`` (same seeds, a JSON summary for
 docs/testing.md); this module's long profile runs the same batches under pytest.
 """
 
@@ -29,7 +29,7 @@ from . import gen as G
 from . import harness as H
 from . import repro
 from .choosers import HypothesisChooser, RandomChooser
-from .run import CASES_PER_BATCH, PROFILES
+from . import CASES_PER_BATCH, PROFILES
 
 PROFILE = os.environ.get("NUMBA_METAL_DIFF_PROFILE", "ci")
 FUNCTIONS = PROFILES[PROFILE]
@@ -72,7 +72,7 @@ def test_random_kernels_match_the_reference(seed):
     out = H.run_batch(batch)
     _record(batch, out, time.perf_counter() - t0)
     if not out.ok:
-        _fail(batch, out, f"Batch seed {seed} (rerun: python -m tests.differential.run --seed {seed}).",
+        _fail(batch, out, f"Batch seed {seed} (rerun: python tools/differential_run.py --seed {seed}).",
               f"seed_{seed}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from numba_metal.compiler import codegen, conversions, msl
+from numba_metal.compiler import codegen, conversions, msl, mslib
 
 from . import gen as G
 from . import harness as H
@@ -22,12 +22,10 @@ MAX_BATCHES = 12   # the vocabulary grows (libdevice, float64 math): an operator
 
 
 def _patch_snippet(monkeypatch, name, old, new):
-    msl.PRELUDE.text(name)  # load the snippets
-    deps, text = msl.PRELUDE._snippets[name]
-    assert old in text, f"mutant out of date: {old!r} not in prelude section {name}"
-    snippets = dict(msl.PRELUDE._snippets)
-    snippets[name] = (deps, text.replace(old, new))
-    monkeypatch.setattr(msl.PRELUDE, "_snippets", snippets)
+    sections = mslib.sections()
+    section = sections[name]
+    assert old in section.text, f"mutant out of date: {old!r} not in prelude section {name}"
+    monkeypatch.setattr(mslib, "_sections", {**sections, name: section._replace(text=section.text.replace(old, new))})
 
 
 def m_int_floordiv_truncates(mp):

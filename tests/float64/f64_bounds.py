@@ -1,7 +1,7 @@
 """The error budgets float64.metal's division and square root rely on, checked exactly.
 
 `recip32` and `rsqrt_seed` depend only on a 32-bit input, so checking them for every input (the long
-run does, tests/float64/long_run.py) proves their bounds; the CI tests check samples. The quotient and
+run does, tools/float64_long_run.py) proves their bounds; the CI tests check samples. The quotient and
 root estimates built on them are checked against exact integer arithmetic on random operands.
 """
 

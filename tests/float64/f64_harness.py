@@ -18,7 +18,7 @@ import numpy as np
 from numba_metal import runtime as rt
 from numba_metal.compiler.float64_ops import FUNCTIONS
 
-LIBRARY = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "float64.metal"
+LIBRARY = Path(__file__).resolve().parents[2] / "numba_metal" / "compiler" / "mslib" / "float64.metal"
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 THREADS = 256
 

@@ -1,5 +1,5 @@
 """One row per float64.metal entry point: how its test inputs are made, its reference result and its NaN
-payload rule. The CI tests (test_f64_*.py) and the long run (long_run.py) both run these rows.
+payload rule. The CI tests (test_f64_*.py) and the long run (tools/float64_long_run.py) both run these rows.
 
 Inputs are uint64 bit patterns for float64 operands, uint32/uint16 patterns for float32/float16, and
 integer arrays for integer operands. A row's `expected` gives NumPy's result (or the model of the

@@ -15,7 +15,7 @@ import numpy as np
 
 from f64_harness import _IN, _OUT, HEADER, THREADS
 from numba_metal import runtime as rt
-from numba_metal.compiler.msl import float64_sections as msl_sections
+from numba_metal.compiler import mslib
 
 INPUTS = 5
 # MSL type -> (number of words, expression reading it from words {p0}, {p1}, numpy dtype passed by callers)
@@ -29,8 +29,13 @@ _OUT_TYPES["nm_c128"] = [("{v}.re.bits", np.float64), ("{v}.im.bits", np.float64
 _OUT_TYPES["float2"] = [("(ulong(as_type<uint>({v}.x)) | (ulong(as_type<uint>({v}.y)) << 32))", np.complex64)]
 
 
+def _with_requirements(names) -> list[tuple[str, str]]:
+    """(section, MSL text) of the sections ``names`` need, dependencies first (compiler/mslib/)."""
+    return [(s, mslib.text(s)) for s in mslib.closure(names)]
+
+
 def kernel_source(rows) -> str:
-    sections = msl_sections({row.section for row in rows})
+    sections = _with_requirements({row.section for row in rows})
     cases = []
     for code, row in enumerate(rows):
         args, word = [], 0

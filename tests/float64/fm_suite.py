@@ -1,5 +1,5 @@
 """One case per float64_math.metal entry point: the regions its test inputs come from, how its error is
-judged, and its references. The CI tests (test_fm_*.py) and the long run (fm_long_run.py) both use these.
+judged, and its references. The CI tests (test_fm_*.py) and the long run (tools/math_long_run.py) both use these.
 
 Errors are in ulps of the exact result (fm_reference.ulp_error, mpmath). `measure` judges every input with
 mpmath; with filtered=True (the long run) every input is first measured against the x87 80-bit long double

@@ -1,15 +1,20 @@
 """The error budgets behind float64.metal's division, square root and fmod: the 32-bit seeds (sampled
-here; long_run.py checks every input), the 64-bit reciprocal, and the quotient and root estimates that
+here; tools/float64_long_run.py checks every input), the 64-bit reciprocal, and the quotient and root estimates that
 the exact remainder corrects (at most one unit off)."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import f64_bounds as B
 import f64_suite as S
-import long_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import float64_long_run as long_run  # noqa: E402  (the long run's exhaustive checks, in tools/)
 
 
 def _normalized(rng, n):

@@ -11,9 +11,8 @@ import numpy as np
 
 from f64_harness import HEADER, LIBRARY, library_text
 from numba_metal.compiler.float64_ops import FUNCTIONS, STRUCTS
-from numba_metal.compiler.msl import SnippetLibrary
+from numba_metal.compiler import mslib
 
-SECTIONS = SnippetLibrary("float64.metal")
 _DEF = re.compile(r"^static inline ([\w ]+?) (nm_f64_\w+)\(([^)]*)\) \{$", re.M)
 _IDENT = re.compile(r"\b(nm_f64_\w+|NM_F64_\w+)\b")
 
@@ -48,11 +47,11 @@ def test_table_rows_are_exactly_the_public_definitions():
 
 def test_each_row_names_the_section_that_defines_it():
     for fn in FUNCTIONS:
-        assert fn.name in _definitions(SECTIONS.text(fn.section)), (fn.name, fn.section)
+        assert fn.name in _definitions(mslib.text(fn.section)), (fn.name, fn.section)
 
 
 def test_structs_in_the_table_are_defined_with_those_fields():
-    base = _strip_comments(SECTIONS.text("f64_base"))
+    base = _strip_comments(mslib.text("f64_base"))
     for name, fields in STRUCTS.items():
         body = re.search(rf"struct {name} \{{([^}}]*)\}};", base)
         assert body, name
@@ -63,11 +62,11 @@ def test_every_section_uses_only_what_its_requirements_define():
     names = _section_names()
     assert names[0] == "f64_base"
     for name in names:
-        closure = SECTIONS.closure([name])
-        available = "".join(SECTIONS.text(s) for s in closure)
+        closure = mslib.closure([name])
+        available = "".join(mslib.text(s) for s in closure)
         defined = set(_definitions(available)) | set(re.findall(r"#define (NM_F64_\w+)", available))
         defined |= set(re.findall(r"struct (nm_f64\w*) \{", available))
-        used = set(_IDENT.findall(_strip_comments(SECTIONS.text(name))))
+        used = set(_IDENT.findall(_strip_comments(mslib.text(name))))
         assert used <= defined, (name, sorted(used - defined))
 
 
@@ -105,7 +104,7 @@ def test_a_kernel_with_one_section_uses_float64_arrays_in_place(f64lib):
     results' `.bits`. (Copying an nm_f64 struct straight out of device memory is valid MSL, but the CPU
     device's shim, built on clang address spaces, has no copy from device to thread for structs.)"""
     device = f64lib.device
-    source = HEADER + "".join(SECTIONS.text(s) for s in SECTIONS.closure(["f64_add"])) + """
+    source = HEADER + "".join(mslib.text(s) for s in mslib.closure(["f64_add"])) + """
 static_assert(sizeof(nm_f64) == 8 && alignof(nm_f64) == 8, "nm_f64 is a binary64 in memory");
 kernel void axpy64(device const ulong* x [[buffer(0)]], device ulong* y [[buffer(1)]],
                    constant uint& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {

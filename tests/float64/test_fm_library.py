@@ -16,9 +16,9 @@ import pytest
 
 from numba_metal.compiler import complex_ops, float64_math_ops
 from test_f64_library import _strip_comments
-from numba_metal.compiler.msl import float64_sections as msl_sections
+from numba_metal.compiler import mslib
 
-COMPILER = Path(float64_math_ops.__file__).parent
+COMPILER = Path(mslib.path(""))
 # The generator of the library's constants is a tool of the repository (tools/fm_constants.py), not a test.
 _spec = importlib.util.spec_from_file_location("fm_constants", Path(__file__).resolve().parents[2] / "tools" / "fm_constants.py")
 fm_constants = importlib.util.module_from_spec(_spec)
@@ -54,6 +54,11 @@ def _defined_names(text: str) -> set[str]:
     return names
 
 
+def _with_requirements(names) -> list[tuple[str, str]]:
+    """(section, MSL text) of the sections ``names`` need, dependencies first (compiler/mslib/)."""
+    return [(s, mslib.text(s)) for s in mslib.closure(names)]
+
+
 def _sections(library: str):
     return re.findall(r"^//@@ (\S+)", _text(library), re.M)
 
@@ -73,14 +78,14 @@ def test_table_rows_are_exactly_the_public_definitions(library):
 def test_each_row_names_the_section_that_defines_it(library):
     rows, _ = LIBRARIES[library]
     for row in rows:
-        text = dict(msl_sections([row.section]))[row.section]
+        text = dict(_with_requirements([row.section]))[row.section]
         assert row.name in _definitions(text), (row.name, row.section)
 
 
 @pytest.mark.parametrize("library", sorted(LIBRARIES))
 def test_every_section_uses_only_what_its_requirements_define(library):
     for section in _sections(library):
-        closure = msl_sections([section])
+        closure = _with_requirements([section])
         available = "".join(text for _, text in closure)
         used = set(_IDENT.findall(_strip_comments(dict(closure)[section])))
         assert used <= _defined_names(available), (section, sorted(used - _defined_names(available)))
@@ -90,7 +95,7 @@ def test_every_section_uses_only_what_its_requirements_define(library):
 def test_functions_only_call_functions_defined_before_them(library):
     """No recursion, direct or mutual: in every section's closure a body calls only earlier definitions."""
     for section in _sections(library):
-        text = _strip_comments("".join(t for name, t in msl_sections([section]) if name != "mathlib"))
+        text = _strip_comments("".join(t for name, t in _with_requirements([section]) if name != "mathlib"))
         starts = [(m.start(), m.group(2)) for m in _DEF.finditer(text)]
         functions = {n for _, n in starts}
         seen: set[str] = set()

@@ -1,4 +1,4 @@
-"""metal.libdevice's Bessel functions j0 j1 jn y0 y1 yn and their f forms (compiler/libdevice.metal's
+"""metal.libdevice's Bessel functions j0 j1 jn y0 y1 yn and their f forms (compiler/mslib/libdevice.metal's
 ld_bessel) against mpmath's besselj/bessely: random and edge arguments (tiny, both sides of the switch from
 Miller's recurrence to Hankel's expansion at 25, near the zeros, huge), within the bound each row records
 (absolute near the zeros, where relative error is meaningless, as CUDA documents its own); C99/glibc's
@@ -121,8 +121,8 @@ def test_the_zeros_of_the_taylor_table_are_mpmaths():
     import re
     import struct
     from pathlib import Path
-    from numba_metal.compiler import libdevice_ops
-    source = Path(libdevice_ops.__file__).with_name("libdevice.metal").read_text(encoding="utf-8")
+    from numba_metal.compiler import mslib
+    source = Path(mslib.path("libdevice.metal")).read_text(encoding="utf-8")
     table = source[source.index("nm_ld_bessel_zeros["):]
     table = table[:table.index("};")]
     rows = re.findall(r"\{(\d)UL, 0x([0-9A-F]{16})UL, 0x([0-9A-F]{16})UL, 0x([0-9A-F]{16})UL\}", table)

@@ -1,13 +1,13 @@
-"""compiler/libdevice_ops.py and compiler/libdevice.metal agree: every row is a function of the section it
+"""compiler/libdevice_ops.py and compiler/mslib/libdevice.metal agree: every row is a function of the section it
 names, with the row's MSL parameter and result types, and every function of the file is a row or a helper
 of one (named nm_ld_/nm_h_ and used by a row's function in the same file)."""
 
 import re
 from pathlib import Path
 
-from numba_metal.compiler import libdevice_ops, libraries, msl
+from numba_metal.compiler import libdevice_ops, mslib
 
-SOURCE = Path(libdevice_ops.__file__).with_name("libdevice.metal").read_text(encoding="utf-8")
+SOURCE = Path(mslib.path("libdevice.metal")).read_text(encoding="utf-8")
 _SECTION = re.compile(r"^//@@\s+(\S+)", re.M)
 _FUNCTION = re.compile(r"^static inline (\w+) (nm_\w+)\(([^)]*)\)", re.M)
 
@@ -41,6 +41,6 @@ def test_every_other_function_is_a_helper_used_in_the_file():
 
 def test_the_rows_are_library_entry_points_and_their_sections_resolve():
     for row in libdevice_ops.FUNCTIONS:
-        assert libraries.section_of(row.name) == row.section
-    closure = msl.FLOAT64_LIBRARY.closure({row.section for row in libdevice_ops.FUNCTIONS})
+        assert mslib.section_of(row.name) == row.section
+    closure = mslib.closure({row.section for row in libdevice_ops.FUNCTIONS})
     assert {row.section for row in libdevice_ops.FUNCTIONS} <= set(closure)

@@ -12,7 +12,7 @@ import msl_lint
 import msl_lint_plugin
 from numba_metal import metal
 from numba_metal import runtime as rt
-from numba_metal.compiler import msl as compiler_msl
+from numba_metal.compiler import mslib
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
@@ -122,7 +122,7 @@ def test_a_weak_compare_exchange_retried_in_a_loop_is_no_finding():
 def test_the_prelude_keeps_the_rules():
     # All of the prelude, whichever kernel includes which section: the bounds check's fault record took its
     # flag with one weak compare-exchange, so a spurious failure lost the report of a kernel's first fault.
-    text = (pathlib.Path(compiler_msl.__file__).parent / "prelude.metal").read_text()
+    text = pathlib.Path(mslib.path("prelude.metal")).read_text()
     assert [str(f) for f in msl_lint.lint(HEADER + text, 320) if f.rule == "weak-cas-retry"] == []
 
 

@@ -56,7 +56,7 @@ def _wheel(tmp_path, *, name=None, drop=(), add=(), version=VERSION, tag="py3-no
 
 def test_the_tree_names_what_a_wheel_must_hold():
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", VERSION)
-    assert "numba_metal/compiler/float64.metal" in FACTS["metal"] and "metal_stdlib" in FACTS["shim"]
+    assert "numba_metal/compiler/mslib/float64.metal" in FACTS["metal"] and "metal_stdlib" in FACTS["shim"]
     assert "numba_metal/tools/cli.py" in FACTS["modules"] and FACTS["macos"] == "13_0"
     assert FACTS["scripts"] == {"numba-metal": "numba_metal.tools.cli:main"}
 
@@ -66,13 +66,13 @@ def test_a_right_wheel_has_no_findings(tmp_path):
 
 
 def test_each_missing_or_extra_file_is_named(tmp_path):
-    wheel = _wheel(tmp_path, drop=["numba_metal/compiler/float64.metal", "numba_metal/_lib/shim/metal_stdlib",
+    wheel = _wheel(tmp_path, drop=["numba_metal/compiler/mslib/float64.metal", "numba_metal/_lib/shim/metal_stdlib",
                                    "numba_metal/_lib/libNumbaMetalRuntime.so"],
                    add=["tests/test_x.py", "numba_metal/tests/conftest.py"])
     found = check_dist.check_wheel(wheel, FACTS)
     assert [f.split(": ", 1)[1] for f in found] == [
         "missing numba_metal/_lib/libNumbaMetalRuntime.so", "missing numba_metal/_lib/shim/metal_stdlib",
-        "missing numba_metal/compiler/float64.metal",
+        "missing numba_metal/compiler/mslib/float64.metal",
         "holds a test file numba_metal/tests/conftest.py", "holds a test file tests/test_x.py"]
 
 

@@ -1,3 +1,4 @@
+//@@ mathlib
 // numba-metal math library: Python `math` functions that MSL's metal:: library lacks.
 //
 // Plain MSL text. It is pasted into generated kernels after

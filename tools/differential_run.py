@@ -1,9 +1,9 @@
 """The differential-testing profiles outside pytest, seed by seed.
 
-    python -m tests.differential.run --profile long          # >= 10,000 generated functions
-    python -m tests.differential.run --profile long --jobs 2 # the same seeds on two worker processes
-    python -m tests.differential.run --profile ci            # the CI size (300)
-    python -m tests.differential.run --seed 1234             # rerun one batch (prints its reproducer)
+    python tools/differential_run.py --profile long          # >= 10,000 generated functions
+    python tools/differential_run.py --profile long --jobs 2 # the same seeds on two worker processes
+    python tools/differential_run.py --profile ci            # the CI size (300)
+    python tools/differential_run.py --seed 1234             # rerun one batch (prints its reproducer)
 
 Batch ``i`` of a run is generated from ``RandomChooser(seed_base + i)``, so every failure is
 rerun by its seed. A failure is shrunk (the failing case isolated, then statements deleted while
@@ -23,10 +23,12 @@ import sys
 import time
 from collections import Counter
 
-PROFILES = {"ci": 300, "long": 10_000}
-CASES_PER_BATCH = 8
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(ROOT, "tests", "differential")   # the generator, reference and harness it drives
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tests.differential import CASES_PER_BATCH, PROFILES  # noqa: E402
 
 
 def machine() -> dict:
@@ -44,10 +46,10 @@ def machine() -> dict:
 
 
 def run_one(seed: int, cases: int, shrink: bool, failures_dir: str | None, log=print):
-    from . import gen as G
-    from . import harness as H
-    from . import repro
-    from .choosers import RandomChooser
+    from tests.differential import gen as G
+    from tests.differential import harness as H
+    from tests.differential import repro
+    from tests.differential.choosers import RandomChooser
     batch = G.generate_batch(RandomChooser(seed), cases)
     t0 = time.perf_counter()
     out = H.run_batch(batch)
@@ -60,7 +62,7 @@ def run_one(seed: int, cases: int, shrink: bool, failures_dir: str | None, log=p
         if shrink and out.kind not in ("generator_error", "model_mismatch"):
             best, best_out = H.shrink(batch, out, log=log)
         text = repro.reproducer(best, best_out, origin=f"Batch seed {seed} "
-                                f"(rerun: python -m tests.differential.run --seed {seed}).")
+                                f"(rerun: python tools/differential_run.py --seed {seed}).")
         if failures_dir:
             os.makedirs(failures_dir, exist_ok=True)
             path = os.path.join(failures_dir, f"seed_{seed}_{out.kind}.py")
@@ -147,7 +149,7 @@ def main(argv=None) -> int:
             print(f"[{el:7.0f}s] {functions} functions in {batches} kernels; {dict(kinds)}", flush=True)
     elapsed = time.time() - t_start
     summary = {
-        "profile": profile, "command": "python -m tests.differential.run --profile " + profile
+        "profile": profile, "command": "python tools/differential_run.py --profile " + profile
         + (f" --jobs {args.jobs}" if args.jobs > 1 else ""),
         "functions": functions, "kernels_compiled": batches, "cases_per_kernel": args.cases,
         "seed_base": seed_base, "seconds": round(elapsed, 1), "outcomes": dict(kinds),

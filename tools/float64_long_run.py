@@ -2,7 +2,7 @@
 2^20), every input of the 32-bit division and square-root seeds (which proves their error budgets), and
 every float32 and float16 converted to float64, all bit for bit against NumPy as in the CI tests.
 
-    PYTHONPATH=$PWD python tests/float64/long_run.py [--count 100000000] [--ops nm_f64_add,nm_f64_mul]
+    PYTHONPATH=$PWD python tools/float64_long_run.py [--count 100000000] [--ops nm_f64_add,nm_f64_mul]
                                                      [--no-exhaustive] [--report docs/data/float64-long-run.json]
 
 Prints one line per check and a summary; exits with status 1 if anything failed. The same vector
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The float64 test harness it drives lives with the tests (tests/float64/).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "float64"))
 
 import f64_bounds as B  # noqa: E402
 import f64_suite as S  # noqa: E402

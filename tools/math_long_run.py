@@ -3,7 +3,7 @@ the regions of fm_suite.py and tests/complex/cx_suite.py), errors in ulps agains
 through the long double prefilter of fm_suite.measure_filtered; see there), one line per entry point and a
 JSON report.
 
-    PYTHONPATH=$PWD python tests/float64/fm_long_run.py [--count 1000000] [--names nm_f64_exp,nm_c128_log]
+    PYTHONPATH=$PWD python tools/math_long_run.py [--count 1000000] [--names nm_f64_exp,nm_c128_log]
                                                         [--jobs 2] [--report docs/data/math-long-run.json]
 
 Each worker process compiles the libraries once (the CPU device caches the object) and measures whole entry
@@ -23,7 +23,8 @@ import time
 import zlib
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+# The harnesses it drives live with the tests (tests/float64/, tests/complex/).
+HERE = Path(__file__).resolve().parents[1] / "tests" / "float64"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "complex"))
 
