@@ -238,7 +238,7 @@ def _in_bounds(lc, row: _Op, named: dict) -> str | None:
     var = lc.call.args[position] if position < len(lc.call.args) else dict(lc.call.kws)["array"]
     ident = msl.uint_literal(lc.array_id(debug_name(var)))
     line = msl.uint_literal(lc.line())
-    lc.need("boundscheck")
+    lc.need("nm_in_bounds")
 
     def at(name):
         value = named.get(name)
