@@ -92,12 +92,17 @@ def _nonnegative(lc, var) -> list[bool]:
 _SMALL_SPACES = ("threadgroup", "thread", "constant")
 
 
+def narrow_type(lc, ty) -> bool:
+    """Index arrays of type ``ty`` in 32-bit arithmetic (issue 28 item 1): arrays whose size is bounded at
+    compile time, and device arrays the launch knows are small (``arraytypes.Index32Array``): an in-bounds
+    index component and the element offset fit in a signed 32-bit ``int``, and an out-of-bounds access is
+    undefined with or without the truncation. Not with ``debug=True``, whose bounds checks report the
+    index as the program computed it."""
+    return not lc.debug and (getattr(ty, "address_space", None) in _SMALL_SPACES or getattr(ty, "index32", False))
+
+
 def _narrow(lc, arr: Value) -> bool:
-    """Index ``arr`` in 32-bit arithmetic (issue 28 item 1, for arrays whose size is bounded at compile
-    time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
-    access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
-    report the index as the program computed it."""
-    return not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+    return narrow_type(lc, arr.type)
 
 
 def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
@@ -136,7 +141,7 @@ def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
         if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
             i = msl.uint_literal(ty.literal_value)
         elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
-            i = msl.cast("uint", v.expr)
+            i = v.expr if lc.is_index32(v.expr) else msl.cast("uint", v.expr)
         else:
             lc.need("array")
             i = msl.cast("uint", msl.call("nm_wrap", msl.cast("int", v.expr), extent))
@@ -156,6 +161,8 @@ def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = Fals
         terms.append(i if unit else msl.binary("*", i, stride))
     if not terms:
         return msl.uint_literal(0) if narrow else msl.long_literal(0)
+    if narrow and aty.layout == "A":
+        return msl.cast("int", msl.sum_of(terms))   # strides may be negative: the offset is a signed int
     return msl.sum_of(terms)
 
 

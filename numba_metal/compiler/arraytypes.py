@@ -46,3 +46,29 @@ class MetalArray(types.Array):
         if isinstance(other, MetalArray) and other.address_space == self.address_space:
             return super().unify(typingctx, other)
         return None
+
+
+class Index32Array(types.Array):
+    """A device array a launch knows is *small*: each axis has fewer than ``2**31`` elements and every
+    element is within ``2**31 - 1`` elements of ``a[0, ..., 0]`` (issue 28 item 1; the host decides, see
+    ``host.arrays.index32``). An in-bounds index component and element offset of it, or of any view of it
+    (a view's elements are the array's), fit in a signed 32-bit ``int``, so arrays.py computes them in
+    32 bits. A plain ``types.Array`` (an explicit signature, a typed view Numba rebuilt) says nothing of
+    its size and is indexed in 64 bits."""
+
+    index32 = True
+
+    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True):
+        super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
+                         name=f"array({dtype}, {ndim}d, {layout}{', readonly' if readonly else ''}, index32)")
+
+    def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        if dtype is not None and dtype != self.dtype:     # a reinterpreting view counts other elements
+            return super().copy(dtype, ndim, layout, readonly)
+        return Index32Array(self.dtype, self.ndim if ndim is None else ndim,
+                            self.layout if layout is None else layout,
+                            readonly=(not self.mutable) if readonly is None else readonly, aligned=self.aligned)
+
+    @property
+    def key(self):
+        return super().key + ("index32",)

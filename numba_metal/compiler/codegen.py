@@ -18,7 +18,8 @@ from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
+from . import (abi, arrays, barriers, calls, constants, conversions, index32, interface, kernel_io, msl, operators,
+               ranges, records)
 from .devicefn import DeviceFunctionBase
 from .frontend import TypedFunction, loc_of
 from .lowering import Value, registry as lowerings
@@ -49,6 +50,8 @@ class FunctionLowering:
         self.callee = None         # the Python object whose call is being lowered
         self.call = None           # and its ir.Expr
         self.raises = False        # the function raises, or calls a device function that may
+        self.index32: frozenset = frozenset()   # integer variables computed in 32 bits (index32.py)
+        self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
 
@@ -250,6 +253,10 @@ class FunctionLowering:
         function, whose callers are unknown."""
         return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
 
+    def is_index32(self, expr: str) -> bool:
+        """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
+        return expr in self._index32_idents
+
     def nonnegative_index(self, var: ir.Var) -> list[bool]:
         """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
         with it needs no negative-index wrap."""
@@ -291,6 +298,8 @@ class FunctionLowering:
             tree = structurize(entry, succs)
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
+        self.index32 = index32.narrowed(self.tf, lambda ty: arrays.narrow_type(self, ty))
+        self._index32_idents = {self.var(name) for name in self.index32}
         self._declare_variables()
         self._emit_tree(tree)
         if self.is_kernel:
@@ -371,7 +380,7 @@ class FunctionLowering:
                 self._raise_at_definition(name, e)
             if tname is None:
                 continue
-            self._decls.append(msl.declare(tname, self.var(name)))
+            self._decls.append(msl.declare("uint" if name in self.index32 else tname, self.var(name)))
 
     def _raise_at_definition(self, name, exc):
         for block in self.func_ir.blocks.values():
@@ -506,10 +515,34 @@ class FunctionLowering:
                 if result is not None and result.expr:
                     self.emit(msl.statement(result.expr))
             return
+        if target.name in self.index32:
+            self.emit(msl.assign(self.var(target.name), self._index32_value(value, target)))
+            return
         result = self.lower_value(value, target)
         if result is None:
             return
         self.emit(msl.assign(self.var(target.name), self.cast(result, tty)))
+
+    def _index32_value(self, value, target) -> str:
+        """The low 32 bits of what ``target`` (an index32 variable) is assigned: ``+``, ``-``, ``*`` of integers
+        computed in ``uint`` (they commute with reduction modulo 2**32), anything else truncated."""
+        op = index32.ring_operation(value)
+        if op is not None and not any(r(self, value) for r in lowerings.find_rewrites(
+                value.fn if value.op == "binop" else value.immutable_fn)):
+            lhs, rhs = (self._low_bits(v) for v in (value.lhs, value.rhs))
+            return msl.binary(op, lhs, rhs)
+        if isinstance(value, ir.Var):
+            return self._low_bits(value)
+        result = self.lower_value(value, target)
+        return msl.cast("uint", result.expr)
+
+    def _low_bits(self, var: ir.Var) -> str:
+        ty = self.typemap[var.name]
+        if var.name in self.index32:
+            return self.var(var.name)
+        if isinstance(ty, types.IntegerLiteral):
+            return msl.uint_literal(ty.literal_value % 2 ** 32)
+        return msl.cast("uint", self.var(var.name))
 
     def lower_value(self, value, target) -> Value | None:
         if isinstance(value, ir.Var):
@@ -561,7 +594,8 @@ class FunctionLowering:
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
-            items = [self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
+            items = [msl.cast(self.msl_type(t), self.var(v.name)) if v.name in self.index32
+                     else self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
             return Value(msl.aggregate(self.msl_type(tty), items), tty)
         if op == "exhaust_iter":
             return self.value(expr.value)

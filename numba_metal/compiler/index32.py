@@ -1,0 +1,120 @@
+"""Integer variables computed in 32 bits because only their low 32 bits are ever used (issue 28 item 1).
+
+Numba types Python integers as int64, so ``a[y - 1, x]`` computes ``y - 1`` in 64-bit arithmetic, which an
+Apple GPU pays about four times for. Where an array is indexed in 32 bits (``arrays.narrow_type``: an
+``Index32Array`` the launch knows is small, or a threadgroup, thread or constant array), only the low 32 bits of
+an index component matter: an in-bounds component fits in a signed 32-bit ``int``, so it *is* its low 32 bits
+read as ``int``; an out-of-bounds one is undefined with or without the truncation.
+
+This module finds the integer variables whose every use needs only their low 32 bits:
+
+- an index component of a full-index ``getitem``/``setitem`` of an array indexed in 32 bits (the variable
+  itself, or an item of a tuple whose only uses are such indices);
+- an operand of ``+``, ``-`` or ``*`` (or unary ``-``) of integers whose result is such a variable: these
+  commute with reduction modulo ``2**32``, so computing them on the low 32 bits gives the low 32 bits of the
+  int64 result, overflow included;
+- the source of a copy into such a variable.
+
+Any other use (a comparison, a store, a call, ``print``, a division, a return...) keeps the variable 64-bit,
+so every value a program can observe keeps Numba's int64 semantics. The code generator declares the variables
+found ``uint`` (unsigned: wrapping is defined) and assigns each definition's value truncated, or for ``+``,
+``-``, ``*`` computed in ``uint``; index components read them as ``int`` (a signed wrap test) or ``uint``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+
+from numba.core import ir, types
+
+_RING = (operator.add, operator.sub, operator.mul)
+
+
+def _integer(ty) -> bool:
+    return isinstance(ty, types.Integer) and ty.bitwidth <= 64
+
+
+def narrowed(tf, narrow_array) -> frozenset:
+    """The names of ``tf``'s integer variables computed in 32 bits; ``narrow_array(ty)`` says whether an
+    array of type ``ty`` is indexed in 32 bits."""
+    typemap = tf.typemap
+    stmts = [s for b in tf.func_ir.blocks.values() for s in b.body if not isinstance(s, ir.Del)]
+
+    def index_use(base, index_var) -> bool:
+        """``base[index_var]`` indexes every axis of an array indexed in 32 bits with integers."""
+        aty = typemap.get(base.name)
+        ity = typemap.get(index_var.name) if index_var is not None else None
+        if not isinstance(aty, types.Array) or isinstance(aty.dtype, types.Record) or not narrow_array(aty):
+            return False
+        if _integer(ity):
+            return aty.ndim == 1
+        return isinstance(ity, types.BaseTuple) and len(ity) == aty.ndim and all(_integer(t) for t in ity.types)
+
+    def index_of(stmt):
+        """(array, index variable) of a getitem or setitem statement, else None."""
+        if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+            index = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
+            return (stmt.target, index) if isinstance(index, ir.Var) else None
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and \
+                stmt.value.op in ("getitem", "static_getitem"):
+            e = stmt.value
+            index = e.index if e.op == "getitem" else e.index_var
+            return (e.value, index) if isinstance(index, ir.Var) else None
+        return None
+
+    def uses(stmt) -> Counter:
+        found = Counter(v.name for v in stmt.list_vars())
+        if isinstance(stmt, ir.Assign):
+            found[stmt.target.name] -= 1
+        return found
+
+    # Tuples used only as the index of arrays indexed in 32 bits: their items are index components.
+    tuples = {n for n, t in typemap.items() if isinstance(t, types.BaseTuple) and t.types
+              and all(_integer(x) for x in t.types)}
+    for s in stmts:
+        site = index_of(s)
+        approved = Counter()
+        if site is not None and site[1].name in tuples and index_use(*site):
+            approved[site[1].name] += 1
+        for name, n in uses(s).items():
+            if name in tuples and n > approved[name]:
+                tuples.discard(name)
+
+    candidates = {n for n, t in typemap.items() if _integer(t)}
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            approved = Counter()
+            site = index_of(s)
+            if site is not None and index_use(*site):
+                approved[site[1].name] += 1
+            if isinstance(s, ir.Assign):
+                target, v = s.target.name, s.value
+                if isinstance(v, ir.Var) and target in candidates:
+                    approved[v.name] += 1
+                elif isinstance(v, ir.Expr) and target in candidates:
+                    if v.op in ("binop", "inplace_binop") and \
+                            (v.fn if v.op == "binop" else v.immutable_fn) in _RING and \
+                            _integer(typemap.get(v.lhs.name)) and _integer(typemap.get(v.rhs.name)):
+                        approved[v.lhs.name] += 1
+                        approved[v.rhs.name] += 1
+                    elif v.op == "unary" and v.fn is operator.neg and _integer(typemap.get(v.value.name)):
+                        approved[v.value.name] += 1
+                elif isinstance(v, ir.Expr) and v.op == "build_tuple" and target in tuples:
+                    for item in v.items:
+                        approved[item.name] += 1
+            for name, n in uses(s).items():
+                if name in candidates and n > approved[name]:
+                    candidates.discard(name)
+                    changed = True
+    return frozenset(candidates)
+
+
+def ring_operation(expr) -> str | None:
+    """The MSL operator of an integer ``+``, ``-`` or ``*`` expression, else None."""
+    if isinstance(expr, ir.Expr) and expr.op in ("binop", "inplace_binop"):
+        fn = expr.fn if expr.op == "binop" else expr.immutable_fn
+        return {operator.add: "+", operator.sub: "-", operator.mul: "*"}.get(fn)
+    return None
