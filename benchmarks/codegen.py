@@ -1,7 +1,7 @@
 """Generated MSL beside hand-written MSL: five kernels, timed on one device, and a static count of what an
 Apple GPU pays for in each (issue 28).
 
-    NUMBA_METAL_DEVICE=cpu python benchmarks/codegen.py [--quick] [--static] [--out DIR] [--json FILE]
+    NUMBA_METAL_DEVICE=cpu python benchmarks/codegen.py [--quick] [--static] [--wide] [--out DIR] [--json FILE]
 
 The kernels are a vector add, saxpy, a shared-memory tree reduction, a 16x16 tiled matmul and a 5-point
 stencil, written as numba-metal kernels (numba.cuda style) and as hand-written MSL with the same
@@ -316,8 +316,17 @@ def count_msl(source: str) -> dict:
     return counts
 
 
-def generated_msl(name: str) -> str:
-    return metal.compile_msl(KERNELS[name], SIGNATURES[name])
+def generated_msl(name: str, wide: bool = False) -> str:
+    """The MSL of the specialisation a launch of the benchmark's (C-contiguous, under ``2**31``-element)
+    arrays gets, whose device arrays are indexed in 32 bits; ``wide``: of the explicit signature
+    (``SIGNATURES``), which says nothing of the arrays' sizes, so 64-bit (what a launch with an array of
+    ``2**31`` or more elements gets)."""
+    if wide:
+        return metal.compile_msl(KERNELS[name], SIGNATURES[name])
+    from numba_metal.host.arguments import typeof_arg
+    args = {"vadd": (np.zeros(1, np.float32),) * 3, "saxpy": (np.float32(1),) + (np.zeros(1, np.float32),) * 2,
+            "reduce": (np.zeros(1, np.float32),) * 2}.get(name, (np.zeros((1, 1), np.float32),) * 3)
+    return metal.compile_msl(KERNELS[name], tuple(typeof_arg(a, i) for i, a in enumerate(args[:KERNELS[name].__code__.co_argcount])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +420,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=7, help="timed runs of each version (best is kept)")
     ap.add_argument("--out", help="write each kernel's generated and hand-written MSL to this directory")
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--wide", action="store_true", help="count the 64-bit specialisation (arrays of 2**31 or more "
+                    "elements, or an explicit signature) instead of the one the benchmark's launches get")
     args = ap.parse_args(argv)
     result = {"cycles": CYCLES, "cycles_source": SOURCE, "kernels": {}}
     if not args.static:
@@ -421,7 +432,7 @@ def main(argv=None) -> int:
     print(f"{'kernel':8} " + " ".join(f"{k:>13}" for k in keys) + "   work ratio")
     failed = False
     for name in KERNELS:
-        gen = generated_msl(name)
+        gen = generated_msl(name, args.wide)
         row = {"generated": count_msl(gen), "hand": count_msl(HAND[name])}
         g, h = row["generated"]["issue_cycles"], row["hand"]["issue_cycles"]
         row["work_ratio"] = g / h if h else (1.0 if g == 0 else float("inf"))
