@@ -51,12 +51,15 @@ INDEX32_LIMIT = 2 ** 31
 
 
 def index32(shape, strides, itemsize) -> bool:
-    """True if every axis of this geometry has fewer than ``2**31`` elements and every element is fewer
-    than ``2**31`` elements from element ``[0, ..., 0]`` (whatever the strides' signs): an in-bounds index
+    """True if this geometry has fewer than ``2**31`` elements, each fewer than ``2**31`` elements from
+    element ``[0, ..., 0]`` (whatever the strides' signs): an in-bounds index
     component and element offset then fit in a signed 32-bit ``int``. An empty array has no element to
     reach. Part of a launch's argument key (``host.arrays.ArrayKey``), so that a launch with a larger
     array gets the 64-bit specialisation."""
     if 0 in shape:
         return True
+    size = 1
+    for n in shape:
+        size *= n
     span = sum((n - 1) * abs(s) for n, s in zip(shape, strides)) // itemsize
-    return span < INDEX32_LIMIT and all(n < INDEX32_LIMIT for n in shape)
+    return size < INDEX32_LIMIT and span < INDEX32_LIMIT

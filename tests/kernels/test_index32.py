@@ -1,0 +1,206 @@
+"""32-bit index arithmetic for device arrays (issue 28 item 1): a launch whose arrays are small (every axis
+under 2**31 elements, every element within 2**31 - 1 of a[0, ..., 0]) gets a specialisation that indexes
+them in 32 bits; any other array gets the 64-bit one. Results must not depend on which: each kernel here is
+checked against NumPy (or Python's int64 arithmetic), on both specialisations where both apply.
+
+The arrays of 2**31 elements and more are views of anonymous memory maps: only the pages a kernel touches
+become memory (the CPU device binds NumPy memory in place)."""
+
+import mmap
+import re
+
+import numpy as np
+import pytest
+
+from numba_metal import metal
+from numba_metal.compiler.arraytypes import Index32Array
+from numba_metal.host.array_flags import index32
+from numba_metal.host.arguments import arg_key, canonical, canonical_numba, typeof_arg
+
+
+def _kinds(kernel):
+    return sorted(type(t).__name__ for sig in kernel.specializations for t in sig if hasattr(t, "ndim"))
+
+
+def _big_bytes(n: int):
+    """A writable uint8 NumPy array of ``n`` bytes over an anonymous memory map (pages made on touch)."""
+    m = mmap.mmap(-1, n)
+    return np.frombuffer(m, np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch's fact and the specialisation key
+# ---------------------------------------------------------------------------------------------
+
+def test_index32_is_the_arrays_span_and_axes_below_2_31():
+    assert index32((2 ** 31 - 1,), (1,), 1)
+    assert not index32((2 ** 31,), (1,), 1)                       # 2**31 elements: the 64-bit path
+    assert index32((2 ** 15, 2 ** 16 - 1), (2 ** 16 - 1, 1), 1)
+    assert not index32((2 ** 15, 2 ** 16), (2 ** 16, 1), 1)
+    assert not index32((3,), (2 ** 30,), 1)                      # 3 elements, but 2**31 apart
+    assert index32((3,), (-(2 ** 29),), 1) and not index32((3,), (-(2 ** 30),), 1)
+    assert index32((2 ** 40, 0), (0, 8), 8)                       # empty: nothing to reach
+    assert not index32((2 ** 31, 1), (0, 1), 1)                   # 2**31 elements (broadcast)
+    assert index32((1000, 1000), (8000, 8), 8)                    # strides are in bytes
+
+
+def test_small_and_large_arrays_have_different_keys_types_and_cache_spellings():
+    small = np.zeros(4, np.float32)
+    big = np.lib.stride_tricks.as_strided(small, shape=(2,), strides=(2 ** 33,))   # never touched
+    ks, kb = arg_key(small, 0), arg_key(big, 0)
+    assert ks is not kb and ks.index32 and not kb.index32
+    ts, tb = typeof_arg(small, 0), typeof_arg(big, 0)
+    assert isinstance(ts, Index32Array) and not isinstance(tb, Index32Array) and ts != tb
+    assert canonical(ks) == canonical_numba(ts) == "A(float32,1,C,i32)"
+    assert canonical(kb) == canonical_numba(tb) == "A(float32,1,A)"
+    d = metal.to_device(small)
+    assert d.argument_key() is ks
+
+
+@metal.jit
+def _copy(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i]
+
+
+def test_a_launch_with_a_large_array_gets_the_64_bit_specialisation_and_the_right_elements():
+    base = _big_bytes(2 ** 32 + 2 ** 16)
+    base[7], base[2 ** 32 + 7], base[2 ** 33 // 2 - 1] = 9, 42, 5
+    far = np.lib.stride_tricks.as_strided(base[7:], shape=(2,), strides=(2 ** 32,))   # 2 elements, 2**32 apart
+    near = base[:8].copy()
+    out = np.zeros(2, np.uint8)
+    _copy[1, 2](far, out)
+    assert out.tolist() == [9, 42]          # a 32-bit offset would read base[7] twice
+    out2 = np.zeros(2, np.uint8)
+    _copy[1, 2](near, out2)
+    assert out2.tolist() == [0, 0]
+    assert _kinds(_copy) == ["Array", "Index32Array", "Index32Array", "Index32Array"]
+    by_kind = {type(sig[0]).__name__: msl for sig, msl in _copy.inspect_msl().items()}
+    assert "v_a.data[(long(v_i) * v_a.strides[0])]" in by_kind["Array"]          # 64-bit offsets
+    assert "long(" not in re.findall(r"v_a\.data\[[^\]]*\]", by_kind["Index32Array"])[0]
+
+
+def test_arrays_at_the_2_31_element_boundary():
+    """2**31 - 1 elements: the 32-bit path reads the last one; 2**31: the 64-bit path does."""
+    @metal.jit
+    def ends(a, out):
+        i = metal.grid(1)
+        if i < 2:
+            out[i] = a[a.size - 1 - i] + a[-1 - i]
+
+    base = _big_bytes(2 ** 31 + 4096)
+    base[2 ** 31 - 1], base[2 ** 31 - 2], base[2 ** 31 - 3] = 7, 11, 13
+    for n, want in ((2 ** 31 - 1, [22, 26]), (2 ** 31, [14, 22])):
+        out = np.zeros(2, np.uint8)
+        ends[1, 2](base[:n], out)
+        assert out.tolist() == want, n
+    assert [type(sig[0]).__name__ for sig in ends.specializations] == ["Index32Array", "Array"]
+
+    @metal.jit
+    def corner(a, out):
+        out[0] = a[a.shape[0] - 1, a.shape[1] - 1]
+        out[1] = a[-1, -2]
+        out[2] = a[1, 0]
+
+    for rows, cols in ((2 ** 15, 2 ** 16), (2 ** 15, 2 ** 16 - 1)):     # 2**31 elements, and fewer
+        grid = base[:rows * cols].reshape(rows, cols)
+        grid[-1, -1], grid[-1, -2], grid[1, 0] = 3, 4, 5
+        out = np.zeros(3, np.uint8)
+        corner[1, 1](grid, out)
+        assert out.tolist() == [3, 4, 5], (rows, cols)
+
+
+def test_a_non_contiguous_view_gets_the_strided_variant():
+    @metal.jit
+    def double(a, out):
+        i = metal.grid(1)
+        if i < a.size:
+            out[i] = 2 * a[i]
+
+    x = np.arange(20, dtype=np.int32)
+    d = metal.to_device(x)
+    out = metal.device_array(10, np.int32)
+    double[1, 32](d[::2], out)
+    assert out.copy_to_host().tolist() == (2 * x[::2]).tolist()
+    double[1, 32](d[::-2], out)
+    assert out.copy_to_host().tolist() == (2 * x[::-2]).tolist()   # negative stride: signed 32-bit offsets
+    double[1, 32](d[:10], out)
+    assert out.copy_to_host().tolist() == (2 * x[:10]).tolist()
+    layouts = sorted((sig[0].layout, type(sig[0]).__name__) for sig in double.specializations)
+    assert layouts == [("A", "Index32Array"), ("C", "Index32Array")]
+    src = {sig[0].layout: msl for sig, msl in double.inspect_msl().items()}
+    assert "strides[0]" in re.findall(r"v_a\.data\[[^\]]*\]", src["A"])[0]
+    assert "strides[0]" not in re.findall(r"v_a\.data\[[^\]]*\]", src["C"])[0]   # the unit stride is 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Narrowed index arithmetic keeps int64 semantics
+# ---------------------------------------------------------------------------------------------
+
+@metal.jit
+def _arith(a, out, big):
+    i = metal.grid(1)
+    if i < out.shape[0]:
+        k = i + 2 ** 31 + 2 ** 40          # wraps in 32 bits; only its low bits reach the index
+        out[i, 0] = a[k - 2 ** 31 - 2 ** 40]
+        out[i, 1] = a[i - a.size]          # negative: wraps around as in Python
+        j = big - i                        # stored: an observable value stays int64
+        out[i, 2] = j
+        m = (i + 3) * 2 ** 32 + i          # out of 32 bits, then reduced modulo a.size: never narrowed
+        out[i, 3] = a[m % a.size]
+        out[i, 4] = a[(i * 3 - 2 ** 33) + 2 ** 33 - 2 * i]
+        n = i + 2 ** 31
+        out[i, 5] = 1 if n > 2 ** 31 else 0   # compared: stays 64-bit
+
+
+def test_narrowed_index_arithmetic_matches_int64_on_both_specialisations():
+    a = np.arange(100, 164, dtype=np.int64)
+    big = 2 ** 45 + 17
+    want = np.zeros((64, 6), np.int64)
+    for i in range(64):
+        want[i] = [a[i], a[i - 64], big - i, a[((i + 3) * 2 ** 32 + i) % 64], a[i], int(i + 2 ** 31 > 2 ** 31)]
+    out = np.zeros((64, 6), np.int64)
+    _arith[2, 32](a, out, big)
+    np.testing.assert_array_equal(out, want)
+    wide = metal.jit("void(int64[::1], int64[:, ::1], int64)")(_arith.py_func)
+    out64 = np.zeros((64, 6), np.int64)
+    wide[2, 32](a, out64, big)
+    np.testing.assert_array_equal(out64, want)
+    small = [msl for sig, msl in _arith.inspect_msl().items() if isinstance(sig[0], Index32Array)][0]
+    assert re.search(r"\buint v_k\b", small) and re.search(r"\blong v_j\b", small) and re.search(r"\blong v_m\b", small)
+    assert re.search(r"\blong v_n\b", small)
+
+
+def test_no_64_bit_multiply_on_the_index_path_of_a_2d_stencil():
+    @metal.jit
+    def stencil(inp, out):
+        x, y = metal.grid(2)
+        rows, cols = inp.shape
+        if 1 <= y < rows - 1 and 1 <= x < cols - 1:
+            out[y, x] = inp[y - 1, x] + inp[y + 1, x] + inp[y, x - 1] + inp[y, x + 1] - 4 * inp[y, x]
+
+    rng = np.random.default_rng(1)
+    x = rng.integers(-100, 100, (37, 45)).astype(np.int32)
+    out = np.zeros_like(x)
+    stencil[(3, 3), (16, 16)](x, out)
+    want = np.zeros_like(x)
+    want[1:-1, 1:-1] = x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:] - 4 * x[1:-1, 1:-1]
+    np.testing.assert_array_equal(out, want)
+    src = list(stencil.inspect_msl().values())[0]
+    subscripts = re.findall(r"v_(?:inp|out)\.data\[[^;]*?\]\s*[;=]", src)
+    assert len(subscripts) == 6 and not any("long" in s for s in subscripts)
+
+
+def test_debug_kernels_keep_64_bit_indices():
+    @metal.jit(debug=True)
+    def k(a):
+        i = metal.grid(1)
+        if i < a.size:
+            a[i - 1] = i
+
+    a = np.zeros(4, np.int64)
+    k[1, 4](a)
+    assert a.tolist() == [1, 2, 3, 0]
+    src = list(k.inspect_msl().values())[0]
+    assert re.search(r"\blong v__binop_sub", src)
