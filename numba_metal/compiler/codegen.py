@@ -51,6 +51,7 @@ class FunctionLowering:
         self.call = None           # and its ir.Expr
         self.raises = False        # the function raises, or calls a device function that may
         self.index32: frozenset = frozenset()   # integer variables computed in 32 bits (index32.py)
+        self._ranges32: dict = {}                 # range loops iterated in 32 bits: {variable: MSL type}
         self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
@@ -299,6 +300,7 @@ class FunctionLowering:
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
         self.index32 = index32.narrowed(self.tf, lambda ty: arrays.narrow_type(self, ty))
+        self._ranges32 = index32.narrow_ranges(self.tf, ranges.bounds(self.tf)) if not self.debug else {}
         self._index32_idents = {self.var(name) for name in self.index32}
         self._declare_variables()
         self._emit_tree(tree)
@@ -380,7 +382,8 @@ class FunctionLowering:
                 self._raise_at_definition(name, e)
             if tname is None:
                 continue
-            self._decls.append(msl.declare("uint" if name in self.index32 else tname, self.var(name)))
+            tname = "uint" if name in self.index32 else self._ranges32.get(name, tname)
+            self._decls.append(msl.declare(tname, self.var(name)))
 
     def _raise_at_definition(self, name, exc):
         for block in self.func_ir.blocks.values():
@@ -521,11 +524,17 @@ class FunctionLowering:
         result = self.lower_value(value, target)
         if result is None:
             return
+        if isinstance(tty, types.RangeType) and target.name in self._ranges32:
+            self.emit(msl.assign(self.var(target.name), msl.call("nm_range32", result.expr)))
+            return
         self.emit(msl.assign(self.var(target.name), self.cast(result, tty)))
 
     def _index32_value(self, value, target) -> str:
         """The low 32 bits of what ``target`` (an index32 variable) is assigned: ``+``, ``-``, ``*`` of integers
         computed in ``uint`` (they commute with reduction modulo 2**32), anything else truncated."""
+        ty = self.typemap[target.name]
+        if isinstance(ty, types.IntegerLiteral):
+            return msl.uint_literal(ty.literal_value % 2 ** 32)
         op = index32.ring_operation(value)
         if op is not None and not any(r(self, value) for r in lowerings.find_rewrites(
                 value.fn if value.op == "binop" else value.immutable_fn)):

@@ -109,7 +109,10 @@ def narrowed(tf, narrow_array) -> frozenset:
                 if name in candidates and n > approved[name]:
                     candidates.discard(name)
                     changed = True
-    return frozenset(candidates)
+    used = set()
+    for s in stmts:
+        used.update(name for name, n in uses(s).items() if n > 0)
+    return frozenset(candidates & used)       # a variable nothing reads keeps its type
 
 
 def ring_operation(expr) -> str | None:
@@ -118,3 +121,87 @@ def ring_operation(expr) -> str | None:
         fn = expr.fn if expr.op == "binop" else expr.immutable_fn
         return {operator.add: "+", operator.sub: "-", operator.mul: "*"}.get(fn)
     return None
+
+
+def narrow_ranges(tf, facts) -> dict:
+    """{variable name: MSL type} of the ``range()`` objects, their iterators and iteration pairs that are
+    computed in 32-bit ``int``: ranges whose start, stop and step the value ranges (``facts``, ranges.py)
+    prove in ``[0, 2**31 - 1]`` (the step a constant ``>= 1``), so that every item, and the trip count, is
+    exact in 32 bits; an iterator or pair used in any other way than its loop's keeps 64 bits."""
+    typemap = tf.typemap
+    limit = 2 ** 31 - 1
+    defs: dict = {}
+    for b in tf.func_ir.blocks.values():
+        for s in b.body:
+            if isinstance(s, ir.Assign):
+                defs.setdefault(s.target.name, []).append(s.value)
+
+    def fits(var) -> bool:
+        b = facts.get(var.name)
+        return isinstance(b, int) and b <= limit
+
+    def small_range(name) -> bool:
+        ds = defs.get(name, [])
+        if len(ds) != 1 or not isinstance(ds[0], ir.Expr) or ds[0].op != "call" or ds[0].kws or ds[0].vararg:
+            return False
+        e = ds[0]
+        if getattr(typemap.get(e.func.name), "typing_key", None) is not range or not 1 <= len(e.args) <= 3:
+            return False
+        if len(e.args) == 3:
+            step = typemap.get(e.args[2].name)
+            if not (isinstance(step, types.IntegerLiteral) and 1 <= step.literal_value <= limit):
+                return False
+        return all(fits(a) for a in e.args[:2]) and isinstance(typemap.get(name), types.RangeType)
+
+    chosen = {n for n, t in typemap.items() if isinstance(t, types.RangeType) and small_range(n)}
+    # iterators: every definition a getiter of a chosen range or a copy of a chosen iterator; pairs:
+    # every definition an iternext of a chosen iterator (to a fixed point)
+    kinds = {types.RangeIteratorType: ("getiter",), types.Pair: ("iternext",)}
+    changed = True
+    while changed:
+        changed = False
+        for n, t in typemap.items():
+            if n in chosen or not isinstance(t, tuple(kinds)):
+                continue
+            ops = kinds[types.Pair] if isinstance(t, types.Pair) else kinds[types.RangeIteratorType]
+            ds = defs.get(n, [])
+            if ds and all(isinstance(d, ir.Var) and d.name in chosen and isinstance(t, types.RangeIteratorType)
+                          or isinstance(d, ir.Expr) and d.op in ops and d.value.name in chosen for d in ds):
+                chosen.add(n)
+                changed = True
+    # every use of a chosen variable must be its loop's: getiter, iternext, pair_first/second, or a copy
+    # into another chosen variable; drop the others (and what depends on them) until nothing changes
+    changed = True
+    while changed:
+        changed = False
+        for b in tf.func_ir.blocks.values():
+            for s in b.body:
+                if isinstance(s, ir.Del):
+                    continue
+                ok = set()
+                if isinstance(s, ir.Assign):
+                    v = s.value
+                    if isinstance(v, ir.Var) and s.target.name in chosen:
+                        ok.add(v.name)
+                    elif isinstance(v, ir.Expr) and v.op in ("getiter", "iternext") and s.target.name in chosen:
+                        ok.add(v.value.name)
+                    elif isinstance(v, ir.Expr) and v.op in ("pair_first", "pair_second"):
+                        ok.add(v.value.name)
+                for var in s.list_vars():
+                    if var.name in chosen and var.name not in ok and not (
+                            isinstance(s, ir.Assign) and var.name == s.target.name):
+                        chosen.discard(var.name)
+                        changed = True
+        for n in list(chosen):       # a definition from a variable no longer chosen
+            for d in defs.get(n, []):
+                src = d if isinstance(d, ir.Var) else getattr(d, "value", None) if isinstance(d, ir.Expr) and \
+                    d.op in ("getiter", "iternext") else None
+                if src is not None and src.name not in chosen:
+                    chosen.discard(n)
+                    changed = True
+    out = {}
+    for n in chosen:
+        t = typemap[n]
+        out[n] = ("nm_range<int>" if isinstance(t, types.RangeType) else "nm_range_iter<int>"
+                  if isinstance(t, types.RangeIteratorType) else "nm_pair<int, bool>")
+    return out
