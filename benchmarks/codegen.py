@@ -27,8 +27,12 @@ helpers are counted by name at their call sites, not by their bodies). It is a m
   64-bit when its statement mentions a 64-bit integer (a ``long``/``ulong`` cast, a name declared
   ``long``/``ulong``, numba-metal's ``shape``/``strides`` fields, which are ``long``) outside a
   conversion to ``uint``/``int``, 32-bit otherwise; a statement's operators are all counted at its width;
+- a multiply by a power-of-two integer literal is a shift and counted as an add (any compiler makes it
+  one; in hand-written and generated code alike);
 - ``nm_wrap`` calls (numba-metal's negative-index wrap: a 64-bit compare, a select and an add) and
-  ``nm_iternext`` calls (a ``range()`` step: two 64-bit adds, the value and the down-counter);
+  ``nm_iternext`` calls (a ``range()`` step: two 64-bit adds, the value and the down-counter; on an
+  iterator declared ``nm_range_iter<int>``, a loop numba-metal proved 32-bit, two 32-bit adds, counted
+  under ``add32``);
 - ``threadgroup_barrier`` calls whose flags include ``mem_device`` (device-memory fences);
 - *issue work*: the sum of those operations weighted by M1 (Apple7) integer throughputs in cycles per
   instruction per SIMD group, from philipturner/metal-benchmarks (README, "Integer performance"):
@@ -239,11 +243,17 @@ def _subscripts(text: str) -> list[str]:
     return out
 
 
+_POW2 = "|".join(str(2 ** k) for k in range(62, 0, -1))
+_SHIFT = re.compile(rf"\*\s*(?:{_POW2})[uUlL]*\b|\b(?:{_POW2})[uUlL]*\s*\*(?!\s*(?:{_POW2})[uUlL]*\b)")
+
+
 def _operators(expr: str) -> tuple[int, int]:
-    """(multiplies, adds) among ``expr``'s binary operators."""
+    """(multiplies, adds) among ``expr``'s binary operators; a multiply by a power-of-two literal is a
+    shift, counted as an add."""
     s = re.sub(r"\[\s*\d+\s*\]", "", expr)         # constant field subscripts
     s = re.sub(r"\w+\s*\(", "(", s)                  # call and cast names
-    adds = len(re.findall(r"\+\+|--|\+=|-=", s))
+    s, shifts = _SHIFT.subn(" ", s)
+    adds = shifts + len(re.findall(r"\+\+|--|\+=|-=", s))
     s = re.sub(r"\+\+|--|\+=|-=|->", " ", s)
     muls = len(re.findall(r"(?<=[\w)\]\s])\*(?=\s*[\w(])", s))
     adds += len(re.findall(r"(?<=[\w)\]])\s*[+-]\s*(?=[\w(])", s))
@@ -290,6 +300,7 @@ def count_msl(source: str) -> dict:
                 if new:
                     used |= new
                     changed = True
+    narrow_iters = set(re.findall(r"nm_range_iter<u?int>\s+([A-Za-z_]\w*)", source))
     counts = {"mul64": 0, "add64": 0, "mul32": 0, "add32": 0, "nm_wrap": 0, "nm_iternext": 0,
               "device_fences": 0}
     for s in statements:
@@ -306,7 +317,11 @@ def count_msl(source: str) -> dict:
             counts["mul64" if wide else "mul32"] += muls
             counts["add64" if wide else "add32"] += adds
         counts["nm_wrap"] += s.count("nm_wrap(")
-        counts["nm_iternext"] += s.count("nm_iternext(")
+        for it in re.findall(r"nm_iternext\(\s*([A-Za-z_]\w*)", s):
+            if it in narrow_iters:
+                counts["add32"] += 2      # a 32-bit range loop's step: two 32-bit adds
+            else:
+                counts["nm_iternext"] += 1
         if "threadgroup_barrier(" in s and "mem_device" in s:
             counts["device_fences"] += 1
     counts["issue_cycles"] = (CYCLES["mul64"] * counts["mul64"] + CYCLES["add64"] * counts["add64"]

@@ -30,10 +30,16 @@ def _data(arr: Value) -> str:
 def array_value(lc, rt, data: str, shape, strides=None) -> Value:
     """An array value of type ``rt`` over ``data`` (a pointer expression) with ``shape`` (ints or
     expressions) and ``strides`` (expressions; C order when omitted)."""
+    static = None
     if strides is None:
         strides = [msl.long_literal(s) for s in _c_strides(shape)]
+        if all(isinstance(s, int) for s in shape):
+            static = tuple(_c_strides(shape))
     shape = [msl.long_literal(s) if isinstance(s, int) else s for s in shape]
-    return Value(msl.aggregate(lc.msl_type(rt), [data, msl.braces(shape), msl.braces(strides)]), rt)
+    value = Value(msl.aggregate(lc.msl_type(rt), [data, msl.braces(shape), msl.braces(strides)]), rt)
+    if static is not None:
+        lc.note_static_strides(value.expr, static)
+    return value
 
 
 def _c_strides(shape) -> list[int]:
@@ -149,15 +155,21 @@ def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
     return comps
 
 
-def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
+def _offset(lc, arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
     """The element offset of ``arr[comps]``: unit stride on the contiguous axis of a C (full index) or F
-    array is not multiplied."""
+    array is not multiplied; the strides of an array whose shape is fixed at compile time (a shared, local
+    or constant array) are constants."""
     aty = arr.type
     n = aty.ndim
+    static = lc.static_strides(arr.expr)
     terms = []
     for k, i in enumerate(comps):
         unit = (full and aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
-        stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
+        if static is not None:
+            unit = unit or static[k] == 1
+            stride = msl.uint_literal(static[k]) if narrow else msl.long_literal(static[k])
+        else:
+            stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
         terms.append(i if unit else msl.binary("*", i, stride))
     if not terms:
         return msl.uint_literal(0) if narrow else msl.long_literal(0)
@@ -170,7 +182,7 @@ def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
     """A view of ``arr`` with its first ``len(comps)`` axes fixed."""
     k0 = len(comps)
     n = arr.type.ndim
-    data = msl.binary("+", _data(arr), _offset(arr, comps, full=False))
+    data = msl.binary("+", _data(arr), _offset(lc, arr, comps, full=False))
     shape = [_shape(arr, k) for k in range(k0, n)]
     strides = [_stride(arr, k) for k in range(k0, n)]
     return msl.aggregate(lc.msl_type(result_ty), [data, msl.braces(shape), msl.braces(strides)])
@@ -214,7 +226,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
 def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
     narrow = _narrow(lc, arr)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
-    element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
+    element = msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
@@ -225,7 +237,7 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=())
     narrow = _narrow(lc, arr)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(arr, comps, narrow=narrow)),
+    store = msl.assign(msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow)),
                        lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -335,7 +347,7 @@ def element_address(lc, arr: Value, index: Value) -> str:
     if idx is None or len(idx) != aty.ndim:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
-    offset = _offset(arr, comps)
+    offset = _offset(lc, arr, comps)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))

@@ -52,6 +52,7 @@ class FunctionLowering:
         self.raises = False        # the function raises, or calls a device function that may
         self.index32: frozenset = frozenset()   # integer variables computed in 32 bits (index32.py)
         self._ranges32: dict = {}                 # range loops iterated in 32 bits: {variable: MSL type}
+        self._strides: dict = {}                  # {array expression or variable: its constant strides}
         self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
@@ -253,6 +254,15 @@ class FunctionLowering:
         """The barrier call being lowered must fence device memory too (barriers.py): always in a device
         function, whose callers are unknown."""
         return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
+
+    def note_static_strides(self, expr: str, strides: tuple) -> None:
+        """The array value ``expr`` (shared, local, constant) has these compile-time strides."""
+        self._strides[expr] = strides
+
+    def static_strides(self, expr: str):
+        """The compile-time strides of the array ``expr`` (a value noted, or a variable assigned only such a
+        value, once), else None."""
+        return self._strides.get(expr)
 
     def is_index32(self, expr: str) -> bool:
         """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
@@ -524,6 +534,8 @@ class FunctionLowering:
         result = self.lower_value(value, target)
         if result is None:
             return
+        if result.expr in self._strides and self.definition(target) is not None:
+            self._strides[self.var(target.name)] = self._strides[result.expr]
         if isinstance(tty, types.RangeType) and target.name in self._ranges32:
             self.emit(msl.assign(self.var(target.name), msl.call("nm_range32", result.expr)))
             return
@@ -547,10 +559,10 @@ class FunctionLowering:
 
     def _low_bits(self, var: ir.Var) -> str:
         ty = self.typemap[var.name]
-        if var.name in self.index32:
-            return self.var(var.name)
         if isinstance(ty, types.IntegerLiteral):
             return msl.uint_literal(ty.literal_value % 2 ** 32)
+        if var.name in self.index32:
+            return self.var(var.name)
         return msl.cast("uint", self.var(var.name))
 
     def lower_value(self, value, target) -> Value | None:
