@@ -9,6 +9,8 @@ access is skipped.
 
 from __future__ import annotations
 
+import operator
+
 from numba.core import ir, types
 
 from . import conversions, msl
@@ -178,6 +180,60 @@ def _offset(lc, arr: Value, comps: list[str], full: bool = True, narrow: bool = 
     return msl.sum_of(terms)
 
 
+def _split(lc, var: ir.Var):
+    """``(v, d)`` where ``var`` is ``v + d`` or ``v - (-d)`` for a variable ``v`` and an integer literal ``d``
+    (its only definition), else ``(var, 0)``."""
+    d = lc.definition(var)
+    if isinstance(d, ir.Expr) and d.op in ("binop", "inplace_binop"):
+        fn = d.fn if d.op == "binop" else d.immutable_fn
+        rhs = lc.typemap.get(d.rhs.name)
+        lhs = lc.typemap.get(d.lhs.name)
+        if fn in (operator.add, operator.sub) and isinstance(rhs, types.IntegerLiteral) and \
+                isinstance(lhs, types.Integer) and not isinstance(lhs, types.IntegerLiteral):
+            return d.lhs, rhs.literal_value if fn is operator.add else -rhs.literal_value
+        if fn is operator.add and isinstance(lhs, types.IntegerLiteral) and isinstance(rhs, types.Integer):
+            return d.rhs, lhs.literal_value
+    return var, 0
+
+
+def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
+    """The 32-bit element offset of a full index ``(v0 + d0, ..., vn + dn)`` (``dk`` integer literals, every
+    component proven non-negative) into a C-contiguous array (issue 28 item 4): the row offset
+    ``v0 * s0 + ... + vn`` is computed once per array and ``v``\s in a block of straight-line code and
+    shared by the subscripts that differ only in the ``d``\s (a stencil's neighbours), each adding
+    ``d0 * s0 + ... + dn``. Exact: the offset is the same sum modulo 2**32, and an in-bounds one is below
+    2**31. None where it does not apply."""
+    aty = arr.type
+    if index_var is None or aty.layout != "C" or aty.ndim < 2 or len(nonneg) != aty.ndim or not all(nonneg):
+        return None
+    d = lc.definition(index_var)
+    if not (isinstance(d, ir.Expr) and d.op == "build_tuple" and len(d.items) == aty.ndim):
+        return None
+    parts = [_split(lc, item) for item in d.items]
+    computed = [index_var.name] + [item.name for item, (v, _) in zip(d.items, parts) if v is not item]
+    if not lc.computed_here(computed, {v.name for v, _ in parts}):
+        return None
+    static = lc.static_strides(arr.expr)
+    strides = [msl.uint_literal(static[k]) if static else (msl.uint_literal(1) if k == aty.ndim - 1 else
+               msl.cast("uint", _stride(arr, k))) for k in range(aty.ndim)]
+    bases = tuple(lc.var(v.name) for v, _ in parts)
+    key = (arr.expr, bases)
+    base = lc.shared_offset(key)
+    if base is None:
+        terms = [msl.cast("uint", b) if k == aty.ndim - 1 else msl.binary("*", msl.cast("uint", b), strides[k])
+                 for k, b in enumerate(bases)]
+        base = lc.shared_offset(key, msl.sum_of(terms))
+    offset = base
+    for k, (_, dk) in enumerate(parts):
+        if dk == 0:
+            continue
+        unit = k == aty.ndim - 1 or static
+        step = msl.uint_literal(abs(dk) * (static[k] if static else 1)) if unit else \
+            (strides[k] if abs(dk) == 1 else msl.binary("*", msl.uint_literal(abs(dk)), strides[k]))
+        offset = msl.binary("+" if dk > 0 else "-", offset, step)
+    return offset
+
+
 def _view(lc, arr: Value, comps: list[str], result_ty) -> str:
     """A view of ``arr`` with its first ``len(comps)`` axes fixed."""
     k0 = len(comps)
@@ -220,24 +276,27 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
-    return _load(lc, base, idx, _array_name(expr.value), nonneg)
+    index_var = expr.index if expr.op == "getitem" else expr.index_var
+    return _load(lc, base, idx, _array_name(expr.value), nonneg, index_var)
 
 
-def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
+def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None) -> Value:
     narrow = _narrow(lc, arr)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
-    element = msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
+    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
 
 
-def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=()) -> None:
+def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(), index_var=None) -> None:
     narrow = _narrow(lc, arr)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow)),
+    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    store = msl.assign(msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow)),
                        lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -297,7 +356,9 @@ def lower_setitem(lc, stmt) -> None:
         lc.error("slice assignment is not supported inside Metal kernels; assign elements one at a time")
     if len(idx) != tty.ndim:
         lc.error(f"assignment to a {tty.ndim}-d array needs {tty.ndim} indices, got {len(idx)}")
-    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target), nonneg)
+    index_var = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
+    _store(lc, target, idx, lc.value(stmt.value), _array_name(stmt.target), nonneg,
+           index_var if isinstance(index_var, ir.Var) else None)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:

@@ -53,6 +53,7 @@ class FunctionLowering:
         self.index32: frozenset = frozenset()   # integer variables computed in 32 bits (index32.py)
         self._ranges32: dict = {}                 # range loops iterated in 32 bits: {variable: MSL type}
         self._strides: dict = {}                  # {array expression or variable: its constant strides}
+        self._row_offsets: dict = {}              # arrays.py's shared row offsets in this block: {key: temp}
         self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
@@ -264,6 +265,30 @@ class FunctionLowering:
         value, once), else None."""
         return self._strides.get(expr)
 
+    def shared_offset(self, key, init: str | None = None):
+        """A ``uint`` row offset shared by the subscripts of one block (arrays.py): the temporary holding
+        ``key``'s, or with ``init`` a new one assigned it here. ``key`` is (array, variables...); an
+        assignment to any of them forgets it."""
+        if init is None:
+            return self._row_offsets.get(key)
+        name = self._row_offsets[key] = self.tmp(types.uint32, init)
+        return name
+
+    def computed_here(self, names, inputs) -> bool:
+        """Each of the variables ``names`` has one assignment, earlier in the block being lowered, and none
+        of the variables ``inputs`` is assigned from the first of them to the statement being lowered (so
+        that they still hold what those assignments read)."""
+        block, here = getattr(self, "_block", None), getattr(self, "_position", None)
+        if block is None:
+            return False
+        first = here
+        for name in names:
+            where = [k for k, s in enumerate(block[:here]) if isinstance(s, ir.Assign) and s.target.name == name]
+            if len(where) != 1 or len(self.func_ir._definitions.get(name, ())) != 1:
+                return False
+            first = min(first, where[0])
+        return not any(isinstance(s, ir.Assign) and s.target.name in inputs for s in block[first:here])
+
     def is_index32(self, expr: str) -> bool:
         """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
         return expr in self._index32_idents
@@ -409,7 +434,9 @@ class FunctionLowering:
             for item in node.items:
                 self._emit_tree(item)
         elif isinstance(node, Code):
-            for stmt in self.func_ir.blocks[node.label].body[:-1]:
+            self._row_offsets = {}
+            self._block = self.func_ir.blocks[node.label].body
+            for self._position, stmt in enumerate(self._block[:-1]):
                 self.loc = stmt.loc
                 self.lower_stmt(stmt)
         elif isinstance(node, If):
@@ -516,6 +543,9 @@ class FunctionLowering:
 
     def _lower_assign(self, stmt: ir.Assign) -> None:
         target = stmt.target
+        if self._row_offsets:
+            ident = self.var(target.name)
+            self._row_offsets = {k: v for k, v in self._row_offsets.items() if ident != k[0] and ident not in k[1]}
         tty = self.typemap[target.name]
         tname = self.module.type_name(tty)
         value = stmt.value
