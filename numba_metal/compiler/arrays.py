@@ -199,8 +199,8 @@ def _split(lc, var: ir.Var):
 def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
     """The 32-bit element offset of a full index ``(v0 + d0, ..., vn + dn)`` (``dk`` integer literals, every
     component proven non-negative) into a C-contiguous array (issue 28 item 4): the row offset
-    ``v0 * s0 + ... + vn`` is computed once per array and ``v``\s in a block of straight-line code and
-    shared by the subscripts that differ only in the ``d``\s (a stencil's neighbours), each adding
+    ``v0 * s0 + ... + vn`` is computed once per array and variables in a block of straight-line code and
+    shared by the subscripts that differ only in their constants (a stencil's neighbours), each adding
     ``d0 * s0 + ... + dn``. Exact: the offset is the same sum modulo 2**32, and an in-bounds one is below
     2**31. None where it does not apply."""
     aty = arr.type

@@ -281,10 +281,16 @@ class FunctionLowering:
         block, here = getattr(self, "_block", None), getattr(self, "_position", None)
         if block is None:
             return False
+        if getattr(self, "_assignments", None) is None:
+            self._assignments = {}
+            for b in self.func_ir.blocks.values():
+                for s in b.body:
+                    if isinstance(s, ir.Assign):
+                        self._assignments[s.target.name] = self._assignments.get(s.target.name, 0) + 1
         first = here
         for name in names:
             where = [k for k, s in enumerate(block[:here]) if isinstance(s, ir.Assign) and s.target.name == name]
-            if len(where) != 1 or len(self.func_ir._definitions.get(name, ())) != 1:
+            if len(where) != 1 or self._assignments.get(name) != 1:
                 return False
             first = min(first, where[0])
         return not any(isinstance(s, ir.Assign) and s.target.name in inputs for s in block[first:here])
@@ -559,7 +565,7 @@ class FunctionLowering:
                     self.emit(msl.statement(result.expr))
             return
         if target.name in self.index32:
-            self.emit(msl.assign(self.var(target.name), self._index32_value(value, target)))
+            self.emit(msl.assign(self.var(target.name), index32.lower_assigned(self, value, target)))
             return
         result = self.lower_value(value, target)
         if result is None:
@@ -570,30 +576,6 @@ class FunctionLowering:
             self.emit(msl.assign(self.var(target.name), msl.call("nm_range32", result.expr)))
             return
         self.emit(msl.assign(self.var(target.name), self.cast(result, tty)))
-
-    def _index32_value(self, value, target) -> str:
-        """The low 32 bits of what ``target`` (an index32 variable) is assigned: ``+``, ``-``, ``*`` of integers
-        computed in ``uint`` (they commute with reduction modulo 2**32), anything else truncated."""
-        ty = self.typemap[target.name]
-        if isinstance(ty, types.IntegerLiteral):
-            return msl.uint_literal(ty.literal_value % 2 ** 32)
-        op = index32.ring_operation(value)
-        if op is not None and not any(r(self, value) for r in lowerings.find_rewrites(
-                value.fn if value.op == "binop" else value.immutable_fn)):
-            lhs, rhs = (self._low_bits(v) for v in (value.lhs, value.rhs))
-            return msl.binary(op, lhs, rhs)
-        if isinstance(value, ir.Var):
-            return self._low_bits(value)
-        result = self.lower_value(value, target)
-        return msl.cast("uint", result.expr)
-
-    def _low_bits(self, var: ir.Var) -> str:
-        ty = self.typemap[var.name]
-        if isinstance(ty, types.IntegerLiteral):
-            return msl.uint_literal(ty.literal_value % 2 ** 32)
-        if var.name in self.index32:
-            return self.var(var.name)
-        return msl.cast("uint", self.var(var.name))
 
     def lower_value(self, value, target) -> Value | None:
         if isinstance(value, ir.Var):

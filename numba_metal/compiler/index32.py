@@ -28,6 +28,9 @@ from collections import Counter
 
 from numba.core import ir, types
 
+from . import msl
+from .lowering import registry
+
 _RING = (operator.add, operator.sub, operator.mul)
 
 
@@ -113,6 +116,31 @@ def narrowed(tf, narrow_array) -> frozenset:
     for s in stmts:
         used.update(name for name, n in uses(s).items() if n > 0)
     return frozenset(candidates & used)       # a variable nothing reads keeps its type
+
+
+def lower_assigned(lc, value, target) -> str:
+    """The low 32 bits of what ``target`` (a variable :func:`narrowed` chose) is assigned: ``+``, ``-``, ``*``
+    of integers computed in ``uint`` (they commute with reduction modulo 2**32), anything else truncated."""
+    ty = lc.typemap[target.name]
+    if isinstance(ty, types.IntegerLiteral):
+        return msl.uint_literal(ty.literal_value % 2 ** 32)
+    op = ring_operation(value)
+    if op is not None and not any(r(lc, value) for r in registry.find_rewrites(
+            value.fn if value.op == "binop" else value.immutable_fn)):
+        return msl.binary(op, low_bits(lc, value.lhs), low_bits(lc, value.rhs))
+    if isinstance(value, ir.Var):
+        return low_bits(lc, value)
+    return msl.cast("uint", lc.lower_value(value, target).expr)
+
+
+def low_bits(lc, var: ir.Var) -> str:
+    """The low 32 bits of integer variable ``var``, as a ``uint`` expression."""
+    ty = lc.typemap[var.name]
+    if isinstance(ty, types.IntegerLiteral):
+        return msl.uint_literal(ty.literal_value % 2 ** 32)
+    if var.name in lc.index32:
+        return lc.var(var.name)
+    return msl.cast("uint", lc.var(var.name))
 
 
 def ring_operation(expr) -> str | None:
