@@ -3,10 +3,9 @@ under 2**31 elements, every element within 2**31 - 1 of a[0, ..., 0]) gets a spe
 them in 32 bits; any other array gets the 64-bit one. Results must not depend on which: each kernel here is
 checked against NumPy (or Python's int64 arithmetic), on both specialisations where both apply.
 
-The arrays of 2**31 elements and more are views of anonymous memory maps: only the pages a kernel touches
-become memory (the CPU device binds NumPy memory in place)."""
+The arrays of 2**31 elements and more are views of mapped arrays (``metal.mapped_array``), bound in place
+(the tests fail if one is copied): only the pages a kernel or the test touches become memory."""
 
-import mmap
 import re
 
 import numpy as np
@@ -23,9 +22,18 @@ def _kinds(kernel):
 
 
 def _big_bytes(n: int):
-    """A writable uint8 NumPy array of ``n`` bytes over an anonymous memory map (pages made on touch)."""
-    m = mmap.mmap(-1, n)
-    return np.frombuffer(m, np.uint8)
+    """A mapped uint8 array of ``n`` bytes (device memory the host sees; pages made on touch)."""
+    return metal.mapped_array(n, np.uint8)
+
+
+@pytest.fixture
+def no_copies(monkeypatch):
+    """An array copied to the device would not be the geometry under test."""
+    import numba_metal.host.perf_warnings as pw
+
+    def refuse():
+        raise AssertionError("an array argument was copied instead of bound in place")
+    monkeypatch.setattr(pw, "implicit_copy", refuse)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,24 +72,25 @@ def _copy(a, out):
         out[i] = a[i]
 
 
-def test_a_launch_with_a_large_array_gets_the_64_bit_specialisation_and_the_right_elements():
+def test_a_launch_with_a_large_array_gets_the_64_bit_specialisation_and_the_right_elements(no_copies):
     base = _big_bytes(2 ** 32 + 2 ** 16)
-    base[7], base[2 ** 32 + 7], base[2 ** 33 // 2 - 1] = 9, 42, 5
-    far = np.lib.stride_tricks.as_strided(base[7:], shape=(2,), strides=(2 ** 32,))   # 2 elements, 2**32 apart
-    near = base[:8].copy()
-    out = np.zeros(2, np.uint8)
-    _copy[1, 2](far, out)
+    base[7], base[2 ** 32 + 7] = 9, 42
+    far = np.lib.stride_tricks.as_strided(base[7:], shape=(2,), strides=(2 ** 32,), subok=True)   # 2**32 apart
+    out = _big_bytes(2)
+    _copy[2, 1](far, out)
+    metal.synchronize()
     assert out.tolist() == [9, 42]          # a 32-bit offset would read base[7] twice
-    out2 = np.zeros(2, np.uint8)
-    _copy[1, 2](near, out2)
-    assert out2.tolist() == [0, 0]
+    near = _big_bytes(8)
+    _copy[2, 1](near, out)
+    metal.synchronize()
+    assert out.tolist() == [0, 0]
     assert _kinds(_copy) == ["Array", "Index32Array", "Index32Array", "Index32Array"]
     by_kind = {type(sig[0]).__name__: msl for sig, msl in _copy.inspect_msl().items()}
     assert "v_a.data[(long(v_i) * v_a.strides[0])]" in by_kind["Array"]          # 64-bit offsets
     assert "long(" not in re.findall(r"v_a\.data\[[^\]]*\]", by_kind["Index32Array"])[0]
 
 
-def test_arrays_at_the_2_31_element_boundary():
+def test_arrays_at_the_2_31_element_boundary(no_copies):
     """2**31 - 1 elements: the 32-bit path reads the last one; 2**31: the 64-bit path does."""
     @metal.jit
     def ends(a, out):
@@ -92,8 +101,9 @@ def test_arrays_at_the_2_31_element_boundary():
     base = _big_bytes(2 ** 31 + 4096)
     base[2 ** 31 - 1], base[2 ** 31 - 2], base[2 ** 31 - 3] = 7, 11, 13
     for n, want in ((2 ** 31 - 1, [22, 26]), (2 ** 31, [14, 22])):
-        out = np.zeros(2, np.uint8)
+        out = _big_bytes(2)
         ends[1, 2](base[:n], out)
+        metal.synchronize()
         assert out.tolist() == want, n
     assert [type(sig[0]).__name__ for sig in ends.specializations] == ["Index32Array", "Array"]
 
@@ -106,8 +116,9 @@ def test_arrays_at_the_2_31_element_boundary():
     for rows, cols in ((2 ** 15, 2 ** 16), (2 ** 15, 2 ** 16 - 1)):     # 2**31 elements, and fewer
         grid = base[:rows * cols].reshape(rows, cols)
         grid[-1, -1], grid[-1, -2], grid[1, 0] = 3, 4, 5
-        out = np.zeros(3, np.uint8)
+        out = _big_bytes(3)
         corner[1, 1](grid, out)
+        metal.synchronize()
         assert out.tolist() == [3, 4, 5], (rows, cols)
 
 
