@@ -181,19 +181,21 @@ def _offset(lc, arr: Value, comps: list[str], full: bool = True, narrow: bool = 
 
 
 def _split(lc, var: ir.Var):
-    """``(v, d)`` where ``var`` is ``v + d`` or ``v - (-d)`` for a variable ``v`` and an integer literal ``d``
-    (its only definition), else ``(var, 0)``."""
-    d = lc.definition(var)
-    if isinstance(d, ir.Expr) and d.op in ("binop", "inplace_binop"):
+    """``(v, d, position)`` where ``var``'s only assignment, at ``position`` of the block being lowered, is
+    ``v + d`` or ``v - (-d)`` for a variable ``v`` and an integer literal ``d``; else ``(var, 0, None)``."""
+    found = lc.defined_here(var.name)
+    if found is not None and isinstance(found[1], ir.Expr) and found[1].op in ("binop", "inplace_binop"):
+        d = found[1]
         fn = d.fn if d.op == "binop" else d.immutable_fn
         rhs = lc.typemap.get(d.rhs.name)
         lhs = lc.typemap.get(d.lhs.name)
         if fn in (operator.add, operator.sub) and isinstance(rhs, types.IntegerLiteral) and \
                 isinstance(lhs, types.Integer) and not isinstance(lhs, types.IntegerLiteral):
-            return d.lhs, rhs.literal_value if fn is operator.add else -rhs.literal_value
-        if fn is operator.add and isinstance(lhs, types.IntegerLiteral) and isinstance(rhs, types.Integer):
-            return d.rhs, lhs.literal_value
-    return var, 0
+            return d.lhs, rhs.literal_value if fn is operator.add else -rhs.literal_value, found[0]
+        if fn is operator.add and isinstance(lhs, types.IntegerLiteral) and isinstance(rhs, types.Integer) and \
+                not isinstance(rhs, types.IntegerLiteral):
+            return d.rhs, lhs.literal_value, found[0]
+    return var, 0, None
 
 
 def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
@@ -206,13 +208,16 @@ def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
     aty = arr.type
     if index_var is None or aty.layout != "C" or aty.ndim < 2 or len(nonneg) != aty.ndim or not all(nonneg):
         return None
-    d = lc.definition(index_var)
-    if not (isinstance(d, ir.Expr) and d.op == "build_tuple" and len(d.items) == aty.ndim):
+    found = lc.defined_here(index_var.name)
+    if found is None or not (isinstance(found[1], ir.Expr) and found[1].op == "build_tuple"
+                             and len(found[1].items) == aty.ndim):
         return None
-    parts = [_split(lc, item) for item in d.items]
-    computed = [index_var.name] + [item.name for item, (v, _) in zip(d.items, parts) if v is not item]
-    if not lc.computed_here(computed, {v.name for v, _ in parts}):
+    split = [_split(lc, item) for item in found[1].items]
+    # the tuple and the v + d items were computed in this block from the v's they still hold
+    first = min([found[0]] + [p for _, _, p in split if p is not None])
+    if lc.assigned_since(first, {v.name for v, _, _ in split}):
         return None
+    parts = [(v, dk) for v, dk, _ in split]
     static = lc.static_strides(arr.expr)
     strides = [msl.uint_literal(static[k]) if static else (msl.uint_literal(1) if k == aty.ndim - 1 else
                msl.cast("uint", _stride(arr, k))) for k in range(aty.ndim)]

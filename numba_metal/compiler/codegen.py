@@ -14,6 +14,8 @@ kernel-API families use (they receive it as ``lc``).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
@@ -54,6 +56,7 @@ class FunctionLowering:
         self._ranges32: dict = {}                 # range loops iterated in 32 bits: {variable: MSL type}
         self._strides: dict = {}                  # {array expression or variable: its constant strides}
         self._row_offsets: dict = {}              # arrays.py's shared row offsets in this block: {key: temp}
+        self._block, self._position, self._assignments = None, 0, None   # for defined_here
         self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
@@ -274,26 +277,20 @@ class FunctionLowering:
         name = self._row_offsets[key] = self.tmp(types.uint32, init)
         return name
 
-    def computed_here(self, names, inputs) -> bool:
-        """Each of the variables ``names`` has one assignment, earlier in the block being lowered, and none
-        of the variables ``inputs`` is assigned from the first of them to the statement being lowered (so
-        that they still hold what those assignments read)."""
-        block, here = getattr(self, "_block", None), getattr(self, "_position", None)
-        if block is None:
-            return False
-        if getattr(self, "_assignments", None) is None:
-            self._assignments = {}
-            for b in self.func_ir.blocks.values():
-                for s in b.body:
-                    if isinstance(s, ir.Assign):
-                        self._assignments[s.target.name] = self._assignments.get(s.target.name, 0) + 1
-        first = here
-        for name in names:
-            where = [k for k, s in enumerate(block[:here]) if isinstance(s, ir.Assign) and s.target.name == name]
-            if len(where) != 1 or self._assignments.get(name) != 1:
-                return False
-            first = min(first, where[0])
-        return not any(isinstance(s, ir.Assign) and s.target.name in inputs for s in block[first:here])
+    def defined_here(self, name: str):
+        """(position, value) of the only assignment of variable ``name`` if it is earlier in the block being
+        lowered (arrays.py's shared row offsets), else None."""
+        if self._assignments is None:
+            self._assignments = Counter(s.target.name for b in self.func_ir.blocks.values() for s in b.body
+                                        if isinstance(s, ir.Assign))
+        if self._block is None or self._assignments[name] != 1:
+            return None
+        return next(((k, s.value) for k, s in enumerate(self._block[:self._position])
+                     if isinstance(s, ir.Assign) and s.target.name == name), None)
+
+    def assigned_since(self, position: int, names) -> bool:
+        """A variable of ``names`` is assigned from ``position`` of the block being lowered to here."""
+        return any(isinstance(s, ir.Assign) and s.target.name in names for s in self._block[position:self._position])
 
     def is_index32(self, expr: str) -> bool:
         """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""

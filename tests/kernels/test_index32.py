@@ -215,3 +215,26 @@ def test_debug_kernels_keep_64_bit_indices():
     assert a.tolist() == [1, 2, 3, 0]
     src = list(k.inspect_msl().values())[0]
     assert re.search(r"\blong v__binop_sub", src)
+
+
+def test_shared_row_offsets_follow_reassigned_variables():
+    @metal.jit
+    def k(a, out):
+        y = metal.grid(1)
+        if y < a.shape[0] - 2:
+            x = 1
+            t = (y + 1, x)
+            s = a[y, x] + a[y + 1, x + 1]
+            x = 0                      # after the tuple and the first subscripts were computed
+            out[y] = s + a[t] + 10 * a[y, x] + 100 * a[y + 1, x + 1]
+
+    a = np.arange(40, dtype=np.int64).reshape(10, 4)
+    out = np.zeros(10, np.int64)
+    k[1, 16](a, out)
+    want = np.zeros(10, np.int64)
+    for y in range(0, 8):
+        want[y] = a[y, 1] + a[y + 1, 2] + a[y + 1, 1] + 10 * a[y, 0] + 100 * a[y + 1, 1]
+    np.testing.assert_array_equal(out, want)
+    src = list(k.inspect_msl().values())[0]
+    body = src[src.index("kernel void"):]
+    assert "nm_wrap(" not in body and len(re.findall(r"\bnm_t\d+ = ", body)) >= 2   # rows shared, and recomputed
