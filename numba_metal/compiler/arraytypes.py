@@ -72,3 +72,34 @@ class Index32Array(types.Array):
     @property
     def key(self):
         return super().key + ("index32",)
+
+
+def plain(ty):
+    """``ty`` without the launch's size fact: an ``Index32Array`` as the ``types.Array`` it refines (what
+    an explicit signature or numba.cuda code names), anything else as it is."""
+    if isinstance(ty, Index32Array):
+        return types.Array(ty.dtype, ty.ndim, ty.layout, readonly=not ty.mutable, aligned=ty.aligned)
+    return ty
+
+
+class Signatures(dict):
+    """A kernel's specialisations by argument types (numba.cuda's ``overloads``): a signature of plain
+    array types (numba.cuda's) also finds the specialisation compiled for small arrays of those types,
+    when no 64-bit one was compiled."""
+
+    def __missing__(self, key):
+        if isinstance(key, tuple):
+            for sig, value in self.items():
+                if len(sig) == len(key) and tuple(plain(t) for t in sig) == key:
+                    return value
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default

@@ -214,8 +214,11 @@ class Dispatcher:
         argument types."""
         if self._specialized:
             raise NumbaMetalError(f"kernel {self.__name__}() is already specialized")
+        from numba_metal.compiler.arraytypes import plain
+
         from .arguments import typeof_arg
-        argtypes = tuple(typeof_arg(a, i) for i, a in enumerate(args))
+        # numba.cuda's types (no size fact): the kernel serves arrays of any size, 64-bit indexed
+        argtypes = tuple(plain(typeof_arg(a, i)) for i, a in enumerate(args))
         with self._lock:
             specialization = self._specialized_dispatchers.get(argtypes)
             if specialization is None:
@@ -251,8 +254,9 @@ class Dispatcher:
 
     @property
     def specializations(self) -> dict:
+        from numba_metal.compiler.arraytypes import Signatures
         self._sync_specializations()
-        return dict(self._specializations)
+        return Signatures(self._specializations)
 
     #: numba.cuda's names for the compiled specialisations (argument types -> kernel)
     overloads = specializations
@@ -402,7 +406,9 @@ class Dispatcher:
                 if want == got:
                     continue
                 if isinstance(want, types.Array) and isinstance(got, types.Array):
+                    # code for small arrays (32-bit indices) never serves one that is not known small
                     if (want.dtype == got.dtype and want.ndim == got.ndim
+                            and getattr(got, "index32", False) >= getattr(want, "index32", False)
                             and (want.layout == "A" or want.layout == got.layout)):
                         continue
                 elif isinstance(want, types.Number) and isinstance(got, (types.Number, types.Boolean)):

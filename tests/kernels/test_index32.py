@@ -238,3 +238,27 @@ def test_shared_row_offsets_follow_reassigned_variables():
     src = list(k.inspect_msl().values())[0]
     body = src[src.index("kernel void"):]
     assert "nm_wrap(" not in body and len(re.findall(r"\bnm_t\d+ = ", body)) >= 2   # rows shared, and recomputed
+
+
+def test_specialize_and_overloads_speak_numba_cuda_types(no_copies):
+    from numba.core import types
+
+    @metal.jit
+    def inc(a, out):
+        i = metal.grid(1)
+        if i < out.size:
+            out[i] = a[a.size - 1 - i] + 1
+
+    small = _big_bytes(8)
+    out = _big_bytes(2)
+    inc[1, 2](small, out)
+    plain_sig = (types.Array(types.uint8, 1, "C"), types.Array(types.uint8, 1, "C"))
+    assert plain_sig in inc.overloads and "kernel void" in inc.overloads[plain_sig].msl
+    # a kernel specialised on small arrays takes numba.cuda's types, so it serves a large array exactly
+    spec = inc.specialize(small, out)
+    assert list(spec.overloads) == [plain_sig]
+    base = _big_bytes(2 ** 32 + 2 ** 16)
+    base[6], base[7], base[2 ** 32 + 6], base[2 ** 32 + 7] = 8, 9, 41, 42
+    spec[1, 2](base[:2 ** 32 + 8], out)      # 2**32 + 8 elements: 32-bit offsets would read base[7]
+    metal.synchronize()
+    assert out.tolist() == [43, 42]
