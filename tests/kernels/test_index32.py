@@ -47,7 +47,8 @@ def test_index32_is_the_arrays_span_and_axes_below_2_31():
     assert not index32((2 ** 15, 2 ** 16), (2 ** 16, 1), 1)
     assert not index32((3,), (2 ** 30,), 1)                      # 3 elements, but 2**31 apart
     assert index32((3,), (-(2 ** 29),), 1) and not index32((3,), (-(2 ** 30),), 1)
-    assert index32((2 ** 40, 0), (0, 8), 8)                       # empty: nothing to reach
+    assert index32((2 ** 30, 0), (0, 8), 8)                       # empty: nothing to reach
+    assert not index32((2 ** 40, 0), (0, 8), 8)                   # but a.shape[0] is read as a value
     assert not index32((2 ** 31, 1), (0, 1), 1)                   # 2**31 elements (broadcast)
     assert index32((1000, 1000), (8000, 8), 8)                    # strides are in bytes
 
