@@ -109,8 +109,21 @@ def narrow_type(lc, ty) -> bool:
     return not lc.debug and (getattr(ty, "address_space", None) in _SMALL_SPACES or getattr(ty, "index32", False))
 
 
-def _narrow(lc, arr: Value) -> bool:
-    return narrow_type(lc, arr.type)
+def narrow_access(lc, aty, index_var) -> bool:
+    """Index ``aty`` with ``index_var`` (None: constants or an index without a variable) in 32 bits. A device
+    array's components must also be proven in ``[0, 2**32)`` (compiler/ranges.py), so that the 32-bit
+    component is the program's value and an index far out of bounds (``a[i + 2**40]``) stays out of bounds
+    instead of wrapping into them; a shared, local or constant array's are truncated (sizes bounded at
+    compile time: an out-of-bounds access is undefined either way)."""
+    if not narrow_type(lc, aty):
+        return False
+    if not getattr(aty, "index32", False):
+        return True
+    return index_var is not None and all(lc.uint32_index(index_var))
+
+
+def _narrow(lc, arr: Value, index_var=None) -> bool:
+    return narrow_access(lc, arr.type, index_var)
 
 
 def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
@@ -286,7 +299,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
 
 
 def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None) -> Value:
-    narrow = _narrow(lc, arr)
+    narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
@@ -297,7 +310,7 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None
 
 
 def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(), index_var=None) -> None:
-    narrow = _narrow(lc, arr)
+    narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None

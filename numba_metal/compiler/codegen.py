@@ -296,6 +296,10 @@ class FunctionLowering:
         """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
         return expr in self._index32_idents
 
+    def uint32_index(self, var: ir.Var) -> list[bool]:
+        """Per component of the index variable ``var``: proven in ``[0, 2**32)`` (ranges.py)."""
+        return ranges.uint32_components(self.tf, var)
+
     def nonnegative_index(self, var: ir.Var) -> list[bool]:
         """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
         with it needs no negative-index wrap."""
@@ -337,7 +341,8 @@ class FunctionLowering:
             tree = structurize(entry, succs)
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
-        self.index32 = index32.narrowed(self.tf, lambda ty: arrays.narrow_type(self, ty))
+        self.index32 = index32.narrowed(self.tf, lambda ty, var: arrays.narrow_access(self, ty, var),
+                                        ranges.bounds(self.tf))
         self._ranges32 = index32.narrow_ranges(self.tf, ranges.bounds(self.tf)) if not self.debug else {}
         self._index32_idents = {self.var(name) for name in self.index32}
         self._declare_variables()

@@ -1,24 +1,22 @@
-"""Integer variables computed in 32 bits because only their low 32 bits are ever used (issue 28 item 1).
+"""Integer variables computed in 32 bits because they are exact there and only used as subscripts (issue 28
+item 1).
 
 Numba types Python integers as int64, so ``a[y - 1, x]`` computes ``y - 1`` in 64-bit arithmetic, which an
-Apple GPU pays about four times for. Where an array is indexed in 32 bits (``arrays.narrow_type``: an
-``Index32Array`` the launch knows is small, or a threadgroup, thread or constant array), only the low 32 bits of
-an index component matter: an in-bounds component fits in a signed 32-bit ``int``, so it *is* its low 32 bits
-read as ``int``; an out-of-bounds one is undefined with or without the truncation.
+Apple GPU pays about four times for. Where an array is indexed in 32 bits (``arrays.narrow_access``: an
+``Index32Array`` the launch knows is small, subscripted with components proven in ``[0, 2**32)``, or a
+threadgroup, thread or constant array), this module finds the integer variables that
 
-This module finds the integer variables whose every use needs only their low 32 bits:
-
-- an index component of a full-index ``getitem``/``setitem`` of an array indexed in 32 bits (the variable
-  itself, or an item of a tuple whose only uses are such indices);
-- an operand of ``+``, ``-`` or ``*`` (or unary ``-``) of integers whose result is such a variable: these
-  commute with reduction modulo ``2**32``, so computing them on the low 32 bits gives the low 32 bits of the
-  int64 result, overflow included;
-- the source of a copy into such a variable.
+- the value ranges (ranges.py) prove in ``[0, 2**32)``, so that a ``uint`` holds them exactly, and
+- are used only as an index component of a full-index ``getitem``/``setitem`` of such an array (the
+  variable itself, or an item of a tuple whose only uses are such indices), as an operand of ``+``, ``-``
+  or ``*`` (or unary ``-``) of integers whose result is such a variable, or as the source of a copy into
+  one.
 
 Any other use (a comparison, a store, a call, ``print``, a division, a return...) keeps the variable 64-bit,
-so every value a program can observe keeps Numba's int64 semantics. The code generator declares the variables
-found ``uint`` (unsigned: wrapping is defined) and assigns each definition's value truncated, or for ``+``,
-``-``, ``*`` computed in ``uint``; index components read them as ``int`` (a signed wrap test) or ``uint``.
+so every value a program can observe keeps Numba's int64 semantics, and since every variable chosen is
+exact, a 32-bit value never wraps (an index far out of bounds stays 64-bit and out of bounds). The code
+generator declares the variables found ``uint`` and assigns each definition's value converted, or for
+``+``, ``-``, ``*`` computed in ``uint`` (exact: the result is below ``2**32``, and the operands with it).
 """
 
 from __future__ import annotations
@@ -38,9 +36,10 @@ def _integer(ty) -> bool:
     return isinstance(ty, types.Integer) and ty.bitwidth <= 64
 
 
-def narrowed(tf, narrow_array) -> frozenset:
-    """The names of ``tf``'s integer variables computed in 32 bits; ``narrow_array(ty)`` says whether an
-    array of type ``ty`` is indexed in 32 bits."""
+def narrowed(tf, narrow_access, facts) -> frozenset:
+    """The names of ``tf``'s integer variables computed in 32 bits; ``narrow_access(ty, index_var)`` says
+    whether an array of type ``ty`` indexed with ``index_var`` is indexed in 32 bits; ``facts``: the value
+    ranges (ranges.py), which must prove a variable in ``[0, 2**32)``."""
     typemap = tf.typemap
     stmts = [s for b in tf.func_ir.blocks.values() for s in b.body if not isinstance(s, ir.Del)]
 
@@ -48,7 +47,8 @@ def narrowed(tf, narrow_array) -> frozenset:
         """``base[index_var]`` indexes every axis of an array indexed in 32 bits with integers."""
         aty = typemap.get(base.name)
         ity = typemap.get(index_var.name) if index_var is not None else None
-        if not isinstance(aty, types.Array) or isinstance(aty.dtype, types.Record) or not narrow_array(aty):
+        if not isinstance(aty, types.Array) or isinstance(aty.dtype, types.Record) or \
+                not narrow_access(aty, index_var):
             return False
         if _integer(ity):
             return aty.ndim == 1
@@ -84,7 +84,8 @@ def narrowed(tf, narrow_array) -> frozenset:
             if name in tuples and n > approved[name]:
                 tuples.discard(name)
 
-    candidates = {n for n, t in typemap.items() if _integer(t)}
+    candidates = {n for n, t in typemap.items() if _integer(t) and isinstance(facts.get(n), int)
+                  and facts[n] < 2 ** 32}
     changed = True
     while changed:
         changed = False

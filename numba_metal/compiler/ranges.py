@@ -94,6 +94,17 @@ def index_is_nonnegative(bound) -> bool:
     return isinstance(bound, int) and bound < INDEX_LIMIT
 
 
+#: A value with a bound up to this is exact in a 32-bit ``uint`` (index32.py, arrays.py).
+UINT32_MAX = 2 ** 32 - 1
+
+
+def uint32_components(tf, var: ir.Var) -> list[bool]:
+    """Per component of the index ``var``: proven in ``[0, 2**32)``, so exact in a ``uint``."""
+    b = bounds(tf).get(var.name)
+    items = b if isinstance(b, tuple) and (not b or b[0] != "range") else (b,)
+    return [isinstance(x, int) and x <= UINT32_MAX for x in items]
+
+
 def nonnegative_components(tf, var: ir.Var) -> list[bool]:
     """Per component of the index ``var`` (an integer or a tuple of integers): needs no wrap."""
     b = bounds(tf).get(var.name)
