@@ -1,7 +1,7 @@
 """Generated MSL beside hand-written MSL: five kernels, timed on one device, and a static count of what an
 Apple GPU pays for in each (issue 28).
 
-    NUMBA_METAL_DEVICE=cpu python benchmarks/codegen.py [--quick] [--static] [--out DIR] [--json FILE]
+    NUMBA_METAL_DEVICE=cpu python benchmarks/codegen.py [--quick] [--static] [--wide] [--out DIR] [--json FILE]
 
 The kernels are a vector add, saxpy, a shared-memory tree reduction, a 16x16 tiled matmul and a 5-point
 stencil, written as numba-metal kernels (numba.cuda style) and as hand-written MSL with the same
@@ -27,8 +27,12 @@ helpers are counted by name at their call sites, not by their bodies). It is a m
   64-bit when its statement mentions a 64-bit integer (a ``long``/``ulong`` cast, a name declared
   ``long``/``ulong``, numba-metal's ``shape``/``strides`` fields, which are ``long``) outside a
   conversion to ``uint``/``int``, 32-bit otherwise; a statement's operators are all counted at its width;
+- a multiply by a power-of-two integer literal is a shift and counted as an add (any compiler makes it
+  one; in hand-written and generated code alike);
 - ``nm_wrap`` calls (numba-metal's negative-index wrap: a 64-bit compare, a select and an add) and
-  ``nm_iternext`` calls (a ``range()`` step: two 64-bit adds, the value and the down-counter);
+  ``nm_iternext`` calls (a ``range()`` step: two 64-bit adds, the value and the down-counter; on an
+  iterator declared ``nm_range_iter<int>``, a loop numba-metal proved 32-bit, two 32-bit adds, counted
+  under ``add32``);
 - ``threadgroup_barrier`` calls whose flags include ``mem_device`` (device-memory fences);
 - *issue work*: the sum of those operations weighted by M1 (Apple7) integer throughputs in cycles per
   instruction per SIMD group, from philipturner/metal-benchmarks (README, "Integer performance"):
@@ -239,11 +243,17 @@ def _subscripts(text: str) -> list[str]:
     return out
 
 
+_POW2 = "|".join(str(2 ** k) for k in range(62, 0, -1))
+_SHIFT = re.compile(rf"\*\s*(?:{_POW2})[uUlL]*\b|\b(?:{_POW2})[uUlL]*\s*\*(?!\s*(?:{_POW2})[uUlL]*\b)")
+
+
 def _operators(expr: str) -> tuple[int, int]:
-    """(multiplies, adds) among ``expr``'s binary operators."""
+    """(multiplies, adds) among ``expr``'s binary operators; a multiply by a power-of-two literal is a
+    shift, counted as an add."""
     s = re.sub(r"\[\s*\d+\s*\]", "", expr)         # constant field subscripts
     s = re.sub(r"\w+\s*\(", "(", s)                  # call and cast names
-    adds = len(re.findall(r"\+\+|--|\+=|-=", s))
+    s, shifts = _SHIFT.subn(" ", s)
+    adds = shifts + len(re.findall(r"\+\+|--|\+=|-=", s))
     s = re.sub(r"\+\+|--|\+=|-=|->", " ", s)
     muls = len(re.findall(r"(?<=[\w)\]\s])\*(?=\s*[\w(])", s))
     adds += len(re.findall(r"(?<=[\w)\]])\s*[+-]\s*(?=[\w(])", s))
@@ -290,6 +300,7 @@ def count_msl(source: str) -> dict:
                 if new:
                     used |= new
                     changed = True
+    narrow_iters = set(re.findall(r"nm_range_iter<u?int>\s+([A-Za-z_]\w*)", source))
     counts = {"mul64": 0, "add64": 0, "mul32": 0, "add32": 0, "nm_wrap": 0, "nm_iternext": 0,
               "device_fences": 0}
     for s in statements:
@@ -306,7 +317,11 @@ def count_msl(source: str) -> dict:
             counts["mul64" if wide else "mul32"] += muls
             counts["add64" if wide else "add32"] += adds
         counts["nm_wrap"] += s.count("nm_wrap(")
-        counts["nm_iternext"] += s.count("nm_iternext(")
+        for it in re.findall(r"nm_iternext\(\s*([A-Za-z_]\w*)", s):
+            if it in narrow_iters:
+                counts["add32"] += 2      # a 32-bit range loop's step: two 32-bit adds
+            else:
+                counts["nm_iternext"] += 1
         if "threadgroup_barrier(" in s and "mem_device" in s:
             counts["device_fences"] += 1
     counts["issue_cycles"] = (CYCLES["mul64"] * counts["mul64"] + CYCLES["add64"] * counts["add64"]
@@ -316,8 +331,17 @@ def count_msl(source: str) -> dict:
     return counts
 
 
-def generated_msl(name: str) -> str:
-    return metal.compile_msl(KERNELS[name], SIGNATURES[name])
+def generated_msl(name: str, wide: bool = False) -> str:
+    """The MSL of the specialisation a launch of the benchmark's (C-contiguous, under ``2**31``-element)
+    arrays gets, whose device arrays are indexed in 32 bits; ``wide``: of the explicit signature
+    (``SIGNATURES``), which says nothing of the arrays' sizes, so 64-bit (what a launch with an array of
+    ``2**31`` or more elements gets)."""
+    if wide:
+        return metal.compile_msl(KERNELS[name], SIGNATURES[name])
+    from numba_metal.host.arguments import typeof_arg
+    args = {"vadd": (np.zeros(1, np.float32),) * 3, "saxpy": (np.float32(1),) + (np.zeros(1, np.float32),) * 2,
+            "reduce": (np.zeros(1, np.float32),) * 2}.get(name, (np.zeros((1, 1), np.float32),) * 3)
+    return metal.compile_msl(KERNELS[name], tuple(typeof_arg(a, i) for i, a in enumerate(args[:KERNELS[name].__code__.co_argcount])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +435,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=7, help="timed runs of each version (best is kept)")
     ap.add_argument("--out", help="write each kernel's generated and hand-written MSL to this directory")
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--wide", action="store_true", help="count the 64-bit specialisation (arrays of 2**31 or more "
+                    "elements, or an explicit signature) instead of the one the benchmark's launches get")
     args = ap.parse_args(argv)
     result = {"cycles": CYCLES, "cycles_source": SOURCE, "kernels": {}}
     if not args.static:
@@ -421,7 +447,7 @@ def main(argv=None) -> int:
     print(f"{'kernel':8} " + " ".join(f"{k:>13}" for k in keys) + "   work ratio")
     failed = False
     for name in KERNELS:
-        gen = generated_msl(name)
+        gen = generated_msl(name, args.wide)
         row = {"generated": count_msl(gen), "hand": count_msl(HAND[name])}
         g, h = row["generated"]["issue_cycles"], row["hand"]["issue_cycles"]
         row["work_ratio"] = g / h if h else (1.0 if g == 0 else float("inf"))

@@ -9,6 +9,8 @@ access is skipped.
 
 from __future__ import annotations
 
+import operator
+
 from numba.core import ir, types
 
 from . import conversions, msl, slicing
@@ -30,10 +32,16 @@ def _data(arr: Value) -> str:
 def array_value(lc, rt, data: str, shape, strides=None) -> Value:
     """An array value of type ``rt`` over ``data`` (a pointer expression) with ``shape`` (ints or
     expressions) and ``strides`` (expressions; C order when omitted)."""
+    static = None
     if strides is None:
         strides = [msl.long_literal(s) for s in _c_strides(shape)]
+        if all(isinstance(s, int) for s in shape):
+            static = tuple(_c_strides(shape))
     shape = [msl.long_literal(s) if isinstance(s, int) else s for s in shape]
-    return Value(msl.aggregate(lc.msl_type(rt), [data, msl.braces(shape), msl.braces(strides)]), rt)
+    value = Value(msl.aggregate(lc.msl_type(rt), [data, msl.braces(shape), msl.braces(strides)]), rt)
+    if static is not None:
+        lc.note_static_strides(value.expr, static)
+    return value
 
 
 def _c_strides(shape) -> list[int]:
@@ -92,14 +100,32 @@ def _nonnegative(lc, var) -> list[bool]:
 _SMALL_SPACES = ("threadgroup", "thread", "constant")
 
 
-def _narrow(lc, arr: Value) -> bool:
-    """Index ``arr`` in 32-bit arithmetic (issue 28 item 1, for arrays whose size is bounded at compile
-    time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
-    access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
-    report the index as the program computed it. Not for a non-contiguous view either (``x[::-1]``), whose
-    strides may be negative."""
-    return (not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
-            and arr.type.layout in ("C", "F"))
+def narrow_type(lc, ty) -> bool:
+    """Index arrays of type ``ty`` in 32-bit arithmetic (issue 28 item 1): arrays whose size is bounded at
+    compile time, and device arrays the launch knows are small (``arraytypes.Index32Array``): an in-bounds
+    index component and the element offset fit in a signed 32-bit ``int``, and an out-of-bounds access is
+    undefined with or without the truncation. Not with ``debug=True``, whose bounds checks report the
+    index as the program computed it. Not for a view of layout 'A' either (``x[::-1]``, made in the kernel),
+    whose strides may be negative: only C- and F-contiguous layouts are proven to have none."""
+    return not lc.debug and ty.layout in ("C", "F") and (getattr(ty, "address_space", None) in _SMALL_SPACES
+                                                          or getattr(ty, "index32", False))
+
+
+def narrow_access(lc, aty, index_var) -> bool:
+    """Index ``aty`` with ``index_var`` (None: constants or an index without a variable) in 32 bits. A device
+    array's components must also be proven in ``[0, 2**32)`` (compiler/ranges.py), so that the 32-bit
+    component is the program's value and an index far out of bounds (``a[i + 2**40]``) stays out of bounds
+    instead of wrapping into them; a shared, local or constant array's are truncated (sizes bounded at
+    compile time: an out-of-bounds access is undefined either way)."""
+    if not narrow_type(lc, aty):
+        return False
+    if not getattr(aty, "index32", False):
+        return True
+    return index_var is not None and all(lc.uint32_index(index_var))
+
+
+def _narrow(lc, arr: Value, index_var=None) -> bool:
+    return narrow_access(lc, arr.type, index_var)
 
 
 def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False, axes=None):
@@ -140,7 +166,7 @@ def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
         if isinstance(ty, types.IntegerLiteral) and ty.literal_value >= 0:
             i = msl.uint_literal(ty.literal_value)
         elif isinstance(ty, types.Integer) and not ty.signed or k < len(nonneg) and nonneg[k]:
-            i = msl.cast("uint", v.expr)
+            i = v.expr if lc.is_index32(v.expr) else msl.cast("uint", v.expr)
         else:
             lc.need("nm_wrap")
             i = msl.cast("uint", msl.call("nm_wrap", msl.cast("int", v.expr), extent))
@@ -148,19 +174,86 @@ def _narrow_components(lc, arr: Value, idx: list[Value], nonneg) -> list[str]:
     return comps
 
 
-def _offset(arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
+def _offset(lc, arr: Value, comps: list[str], full: bool = True, narrow: bool = False) -> str:
     """The element offset of ``arr[comps]``: unit stride on the contiguous axis of a C (full index) or F
-    array is not multiplied."""
+    array is not multiplied; the strides of an array whose shape is fixed at compile time (a shared, local
+    or constant array) are constants."""
     aty = arr.type
     n = aty.ndim
+    static = lc.static_strides(arr.expr)
     terms = []
     for k, i in enumerate(comps):
         unit = (full and aty.layout == "C" and k == n - 1) or (aty.layout == "F" and k == 0)
-        stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
+        if static is not None:
+            unit = unit or static[k] == 1
+            stride = msl.uint_literal(static[k]) if narrow else msl.long_literal(static[k])
+        else:
+            stride = msl.cast("uint", _stride(arr, k)) if narrow else _stride(arr, k)
         terms.append(i if unit else msl.binary("*", i, stride))
     if not terms:
         return msl.uint_literal(0) if narrow else msl.long_literal(0)
+    if narrow and aty.layout == "A":
+        return msl.cast("int", msl.sum_of(terms))   # strides may be negative: the offset is a signed int
     return msl.sum_of(terms)
+
+
+def _split(lc, var: ir.Var):
+    """``(v, d, position)`` where ``var``'s only assignment, at ``position`` of the block being lowered, is
+    ``v + d`` or ``v - (-d)`` for a variable ``v`` and an integer literal ``d``; else ``(var, 0, None)``."""
+    found = lc.defined_here(var.name)
+    if found is not None and isinstance(found[1], ir.Expr) and found[1].op in ("binop", "inplace_binop"):
+        d = found[1]
+        fn = d.fn if d.op == "binop" else d.immutable_fn
+        rhs = lc.typemap.get(d.rhs.name)
+        lhs = lc.typemap.get(d.lhs.name)
+        if fn in (operator.add, operator.sub) and isinstance(rhs, types.IntegerLiteral) and \
+                isinstance(lhs, types.Integer) and not isinstance(lhs, types.IntegerLiteral):
+            return d.lhs, rhs.literal_value if fn is operator.add else -rhs.literal_value, found[0]
+        if fn is operator.add and isinstance(lhs, types.IntegerLiteral) and isinstance(rhs, types.Integer) and \
+                not isinstance(rhs, types.IntegerLiteral):
+            return d.rhs, lhs.literal_value, found[0]
+    return var, 0, None
+
+
+def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
+    """The 32-bit element offset of a full index ``(v0 + d0, ..., vn + dn)`` (``dk`` integer literals, every
+    component proven non-negative) into a C-contiguous array (issue 28 item 4): the row offset
+    ``v0 * s0 + ... + vn`` is computed once per array and variables in a block of straight-line code and
+    shared by the subscripts that differ only in their constants (a stencil's neighbours), each adding
+    ``d0 * s0 + ... + dn``. Exact: the offset is the same sum modulo 2**32, and an in-bounds one is below
+    2**31. None where it does not apply."""
+    aty = arr.type
+    if index_var is None or aty.layout != "C" or aty.ndim < 2 or len(nonneg) != aty.ndim or not all(nonneg):
+        return None
+    found = lc.defined_here(index_var.name)
+    if found is None or not (isinstance(found[1], ir.Expr) and found[1].op == "build_tuple"
+                             and len(found[1].items) == aty.ndim):
+        return None
+    split = [_split(lc, item) for item in found[1].items]
+    # the tuple and the v + d items were computed in this block from the v's they still hold
+    first = min([found[0]] + [p for _, _, p in split if p is not None])
+    if lc.assigned_since(first, {v.name for v, _, _ in split}):
+        return None
+    parts = [(v, dk) for v, dk, _ in split]
+    static = lc.static_strides(arr.expr)
+    strides = [msl.uint_literal(static[k]) if static else (msl.uint_literal(1) if k == aty.ndim - 1 else
+               msl.cast("uint", _stride(arr, k))) for k in range(aty.ndim)]
+    bases = tuple(lc.var(v.name) for v, _ in parts)
+    key = (arr.expr, bases)
+    base = lc.shared_offset(key)
+    if base is None:
+        terms = [msl.cast("uint", b) if k == aty.ndim - 1 else msl.binary("*", msl.cast("uint", b), strides[k])
+                 for k, b in enumerate(bases)]
+        base = lc.shared_offset(key, msl.sum_of(terms))
+    offset = base
+    for k, (_, dk) in enumerate(parts):
+        if dk == 0:
+            continue
+        unit = k == aty.ndim - 1 or static
+        step = msl.uint_literal(abs(dk) * (static[k] if static else 1)) if unit else \
+            (strides[k] if abs(dk) == 1 else msl.binary("*", msl.uint_literal(abs(dk)), strides[k]))
+        offset = msl.binary("+" if dk > 0 else "-", offset, step)
+    return offset
 
 
 def lower_getitem(lc, expr: ir.Expr, target) -> Value:
@@ -192,7 +285,8 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
     if idx is not None and len(idx) > bty.ndim:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     if idx is not None and len(idx) == bty.ndim:
-        return _load(lc, base, idx, _array_name(expr.value), nonneg)
+        index_var = expr.index if expr.op == "getitem" else expr.index_var
+        return _load(lc, base, idx, _array_name(expr.value), nonneg, index_var)
     return _view(lc, base, idx, parts, nonneg, _array_name(expr.value), tty)
 
 
@@ -213,21 +307,23 @@ def _view(lc, base: Value, idx, parts, nonneg, name: str, tty) -> Value:
     return slicing.view(lc, base, parts, comps, cond, tty)
 
 
-def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
-    narrow = _narrow(lc, arr)
+def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None) -> Value:
+    narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
-    element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
+    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
 
 
-def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=()) -> None:
-    narrow = _narrow(lc, arr)
+def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(), index_var=None) -> None:
+    narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(arr, comps, narrow=narrow)),
+    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    store = msl.assign(msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow)),
                        lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -293,7 +389,8 @@ def lower_setitem(lc, stmt) -> None:
     name = _array_name(stmt.target)
     value = lc.value(stmt.value)
     if idx is not None and len(idx) == tty.ndim:
-        _store(lc, target, idx, value, name, nonneg)
+        index_var = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
+        _store(lc, target, idx, value, name, nonneg, index_var if isinstance(index_var, ir.Var) else None)
         return
     if parts is not None:
         parts = slicing.place(lc, parts, tty.ndim)
@@ -354,7 +451,7 @@ def element_address(lc, arr: Value, index: Value) -> str:
     if idx is None or len(idx) != aty.ndim:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
-    offset = _offset(arr, comps)
+    offset = _offset(lc, arr, comps)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))

@@ -108,3 +108,59 @@ def in_space(ty, address_space: str):
         return MetalArray(in_space(ty.dtype, address_space), ty.ndim, "C", address_space,
                           readonly=address_space == "constant")
     return ty
+
+class Index32Array(types.Array):
+    """A device array a launch knows is *small*: each axis has fewer than ``2**31`` elements and every
+    element is within ``2**31 - 1`` elements of ``a[0, ..., 0]`` (issue 28 item 1; the host decides, see
+    ``host.arrays.index32``). An in-bounds index component and element offset of it, or of any view of it
+    (a view's elements are the array's), fit in a signed 32-bit ``int``, so arrays.py computes them in
+    32 bits. A plain ``types.Array`` (an explicit signature, a typed view Numba rebuilt) says nothing of
+    its size and is indexed in 64 bits."""
+
+    index32 = True
+
+    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True):
+        super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
+                         name=f"array({dtype}, {ndim}d, {layout}{', readonly' if readonly else ''}, index32)")
+
+    def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        if dtype is not None and dtype != self.dtype:     # a reinterpreting view counts other elements
+            return super().copy(dtype, ndim, layout, readonly)
+        return Index32Array(self.dtype, self.ndim if ndim is None else ndim,
+                            self.layout if layout is None else layout,
+                            readonly=(not self.mutable) if readonly is None else readonly, aligned=self.aligned)
+
+    @property
+    def key(self):
+        return super().key + ("index32",)
+
+
+def plain(ty):
+    """``ty`` without the launch's size fact: an ``Index32Array`` as the ``types.Array`` it refines (what
+    an explicit signature or numba.cuda code names), anything else as it is."""
+    if isinstance(ty, Index32Array):
+        return types.Array(ty.dtype, ty.ndim, ty.layout, readonly=not ty.mutable, aligned=ty.aligned)
+    return ty
+
+
+class Signatures(dict):
+    """A kernel's specialisations by argument types (numba.cuda's ``overloads``): a signature of plain
+    array types (numba.cuda's) also finds the specialisation compiled for small arrays of those types,
+    when no 64-bit one was compiled."""
+
+    def __missing__(self, key):
+        if isinstance(key, tuple):
+            for sig, value in self.items():
+                if len(sig) == len(key) and tuple(plain(t) for t in sig) == key:
+                    return value
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default

@@ -14,11 +14,14 @@ kernel-API families use (they receive it as ``lc``).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from numba.core import ir, types
 
 from numba_metal.errors import KernelCompilationError, UnsupportedFeatureError
 
-from . import abi, arrays, barriers, calls, constants, conversions, interface, kernel_io, msl, operators, ranges, records
+from . import (abi, arrays, barriers, calls, constants, conversions, index32, interface, kernel_io, msl, operators,
+               ranges, records)
 from . import iterators, slicing
 from .arraytypes import RECORD_WORD
 from .devicefn import DeviceFunctionBase
@@ -51,6 +54,12 @@ class FunctionLowering:
         self.callee = None         # the Python object whose call is being lowered
         self.call = None           # and its ir.Expr
         self.raises = False        # the function raises, or calls a device function that may
+        self.index32: frozenset = frozenset()   # integer variables computed in 32 bits (index32.py)
+        self._ranges32: dict = {}                 # range loops iterated in 32 bits: {variable: MSL type}
+        self._strides: dict = {}                  # {array expression or variable: its constant strides}
+        self._row_offsets: dict = {}              # arrays.py's shared row offsets in this block: {key: temp}
+        self._block, self._position, self._assignments = None, 0, None   # for defined_here
+        self._index32_idents: set = set()
 
     # -- what the kernel-API lowerings use --------------------------------------------------
 
@@ -256,6 +265,47 @@ class FunctionLowering:
         function, whose callers are unknown."""
         return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
 
+    def note_static_strides(self, expr: str, strides: tuple) -> None:
+        """The array value ``expr`` (shared, local, constant) has these compile-time strides."""
+        self._strides[expr] = strides
+
+    def static_strides(self, expr: str):
+        """The compile-time strides of the array ``expr`` (a value noted, or a variable assigned only such a
+        value, once), else None."""
+        return self._strides.get(expr)
+
+    def shared_offset(self, key, init: str | None = None):
+        """A ``uint`` row offset shared by the subscripts of one block (arrays.py): the temporary holding
+        ``key``'s, or with ``init`` a new one assigned it here. ``key`` is (array, variables...); an
+        assignment to any of them forgets it."""
+        if init is None:
+            return self._row_offsets.get(key)
+        name = self._row_offsets[key] = self.tmp(types.uint32, init)
+        return name
+
+    def defined_here(self, name: str):
+        """(position, value) of the only assignment of variable ``name`` if it is earlier in the block being
+        lowered (arrays.py's shared row offsets), else None."""
+        if self._assignments is None:
+            self._assignments = Counter(s.target.name for b in self.func_ir.blocks.values() for s in b.body
+                                        if isinstance(s, ir.Assign))
+        if self._block is None or self._assignments[name] != 1:
+            return None
+        return next(((k, s.value) for k, s in enumerate(self._block[:self._position])
+                     if isinstance(s, ir.Assign) and s.target.name == name), None)
+
+    def assigned_since(self, position: int, names) -> bool:
+        """A variable of ``names`` is assigned from ``position`` of the block being lowered to here."""
+        return any(isinstance(s, ir.Assign) and s.target.name in names for s in self._block[position:self._position])
+
+    def is_index32(self, expr: str) -> bool:
+        """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
+        return expr in self._index32_idents
+
+    def uint32_index(self, var: ir.Var) -> list[bool]:
+        """Per component of the index variable ``var``: proven in ``[0, 2**32)`` (ranges.py)."""
+        return ranges.uint32_components(self.tf, var)
+
     def nonnegative_index(self, var: ir.Var) -> list[bool]:
         """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
         with it needs no negative-index wrap."""
@@ -297,6 +347,10 @@ class FunctionLowering:
             tree = structurize(entry, succs)
         except StructureError as e:
             self.error(f"control flow of {self.tf.name}() could not be structured: {e}", KernelCompilationError)
+        self.index32 = index32.narrowed(self.tf, lambda ty, var: arrays.narrow_access(self, ty, var),
+                                        ranges.bounds(self.tf))
+        self._ranges32 = index32.narrow_ranges(self.tf, ranges.bounds(self.tf)) if not self.debug else {}
+        self._index32_idents = {self.var(name) for name in self.index32}
         self._declare_variables()
         self._emit_tree(tree)
         if self.is_kernel:
@@ -377,6 +431,7 @@ class FunctionLowering:
                 self._raise_at_definition(name, e)
             if tname is None:
                 continue
+            tname = "uint" if name in self.index32 else self._ranges32.get(name, tname)
             self._decls.append(msl.declare(tname, self.var(name)))
 
     def _raise_at_definition(self, name, exc):
@@ -393,7 +448,9 @@ class FunctionLowering:
             for item in node.items:
                 self._emit_tree(item)
         elif isinstance(node, Code):
-            for stmt in self.func_ir.blocks[node.label].body[:-1]:
+            self._row_offsets = {}
+            self._block = self.func_ir.blocks[node.label].body
+            for self._position, stmt in enumerate(self._block[:-1]):
                 self.loc = stmt.loc
                 self.lower_stmt(stmt)
         elif isinstance(node, If):
@@ -500,6 +557,9 @@ class FunctionLowering:
 
     def _lower_assign(self, stmt: ir.Assign) -> None:
         target = stmt.target
+        if self._row_offsets:
+            ident = self.var(target.name)
+            self._row_offsets = {k: v for k, v in self._row_offsets.items() if ident != k[0] and ident not in k[1]}
         tty = self.typemap[target.name]
         tname = self.module.type_name(tty)
         value = stmt.value
@@ -512,8 +572,16 @@ class FunctionLowering:
                 if result is not None and result.expr:
                     self.emit(msl.statement(result.expr))
             return
+        if target.name in self.index32:
+            self.emit(msl.assign(self.var(target.name), index32.lower_assigned(self, value, target)))
+            return
         result = self.lower_value(value, target)
         if result is None:
+            return
+        if result.expr in self._strides and self.definition(target) is not None:
+            self._strides[self.var(target.name)] = self._strides[result.expr]
+        if isinstance(tty, types.RangeType) and target.name in self._ranges32:
+            self.emit(msl.assign(self.var(target.name), msl.call("nm_range32", result.expr)))
             return
         self.emit(msl.assign(self.var(target.name), self.cast(result, tty)))
 
@@ -576,7 +644,8 @@ class FunctionLowering:
             return arrays.lower_getitem(self, expr, target)
         if op == "build_tuple":
             tty = self.typemap[target.name]
-            items = [self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
+            items = [msl.cast(self.msl_type(t), self.var(v.name)) if v.name in self.index32
+                     else self.cast(self.value(v), t) for v, t in zip(expr.items, tty.types)]
             return Value(msl.aggregate(self.msl_type(tty), items), tty)
         if op == "exhaust_iter":
             return self.value(expr.value)

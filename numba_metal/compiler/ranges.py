@@ -12,7 +12,8 @@ Where a bound comes from:
 - non-negative integer constants; unsigned integers and booleans (their whole range);
 - the kernel API's positions and sizes (``grid()``, ``threadIdx.x``...), whose bounds their families
   register (``lowering.registry.bound``) from the launch limits of :mod:`.limits`;
-- array ``shape``/``size``/``len`` (``[0, 2**63 - 1]``);
+- array ``shape``/``size``/``len`` (``[0, 2**63 - 1]``; ``[0, 2**31 - 1]`` for the shape and size of an
+  array the launch knows is small, ``arraytypes.Index32Array``);
 - the variable of ``range(start, stop[, step])`` with ``start`` known non-negative and a constant
   ``step >= 1``: ``[0, H(stop) - 1]``, or ``[0, 2**63 - 2]`` when ``stop`` is unknown;
 - ``a + b`` and ``a * b`` of bounded values (``H(a) + H(b)``, ``H(a) * H(b)``); ``a // b``, ``a >> b``,
@@ -44,6 +45,8 @@ from numba.core import ir, types
 from .lowering import registry
 
 INT64_MAX = 2 ** 63 - 1
+#: The largest size or axis of an array the launch knows is small (``arraytypes.Index32Array``).
+INDEX32_MAX = 2 ** 31 - 1
 #: An index whose bound is below this needs no negative-index wrap (see the module docstring).
 INDEX_LIMIT = 2 ** 64 - 2 ** 62
 
@@ -89,6 +92,17 @@ def bounds(tf) -> dict:
 def index_is_nonnegative(bound) -> bool:
     """True if an index with this bound needs no negative-index wrap."""
     return isinstance(bound, int) and bound < INDEX_LIMIT
+
+
+#: A value with a bound up to this is exact in a 32-bit ``uint`` (index32.py, arrays.py).
+UINT32_MAX = 2 ** 32 - 1
+
+
+def uint32_components(tf, var: ir.Var) -> list[bool]:
+    """Per component of the index ``var``: proven in ``[0, 2**32)``, so exact in a ``uint``."""
+    b = bounds(tf).get(var.name)
+    items = b if isinstance(b, tuple) and (not b or b[0] != "range") else (b,)
+    return [isinstance(x, int) and x <= UINT32_MAX for x in items]
 
 
 def nonnegative_components(tf, var: ir.Var) -> list[bool]:
@@ -308,9 +322,12 @@ def _getattr(tf, facts, expr):
     if fn is not None:
         return fn(base_ty)
     if isinstance(base_ty, types.Array):
+        top = INDEX32_MAX if getattr(base_ty, "index32", False) else INT64_MAX
         if expr.attr == "shape":
-            return (INT64_MAX,) * base_ty.ndim
-        if expr.attr in ("size", "ndim", "itemsize", "nbytes"):
+            return (top,) * base_ty.ndim
+        if expr.attr in ("size", "ndim"):
+            return top
+        if expr.attr in ("itemsize", "nbytes"):
             return INT64_MAX
     return None
 

@@ -24,6 +24,7 @@ from . import perf_warnings
 from .allocation import to_device
 from .arrays import (ArrayKey, DeviceNDArray, array_key, array_type, check_same_device, copy_into_host,
                      element_binding, host_span, layout_of)
+from .array_flags import index32
 from .wrapping import wrap_host_memory
 
 _scalar_types: dict | None = None
@@ -139,7 +140,8 @@ def arg_key(value, position: int):
     if isinstance(value, DeviceNDArray):
         return value.argument_key()
     if isinstance(value, np.ndarray):
-        return array_key(value.dtype, value.ndim, layout_of(value.shape, value.strides, value.itemsize))
+        return array_key(value.dtype, value.ndim, layout_of(value.shape, value.strides, value.itemsize), False,
+                         index32(value.shape, value.strides, value.itemsize))
     if isinstance(value, tuple):
         return (TUPLE,) + tuple(arg_key(v, position) for v in value)
     if isinstance(value, np.void) and value.dtype.names:
@@ -193,7 +195,7 @@ def raw_keyer(nargs: int):
 def numba_type_of_key(key):
     """The Numba type an argument with this key gets (imports Numba)."""
     if type(key) is ArrayKey:
-        return array_type(key.dtype, key.ndim, key.layout, key.readonly)
+        return array_type(key.dtype, key.ndim, key.layout, key.readonly, key.index32)
     if type(key) is ScalarKey:
         return array_type(key.dtype, 1, "C").dtype
     if isinstance(key, DeviceFunctionBase):
@@ -242,7 +244,7 @@ def canonical(key) -> str:
         name = dtype.name if dtype.isnative and dtype.fields is None else None
         if name not in _DTYPE_NAMES:
             raise NotCanonical(str(dtype))
-        return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''})"
+        return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''}{',i32' if key.index32 else ''})"
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
     if type(key) is ScalarKey:
@@ -256,10 +258,14 @@ def canonical(key) -> str:
 def canonical_numba(ty) -> str:
     """The canonical text of a Numba argument type (raises NotCanonical for types a key never has)."""
     from numba.core import types
+
+    from numba_metal.compiler.arraytypes import Index32Array
     if isinstance(ty, types.Array):
-        if not ty.aligned or str(ty.dtype) not in _DTYPE_NAMES or type(ty) is not types.Array:
+        index32 = getattr(ty, "index32", False)
+        if not ty.aligned or str(ty.dtype) not in _DTYPE_NAMES or type(ty) is not (Index32Array if index32 else
+                                                                                   types.Array):
             raise NotCanonical(str(ty))
-        return f"A({ty.dtype},{ty.ndim},{ty.layout}{'' if ty.mutable else ',ro'})"
+        return f"A({ty.dtype},{ty.ndim},{ty.layout}{'' if ty.mutable else ',ro'}{',i32' if index32 else ''})"
     if isinstance(ty, (types.UniTuple, types.Tuple)) and type(ty) in (types.UniTuple, types.Tuple):
         return "T(" + ",".join(canonical_numba(t) for t in ty.types) + ")"
     if type(ty) in (types.Integer, types.Float, types.Boolean) and str(ty) in _DTYPE_NAMES:

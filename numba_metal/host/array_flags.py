@@ -1,5 +1,5 @@
 """The ``flags`` of a device array: numba.cuda's dict of contiguity flags (``contiguity_flags``), readable as
-NumPy's flags too (``ArrayFlags``)."""
+NumPy's flags too (``ArrayFlags``); and the geometry fact a launch specialises on (``index32``)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,25 @@ def contiguity_flags(shape, strides, itemsize) -> dict:
                     break
                 expected *= shape[k]
     return flags
+
+
+#: An array whose axes and element offsets are all below this is indexed in 32 bits (issue 28 item 1).
+INDEX32_LIMIT = 2 ** 31
+
+
+def index32(shape, strides, itemsize) -> bool:
+    """True if this geometry has fewer than ``2**31`` elements, each fewer than ``2**31`` elements from
+    element ``[0, ..., 0]`` (whatever the strides' signs), and every axis (an empty array's too) is shorter
+    than ``2**31``: an in-bounds index component and element offset then fit in a signed 32-bit ``int``,
+    and the compiler may take the shape's values to be below ``2**31`` (compiler/ranges.py). Part of a
+    launch's argument key (``host.arrays.ArrayKey``), so that a launch with a larger array gets the 64-bit
+    specialisation."""
+    if any(n >= INDEX32_LIMIT for n in shape):
+        return False          # an axis's length is read as a value below 2**31 (a range() bound, say)
+    if 0 in shape:
+        return True
+    size = 1
+    for n in shape:
+        size *= n
+    span = sum((n - 1) * abs(s) for n, s in zip(shape, strides)) // itemsize
+    return size < INDEX32_LIMIT and span < INDEX32_LIMIT

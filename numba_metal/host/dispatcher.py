@@ -266,8 +266,11 @@ class Dispatcher(KernelIntrospection):
                                       "came from, or give @metal.jit a list of signatures")
         from numba.core import types
 
+        from numba_metal.compiler.arraytypes import plain
+
         from .arguments import typeof_arg
-        argtypes = tuple(a if isinstance(a, types.Type) else typeof_arg(a, i) for i, a in enumerate(args))
+        # numba.cuda's types (no size fact): the kernel serves arrays of any size, 64-bit indexed
+        argtypes = tuple(a if isinstance(a, types.Type) else plain(typeof_arg(a, i)) for i, a in enumerate(args))
         with self._lock:
             specialization = self._specialized_dispatchers.get(argtypes)
             if specialization is None:
@@ -289,8 +292,9 @@ class Dispatcher(KernelIntrospection):
 
     @property
     def specializations(self) -> dict:
+        from numba_metal.compiler.arraytypes import Signatures
         self._sync_specializations()
-        return dict(self._specializations)
+        return Signatures(self._specializations)
 
     #: numba.cuda's names for the compiled specialisations (argument types -> kernel)
     overloads = specializations

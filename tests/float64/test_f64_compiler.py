@@ -517,7 +517,7 @@ FLOAT32_MSL_DIGESTS = {
     "literals_and_int_division": "d7cc3e82136d551cac0f63d2e8af9a14e72efc9b211d04a5f45040f5faa6a190",
     "math_of_ints_and_floats": "411863ccab29385acc9a00f66978d69f188109bd39ee9315524f3dff831c38ef",
     "minmax_round_compare": "a8a5cbce0fbf5520c57d16f7f830fca87906520d7b646f6ab5f58fbdfb523e39",
-    "shared_reduction": "e20478723135cd541cc5752e38ca65a67b706a500efd867b1589199dc51faac9",
+    "shared_reduction": "70cca77a500d9c00eb0d07c0f18694b765a53b8eded26eb31e2c2d295f22561d",   # issue 28: 32-bit shared index
     "halves_and_casts": "127fc9455aff481b24504c533609f67e25b75612c2d3ab4c1ac9b10088c9ecf4",
 }
 

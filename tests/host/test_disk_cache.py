@@ -365,7 +365,7 @@ def test_inspection_of_a_kernel_loaded_from_the_cache_retypes_it(cache_dir):
     assert spec.from_cache and spec.compiled.typed is None
     assert "fill" in str(spec.typed.func_ir.func_id.func_name)
     (sig,) = k.specializations
-    assert str(sig[0]) == "array(float32, 1d, C)"
+    assert str(sig[0]) == "array(float32, 1d, C, index32)"   # a small array: 32-bit indices (issue 28)
     assert "kernel void" in k.inspect_msl(sig)
 
 

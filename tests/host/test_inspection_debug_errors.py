@@ -32,7 +32,7 @@ def test_inspect_msl_and_inspect_types():
     buf = io.StringIO()
     saxpy.inspect_types(file=buf)
     out = buf.getvalue()
-    assert "saxpy (float32, array(float32, 1d, C), array(float32, 1d, C))" in out
+    assert "saxpy (float32, array(float32, 1d, C, index32), array(float32, 1d, C, index32))" in out   # small arrays
     assert ":: int64" in out and ":: float32" in out
 
 

@@ -245,11 +245,19 @@ template <typename T> struct nm_range {
     T stop;
     T step;
 };
+// The trip count's type: 32 bits for int ranges (at most 2**32 - 1 items), so that a loop the compiler
+// proved 32-bit (index32.py) counts in 32 bits.
+template <typename T> struct nm_range_count_type { typedef ulong type; };
+template <> struct nm_range_count_type<int> { typedef uint type; };
 template <typename T> struct nm_range_iter {
     T next;
     T step;
-    ulong count;
+    typename nm_range_count_type<T>::type count;
 };
+// A range whose start, stop and step are proven to fit in int (index32.py).
+template <typename T> NM_INLINE nm_range<int> nm_range32(nm_range<T> r) {
+    return nm_range<int>{int(r.start), int(r.stop), int(r.step)};
+}
 NM_INLINE ulong nm_range_count(long start, long stop, long step) {
     if (step > 0 && start < stop) {
         return (ulong(stop) - ulong(start) - 1ul) / ulong(step) + 1ul;
@@ -273,16 +281,17 @@ template <typename T> NM_INLINE nm_range_iter<T> nm_getiter(nm_range<T> r) {
     nm_range_iter<T> it;
     it.next = r.start;
     it.step = r.step;
-    it.count = nm_range_count(r.start, r.stop, r.step);
+    it.count = typename nm_range_count_type<T>::type(nm_range_count(r.start, r.stop, r.step));
     return it;
 }
 template <typename T> NM_INLINE nm_pair<T, bool> nm_iternext(thread nm_range_iter<T>& it) {
     nm_pair<T, bool> p;
     p.first = it.next;
-    p.second = it.count != 0ul;
+    typedef typename nm_range_count_type<T>::type C;
+    p.second = it.count != C(0);
     if (p.second) {
-        it.count -= 1ul;
-        it.next = T(ulong(it.next) + ulong(it.step));
+        it.count -= C(1);
+        it.next = T(C(it.next) + C(it.step));
     }
     return p;
 }
