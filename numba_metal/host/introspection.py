@@ -35,7 +35,9 @@ class KernelIntrospection:
         kernels = self.specializations
         if self.specialized:
             return getattr(next(iter(kernels.values())), name)
-        return {argtypes: getattr(kernel, name) for argtypes, kernel in kernels.items()}
+        # keyed by numba.cuda's types (an array's without the launch's 32-bit-index fact, arraytypes.plain)
+        from numba_metal.compiler.arraytypes import plain
+        return {tuple(plain(t) for t in argtypes): getattr(kernel, name) for argtypes, kernel in kernels.items()}
 
     def _kernel_for_signature(self, signature):
         args = getattr(signature, "args", None)     # a Numba signature; else a string or a tuple of types

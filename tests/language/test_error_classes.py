@@ -32,7 +32,7 @@ def test_a_wrong_shared_array_dtype_is_a_typing_error():
         s = metal.shared.array(4, "float32x")
         out[0] = s[0]
 
-    with pytest.raises(TypingError, match="not a dtype") as info:
+    with pytest.raises(TypingError, match="Invalid NumPy dtype specified") as info:
         metal.compile_msl(k, "void(float32[:])")
     assert isinstance(info.value, UnsupportedFeatureError)
     assert ":" in str(info.value).split(" ")[0]  # file:line first

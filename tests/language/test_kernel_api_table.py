@@ -70,6 +70,7 @@ METAL_SPELLINGS = {
     "threadgroup_position", "thread_in_threadgroup", "threads_per_threadgroup", "threadgroups_per_grid",
     "atomic_add", "atomic_sub", "atomic_max", "atomic_min", "atomic_exchange", "atomic_compare_exchange",
     "shared_array", "local_array",
+    "simdgroup",   # SIMD-group matrices (kernel_api/simdgroup.py): beyond numba.cuda
 }
 
 _IDENT = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")

@@ -105,10 +105,6 @@ CHANGES = {r.id: r for r in [
          "def f(a):\n    a[0] = np.isclose(a[0], 1.0)\n"),
     Rule("random", "host random numbers: use numba_metal.random (xoroshiro128+, one state per thread)",
          "def f(a):\n    a[0] = np.random.random()\n"),
-    Rule("iterate-array", "iterating over an array (or enumerate/zip): index it in a range() loop",
-         "def f(a):\n    s = 0.0\n    for x in a:\n        s += x\n    a[0] = s\n"),
-    Rule("slice", "array slices: use index arithmetic (kernels index elements)",
-         "def f(a):\n    b = a[1:]\n    a[0] = b[0]\n"),
     Rule("float64", "float64: Apple GPUs have no float64; numba-metal computes float64 data exactly in "
          "software (emulated, many times slower than float32): use float32 where its precision suffices",
          "def f(a):\n    a[0] = 1.0\n"),

@@ -205,12 +205,10 @@ class BodyAnalyzer(ast.NodeVisitor):
             if q in ("numba.prange", "prange"):
                 self.a.prange = True
             elif q in ("enumerate", "zip"):
-                self.a.array_loop = True
-                self.a.add("changes", node.lineno, "iterate-array")
+                self.a.array_loop = True   # kernels iterate over arrays, enumerate and zip (no change needed)
             self.visit(it)
         elif isinstance(it, (ast.Name, ast.Attribute, ast.Subscript)):
-            self.a.array_loop = True  # iterating over an array (or a sequence) directly
-            self.a.add("changes", node.lineno, "iterate-array")
+            self.a.array_loop = True  # iterating over an array (or a sequence) directly: kernels do
             self.visit(it)
         else:
             self.visit(it)
@@ -366,8 +364,6 @@ class BodyAnalyzer(ast.NodeVisitor):
     def visit_Subscript(self, node: ast.Subscript):
         loop_vars = self._in_loop_vars()
         index = node.slice
-        if any(isinstance(n, ast.Slice) for n in ast.walk(index)):
-            self.a.add("changes", node.lineno, "slice")
         if loop_vars and _names_in(index) & loop_vars:
             self.a.array_loop = True
             parts = index.elts if isinstance(index, ast.Tuple) else [index]
