@@ -32,7 +32,7 @@ from .structurize import (Break, Code, Continue, DoOnce, FunctionEnd, If, IfFlag
                           StructureError, skip_empty_blocks, structurize)
 
 
-class FunctionLowering:
+class FunctionLowering(index32.IndexFacts):
     """Lowers one typed function (a kernel or a device function) to MSL text."""
 
     def __init__(self, module: ModuleBuilder, tf: TypedFunction, *, kind: str, name: str):
@@ -137,6 +137,15 @@ class FunctionLowering:
 
     def emit(self, line: str) -> None:
         self._lines.append("    " * self._indent + line)
+
+    def open_block(self, header: str) -> None:
+        """Emit ``header`` (an ``if (...) {``) and indent the lines emitted until ``close_block``."""
+        self.emit(header)
+        self._indent += 1
+
+    def close_block(self) -> None:
+        self._indent -= 1
+        self.emit(msl.END)
 
     def tmp(self, ty, init: str | None = None) -> str:
         """A new temporary of type ``ty`` (declared at the top of the function), assigned ``init`` here."""
@@ -264,52 +273,6 @@ class FunctionLowering:
         """The barrier call being lowered must fence device memory too (barriers.py): always in a device
         function, whose callers are unknown."""
         return not self.is_kernel or id(self.call) not in barriers.threadgroup_only(self.tf)
-
-    def note_static_strides(self, expr: str, strides: tuple) -> None:
-        """The array value ``expr`` (shared, local, constant) has these compile-time strides."""
-        self._strides[expr] = strides
-
-    def static_strides(self, expr: str):
-        """The compile-time strides of the array ``expr`` (a value noted, or a variable assigned only such a
-        value, once), else None."""
-        return self._strides.get(expr)
-
-    def shared_offset(self, key, init: str | None = None):
-        """A ``uint`` row offset shared by the subscripts of one block (arrays.py): the temporary holding
-        ``key``'s, or with ``init`` a new one assigned it here. ``key`` is (array, variables...); an
-        assignment to any of them forgets it."""
-        if init is None:
-            return self._row_offsets.get(key)
-        name = self._row_offsets[key] = self.tmp(types.uint32, init)
-        return name
-
-    def defined_here(self, name: str):
-        """(position, value) of the only assignment of variable ``name`` if it is earlier in the block being
-        lowered (arrays.py's shared row offsets), else None."""
-        if self._assignments is None:
-            self._assignments = Counter(s.target.name for b in self.func_ir.blocks.values() for s in b.body
-                                        if isinstance(s, ir.Assign))
-        if self._block is None or self._assignments[name] != 1:
-            return None
-        return next(((k, s.value) for k, s in enumerate(self._block[:self._position])
-                     if isinstance(s, ir.Assign) and s.target.name == name), None)
-
-    def assigned_since(self, position: int, names) -> bool:
-        """A variable of ``names`` is assigned from ``position`` of the block being lowered to here."""
-        return any(isinstance(s, ir.Assign) and s.target.name in names for s in self._block[position:self._position])
-
-    def is_index32(self, expr: str) -> bool:
-        """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
-        return expr in self._index32_idents
-
-    def uint32_index(self, var: ir.Var) -> list[bool]:
-        """Per component of the index variable ``var``: proven in ``[0, 2**32)`` (ranges.py)."""
-        return ranges.uint32_components(self.tf, var)
-
-    def nonnegative_index(self, var: ir.Var) -> list[bool]:
-        """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
-        with it needs no negative-index wrap."""
-        return ranges.nonnegative_components(self.tf, var)
 
     def constant_array(self, element: str, values: list[str]) -> str:
         return self.module.constant_array(element, values)
@@ -666,43 +629,16 @@ class FunctionLowering:
         return self.getiter(self.value(expr.value), self.typemap[target.name])
 
     def getiter(self, src: Value, tty) -> Value:
-        """``iter(src)``: an iterator of type ``tty`` (enumerate, zip and iter(): iterators.py)."""
-        if isinstance(src.type, types.IteratorType):
-            return iterators.getiter(self, src, tty)
-        if isinstance(src.type, types.RangeType):
-            return Value(msl.call("nm_getiter", src.expr), tty)
-        if isinstance(src.type, types.UniTuple):
-            return Value(msl.aggregate(self.msl_type(tty), [src.expr, msl.long_literal(0)]), tty)
-        if isinstance(src.type, types.Array):
-            return slicing.lower_getiter(self, src, tty)
-        self.error(f"iterating over {src.type} is not supported in Metal kernels; iterate over a "
-                   "range(), a tuple or an array")
+        """``iter(src)``: an iterator of type ``tty`` (iterators.py)."""
+        return iterators.lower_getiter(self, src, tty)
 
     def lower_iternext(self, expr, target) -> Value:
         return self.iternext(self.value(expr.value), self.typemap[target.name])
 
     def iternext(self, it: Value, tty) -> Value:
-        """``next(it)``: a pair (item, valid) of type ``tty``; the iterator ``it`` (an lvalue) advances."""
-        if isinstance(it.type, (types.EnumerateType, types.ZipType)):
-            return iterators.iternext(self, it, tty)
-        if isinstance(it.type, types.RangeIteratorType):
-            return Value(msl.call("nm_iternext", it.expr), tty)
-        if isinstance(it.type, types.UniTupleIter):
-            n = it.type.container.count
-            pair = self.tmp(tty)
-            position = msl.member(it.expr, "i")
-            self.emit(msl.assign(msl.member(pair, "second"), msl.binary("<", position, msl.long_literal(n))))
-            self.emit(msl.if_(msl.member(pair, "second")))
-            self._indent += 1
-            item = conversions.tuple_item(self, Value(msl.member(it.expr, "t"), it.type.container), position)
-            self.emit(msl.assign(msl.member(pair, "first"), item))
-            self.emit(msl.add_assign(position, msl.long_literal(1)))
-            self._indent -= 1
-            self.emit(msl.END)
-            return Value(pair, tty)
-        if isinstance(it.type, types.ArrayIterator):
-            return slicing.lower_iternext(self, it, tty)
-        self.error(f"iterating over {it.type} is not supported in Metal kernels")
+        """``next(it)``: a pair (item, valid) of type ``tty``; the iterator ``it`` (an lvalue) advances
+        (iterators.py)."""
+        return iterators.lower_iternext(self, it, tty)
 
     def resolve(self, var: ir.Var):
         """The compile-time Python object a variable holds (a function, module, stub), or raise."""

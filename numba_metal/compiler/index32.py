@@ -26,7 +26,7 @@ from collections import Counter
 
 from numba.core import ir, types
 
-from . import msl
+from . import msl, ranges
 from .lowering import registry
 
 _RING = (operator.add, operator.sub, operator.mul)
@@ -234,3 +234,56 @@ def narrow_ranges(tf, facts) -> dict:
         out[n] = ("nm_range<int>" if isinstance(t, types.RangeType) else "nm_range_iter<int>"
                   if isinstance(t, types.RangeIteratorType) else "nm_pair<int, bool>")
     return out
+
+
+class IndexFacts:
+    """What the lowering of one function knows about its index arithmetic (mixed into codegen's
+    ``FunctionLowering``, which holds the state: ``_strides``, ``_row_offsets``, ``_block``, ``_position``,
+    ``_assignments``, ``_index32_idents``): compile-time strides, arrays.py's shared row offsets, the
+    assignments of the block being lowered, and the value-range facts of ranges.py."""
+
+    def note_static_strides(self, expr: str, strides: tuple) -> None:
+        """The array value ``expr`` (shared, local, constant) has these compile-time strides."""
+        self._strides[expr] = strides
+
+    def static_strides(self, expr: str):
+        """The compile-time strides of the array ``expr`` (a value noted, or a variable assigned only such a
+        value, once), else None."""
+        return self._strides.get(expr)
+
+    def shared_offset(self, key, init: str | None = None):
+        """A ``uint`` row offset shared by the subscripts of one block (arrays.py): the temporary holding
+        ``key``'s, or with ``init`` a new one assigned it here. ``key`` is (array, variables...); an
+        assignment to any of them forgets it."""
+        if init is None:
+            return self._row_offsets.get(key)
+        name = self._row_offsets[key] = self.tmp(types.uint32, init)
+        return name
+
+    def defined_here(self, name: str):
+        """(position, value) of the only assignment of variable ``name`` if it is earlier in the block being
+        lowered (arrays.py's shared row offsets), else None."""
+        if self._assignments is None:
+            self._assignments = Counter(s.target.name for b in self.func_ir.blocks.values() for s in b.body
+                                        if isinstance(s, ir.Assign))
+        if self._block is None or self._assignments[name] != 1:
+            return None
+        return next(((k, s.value) for k, s in enumerate(self._block[:self._position])
+                     if isinstance(s, ir.Assign) and s.target.name == name), None)
+
+    def assigned_since(self, position: int, names) -> bool:
+        """A variable of ``names`` is assigned from ``position`` of the block being lowered to here."""
+        return any(isinstance(s, ir.Assign) and s.target.name in names for s in self._block[position:self._position])
+
+    def is_index32(self, expr: str) -> bool:
+        """``expr`` is a variable computed in 32 bits (a ``uint`` holding an int64 value's low 32 bits)."""
+        return expr in self._index32_idents
+
+    def uint32_index(self, var: ir.Var) -> list[bool]:
+        """Per component of the index variable ``var``: proven in ``[0, 2**32)`` (ranges.py)."""
+        return ranges.uint32_components(self.tf, var)
+
+    def nonnegative_index(self, var: ir.Var) -> list[bool]:
+        """Per component of the index variable ``var``: proven never negative (ranges.py), so indexing
+        with it needs no negative-index wrap."""
+        return ranges.nonnegative_components(self.tf, var)

@@ -1,7 +1,8 @@
 """``enumerate``, ``zip`` and ``iter`` in kernels, as Numba types them (``types.EnumerateType``,
 ``types.ZipType``): an iterator is a value holding its sources' iterators (an enumerate's count too),
-advanced in place by ``next``. Ranges, tuples and arrays are iterated by :mod:`.codegen` and
-:mod:`.slicing`; these wrap them, and each other (``enumerate(zip(x, y))``, ``zip(enumerate(x), y)``).
+advanced in place by ``next``; these wrap the iterators of ranges, tuples and arrays (:mod:`.slicing`), and
+each other (``enumerate(zip(x, y))``, ``zip(enumerate(x), y)``). ``lower_getiter``/``lower_iternext`` are
+``iter``/``next`` of every iterable a kernel can loop over (codegen.py calls them).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import functools
 
 from numba.core import types
 
-from . import msl
+from . import conversions, msl, slicing
 from .lowering import Value
 
 #: Members of the MSL structs of the iterators (module_builder.py defines them).
@@ -68,3 +69,39 @@ def iternext(lc, it: Value, pair_ty) -> Value:
     lc.emit(msl.if_statement(msl.member(pair, "second"), " ".join(
         [msl.assign(msl.member(pair, "first"), msl.aggregate(lc.msl_type(yield_ty), items))] + advance)))
     return Value(pair, pair_ty)
+
+
+def lower_getiter(lc, src: Value, tty) -> Value:
+    """``iter(src)`` in a kernel: an iterator of type ``tty`` over a range, a tuple, an array or an iterator."""
+    if isinstance(src.type, types.IteratorType):
+        return getiter(lc, src, tty)
+    if isinstance(src.type, types.RangeType):
+        return Value(msl.call("nm_getiter", src.expr), tty)
+    if isinstance(src.type, types.UniTuple):
+        return Value(msl.aggregate(lc.msl_type(tty), [src.expr, msl.long_literal(0)]), tty)
+    if isinstance(src.type, types.Array):
+        return slicing.lower_getiter(lc, src, tty)
+    lc.error(f"iterating over {src.type} is not supported in Metal kernels; iterate over a "
+             "range(), a tuple or an array")
+
+
+def lower_iternext(lc, it: Value, tty) -> Value:
+    """``next(it)``: a pair (item, valid) of type ``tty``; the iterator ``it`` (an lvalue) advances."""
+    if isinstance(it.type, (types.EnumerateType, types.ZipType)):
+        return iternext(lc, it, tty)
+    if isinstance(it.type, types.RangeIteratorType):
+        return Value(msl.call("nm_iternext", it.expr), tty)
+    if isinstance(it.type, types.UniTupleIter):
+        n = it.type.container.count
+        pair = lc.tmp(tty)
+        position = msl.member(it.expr, "i")
+        lc.emit(msl.assign(msl.member(pair, "second"), msl.binary("<", position, msl.long_literal(n))))
+        lc.open_block(msl.if_(msl.member(pair, "second")))
+        item = conversions.tuple_item(lc, Value(msl.member(it.expr, "t"), it.type.container), position)
+        lc.emit(msl.assign(msl.member(pair, "first"), item))
+        lc.emit(msl.add_assign(position, msl.long_literal(1)))
+        lc.close_block()
+        return Value(pair, tty)
+    if isinstance(it.type, types.ArrayIterator):
+        return slicing.lower_iternext(lc, it, tty)
+    lc.error(f"iterating over {it.type} is not supported in Metal kernels")
