@@ -82,6 +82,52 @@ class KernelRaisedError(MetalRuntimeError):
     wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
 
 
+class KernelSanitizerError(NumbaMetalError):
+    """A problem the kernel sanitizer found (``@metal.jit(sanitize=...)`` or ``NUMBA_METAL_SANITIZE``, CPU
+    reference device only; docs/sanitizer.md), raised when the sanitized launch completes. Its message names
+    the kernel, the check, the array, the element, both threads (threadgroup and thread positions) and the
+    Python file:line of both accesses; ``check`` is the check's name and ``reports`` every problem found
+    (dicts). A subclass per check."""
+
+    check = ""
+
+    def __init__(self, message: str, location=None, *, kernel: str = "", reports=()):
+        super().__init__(message, location)
+        self.kernel = kernel
+        self.reports = tuple(reports)
+
+
+class KernelRaceError(KernelSanitizerError):
+    """``race``: two threads of a threadgroup accessed one element of a shared array, at least one a write,
+    with no barrier between them (atomics do not race with atomics)."""
+
+    check = "race"
+
+
+class KernelSyncError(KernelSanitizerError):
+    """``sync``: a barrier not every thread of the threadgroup reached, reached at different call sites or a
+    different number of times, or threads that exited while others waited."""
+
+    check = "sync"
+
+
+class KernelUninitializedError(KernelSanitizerError):
+    """``init``: a read of a shared-array element no thread of the threadgroup wrote in this launch."""
+
+    check = "init"
+
+
+class KernelSanitizerBoundsError(KernelSanitizerError, IndexError):
+    """``bounds``: an array index out of bounds (the index, the axis' size and the line)."""
+
+    check = "bounds"
+
+
+class DeviceRaceWarning(NumbaMetalWarning):
+    """``race`` on device memory: threads of different threadgroups wrote one element of a device array in
+    one launch without atomics (a warning: intentional idempotent writes exist)."""
+
+
 # Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
 # that built-in, so code written for numba.cuda catches it.
 
@@ -155,6 +201,12 @@ __all__ = [
     "MetalDeviceLostError",
     "MetalOutOfMemoryError",
     "KernelBoundsError",
+    "KernelSanitizerError",
+    "KernelRaceError",
+    "KernelSyncError",
+    "KernelUninitializedError",
+    "KernelSanitizerBoundsError",
+    "DeviceRaceWarning",
     "KernelBarrierError",
     "KernelRaisedError",
     "LaunchArgumentError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba.core import ir, types
 
-from . import conversions, msl
+from . import conversions, msl, sanitize
 from .lowering import Value
 
 
@@ -97,7 +97,7 @@ def _narrow(lc, arr: Value) -> bool:
     time): an in-bounds index component and the element offset fit in 32 bits, and an out-of-bounds
     access is undefined with or without the truncation. Not with ``debug=True``, whose bounds checks
     report the index as the program computed it."""
-    return not lc.debug and getattr(arr.type, "address_space", None) in _SMALL_SPACES
+    return not lc.module.bounds_checked and getattr(arr.type, "address_space", None) in _SMALL_SPACES
 
 
 def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narrow: bool = False):
@@ -119,7 +119,7 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narro
         else:
             lc.need("array")
             i = msl.call("nm_wrap", msl.cast("long", v.expr), extent)
-        if lc.debug:
+        if lc.module.bounds_checked:
             i = lc.tmp(types.int64, i)
             lc.need("boundscheck")
             checks.append(msl.call("nm_in_bounds", i, extent, msl.ENV_PARAM, msl.uint_literal(lc.array_id(arrname)),
@@ -197,7 +197,7 @@ def lower_getitem(lc, expr: ir.Expr, target) -> Value:
         lc.error(f"too many indices ({len(idx)}) for a {bty.ndim}-d array")
     if len(idx) < bty.ndim:
         comps, cond = _components(lc, base, idx, _array_name(expr.value), nonneg)
-        if cond:
+        if cond and lc.debug:
             lc.error("views of arrays (partial indexing) cannot be bounds-checked with debug=True; "
                      "index all axes")
         return Value(_view(lc, base, comps, tty), tty)
@@ -209,6 +209,7 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=()) -> Value:
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
     dtype = arr.type.dtype
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
@@ -218,8 +219,9 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=())
     narrow = _narrow(lc, arr)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    store = msl.assign(msl.index(_data(arr), _offset(arr, comps, narrow=narrow)),
-                       lc.store(dtype, lc.cast(value, dtype)))
+    element = msl.index(_data(arr), _offset(arr, comps, narrow=narrow))
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
+    store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
 
@@ -329,6 +331,12 @@ def element_address(lc, arr: Value, index: Value) -> str:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(arr, comps)
+    sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
+                    sanitize.called_array(lc), cond)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
+
+
+def _space(arr: Value):
+    return getattr(types.unliteral(arr.type), "address_space", None)

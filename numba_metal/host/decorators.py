@@ -7,14 +7,16 @@
 from __future__ import annotations
 
 from numba_metal.compiler import linking, precision
+from numba_metal.compiler import sanitize as _sanitize
 from numba_metal.errors import MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
+from . import settings
 from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 
 #: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
 #: ``lineinfo`` change nothing: device functions are always inlined, the MSL compiler always optimises).
 KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo",
-                           "float64", "link"])
+                           "float64", "link", "sanitize"])
 #: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
 UNSUPPORTED_OPTIONS = {
     "max_registers": "a register cap", "launch_bounds": "launch bounds",
@@ -31,7 +33,9 @@ def jit(func_or_sig=None, device=False, **options):
     ``float64="exact"`` (float64 intermediates of a kernel without float64 data, such as ``i / n`` of
     integers, computed exactly in the emulated float64 instead of float32; docs/limitations.md),
     ``link`` (hand-written ``.metal`` files linked into the kernel, defining the functions it calls
-    through ``metal.declare_device``; numba.cuda's PTX and CUDA C are refused).
+    through ``metal.declare_device``; numba.cuda's PTX and CUDA C are refused), ``sanitize`` (the kernel
+    sanitizer's checks on the CPU reference device: ``True``/``"all"`` or names from ``race``, ``sync``,
+    ``init``, ``bounds``; default ``NUMBA_METAL_SANITIZE``; docs/sanitizer.md).
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
@@ -61,11 +65,20 @@ def jit(func_or_sig=None, device=False, **options):
         # numba.cuda's rule: a device function's MSL goes in the kernels that call it.
         raise MetalValueError("link keyword invalid for device function: pass link=[...] to the kernels "
                               "(@metal.jit) that call it, or to metal.declare_device")
+    try:
+        sanitize_checks = (_sanitize.parse(options["sanitize"], "@metal.jit(sanitize=...)") if "sanitize" in options
+                           else settings.sanitize_checks())
+    except ValueError as e:
+        raise NumbaMetalError(str(e)) from None
+    if device and options.get("sanitize"):
+        raise NumbaMetalError("@metal.jit(device=True, sanitize=...): device functions are sanitized in the "
+                              "kernels that call them; pass sanitize= to those kernels (@metal.jit)")
     jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
                              debug=bool(options.get("debug", False)),
                              cache=bool(options.get("cache", False)),
                              float64=float64,
-                             link=linking.paths(link, "@metal.jit(link=...)"))
+                             link=linking.paths(link, "@metal.jit(link=...)"),
+                             sanitize=() if device else tuple(c for c in _sanitize.CHECKS if c in sanitize_checks))
     sigs = None
     if func_or_sig is not None and not callable(func_or_sig):
         sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]

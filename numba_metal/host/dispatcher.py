@@ -41,6 +41,7 @@ class JitOptions(NamedTuple):
     cache: bool = False
     float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
     link: tuple = ()             # hand-written MSL files linked into the kernel (compiler/linking.py)
+    sanitize: tuple = ()         # the kernel sanitizer's checks, in sanitize.CHECKS order (CPU device only)
 
 
 def normalize_signature(sig):
@@ -327,7 +328,7 @@ class Dispatcher:
     def _from_disk_cache(self, argtypes=None, key=None):
         """The specialisation from the disk cache (by Numba types or, without importing Numba, by argument
         keys), or None: caching is off, the types have no canonical spelling, or no valid entry exists."""
-        if not self.options.cache:
+        if not self.options.cache or self.options.sanitize:
             return None
         # Deferred: importing numba-metal loads neither the cache nor the compiled kernels' machinery.
         from . import cache
@@ -366,8 +367,8 @@ class Dispatcher:
         from . import cache
         options = self.options
         compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64,
-                                  link=options.link)
-        if options.cache:
+                                  link=options.link, sanitize=options.sanitize)
+        if options.cache and not options.sanitize:
             try:
                 canon = [canonical_numba(t) for t in argtypes]
             except NotCanonical:
