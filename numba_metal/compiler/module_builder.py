@@ -90,9 +90,9 @@ class ModuleBuilder:
 
     def need_sanitizer_hooks(self) -> None:
         if not self._sanitizer_hooks:
-            from .sanitize import HOOKS
+            from .sanitize import hooks
             self._sanitizer_hooks = True
-            self.define(HOOKS)
+            self.define(hooks())
 
     # -- prelude ---------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ device only; the host's half is ``numba_metal/host/sanitizer.py``, the user's gu
 A sanitizing specialisation (``@metal.jit(sanitize=...)``, ``NUMBA_METAL_SANITIZE``) is compiled with:
 
 - ``bounds``: the bounds checks of ``debug=True`` (arrays.py), reported through the debug error record;
-- ``race``/``init``: every access of a threadgroup (shared) array calls :data:`HOOKS`' ``nm_san_tg`` with
+- ``race``/``init``: every access of a threadgroup (shared) array calls ``nm_san_tg`` (sanitize.metal) with
   the element's address, its index and a *site* (an index into the kernel ABI's ``sanitizer_sites``:
   the kind of access, the array's Python name, its file and line); every threadgroup barrier calls
   ``nm_san_barrier`` first, and the kernel's first statement ``nm_san_begin``;
@@ -28,6 +28,9 @@ wrote in this launch is an ``init`` report.
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from . import msl
+from .kernel_io import ERROR_RECORD_WORDS
 
 #: The checks, in the order reports name them.
 CHECKS = ("race", "sync", "init", "bounds")
@@ -119,10 +122,10 @@ def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, co
     if space != "threadgroup" or not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
-    index = [f"(long)({c})" for c in list(comps)[:3]] + ["-1L"] * (3 - min(3, len(comps)))
-    call = (f"nm_san_tg({ENV}, (ulong)({pointer}), {site(lc, kind, array)}u, {kind}u, "
-            f"{index[0]}, {index[1]}, {index[2]});")
-    lc.emit(f"if ({cond}) {{ {call} }}" if cond else call)
+    index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
+    call = msl.statement(msl.call("nm_san_tg", msl.ENV_PARAM, msl.cast("ulong", pointer),
+                                  msl.uint_literal(site(lc, kind, array)), msl.uint_literal(kind), *index))
+    lc.emit(msl.if_statement(cond, call) if cond else call)
 
 
 def called_array(lc) -> str:
@@ -140,7 +143,7 @@ def barrier(lc) -> None:
     if not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
-    lc.emit(f"nm_san_barrier({ENV});")
+    lc.emit(msl.statement(msl.call("nm_san_barrier", msl.ENV_PARAM)))
 
 
 def prologue(module) -> list[str]:
@@ -148,129 +151,19 @@ def prologue(module) -> list[str]:
     if not tracks_threadgroup(module) or not module.sanitizer_sites:
         return []
     module.need_sanitizer_hooks()
-    return [f"nm_san_begin({ENV});"]
+    return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM))]
+
+#: The values of the hooks' @name@ placeholders (sanitize.metal).
+_PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WORDS=str(SLOT_WORDS),
+                     REPORT_WORDS=str(REPORT_WORDS), WRITE=str(WRITE), READ=str(READ), ATOMIC=str(ATOMIC),
+                     REPORT_INIT=str(REPORT_INIT), REPORT_RACE=str(REPORT_RACE), NO_SITE=str(NO_SITE),
+                     ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
+_LIBRARY = msl.SnippetLibrary("sanitize.metal")
 
 
-ENV = "nm_e"   # msl.ENV_PARAM (checked by the tests: the hooks take the environment by that name)
-
-_H = HEADER
-#: The hooks (MSL for the CPU reference device: addresses are compared as integers).
-HOOKS = f"""// numba-metal kernel sanitizer hooks (compiler/sanitize.py): CPU reference device only
-struct nm_san_entry {{
-    uint tag, addr_lo, addr_hi, w_thread, w_epoch, w_site, r1_thread, r_epoch, r1_site, r2_thread, r2_site, pad;
-}};
-static inline device uint* nm_san_header(thread const nm_env& c) {{ return c.err + 16u; }}
-static inline uint nm_san_thread(thread const nm_env& c) {{
-    return c.tid.x + c.tsize.x * (c.tid.y + c.tsize.y * c.tid.z);
-}}
-static inline uint nm_san_group(thread const nm_env& c) {{
-    return c.tgid.x + c.ngroups.x * (c.tgid.y + c.ngroups.y * c.tgid.z);
-}}
-static inline void nm_san_begin(thread const nm_env& c) {{
-    device uint* s = nm_san_header(c);
-    if (nm_san_thread(c) != 0u) {{
-        return;
-    }}
-    uint claim = atomic_fetch_add_explicit((device atomic_uint*)(s + {_H["claims"]}), 1u, memory_order_relaxed);
-    uint slot = claim % s[{_H["slots"]}];
-    device uint* h = s + s[{_H["slot_headers"]}] + {SLOT_WORDS}u * slot;
-    h[1] = 0u;
-    h[2] = 0u;
-    atomic_store_explicit((device atomic_uint*)h, nm_san_group(c) + 1u, memory_order_relaxed);
-    s[s[{_H["slot_of"]}] + nm_san_group(c)] = slot;
-}}
-static inline device uint* nm_san_slot(thread const nm_env& c, thread uint& slot) {{
-    device uint* s = nm_san_header(c);
-    uint g = nm_san_group(c);
-    slot = s[s[{_H["slot_of"]}] + g];
-    device uint* h = s + s[{_H["slot_headers"]}] + {SLOT_WORDS}u * slot;
-    if (atomic_load_explicit((device atomic_uint*)h, memory_order_relaxed) != g + 1u) {{
-        atomic_fetch_add_explicit((device atomic_uint*)(s + {_H["lost"]}), 1u, memory_order_relaxed);
-        return nullptr;
-    }}
-    return h;
-}}
-static inline void nm_san_barrier(thread const nm_env& c) {{
-    uint slot;
-    device uint* h = nm_san_slot(c, slot);
-    if (h == nullptr) {{
-        return;
-    }}
-    h[2] += 1u;
-    if (h[2] == c.tsize.x * c.tsize.y * c.tsize.z) {{
-        h[2] = 0u;
-        h[1] += 1u;
-    }}
-}}
-static inline void nm_san_report(device uint* s, uint kind, uint site, uint prev_site, uint g, uint t, uint prev_t,
-                                 long i0, long i1, long i2) {{
-    uint n = atomic_fetch_add_explicit((device atomic_uint*)(s + {_H["reports"]}), 1u, memory_order_relaxed);
-    if (n >= s[{_H["max_reports"]}]) {{
-        return;
-    }}
-    device uint* r = s + s[{_H["report_base"]}] + {REPORT_WORDS}u * n;
-    r[0] = kind; r[1] = site; r[2] = prev_site; r[3] = g; r[4] = t; r[5] = prev_t;
-    r[6] = (uint)i0; r[7] = (uint)i1; r[8] = (uint)i2;
-}}
-static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint kind, long i0, long i1, long i2) {{
-    uint slot;
-    device uint* h = nm_san_slot(c, slot);
-    if (h == nullptr) {{
-        return;
-    }}
-    device uint* s = nm_san_header(c);
-    uint g = nm_san_group(c) + 1u;
-    uint t = nm_san_thread(c) + 1u;
-    uint epoch = h[1];
-    uint cap = s[{_H["capacity"]}];
-    uint checks = s[{_H["checks"]}];
-    device nm_san_entry* table = (device nm_san_entry*)(s + s[{_H["tables"]}]) + (ulong)slot * cap;
-    uint lo = (uint)addr, hi = (uint)(addr >> 32);
-    uint k = cap > 1u ? ((lo ^ (hi * 0x9E3779B9u)) * 2654435761u) >> s[{_H["shift"]}] : 0u;
-    device nm_san_entry* e = nullptr;
-    for (uint probe = 0u; probe < cap; probe++) {{
-        device nm_san_entry* x = table + ((k + probe) & (cap - 1u));
-        if (x->tag != g) {{
-            x->tag = g; x->addr_lo = lo; x->addr_hi = hi;
-            x->w_thread = 0u; x->r1_thread = 0u; x->r2_thread = 0u;
-            e = x;
-            break;
-        }}
-        if (x->addr_lo == lo && x->addr_hi == hi) {{
-            e = x;
-            break;
-        }}
-    }}
-    if (e == nullptr) {{
-        atomic_fetch_add_explicit((device atomic_uint*)(s + {_H["lost"]}), 1u, memory_order_relaxed);
-        return;
-    }}
-    bool race = (checks & 1u) != 0u;
-    uint w_site = e->w_site & 0x7FFFFFFFu;
-    bool w_atomic = (e->w_site >> 31) != 0u;
-    bool same_epoch_write = e->w_thread != 0u && e->w_epoch == epoch && e->w_thread != t;
-    if (e->w_thread == 0u && kind != {WRITE}u) {{
-        if ((checks & 2u) != 0u) {{
-            nm_san_report(s, {REPORT_INIT}u, site, {NO_SITE}u, g - 1u, t - 1u, {NO_SITE}u, i0, i1, i2);
-        }}
-    }} else if (race && same_epoch_write && !(kind == {ATOMIC}u && w_atomic)) {{
-        nm_san_report(s, {REPORT_RACE}u, site, w_site, g - 1u, t - 1u, e->w_thread - 1u, i0, i1, i2);
-    }} else if (race && kind != {READ}u && e->r1_thread != 0u && e->r_epoch == epoch) {{
-        if (e->r1_thread != t) {{
-            nm_san_report(s, {REPORT_RACE}u, site, e->r1_site, g - 1u, t - 1u, e->r1_thread - 1u, i0, i1, i2);
-        }} else if (e->r2_thread != 0u && e->r2_thread != t) {{
-            nm_san_report(s, {REPORT_RACE}u, site, e->r2_site, g - 1u, t - 1u, e->r2_thread - 1u, i0, i1, i2);
-        }}
-    }}
-    if (kind == {READ}u) {{
-        if (e->r1_thread == 0u || e->r_epoch != epoch) {{
-            e->r1_thread = t; e->r1_site = site; e->r2_thread = 0u; e->r_epoch = epoch;
-        }} else if (e->r1_thread != t && e->r2_thread == 0u) {{
-            e->r2_thread = t; e->r2_site = site;
-        }}
-    }} else {{
-        e->w_thread = t; e->w_epoch = epoch; e->w_site = site | (kind == {ATOMIC}u ? 0x80000000u : 0u);
-        e->r1_thread = 0u; e->r2_thread = 0u;
-    }}
-}}
-"""
+def hooks() -> str:
+    """The hooks' MSL, with the layout's numbers filled in."""
+    text = _LIBRARY.text("sanitizer")
+    for name, value in _PLACEHOLDERS.items():
+        text = text.replace("@" + name + "@", value)
+    return text
