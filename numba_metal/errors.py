@@ -123,11 +123,6 @@ class KernelSanitizerBoundsError(KernelSanitizerError, IndexError):
     check = "bounds"
 
 
-class DeviceRaceWarning(NumbaMetalWarning):
-    """``race`` on device memory: threads of different threadgroups wrote one element of a device array in
-    one launch without atomics (a warning: intentional idempotent writes exist)."""
-
-
 # Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
 # that built-in, so code written for numba.cuda catches it.
 
@@ -206,7 +201,6 @@ __all__ = [
     "KernelSyncError",
     "KernelUninitializedError",
     "KernelSanitizerBoundsError",
-    "DeviceRaceWarning",
     "KernelBarrierError",
     "KernelRaisedError",
     "LaunchArgumentError",
