@@ -104,9 +104,9 @@ class KernelRaceError(KernelSanitizerError):
     check = "race"
 
 
-class KernelSyncError(KernelSanitizerError):
+class KernelSyncError(KernelSanitizerError, KernelBarrierError):
     """``sync``: a barrier not every thread of the threadgroup reached, reached at different call sites or a
-    different number of times, or threads that exited while others waited."""
+    different number of times, or threads that exited while others waited (also a KernelBarrierError)."""
 
     check = "sync"
 
@@ -117,8 +117,9 @@ class KernelUninitializedError(KernelSanitizerError):
     check = "init"
 
 
-class KernelSanitizerBoundsError(KernelSanitizerError, IndexError):
-    """``bounds``: an array index out of bounds (the index, the axis' size and the line)."""
+class KernelSanitizerBoundsError(KernelSanitizerError, KernelBoundsError):
+    """``bounds``: an array index out of bounds (the index, the axis' size and the line); also a
+    KernelBoundsError and an IndexError."""
 
     check = "bounds"
 

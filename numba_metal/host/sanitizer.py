@@ -20,6 +20,7 @@ partial, which is never silent.
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -72,8 +73,7 @@ class LaunchSanitizer:
         self.index = error_index
         self.checks = frozenset(state.kernel.dispatcher.options.sanitize)
         self.tracks = bool(self.checks & {"race", "init"}) and bool(state.abi.sanitizer_sites)
-        self._buffer = None
-        self._words = 0
+        self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
 
     def bind(self, config):
         """Before the submit: lay out and bind this launch's buffer; returns what :meth:`finish` needs."""
@@ -97,15 +97,20 @@ class LaunchSanitizer:
             words = base + header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
         else:
             words = base
-        if self._buffer is None or self._words < words:
-            self._buffer = self.state.ctx.device.new_buffer(4 * words)
-            self._words = words
-        view = np.frombuffer(self._buffer.memory(), dtype=np.uint32)
+        ident = threading.get_ident()
+        buffer, size = self._buffers.get(ident, (None, 0))
+        if buffer is None or size < words:
+            alive = {t.ident for t in threading.enumerate()}
+            for other in [i for i in self._buffers if i not in alive]:
+                del self._buffers[other]
+            buffer = self.state.ctx.device.new_buffer(4 * words)
+            self._buffers[ident] = (buffer, words)
+        view = np.frombuffer(buffer.memory(), dtype=np.uint32)
         view[:words] = 0
         for name, value in header.items():
             view[base + sanitize.HEADER[name]] = value
-        self.state.dispatch.set_buffer(self.index, self._buffer, 0)
-        return (self._buffer, griddim, blockdim, header)
+        self.state.dispatch.set_buffer(self.index, buffer, 0)
+        return (buffer, griddim, blockdim, header)
 
     def finish(self, queue, bound) -> None:
         """After the submit: wait for the kernel and raise (or warn about) what the sanitizer found."""
