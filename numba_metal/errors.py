@@ -124,6 +124,20 @@ class KernelSanitizerBoundsError(KernelSanitizerError, KernelBoundsError):
     check = "bounds"
 
 
+class DeviceRaceWarning(NumbaMetalWarning):
+    """The kernel sanitizer's ``race`` check on device memory: threads of different threadgroups wrote one
+    element of a device array in one launch without atomics. A warning, not an error: intentional
+    idempotent writes (every thread storing the same flag) exist. ``reports`` as KernelSanitizerError's."""
+
+    def __init__(self, message: str, location=None, *, kernel: str = "", reports=()):
+        if location is not None and location[0]:
+            message = f"{location[0]}:{location[1]}: {message}"
+        super().__init__(message)
+        self.location = location
+        self.kernel = kernel
+        self.reports = tuple(reports)
+
+
 # Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
 # that built-in, so code written for numba.cuda catches it.
 
@@ -202,6 +216,7 @@ __all__ = [
     "KernelSyncError",
     "KernelUninitializedError",
     "KernelSanitizerBoundsError",
+    "DeviceRaceWarning",
     "KernelBarrierError",
     "KernelRaisedError",
     "LaunchArgumentError",

@@ -8,7 +8,7 @@ use, so importing numba-metal does not import Numba's compiler.
 
 from __future__ import annotations
 
-from numba_metal.errors import (CopyRequiredError, DLPackError, KernelBarrierError,  # noqa: F401
+from numba_metal.errors import (CopyRequiredError, DeviceRaceWarning, DLPackError, KernelBarrierError,  # noqa: F401
                                 KernelBoundsError, KernelCompilationError, KernelRaceError,
                                 KernelSanitizerBoundsError, KernelSanitizerError, KernelSyncError,
                                 KernelUninitializedError,

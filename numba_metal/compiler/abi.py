@@ -415,7 +415,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
 
 def _sanitizer_sites(items) -> tuple:
     from .sanitize import Site
-    return tuple(Site(int(kind), str(array), str(filename), int(line)) for kind, array, filename, line in items)
+    return tuple(Site(int(kind), str(array), str(filename), int(line), str(space))
+                 for kind, array, filename, line, space in items)
 
 
 class CompiledKernel(NamedTuple):

@@ -48,14 +48,14 @@ static inline void nm_san_barrier(thread const nm_env& c) {
     }
 }
 static inline void nm_san_report(device uint* s, uint kind, uint site, uint prev_site, uint g, uint t, uint prev_t,
-                                 long i0, long i1, long i2) {
+                                 long i0, long i1, long i2, uint extra) {
     uint n = atomic_fetch_add_explicit((device atomic_uint*)(s + @reports@), 1u, memory_order_relaxed);
     if (n >= s[@max_reports@]) {
         return;
     }
     device uint* r = s + s[@report_base@] + @REPORT_WORDS@u * n;
     r[0] = kind; r[1] = site; r[2] = prev_site; r[3] = g; r[4] = t; r[5] = prev_t;
-    r[6] = (uint)i0; r[7] = (uint)i1; r[8] = (uint)i2;
+    r[6] = (uint)i0; r[7] = (uint)i1; r[8] = (uint)i2; r[9] = extra;
 }
 static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint kind, long i0, long i1, long i2) {
     uint slot;
@@ -96,15 +96,15 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
     bool same_epoch_write = e->w_thread != 0u && e->w_epoch == epoch && e->w_thread != t;
     if (e->w_thread == 0u && kind != @WRITE@u) {
         if ((checks & 2u) != 0u) {
-            nm_san_report(s, @REPORT_INIT@u, site, @NO_SITE@u, g - 1u, t - 1u, @NO_SITE@u, i0, i1, i2);
+            nm_san_report(s, @REPORT_INIT@u, site, @NO_SITE@u, g - 1u, t - 1u, @NO_SITE@u, i0, i1, i2, 0u);
         }
     } else if (race && same_epoch_write && !(kind == @ATOMIC@u && w_atomic)) {
-        nm_san_report(s, @REPORT_RACE@u, site, w_site, g - 1u, t - 1u, e->w_thread - 1u, i0, i1, i2);
+        nm_san_report(s, @REPORT_RACE@u, site, w_site, g - 1u, t - 1u, e->w_thread - 1u, i0, i1, i2, 0u);
     } else if (race && kind != @READ@u && e->r1_thread != 0u && e->r_epoch == epoch) {
         if (e->r1_thread != t) {
-            nm_san_report(s, @REPORT_RACE@u, site, e->r1_site, g - 1u, t - 1u, e->r1_thread - 1u, i0, i1, i2);
+            nm_san_report(s, @REPORT_RACE@u, site, e->r1_site, g - 1u, t - 1u, e->r1_thread - 1u, i0, i1, i2, 0u);
         } else if (e->r2_thread != 0u && e->r2_thread != t) {
-            nm_san_report(s, @REPORT_RACE@u, site, e->r2_site, g - 1u, t - 1u, e->r2_thread - 1u, i0, i1, i2);
+            nm_san_report(s, @REPORT_RACE@u, site, e->r2_site, g - 1u, t - 1u, e->r2_thread - 1u, i0, i1, i2, 0u);
         }
     }
     if (kind == @READ@u) {
@@ -117,4 +117,54 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
         e->w_thread = t; e->w_epoch = epoch; e->w_site = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
         e->r1_thread = 0u; e->r2_thread = 0u;
     }
+}
+// A write (or atomic) of device memory: the element's last writer is kept in a table shared by every
+// threadgroup (filled under a compare-and-swap, as threadgroups run in parallel); a write by another
+// threadgroup than the last writer's, not both atomics, is reported (a warning on the host).
+static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uint kind, long i0, long i1, long i2) {
+    device uint* s = nm_san_header(c);
+    uint cap = s[@device_capacity@];
+    if (cap == 0u) {
+        return;
+    }
+    uint g = nm_san_group(c) + 1u;
+    uint t = nm_san_thread(c);
+    uint lo = (uint)addr, hi = (uint)(addr >> 32);
+    uint k = cap > 1u ? ((lo ^ (hi * 0x9E3779B9u)) * 2654435761u) >> s[@device_shift@] : 0u;
+    device uint* table = s + s[@device_table@];
+    for (uint probe = 0u; probe < cap; probe++) {
+        device uint* e = table + @DEVICE_WORDS@u * ((k + probe) & (cap - 1u));
+        device atomic_uint* state = (device atomic_uint*)e;
+        uint expected = 0u;
+        if (atomic_load_explicit(state, memory_order_relaxed) == 0u) {
+            while (!atomic_compare_exchange_weak_explicit(state, &expected, 1u, memory_order_relaxed,
+                                                          memory_order_relaxed)) {
+                if (expected != 0u) {
+                    break;
+                }
+            }
+            if (expected == 0u) {
+                e[1] = lo; e[2] = hi; e[4] = t; e[5] = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
+                atomic_store_explicit((device atomic_uint*)(e + 3), g, memory_order_relaxed);
+                atomic_store_explicit(state, 2u, memory_order_relaxed);
+                return;
+            }
+        }
+        while (atomic_load_explicit(state, memory_order_relaxed) == 1u) {
+        }
+        if (e[1] != lo || e[2] != hi) {
+            continue;
+        }
+        uint prev_site = e[5];
+        uint prev_thread = e[4];
+        uint prev = atomic_exchange_explicit((device atomic_uint*)(e + 3), g, memory_order_relaxed);
+        e[4] = t;
+        e[5] = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
+        bool both_atomic = kind == @ATOMIC@u && (prev_site >> 31) != 0u;
+        if (prev != g && !both_atomic) {
+            nm_san_report(s, @REPORT_DEVICE_RACE@u, site, prev_site & 0x7FFFFFFFu, g - 1u, t, prev - 1u, i0, i1, i2, prev_thread);
+        }
+        return;
+    }
+    atomic_fetch_add_explicit((device atomic_uint*)(s + @lost@), 1u, memory_order_relaxed);
 }

@@ -54,16 +54,26 @@ HEADER = {
     "report_base": 9,  # word offset of the reports (REPORT_WORDS each)
     "checks": 10,      # bit 0: race, bit 1: init
     "shift": 11,       # 32 - log2(capacity): the hash's shift
+    "device_table": 12,     # word offset of the device-memory write table (DEVICE_WORDS per entry)
+    "device_capacity": 13,  # its entries (a power of two; 0: device writes are not tracked)
+    "device_shift": 14,     # 32 - log2(device_capacity)
 }
 HEADER_WORDS = 16
 SLOT_WORDS = 4
 ENTRY_WORDS = 12
 REPORT_WORDS = 12
 #: Report kinds (word 0 of a report).
-REPORT_RACE, REPORT_INIT = 1, 2
+REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
+#: Words of a device-memory write table entry: state (0 empty, 1 being filled, 2 ready), address (2 words),
+#: last writer's threadgroup + 1, its thread, its site (bit 31: atomic).
+DEVICE_WORDS = 6
+#: Device-memory write table entries per thread of the grid (at most MAX_DEVICE_ENTRIES).
+DEVICE_ENTRIES_PER_THREAD = 2
+MAX_DEVICE_ENTRIES = 1 << 20
 #: A report's words: kind, site, previous site, threadgroup (linear), thread (linear), previous thread,
 #: the element's index (three components, -1 where the array has fewer axes).
-REPORT = {"kind": 0, "site": 1, "prev_site": 2, "group": 3, "thread": 4, "prev_thread": 5, "index": 6}
+REPORT = {"kind": 0, "site": 1, "prev_site": 2, "group": 3, "thread": 4, "prev_thread": 5, "index": 6,
+          "extra": 9}   # a device race: prev_thread is the other threadgroup, extra its thread
 NO_SITE = 0xFFFFFFFF
 CHECK_BITS = {"race": 1, "init": 2}
 
@@ -75,6 +85,7 @@ class Site(NamedTuple):
     array: str
     filename: str
     line: int
+    space: str = "threadgroup"   # the array's address space: "threadgroup" or "device"
 
 
 def parse(value, what: str) -> frozenset:
@@ -107,10 +118,10 @@ def tracks_threadgroup(module) -> bool:
     return bool(module.sanitize & {"race", "init"})
 
 
-def site(lc, kind: int, array: str) -> int:
+def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     """The site id of an access being lowered by ``lc`` (a FunctionLowering)."""
     loc = lc.loc
-    entry = Site(kind, array, loc.filename if loc is not None else "?", loc.line if loc is not None else 0)
+    entry = Site(kind, array, loc.filename if loc is not None else "?", loc.line if loc is not None else 0, space)
     sites = lc.module.sanitizer_sites
     sites.append(entry)
     return len(sites) - 1
@@ -118,13 +129,20 @@ def site(lc, kind: int, array: str) -> int:
 
 def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
-    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any)."""
-    if space != "threadgroup" or not tracks_threadgroup(lc.module):
+    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any):
+    every access of a threadgroup array (race, init), every write of a device array (race across
+    threadgroups)."""
+    if space == "threadgroup" and tracks_threadgroup(lc.module):
+        hook = "nm_san_tg"
+    elif space in (None, "device") and kind != READ and "race" in lc.module.sanitize:
+        hook = "nm_san_dev"
+    else:
         return
     lc.module.need_sanitizer_hooks()
     index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
-    call = msl.statement(msl.call("nm_san_tg", msl.ENV_PARAM, msl.cast("ulong", pointer),
-                                  msl.uint_literal(site(lc, kind, array)), msl.uint_literal(kind), *index))
+    call = msl.statement(msl.call(hook, msl.ENV_PARAM, msl.cast("ulong", pointer),
+                                  msl.uint_literal(site(lc, kind, array, "threadgroup" if hook == "nm_san_tg" else
+                                                        "device")), msl.uint_literal(kind), *index))
     lc.emit(msl.if_statement(cond, call) if cond else call)
 
 
@@ -148,7 +166,7 @@ def barrier(lc) -> None:
 
 def prologue(module) -> list[str]:
     """The kernel's statements after its environment (thread 0 claims its threadgroup's slot)."""
-    if not tracks_threadgroup(module) or not module.sanitizer_sites:
+    if not tracks_threadgroup(module) or not any(s.space == "threadgroup" for s in module.sanitizer_sites):
         return []
     module.need_sanitizer_hooks()
     return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM))]
@@ -157,6 +175,7 @@ def prologue(module) -> list[str]:
 _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WORDS=str(SLOT_WORDS),
                      REPORT_WORDS=str(REPORT_WORDS), WRITE=str(WRITE), READ=str(READ), ATOMIC=str(ATOMIC),
                      REPORT_INIT=str(REPORT_INIT), REPORT_RACE=str(REPORT_RACE), NO_SITE=str(NO_SITE),
+                     REPORT_DEVICE_RACE=str(REPORT_DEVICE_RACE), DEVICE_WORDS=str(DEVICE_WORDS),
                      ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
 _LIBRARY = msl.SnippetLibrary("sanitize.metal")
 

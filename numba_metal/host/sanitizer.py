@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from numba_metal.compiler import kernel_io, sanitize
-from numba_metal.errors import (KernelBarrierError, KernelBoundsError, KernelRaceError, KernelSanitizerBoundsError,
+from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError, KernelSanitizerBoundsError,
                                 KernelSyncError, KernelUninitializedError, NumbaMetalWarning, UnsupportedFeatureError)
 
 from . import settings
@@ -40,6 +40,19 @@ MAX_SLOTS = 32
 
 
 _PAST = ("read", "wrote", "updated (atomic)")
+
+
+def _summary(reports, count) -> str:
+    """The message of an error or warning: its first report, then the others (one per pair of sites)."""
+    lines = [reports[0]["message"]]
+    if len(reports) > 1:
+        lines.append("also:")
+        lines.extend(f"  {r['message']}" for r in reports[1:9])
+        if len(reports) > 9:
+            lines.append(f"  ... and {len(reports) - 9} more pairs of sites")
+    if count is not None:
+        lines.append(f"({count} reports in all in this launch: each pair of sites is listed once)")
+    return "\n".join(lines)
 
 
 def refuse_unless_cpu(kernel, ctx) -> None:
@@ -72,7 +85,10 @@ class LaunchSanitizer:
         self.state = state
         self.index = error_index
         self.checks = frozenset(state.kernel.dispatcher.options.sanitize)
-        self.tracks = bool(self.checks & {"race", "init"}) and bool(state.abi.sanitizer_sites)
+        sites = state.abi.sanitizer_sites
+        self.shared = any(s.space == "threadgroup" for s in sites)
+        self.device = any(s.space == "device" for s in sites)
+        self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
         self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
 
     def bind(self, config):
@@ -82,9 +98,9 @@ class LaunchSanitizer:
         base = kernel_io.ERROR_RECORD_WORDS
         header = {}
         if self.tracks:
-            tg_bytes = self.state.static_shared + int(config.sharedmem or 0)
-            capacity = _pow2(max(16, tg_bytes))
-            slots = max(1, min(ngroups, MAX_SLOTS))
+            tg_bytes = self.state.static_shared + int(config.sharedmem or 0) if self.shared else 0
+            capacity = _pow2(max(16, tg_bytes)) if self.shared else 1
+            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared else 1
             while slots > 1 and slots * capacity * sanitize.ENTRY_WORDS * 4 > SHADOW_BYTES:
                 slots //= 2
             h = sanitize.HEADER_WORDS
@@ -94,7 +110,13 @@ class LaunchSanitizer:
             header["report_base"] = header["tables"] + slots * capacity * sanitize.ENTRY_WORDS
             header["checks"] = sum(sanitize.CHECK_BITS[c] for c in self.checks if c in sanitize.CHECK_BITS)
             header["shift"] = 32 - (capacity.bit_length() - 1)
-            words = base + header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
+            header["device_table"] = header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
+            threads = ngroups * blockdim[0] * blockdim[1] * blockdim[2]
+            device = (min(_pow2(sanitize.DEVICE_ENTRIES_PER_THREAD * threads), sanitize.MAX_DEVICE_ENTRIES)
+                      if self.device and ngroups > 1 else 0)
+            header["device_capacity"] = device
+            header["device_shift"] = 32 - (device.bit_length() - 1) if device else 0
+            words = base + header["device_table"] + device * sanitize.DEVICE_WORDS
         else:
             words = base
         ident = threading.get_ident()
@@ -142,14 +164,24 @@ class LaunchSanitizer:
         lost = int(s[sanitize.HEADER["lost"]])
         if lost:
             warnings.warn(NumbaMetalWarning(
-                f"kernel sanitizer: {lost} shared-memory accesses of kernel {kernel.name}() were not checked (a "
-                "threadgroup's shadow slot was reused while it ran, or its table was full)"),
+                f"kernel sanitizer: {lost} accesses of kernel {kernel.name}() were not checked for races (a "
+                "threadgroup's shadow slot was reused while it ran, or a shadow table was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
-            raise self._error(s, header, count, griddim, blockdim)
+            reports = self._reports(s, header, count, griddim, blockdim)
+            device = [r for r in reports if r["check"] == "device race"]
+            if device:
+                warnings.warn(DeviceRaceWarning(_summary(device, None), device[0]["location"], kernel=kernel.name,
+                                                reports=device), stacklevel=settings.user_stacklevel())
+            errors = [r for r in reports if r["check"] != "device race"]
+            if errors:
+                race = [r for r in errors if r["check"] == "race"]
+                first = race[0] if race else errors[0]
+                cls = KernelRaceError if race else KernelUninitializedError
+                raise cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
 
-    def _error(self, s, header, count, griddim, blockdim):
-        kernel = self.state.kernel
+    def _reports(self, s, header, count, griddim, blockdim) -> list:
+        """The distinct reports of a launch (one per kind and pair of sites), threadgroup by threadgroup."""
         sites = self.state.abi.sanitizer_sites
         kept = min(count, MAX_REPORTS)
         at = header["report_base"]
@@ -165,18 +197,7 @@ class LaunchSanitizer:
                 continue
             reports.append(self._report(r, sites, griddim, blockdim))
             seen[key] = reports[-1]
-        race = [r for r in reports if r["check"] == "race"]
-        first = race[0] if race else reports[0]
-        cls = KernelRaceError if race else KernelUninitializedError
-        lines = [first["message"]]
-        others = [r for r in reports if r is not first]
-        if others:
-            lines.append("also:")
-            lines.extend(f"  {r['message']}" for r in others[:8])
-            if len(others) > 8:
-                lines.append(f"  ... and {len(others) - 8} more pairs of sites")
-        lines.append(f"({count} reports in all in this launch: each pair of sites is listed once)")
-        return cls("\n".join(lines), first["location"], kernel=kernel.name, reports=reports)
+        return reports
 
     def _report(self, r, sites, griddim, blockdim) -> dict:
         kernel = self.state.kernel
@@ -205,6 +226,19 @@ class LaunchSanitizer:
                     "threadgroup": group, "thread": thread, "location": (here.filename, here.line),
                     "message": message, "count": 1, "sites": (where,)}
         prev = site_of(int(r[R["prev_site"]]))
+        if int(r[R["kind"]]) == sanitize.REPORT_DEVICE_RACE:
+            prev_group = _unravel(int(r[R["prev_thread"]]), griddim)
+            prev_thread = _unravel(int(r[R["extra"]]), blockdim)
+            prev_where = f"{prev.filename}:{prev.line}"
+            message = (f"device-memory race (write-after-write across threadgroups) in kernel {kernel.name}(): "
+                       f"array '{here.array}' element {element}: thread {prev_thread} of threadgroup {prev_group} "
+                       f"{_PAST[prev.kind]} it at {prev_where}, then thread {thread} of threadgroup {group} "
+                       f"{verb} it at {where}, without atomics (harmless only if every write stores the same value)")
+            return {"check": "device race", "kernel": kernel.name, "array": here.array, "element": index,
+                    "threadgroup": group, "thread": thread, "other_threadgroup": prev_group,
+                    "other_thread": prev_thread, "location": (here.filename, here.line),
+                    "other_location": (prev.filename, prev.line), "message": message, "count": 1,
+                    "sites": (prev_where, where)}
         prev_thread = _unravel(int(r[R["prev_thread"]]), blockdim)
         prev_where = f"{prev.filename}:{prev.line}"
         pverb = _PAST[prev.kind]

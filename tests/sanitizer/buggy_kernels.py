@@ -102,3 +102,7 @@ def atomic_then_plain_read(out):
     metal.syncthreads()
     metal.atomic.add(s, 0, 1)  # B
     out[t] = s[0]  # A
+
+
+def cross_threadgroup_write(out):
+    out[metal.threadIdx.x] = metal.blockIdx.x  # A

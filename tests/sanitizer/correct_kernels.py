@@ -71,3 +71,13 @@ def same_thread_rewrites(out):
     s[t] = 1.0
     s[t] = s[t] + 1.0
     out[t] = s[t]
+
+
+def each_thread_its_element(out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = i
+
+
+def cross_threadgroup_atomics(out):
+    metal.atomic.add(out, metal.threadIdx.x, 1)

@@ -5,6 +5,7 @@ the CPU device, the plain variant's MSL unchanged)."""
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -116,6 +117,18 @@ def test_plain_read_racing_with_atomics():
     assert any(set(r["sites"]) == pair for r in e.value.reports)
 
 
+def test_device_memory_written_by_two_threadgroups_is_a_warning_naming_both():
+    k = sanitized(bug.cross_threadgroup_write)
+    out = np.zeros(8, np.int32)
+    with pytest.warns(metal.DeviceRaceWarning) as w:
+        k[2, 8](out)
+    r = w[0].message.reports[0]
+    assert r["check"] == "device race" and r["array"] == "out"
+    assert {r["threadgroup"], r["other_threadgroup"]} == {(0, 0, 0), (1, 0, 0)} and r["thread"] == r["other_thread"]
+    assert r["sites"] == (where(bug.cross_threadgroup_write, "A"),) * 2
+    assert set(out) <= {0, 1}   # the launch ran: a warning, not an error
+
+
 def test_only_the_checks_asked_for_run():
     # race only: the partial initialisation is not an init report
     sanitized(bug.partial_shared_init, "race")[1, 64](np.zeros(64, np.float32))
@@ -147,6 +160,14 @@ def test_correct_kernels_are_not_reported_and_compute_the_same():
     f = np.zeros(32, np.float32)
     sanitized(ok.same_thread_rewrites)[1, 32](f)
     assert (f == 2).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", metal.DeviceRaceWarning)
+        e = np.zeros(1000, np.int64)
+        sanitized(ok.each_thread_its_element)[8, 128](e)
+        assert (e == np.arange(1000)).all()
+        c = np.zeros(8, np.int32)
+        sanitized(ok.cross_threadgroup_atomics)[4, 8](c)
+        assert (c == 4).all()
 
 
 # -- plumbing ----------------------------------------------------------------------------------------------
