@@ -2,7 +2,8 @@
 // number there). CPU reference device only: addresses are compared as integers.
 //@@ sanitizer requires:
 struct nm_san_entry {
-    uint tag, addr_lo, addr_hi, w_thread, w_epoch, w_site, r1_thread, r_epoch, r1_site, r2_thread, r2_site, pad;
+    uint tag, addr_lo, addr_hi, w_thread, w_epoch, w_site, r1_thread, r_epoch, r1_site, r2_thread, r2_site;
+    uint w_sepoch, r1_sepoch, r2_sepoch, pad0, pad1;
 };
 static inline device uint* nm_san_header(thread const nm_env& c) { return c.err + @ERROR_RECORD_WORDS@u; }
 static inline uint nm_san_thread(thread const nm_env& c) {
@@ -19,8 +20,9 @@ static inline void nm_san_begin(thread const nm_env& c) {
     uint claim = atomic_fetch_add_explicit((device atomic_uint*)(s + @claims@), 1u, memory_order_relaxed);
     uint slot = claim % s[@slots@];
     device uint* h = s + s[@slot_headers@] + @SLOT_WORDS@u * slot;
-    h[1] = 0u;
-    h[2] = 0u;
+    for (uint i = 1u; i < @SLOT_WORDS@u; i++) {
+        h[i] = 0u;
+    }
     atomic_store_explicit((device atomic_uint*)h, nm_san_group(c) + 1u, memory_order_relaxed);
     s[s[@slot_of@] + nm_san_group(c)] = slot;
 }
@@ -57,6 +59,12 @@ static inline void nm_san_report(device uint* s, uint kind, uint site, uint prev
     r[0] = kind; r[1] = site; r[2] = prev_site; r[3] = g; r[4] = t; r[5] = prev_t;
     r[6] = (uint)i0; r[7] = (uint)i1; r[8] = (uint)i2; r[9] = extra;
 }
+// Two accesses of an element by threads u and t (each with the threadgroup's barrier epoch and its SIMD
+// group's SIMD-barrier epoch at the time) are ordered when a threadgroup barrier lies between them, or
+// when both threads are in one SIMD group and a SIMD-group barrier lies between them.
+static inline bool nm_san_ordered(uint u, uint u_epoch, uint u_sepoch, uint t, uint epoch, uint sepoch) {
+    return u == t || u_epoch != epoch || ((u - 1u) / 32u == (t - 1u) / 32u && u_sepoch != sepoch);
+}
 static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint kind, long i0, long i1, long i2) {
     uint slot;
     device uint* h = nm_san_slot(c, slot);
@@ -67,6 +75,7 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
     uint g = nm_san_group(c) + 1u;
     uint t = nm_san_thread(c) + 1u;
     uint epoch = h[1];
+    uint sepoch = h[@SIMD_EPOCHS@u + (t - 1u) / 32u];
     uint cap = s[@capacity@];
     uint checks = s[@checks@];
     device nm_san_entry* table = (device nm_san_entry*)(s + s[@tables@]) + (ulong)slot * cap;
@@ -93,29 +102,51 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
     bool race = (checks & 1u) != 0u;
     uint w_site = e->w_site & 0x7FFFFFFFu;
     bool w_atomic = (e->w_site >> 31) != 0u;
-    bool same_epoch_write = e->w_thread != 0u && e->w_epoch == epoch && e->w_thread != t;
+    bool r1_races = e->r1_thread != 0u && !nm_san_ordered(e->r1_thread, e->r_epoch, e->r1_sepoch, t, epoch, sepoch);
+    bool r2_races = e->r2_thread != 0u && !nm_san_ordered(e->r2_thread, e->r_epoch, e->r2_sepoch, t, epoch, sepoch);
     if (e->w_thread == 0u && kind != @WRITE@u) {
         if ((checks & 2u) != 0u) {
             nm_san_report(s, @REPORT_INIT@u, site, @NO_SITE@u, g - 1u, t - 1u, @NO_SITE@u, i0, i1, i2, 0u);
         }
-    } else if (race && same_epoch_write && !(kind == @ATOMIC@u && w_atomic)) {
+    } else if (race && e->w_thread != 0u && !nm_san_ordered(e->w_thread, e->w_epoch, e->w_sepoch, t, epoch, sepoch)
+               && !(kind == @ATOMIC@u && w_atomic)) {
         nm_san_report(s, @REPORT_RACE@u, site, w_site, g - 1u, t - 1u, e->w_thread - 1u, i0, i1, i2, 0u);
-    } else if (race && kind != @READ@u && e->r1_thread != 0u && e->r_epoch == epoch) {
-        if (e->r1_thread != t) {
-            nm_san_report(s, @REPORT_RACE@u, site, e->r1_site, g - 1u, t - 1u, e->r1_thread - 1u, i0, i1, i2, 0u);
-        } else if (e->r2_thread != 0u && e->r2_thread != t) {
-            nm_san_report(s, @REPORT_RACE@u, site, e->r2_site, g - 1u, t - 1u, e->r2_thread - 1u, i0, i1, i2, 0u);
-        }
+    } else if (race && kind != @READ@u && r1_races) {
+        nm_san_report(s, @REPORT_RACE@u, site, e->r1_site, g - 1u, t - 1u, e->r1_thread - 1u, i0, i1, i2, 0u);
+    } else if (race && kind != @READ@u && r2_races) {
+        nm_san_report(s, @REPORT_RACE@u, site, e->r2_site, g - 1u, t - 1u, e->r2_thread - 1u, i0, i1, i2, 0u);
     }
     if (kind == @READ@u) {
-        if (e->r1_thread == 0u || e->r_epoch != epoch) {
-            e->r1_thread = t; e->r1_site = site; e->r2_thread = 0u; e->r_epoch = epoch;
-        } else if (e->r1_thread != t && e->r2_thread == 0u) {
-            e->r2_thread = t; e->r2_site = site;
+        // Remember up to two readers of this epoch: this thread replaces its own entry, or one that no
+        // longer races with anything after it.
+        if (e->r1_thread == 0u || e->r_epoch != epoch || e->r1_thread == t) {
+            if (e->r1_thread != t || e->r_epoch != epoch) {
+                e->r2_thread = 0u;
+            }
+            e->r1_thread = t; e->r1_site = site; e->r1_sepoch = sepoch; e->r_epoch = epoch;
+        } else if (e->r2_thread == 0u || e->r2_thread == t) {
+            e->r2_thread = t; e->r2_site = site; e->r2_sepoch = sepoch;
         }
     } else {
-        e->w_thread = t; e->w_epoch = epoch; e->w_site = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
+        e->w_thread = t; e->w_epoch = epoch; e->w_sepoch = sepoch;
+        e->w_site = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
         e->r1_thread = 0u; e->r2_thread = 0u;
+    }
+}
+// A SIMD-group barrier (simdgroup_barrier, syncwarp): orders the accesses of its SIMD group's threads.
+static inline void nm_san_simd_barrier(thread const nm_env& c) {
+    uint slot;
+    device uint* h = nm_san_slot(c, slot);
+    if (h == nullptr) {
+        return;
+    }
+    uint n = c.tsize.x * c.tsize.y * c.tsize.z;
+    uint sg = nm_san_thread(c) / 32u;
+    uint lanes = min(32u, n - sg * 32u);
+    h[@SIMD_ARRIVALS@u + sg] += 1u;
+    if (h[@SIMD_ARRIVALS@u + sg] == lanes) {
+        h[@SIMD_ARRIVALS@u + sg] = 0u;
+        h[@SIMD_EPOCHS@u + sg] += 1u;
     }
 }
 // A write (or atomic) of device memory: the element's last writer is kept in a table shared by every

@@ -59,8 +59,12 @@ HEADER = {
     "device_shift": 14,     # 32 - log2(device_capacity)
 }
 HEADER_WORDS = 16
-SLOT_WORDS = 4
-ENTRY_WORDS = 12
+#: A slot's header: owner + 1, barrier epoch, barrier arrivals, then per SIMD group (32 at most) its
+#: SIMD-barrier arrivals and its SIMD-barrier epoch.
+SIMD_ARRIVALS = 4
+SIMD_EPOCHS = SIMD_ARRIVALS + 32
+SLOT_WORDS = SIMD_EPOCHS + 32
+ENTRY_WORDS = 16
 REPORT_WORDS = 12
 #: Report kinds (word 0 of a report).
 REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
@@ -156,12 +160,12 @@ def called_array(lc) -> str:
     return name.lstrip("$").split(".")[0] if name.startswith("$") or "." in name else name
 
 
-def barrier(lc) -> None:
-    """Instrument a threadgroup barrier (called before it)."""
+def barrier(lc, simd: bool = False) -> None:
+    """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it."""
     if not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
-    lc.emit(msl.statement(msl.call("nm_san_barrier", msl.ENV_PARAM)))
+    lc.emit(msl.statement(msl.call("nm_san_simd_barrier" if simd else "nm_san_barrier", msl.ENV_PARAM)))
 
 
 def prologue(module) -> list[str]:
@@ -176,6 +180,7 @@ _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WO
                      REPORT_WORDS=str(REPORT_WORDS), WRITE=str(WRITE), READ=str(READ), ATOMIC=str(ATOMIC),
                      REPORT_INIT=str(REPORT_INIT), REPORT_RACE=str(REPORT_RACE), NO_SITE=str(NO_SITE),
                      REPORT_DEVICE_RACE=str(REPORT_DEVICE_RACE), DEVICE_WORDS=str(DEVICE_WORDS),
+                     SIMD_ARRIVALS=str(SIMD_ARRIVALS), SIMD_EPOCHS=str(SIMD_EPOCHS),
                      ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
 _LIBRARY = msl.SnippetLibrary("sanitize.metal")
 

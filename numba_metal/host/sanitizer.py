@@ -178,6 +178,7 @@ class LaunchSanitizer:
                 race = [r for r in errors if r["check"] == "race"]
                 first = race[0] if race else errors[0]
                 cls = KernelRaceError if race else KernelUninitializedError
+                errors = [first] + [r for r in errors if r is not first]
                 raise cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
 
     def _reports(self, s, header, count, griddim, blockdim) -> list:

@@ -96,8 +96,8 @@ def _lower_barrier(lc, sig, args):
     if lc.callee is syncthreads and not lc.barrier_fences_device_memory():
         arguments = (_THREADGROUP,)
     call = msl.call(function, *arguments)
-    if function == "threadgroup_barrier":
-        sanitize.barrier(lc)
+    if function in ("threadgroup_barrier", "simdgroup_barrier"):
+        sanitize.barrier(lc, simd=function == "simdgroup_barrier")
     if function == "threadgroup_barrier" and lc.loc is not None:
         call += " " + msl.barrier_site(lc.loc.filename, lc.loc.line)
     return Value(call, types.none)

@@ -106,3 +106,18 @@ def atomic_then_plain_read(out):
 
 def cross_threadgroup_write(out):
     out[metal.threadIdx.x] = metal.blockIdx.x  # A
+
+
+def simd_exchange_without_barrier(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t  # B
+    out[t] = s[t ^ 1]  # A
+
+
+def simd_exchange_across_simd_groups(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t  # B
+    metal.syncwarp()   # orders one SIMD group's lanes, not two SIMD groups
+    out[t] = s[63 - t]  # A

@@ -81,3 +81,15 @@ def each_thread_its_element(out):
 
 def cross_threadgroup_atomics(out):
     metal.atomic.add(out, metal.threadIdx.x, 1)
+
+
+def simd_exchange(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t
+    metal.simdgroup_barrier()
+    out[t] = s[t ^ 1]
+    metal.syncwarp()
+    s[t] = out[t] + 1
+    metal.syncwarp()
+    out[t] = s[t ^ 1]

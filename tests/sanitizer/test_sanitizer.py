@@ -129,6 +129,17 @@ def test_device_memory_written_by_two_threadgroups_is_a_warning_naming_both():
     assert set(out) <= {0, 1}   # the launch ran: a warning, not an error
 
 
+def test_simd_group_barriers_order_one_simd_group_only():
+    out = np.zeros(64, np.float32)
+    sanitized(ok.simd_exchange)[1, 64](out)
+    np.testing.assert_array_equal(out, np.arange(64) + 1)
+    for fn in (bug.simd_exchange_without_barrier, bug.simd_exchange_across_simd_groups):
+        with pytest.raises(KernelRaceError) as e:
+            sanitized(fn)[1, 64](np.zeros(64, np.float32))
+        assert any(r["check"] == "race" and set(r["sites"]) == {where(fn, "A"), where(fn, "B")}
+                   for r in e.value.reports)
+
+
 def test_only_the_checks_asked_for_run():
     # race only: the partial initialisation is not an init report
     sanitized(bug.partial_shared_init, "race")[1, 64](np.zeros(64, np.float32))
