@@ -17,26 +17,62 @@ static inline void nm_san_begin(thread const nm_env& c) {
     if (nm_san_thread(c) != 0u) {
         return;
     }
+    // A free slot (owner 0), from the threadgroup's claim number on; the threadgroup's last thread to exit
+    // frees it (nm_san_end). No free slot: the threadgroup is not checked (counted as lost).
     uint claim = atomic_fetch_add_explicit((device atomic_uint*)(s + @claims@), 1u, memory_order_relaxed);
-    uint slot = claim % s[@slots@];
-    device uint* h = s + s[@slot_headers@] + @SLOT_WORDS@u * slot;
-    for (uint i = 1u; i < @SLOT_WORDS@u; i++) {
-        h[i] = 0u;
+    uint slots = s[@slots@];
+    uint g = nm_san_group(c) + 1u;
+    for (uint k = 0u; k < slots; k++) {
+        uint slot = (claim + k) % slots;
+        device uint* h = s + s[@slot_headers@] + @SLOT_WORDS@u * slot;
+        uint expected = 0u;
+        bool won = false;
+        while (!(won = atomic_compare_exchange_weak_explicit((device atomic_uint*)h, &expected, g,
+                                                               memory_order_relaxed, memory_order_relaxed))) {
+            if (expected != 0u) {
+                break;
+            }
+        }
+        if (won) {
+            for (uint i = 1u; i < @SLOT_WORDS@u; i++) {
+                h[i] = 0u;
+            }
+            s[s[@slot_of@] + g - 1u] = slot;
+            return;
+        }
     }
-    atomic_store_explicit((device atomic_uint*)h, nm_san_group(c) + 1u, memory_order_relaxed);
-    s[s[@slot_of@] + nm_san_group(c)] = slot;
+    s[s[@slot_of@] + g - 1u] = @NO_SITE@u;
 }
 static inline device uint* nm_san_slot(thread const nm_env& c, thread uint& slot) {
     device uint* s = nm_san_header(c);
     uint g = nm_san_group(c);
     slot = s[s[@slot_of@] + g];
-    device uint* h = s + s[@slot_headers@] + @SLOT_WORDS@u * slot;
-    if (atomic_load_explicit((device atomic_uint*)h, memory_order_relaxed) != g + 1u) {
+    device uint* h = s + s[@slot_headers@] + @SLOT_WORDS@u * (slot == @NO_SITE@u ? 0u : slot);
+    if (slot == @NO_SITE@u || atomic_load_explicit((device atomic_uint*)h, memory_order_relaxed) != g + 1u) {
         atomic_fetch_add_explicit((device atomic_uint*)(s + @lost@), 1u, memory_order_relaxed);
         return nullptr;
     }
     return h;
 }
+// A thread's exit (the destructor of the kernel's nm_san_exit guard): the last thread of the threadgroup
+// frees its slot.
+static inline void nm_san_end(thread const nm_env& c) {
+    uint slot;
+    device uint* h = nm_san_slot(c, slot);
+    if (h == nullptr) {
+        return;
+    }
+    h[3] += 1u;
+    if (h[3] == c.tsize.x * c.tsize.y * c.tsize.z) {
+        atomic_store_explicit((device atomic_uint*)h, 0u, memory_order_relaxed);
+    }
+}
+struct nm_san_exit {
+    thread const nm_env& c;
+    ~nm_san_exit() {
+        nm_san_end(c);
+    }
+};
 static inline void nm_san_barrier(thread const nm_env& c) {
     uint slot;
     device uint* h = nm_san_slot(c, slot);

@@ -13,7 +13,7 @@ A sanitizing specialisation (``@metal.jit(sanitize=...)``, ``NUMBA_METAL_SANITIZ
 
 The hooks keep shadow memory in the buffer bound at the error record's slot, after its
 ``kernel_io.ERROR_RECORD_WORDS`` words (:data:`HEADER` below, laid out by the host per launch): per
-threadgroup *slot* (claimed by thread 0 of a threadgroup, which the CPU device runs first), a barrier epoch
+threadgroup *slot* (a free one claimed by thread 0 of a threadgroup, which the CPU device runs first, and freed by its last thread to exit: the kernel's ``nm_san_exit`` guard), a barrier epoch
 and an open-addressing table keyed by element address, each entry holding the last writer (thread,
 epoch, site, atomic or not) and up to two readers of the current epoch. The fiber engine runs the threads of
 a threadgroup one at a time, switching only at barriers and SIMD-group functions, so the table needs no
@@ -59,7 +59,7 @@ HEADER = {
     "device_shift": 14,     # 32 - log2(device_capacity)
 }
 HEADER_WORDS = 16
-#: A slot's header: owner + 1, barrier epoch, barrier arrivals, then per SIMD group (32 at most) its
+#: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD group (32 at most) its
 #: SIMD-barrier arrivals and its SIMD-barrier epoch.
 SIMD_ARRIVALS = 4
 SIMD_EPOCHS = SIMD_ARRIVALS + 32
@@ -173,7 +173,8 @@ def prologue(module) -> list[str]:
     if not tracks_threadgroup(module) or not any(s.space == "threadgroup" for s in module.sanitizer_sites):
         return []
     module.need_sanitizer_hooks()
-    return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM))]
+    return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM)),
+            msl.declare("nm_san_exit", "nm_san_guard", msl.braces([msl.ENV_PARAM]))]
 
 #: The values of the hooks' @name@ placeholders (sanitize.metal).
 _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WORDS=str(SLOT_WORDS),

@@ -165,7 +165,7 @@ class LaunchSanitizer:
         if lost:
             warnings.warn(NumbaMetalWarning(
                 f"kernel sanitizer: {lost} accesses of kernel {kernel.name}() were not checked for races (a "
-                "threadgroup's shadow slot was reused while it ran, or a shadow table was full)"),
+                "threadgroup found no free shadow slot, or a shadow table was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
             reports = self._reports(s, header, count, griddim, blockdim)
