@@ -229,7 +229,8 @@ static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uin
         e[5] = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
         bool both_atomic = kind == @ATOMIC@u && (prev_site >> 31) != 0u;
         if (prev != g && !both_atomic) {
-            nm_san_report(s, @REPORT_DEVICE_RACE@u, site, prev_site & 0x7FFFFFFFu, g - 1u, t, prev - 1u, i0, i1, i2, prev_thread);
+            nm_san_report(s, @REPORT_DEVICE_RACE@u, site, prev_site & 0x7FFFFFFFu, g - 1u, t, prev - 1u, i0, i1, i2,
+                          prev_thread);
         }
         return;
     }

@@ -13,8 +13,9 @@ A sanitizing specialisation (``@metal.jit(sanitize=...)``, ``NUMBA_METAL_SANITIZ
 
 The hooks keep shadow memory in the buffer bound at the error record's slot, after its
 ``kernel_io.ERROR_RECORD_WORDS`` words (:data:`HEADER` below, laid out by the host per launch): per
-threadgroup *slot* (a free one claimed by thread 0 of a threadgroup, which the CPU device runs first, and freed by its last thread to exit: the kernel's ``nm_san_exit`` guard), a barrier epoch
-and an open-addressing table keyed by element address, each entry holding the last writer (thread,
+threadgroup *slot* (a free one, claimed by thread 0 of a threadgroup, which the CPU device runs first, and
+freed by its last thread to exit: the kernel's ``nm_san_exit`` guard), barrier epochs and an
+open-addressing table keyed by element address, each entry holding the last writer (thread,
 epoch, site, atomic or not) and up to two readers of the current epoch. The fiber engine runs the threads of
 a threadgroup one at a time, switching only at barriers and SIMD-group functions, so the table needs no
 atomics and the order of accesses (hence the reports) is the same on every run.
@@ -59,8 +60,8 @@ HEADER = {
     "device_shift": 14,     # 32 - log2(device_capacity)
 }
 HEADER_WORDS = 16
-#: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD group (32 at most) its
-#: SIMD-barrier arrivals and its SIMD-barrier epoch.
+#: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD
+#: group (32 at most) its SIMD-barrier arrivals and its SIMD-barrier epoch.
 SIMD_ARRIVALS = 4
 SIMD_EPOCHS = SIMD_ARRIVALS + 32
 SLOT_WORDS = SIMD_EPOCHS + 32

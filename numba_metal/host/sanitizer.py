@@ -26,7 +26,8 @@ import warnings
 import numpy as np
 
 from numba_metal.compiler import kernel_io, sanitize
-from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError, KernelSanitizerBoundsError,
+from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError,
+                                KernelSanitizerBoundsError,
                                 KernelSyncError, KernelUninitializedError, NumbaMetalWarning, UnsupportedFeatureError)
 
 from . import settings
@@ -221,8 +222,8 @@ class LaunchSanitizer:
         verb = _PAST[here.kind]
         if int(r[R["kind"]]) == sanitize.REPORT_INIT:
             message = (f"uninitialised read (init) in kernel {kernel.name}(): shared array '{here.array}' element "
-                       f"{element} was read ({sanitize.ACCESS_NAMES[here.kind]}) by thread {thread} of threadgroup {group} at {where}, and no "
-                       "thread of the threadgroup had written it in this launch")
+                       f"{element} was read ({sanitize.ACCESS_NAMES[here.kind]}) by thread {thread} of threadgroup "
+                       f"{group} at {where}, and no thread of the threadgroup had written it in this launch")
             return {"check": "init", "kernel": kernel.name, "array": here.array, "element": index,
                     "threadgroup": group, "thread": thread, "location": (here.filename, here.line),
                     "message": message, "count": 1, "sites": (where,)}
@@ -243,7 +244,8 @@ class LaunchSanitizer:
         prev_thread = _unravel(int(r[R["prev_thread"]]), blockdim)
         prev_where = f"{prev.filename}:{prev.line}"
         pverb = _PAST[prev.kind]
-        hazard = {(sanitize.WRITE, sanitize.READ): "read-after-write", (sanitize.READ, sanitize.WRITE): "write-after-read",
+        hazard = {(sanitize.WRITE, sanitize.READ): "read-after-write",
+                  (sanitize.READ, sanitize.WRITE): "write-after-read",
                   (sanitize.WRITE, sanitize.WRITE): "write-after-write"}.get(
             (min(prev.kind, 1), min(here.kind, 1)), "atomic/plain")
         message = (f"race ({hazard}) in kernel {kernel.name}(): shared array '{here.array}' element {element} of "
