@@ -391,7 +391,10 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     error_slot = None
     if debug:
         error_slot = len(params)
-        params.append(KernelParam(PARAM_BUFFER, error_slot, 0, msl.pointer("device", "uint"), ERROR_RECORD_PARAM))
+        # coherent(device) like the arrays of a kernel that fences device memory (its records are written
+        # under atomics by every threadgroup)
+        params.append(KernelParam(PARAM_BUFFER, error_slot, 0,
+                                  msl.pointer("device", "uint", any(a.coherent for a in arrays)), ERROR_RECORD_PARAM))
     print_slot = None
     if print_formats:
         print_slot = len(params)

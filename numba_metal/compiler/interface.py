@@ -75,7 +75,10 @@ def kernel_environment(lc) -> list[str]:
     lines = [msl.declare(msl.ENV_TYPE, msl.ENV_PARAM)]
     for member, _, _ in abi.BUILTINS:
         lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
-    lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if module.error_record else msl.NULL))
+    err = abi.ERROR_RECORD_PARAM if module.error_record else msl.NULL
+    if module.error_record and any(a.coherent for a in kernel.arrays):   # coherent(device): see abi.layout
+        err = msl.pointer_cast(msl.pointer("device", "uint"), err)
+    lines.append(msl.assign(msl.env("err"), err))
     if kernel.print_slot is not None:
         lines.append(msl.assign(msl.env("out"), abi.PRINT_BUFFER_PARAM))
     if module.uses_raise:

@@ -93,3 +93,11 @@ def simd_exchange(out):
     s[t] = out[t] + 1
     metal.syncwarp()
     out[t] = s[t ^ 1]
+
+
+def fencing_kernel(data, flag):
+    i = metal.grid(1)
+    data[i] = i
+    metal.threadfence()
+    if i == 0:
+        flag[0] = 1

@@ -181,6 +181,18 @@ def test_correct_kernels_are_not_reported_and_compute_the_same():
         assert (c == 4).all()
 
 
+@pytest.mark.parametrize("options", [{"sanitize": "all"}, {"debug": True}])
+def test_a_kernel_fencing_device_memory_gets_a_coherent_error_record(options):
+    """A kernel whose device memory is coherent(device) (it fences) declares its error record (the
+    sanitizer's shadow memory) coherent too, as the MSL lint requires, and runs."""
+    k = metal.jit(**options)(ok.fencing_kernel)
+    data, flag = np.zeros(64, np.int32), np.zeros(1, np.int32)
+    k[2, 32](data, flag)
+    assert (data == np.arange(64)).all() and flag[0] == 1
+    (msl_text,) = k.inspect_msl().values()
+    assert "coherent(device) device uint* nm_err" in msl_text
+
+
 # -- plumbing ----------------------------------------------------------------------------------------------
 
 def test_option_values():
