@@ -4,7 +4,8 @@ A sanitizing kernel (``@metal.jit(sanitize=...)``, ``NUMBA_METAL_SANITIZE``; the
 ``numba_metal/compiler/sanitize.py``, the user's guide docs/sanitizer.md) runs on the CPU reference device
 only: its launch state refuses any other device. Each launch binds a buffer laid out for its grid at the
 error record's slot (the error record, the sanitizer's header, the threadgroups' slots, the shadow tables
-and the reports), waits for the kernel (a sanitized launch is synchronous) and raises what it found:
+and the reports) and waits for the kernel (a sanitized launch is synchronous); what it found is raised at
+the launching thread's next wait, as every kernel failure is (a launch with NumPy arguments waits itself):
 
 - the CPU device's refusal of a divergent barrier (which names the barrier's file:line and the threads
   that did not arrive) as :class:`~numba_metal.errors.KernelSyncError`;
@@ -136,7 +137,17 @@ class LaunchSanitizer:
         return (buffer, griddim, blockdim, header)
 
     def finish(self, queue, bound) -> None:
-        """After the submit: wait for the kernel and raise (or warn about) what the sanitizer found."""
+        """After the submit: wait for the kernel, warn about device races, and leave what else the sanitizer
+        (or a ``debug=True`` raise) found for the launching thread's next wait, as every kernel failure is
+        reported (a launch with NumPy arguments waits: it raises there)."""
+        exc = self._outcome(queue, bound)
+        if exc is not None:
+            ctx = self.state.ctx
+            with ctx.lock:
+                checks = ctx.pending_checks.setdefault(threading.get_ident(), {})
+                checks[("sanitizer", id(self), len(checks))] = lambda: exc
+
+    def _outcome(self, queue, bound):
         from . import streams
         buffer, griddim, blockdim, header = bound
         kernel = self.state.kernel
@@ -145,20 +156,20 @@ class LaunchSanitizer:
         except KernelBarrierError as e:
             if "sync" not in self.checks:
                 raise
-            raise KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
-                                  kernel=kernel.name, reports=({"check": "sync", "message": e.message},)) from None
+            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
+                                   kernel=kernel.name, reports=({"check": "sync", "message": e.message},))
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         if words[kernel_io.RECORD["flag"]]:
             from .kernel_output import KernelOutput
             failure = KernelOutput(self.state, None, None).failure(buffer)
             if isinstance(failure, KernelBoundsError):
-                raise KernelSanitizerBoundsError(f"kernel sanitizer (bounds): {failure.message}", failure.location,
-                                                 kernel=kernel.name, reports=({"check": "bounds",
-                                                                               "message": failure.message},))
+                return KernelSanitizerBoundsError(f"kernel sanitizer (bounds): {failure.message}", failure.location,
+                                                  kernel=kernel.name,
+                                                  reports=({"check": "bounds", "message": failure.message},))
             if failure is not None:
-                raise failure
+                return failure
         if not header:
-            return
+            return None
         base = kernel_io.ERROR_RECORD_WORDS
         s = words[base:]
         count = int(s[sanitize.HEADER["reports"]])
@@ -180,7 +191,8 @@ class LaunchSanitizer:
                 first = race[0] if race else errors[0]
                 cls = KernelRaceError if race else KernelUninitializedError
                 errors = [first] + [r for r in errors if r is not first]
-                raise cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
+                return cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
+        return None
 
     def _reports(self, s, header, count, griddim, blockdim) -> list:
         """The distinct reports of a launch (one per kind and pair of sites), threadgroup by threadgroup."""

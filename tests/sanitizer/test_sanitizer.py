@@ -45,6 +45,16 @@ def test_tree_reduction_without_its_loop_barrier_is_a_race_naming_both_lines():
     assert "thread (0, 0, 0)" in str(err) and "element [" in str(err)
 
 
+def test_with_device_arrays_the_report_comes_at_the_next_wait():
+    k = sanitized(bug.tree_reduction_missing_barrier)
+    a = metal.to_device(np.arange(128, dtype=np.float32))
+    out = metal.device_array(2, np.float32)
+    k[2, 64](a, out)              # as every kernel failure: reported at the launching thread's next wait
+    with pytest.raises(KernelRaceError):
+        metal.synchronize()
+    metal.synchronize()           # reported once
+
+
 def test_reports_are_reproducible():
     k = sanitized(bug.tree_reduction_missing_barrier)
     messages = []
