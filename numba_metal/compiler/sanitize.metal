@@ -3,7 +3,7 @@
 //@@ sanitizer requires:
 struct nm_san_entry {
     uint tag, addr_lo, addr_hi, w_thread, w_epoch, w_site, r1_thread, r_epoch, r1_site, r2_thread, r2_site;
-    uint w_sepoch, r1_sepoch, r2_sepoch, pad0, pad1;
+    uint w_sepoch, r1_sepoch, r2_sepoch, gen, pad;
 };
 static inline device uint* nm_san_header(thread const nm_env& c) { return c.err + @ERROR_RECORD_WORDS@u; }
 static inline uint nm_san_thread(thread const nm_env& c) {
@@ -114,14 +114,15 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
     uint sepoch = h[@SIMD_EPOCHS@u + (t - 1u) / 32u];
     uint cap = s[@capacity@];
     uint checks = s[@checks@];
+    uint gen = s[@generation@];
     device nm_san_entry* table = (device nm_san_entry*)(s + s[@tables@]) + (ulong)slot * cap;
     uint lo = (uint)addr, hi = (uint)(addr >> 32);
     uint k = cap > 1u ? ((lo ^ (hi * 0x9E3779B9u)) * 2654435761u) >> s[@shift@] : 0u;
     device nm_san_entry* e = nullptr;
     for (uint probe = 0u; probe < cap; probe++) {
         device nm_san_entry* x = table + ((k + probe) & (cap - 1u));
-        if (x->tag != g) {
-            x->tag = g; x->addr_lo = lo; x->addr_hi = hi;
+        if (x->tag != g || x->gen != gen) {
+            x->tag = g; x->gen = gen; x->addr_lo = lo; x->addr_hi = hi;
             x->w_thread = 0u; x->r1_thread = 0u; x->r2_thread = 0u;
             e = x;
             break;
@@ -199,25 +200,23 @@ static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uin
     uint lo = (uint)addr, hi = (uint)(addr >> 32);
     uint k = cap > 1u ? ((lo ^ (hi * 0x9E3779B9u)) * 2654435761u) >> s[@device_shift@] : 0u;
     device uint* table = s + s[@device_table@];
+    // An entry's state word is generation * 4 + (1: being filled, 2: ready); an entry of an earlier launch
+    // (another generation) is free, so the table is not cleared between launches.
+    uint gen = s[@generation@] * 4u;
     for (uint probe = 0u; probe < cap; probe++) {
         device uint* e = table + @DEVICE_WORDS@u * ((k + probe) & (cap - 1u));
         device atomic_uint* state = (device atomic_uint*)e;
-        uint expected = 0u;
-        if (atomic_load_explicit(state, memory_order_relaxed) == 0u) {
-            while (!atomic_compare_exchange_weak_explicit(state, &expected, 1u, memory_order_relaxed,
-                                                          memory_order_relaxed)) {
-                if (expected != 0u) {
-                    break;
-                }
-            }
-            if (expected == 0u) {
+        uint expected = atomic_load_explicit(state, memory_order_relaxed);
+        while ((expected & ~3u) != gen) {
+            if (atomic_compare_exchange_weak_explicit(state, &expected, gen + 1u, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
                 e[1] = lo; e[2] = hi; e[4] = t; e[5] = site | (kind == @ATOMIC@u ? 0x80000000u : 0u);
                 atomic_store_explicit((device atomic_uint*)(e + 3), g, memory_order_relaxed);
-                atomic_store_explicit(state, 2u, memory_order_relaxed);
+                atomic_store_explicit(state, gen + 2u, memory_order_relaxed);
                 return;
             }
         }
-        while (atomic_load_explicit(state, memory_order_relaxed) == 1u) {
+        while (atomic_load_explicit(state, memory_order_relaxed) == gen + 1u) {
         }
         if (e[1] != lo || e[2] != hi) {
             continue;

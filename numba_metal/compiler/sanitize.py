@@ -58,6 +58,7 @@ HEADER = {
     "device_table": 12,     # word offset of the device-memory write table (DEVICE_WORDS per entry)
     "device_capacity": 13,  # its entries (a power of two; 0: device writes are not tracked)
     "device_shift": 14,     # 32 - log2(device_capacity)
+    "generation": 15,   # the launch's number on this buffer (from 1): table entries of other launches are free
 }
 HEADER_WORDS = 16
 #: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD

@@ -37,6 +37,8 @@ from . import settings
 MAX_REPORTS = 256
 #: Bytes of shadow tables a launch may use (the number of threadgroup slots shrinks to fit).
 SHADOW_BYTES = 64 << 20
+#: Launches on one buffer before its tables are cleared (a generation is 30 bits of a table entry's state).
+GENERATIONS = 1 << 29
 #: Threadgroup slots at most (threadgroups the CPU device runs at once are far fewer).
 MAX_SLOTS = 32
 
@@ -122,15 +124,22 @@ class LaunchSanitizer:
         else:
             words = base
         ident = threading.get_ident()
-        buffer, size = self._buffers.get(ident, (None, 0))
-        if buffer is None or size < words:
+        buffer, size, generation = self._buffers.get(ident, (None, 0, 0))
+        view = None if buffer is None else np.frombuffer(buffer.memory(), dtype=np.uint32)
+        if buffer is None or size < words or generation >= GENERATIONS:
             alive = {t.ident for t in threading.enumerate()}
             for other in [i for i in self._buffers if i not in alive]:
                 del self._buffers[other]
-            buffer = self.state.ctx.device.new_buffer(4 * words)
-            self._buffers[ident] = (buffer, words)
-        view = np.frombuffer(buffer.memory(), dtype=np.uint32)
-        view[:words] = 0
+            if buffer is None or size < words:
+                buffer, size = self.state.ctx.device.new_buffer(4 * words), words
+                view = np.frombuffer(buffer.memory(), dtype=np.uint32)
+            view[:] = 0            # the tables once; later launches tell their entries apart by generation
+            generation = 0
+        generation += 1
+        self._buffers[ident] = (buffer, size, generation)
+        # the error record, the header, the threadgroups' slots and the slots' headers are cleared per launch
+        view[:base + header["tables"] if header else base] = 0
+        header = dict(header, generation=generation) if header else header
         for name, value in header.items():
             view[base + sanitize.HEADER[name]] = value
         self.state.dispatch.set_buffer(self.index, buffer, 0)
