@@ -86,8 +86,8 @@ class KernelSanitizerError(NumbaMetalError):
     """A problem the kernel sanitizer found (``@metal.jit(sanitize=...)`` or ``NUMBA_METAL_SANITIZE``, CPU
     reference device only; docs/sanitizer.md), raised at the launching thread's next wait (a launch with NumPy
     arguments waits itself). Its message names the kernel, the check, the array, the element, both threads
-    (threadgroup and thread positions) and the Python file:line of both accesses; ``check`` is the check's name and ``reports`` every problem found
-    (dicts). A subclass per check."""
+    (threadgroup and thread positions) and the Python file:line of both accesses; ``check`` is the check's
+    name and ``reports`` every problem found (dicts). A subclass per check."""
 
     check = ""
 
