@@ -233,5 +233,5 @@ static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uin
         }
         return;
     }
-    atomic_fetch_add_explicit((device atomic_uint*)(s + @lost@), 1u, memory_order_relaxed);
+    atomic_fetch_add_explicit((device atomic_uint*)(s + @device_lost@), 1u, memory_order_relaxed);
 }

@@ -59,8 +59,9 @@ HEADER = {
     "device_capacity": 13,  # its entries (a power of two; 0: device writes are not tracked)
     "device_shift": 14,     # 32 - log2(device_capacity)
     "generation": 15,   # the launch's number on this buffer (from 1): table entries of other launches are free
+    "device_lost": 16,  # atomic: device-memory writes not checked (the write table was full)
 }
-HEADER_WORDS = 16
+HEADER_WORDS = 20
 #: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD
 #: group (32 at most) its SIMD-barrier arrivals and its SIMD-barrier epoch.
 SIMD_ARRIVALS = 4

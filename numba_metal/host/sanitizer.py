@@ -185,8 +185,15 @@ class LaunchSanitizer:
         lost = int(s[sanitize.HEADER["lost"]])
         if lost:
             warnings.warn(NumbaMetalWarning(
-                f"kernel sanitizer: {lost} accesses of kernel {kernel.name}() were not checked for races (a "
-                "threadgroup found no free shadow slot, or a shadow table was full)"),
+                f"kernel sanitizer: {lost} shared-memory accesses of kernel {kernel.name}() were not checked (a "
+                "threadgroup found no free shadow slot, or its table was full)"),
+                stacklevel=settings.user_stacklevel())
+        device_lost = int(s[sanitize.HEADER["device_lost"]])
+        if device_lost:
+            warnings.warn(NumbaMetalWarning(
+                f"kernel sanitizer: {device_lost} device-memory writes of kernel {kernel.name}() were not checked "
+                f"for races across threadgroups (the write table, {sanitize.DEVICE_ENTRIES_PER_THREAD} entries per "
+                f"thread of the grid and at most {sanitize.MAX_DEVICE_ENTRIES}, was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
             reports = self._reports(s, header, count, griddim, blockdim)

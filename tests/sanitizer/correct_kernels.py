@@ -101,3 +101,9 @@ def fencing_kernel(data, flag):
     metal.threadfence()
     if i == 0:
         flag[0] = 1
+
+
+def many_writes_per_thread(out):
+    g = metal.blockIdx.x
+    for k in range(32):
+        out[g * 32 + k] = k

@@ -12,7 +12,8 @@ import pytest
 
 from numba_metal import metal, runtime
 from numba_metal.errors import (KernelRaceError, KernelSanitizerBoundsError, KernelSanitizerError, KernelSyncError,
-                                KernelUninitializedError, NumbaMetalError, UnsupportedFeatureError)
+                                KernelUninitializedError, NumbaMetalError, NumbaMetalWarning,
+                                UnsupportedFeatureError)
 
 from . import buggy_kernels as bug
 from . import correct_kernels as ok
@@ -148,6 +149,13 @@ def test_simd_group_barriers_order_one_simd_group_only():
             sanitized(fn)[1, 64](np.zeros(64, np.float32))
         assert any(r["check"] == "race" and set(r["sites"]) == {where(fn, "A"), where(fn, "B")}
                    for r in e.value.reports)
+
+
+def test_writes_the_device_table_cannot_hold_are_a_warning_never_silent():
+    out = np.zeros(64, np.int32)
+    with pytest.warns(NumbaMetalWarning, match="device-memory writes .* were not checked"):
+        sanitized(ok.many_writes_per_thread)[2, 1](out)
+    assert (out == np.tile(np.arange(32), 2)).all()
 
 
 def test_only_the_checks_asked_for_run():
