@@ -203,7 +203,8 @@ static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uin
     // An entry's state word is generation * 4 + (1: being filled, 2: ready); an entry of an earlier launch
     // (another generation) is free, so the table is not cleared between launches.
     uint gen = s[@generation@] * 4u;
-    for (uint probe = 0u; probe < cap; probe++) {
+    // At most @DEVICE_PROBES@ probes: a full table costs a bounded time per write (the write is counted as lost).
+    for (uint probe = 0u; probe < min(cap, @DEVICE_PROBES@u); probe++) {
         device uint* e = table + @DEVICE_WORDS@u * ((k + probe) & (cap - 1u));
         device atomic_uint* state = (device atomic_uint*)e;
         uint expected = atomic_load_explicit(state, memory_order_relaxed);

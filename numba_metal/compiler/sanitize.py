@@ -74,6 +74,8 @@ REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
 #: Words of a device-memory write table entry: state (0 empty, 1 being filled, 2 ready), address (2 words),
 #: last writer's threadgroup + 1, its thread, its site (bit 31: atomic).
 DEVICE_WORDS = 6
+#: Entries a device-memory write probes at most before it counts itself as not checked.
+DEVICE_PROBES = 64
 #: Device-memory write table entries per thread of the grid (at most MAX_DEVICE_ENTRIES).
 DEVICE_ENTRIES_PER_THREAD = 2
 MAX_DEVICE_ENTRIES = 1 << 20
@@ -184,6 +186,7 @@ _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WO
                      REPORT_WORDS=str(REPORT_WORDS), WRITE=str(WRITE), READ=str(READ), ATOMIC=str(ATOMIC),
                      REPORT_INIT=str(REPORT_INIT), REPORT_RACE=str(REPORT_RACE), NO_SITE=str(NO_SITE),
                      REPORT_DEVICE_RACE=str(REPORT_DEVICE_RACE), DEVICE_WORDS=str(DEVICE_WORDS),
+                     DEVICE_PROBES=str(DEVICE_PROBES),
                      SIMD_ARRIVALS=str(SIMD_ARRIVALS), SIMD_EPOCHS=str(SIMD_EPOCHS),
                      ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
 _LIBRARY = msl.SnippetLibrary("sanitize.metal")
