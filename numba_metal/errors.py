@@ -89,6 +89,62 @@ class KernelRaisedError(MetalRuntimeError):
     wait. The exception is also an instance of the class the kernel raised, when that class allows it."""
 
 
+class KernelSanitizerError(NumbaMetalError):
+    """A problem the kernel sanitizer found (``@metal.jit(sanitize=...)`` or ``NUMBA_METAL_SANITIZE``, CPU
+    reference device only; docs/sanitizer.md), raised at the launching thread's next wait (a launch with NumPy
+    arguments waits itself). Its message names the kernel, the check, the array, the element, both threads
+    (threadgroup and thread positions) and the Python file:line of both accesses; ``check`` is the check's
+    name and ``reports`` every problem found (dicts). A subclass per check."""
+
+    check = ""
+
+    def __init__(self, message: str, location=None, *, kernel: str = "", reports=()):
+        super().__init__(message, location)
+        self.kernel = kernel
+        self.reports = tuple(reports)
+
+
+class KernelRaceError(KernelSanitizerError):
+    """``race``: two threads of a threadgroup accessed one element of a shared array, at least one a write,
+    with no barrier between them (atomics do not race with atomics)."""
+
+    check = "race"
+
+
+class KernelSyncError(KernelSanitizerError, KernelBarrierError):
+    """``sync``: a barrier not every thread of the threadgroup reached, reached at different call sites or a
+    different number of times, or threads that exited while others waited (also a KernelBarrierError)."""
+
+    check = "sync"
+
+
+class KernelUninitializedError(KernelSanitizerError):
+    """``init``: a read of a shared-array element no thread of the threadgroup wrote in this launch."""
+
+    check = "init"
+
+
+class KernelSanitizerBoundsError(KernelSanitizerError, KernelBoundsError):
+    """``bounds``: an array index out of bounds (the index, the axis' size and the line); also a
+    KernelBoundsError and an IndexError."""
+
+    check = "bounds"
+
+
+class DeviceRaceWarning(NumbaMetalWarning):
+    """The kernel sanitizer's ``race`` check on device memory: threads of different threadgroups wrote one
+    element of a device array in one launch without atomics. A warning, not an error: intentional
+    idempotent writes (every thread storing the same flag) exist. ``reports`` as KernelSanitizerError's."""
+
+    def __init__(self, message: str, location=None, *, kernel: str = "", reports=()):
+        if location is not None and location[0]:
+            message = f"{location[0]}:{location[1]}: {message}"
+        super().__init__(message)
+        self.location = location
+        self.kernel = kernel
+        self.reports = tuple(reports)
+
+
 # Where numba.cuda raises a built-in exception, numba-metal raises a member of its family that is also
 # that built-in, so code written for numba.cuda catches it.
 
@@ -171,6 +227,12 @@ __all__ = [
     "DispatcherStateError",
     "MetalOutOfMemoryError",
     "KernelBoundsError",
+    "KernelSanitizerError",
+    "KernelRaceError",
+    "KernelSyncError",
+    "KernelUninitializedError",
+    "KernelSanitizerBoundsError",
+    "DeviceRaceWarning",
     "KernelBarrierError",
     "KernelRaisedError",
     "LaunchArgumentError",

@@ -8,8 +8,10 @@ use, so importing numba-metal does not import Numba's compiler.
 
 from __future__ import annotations
 
-from numba_metal.errors import (CopyRequiredError, DispatcherStateError, DLPackError, KernelBarrierError,  # noqa: F401
-                                KernelBoundsError, KernelCompilationError,
+from numba_metal.errors import (CopyRequiredError, DeviceRaceWarning, DispatcherStateError, DLPackError,  # noqa: F401
+                                KernelBarrierError, KernelBoundsError, KernelCompilationError, KernelRaceError,
+                                KernelSanitizerBoundsError, KernelSanitizerError, KernelSyncError,
+                                KernelUninitializedError,
                                 KernelLaunchError, KernelRaisedError, LaunchArgumentError,
                                 LaunchConfigurationError, MetalDeviceLostError, MetalOutOfMemoryError, MetalRuntimeError,
                                 MetalTypeError, MetalValueError,

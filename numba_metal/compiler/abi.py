@@ -205,6 +205,7 @@ class KernelABI(NamedTuple):
     print_slot: int | None = None    # the kernel prints: the print buffer's [[buffer(i)]]
     print_formats: tuple = ()        # the descriptions of its print() calls (kernel_io.describe)
     raise_sites: tuple = ()          # debug=True: kernel_io.RaiseSite per raise/assert, by index
+    sanitizer_sites: tuple = ()      # sanitizing: sanitize.Site per instrumented access, by id
 
     @property
     def arg_slot(self) -> int | None:
@@ -220,6 +221,12 @@ class KernelABI(NamedTuple):
     # -- the disk cache's form ------------------------------------------------------------------
 
     def to_json(self) -> dict:
+        data = self._json()
+        if self.sanitizer_sites:
+            data["sanitizer_sites"] = [list(s) for s in self.sanitizer_sites]
+        return data
+
+    def _json(self) -> dict:
         return {"entry_name": self.entry_name, "params": [list(p) for p in self.params],
                 "arrays": [list(a) for a in self.arrays], "fields": [[f.name, f.msl_type, list(f.source)]
                                                                   for f in self.fields],
@@ -255,7 +262,7 @@ class KernelABI(NamedTuple):
                   bool(data["dynamic_threadgroup_memory"]), int(data["static_threadgroup_memory"]),
                   tuple(str(n) for n in data["array_names"]), int(data["language_version"]),
                   None if print_slot is None else int(print_slot), tuple(str(d) for d in data["print_formats"]),
-                  sites)
+                  sites, _sanitizer_sites(data.get("sanitizer_sites", ())))
         if abi.arg_size != struct_size(fields) or abi.arg_size > MAX_ARGUMENT_BYTES:
             raise ValueError(f"an argument struct of {abi.arg_size} bytes is not the one its fields make")
         slots = [p.index for p in params if p.kind in (PARAM_BUFFER, PARAM_ARGUMENT_BLOCK)]
@@ -279,7 +286,7 @@ def struct_size(fields) -> int:
 
 def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic_threadgroup_memory: bool,
            static_threadgroup_memory: int, array_names=(), language_version: int = 0, print_formats=(),
-           raise_sites=(), where=None) -> KernelABI:
+           raise_sites=(), where=None, sanitizer_sites=()) -> KernelABI:
     """The ABI of kernel ``kernel_name`` (MSL name ``entry_name``) whose arguments are ``arguments``, in
     argument order: an ArrayArgument (its ``slot`` is assigned here) or a ScalarArgument per scalar and
     tuple item. ``print_formats``: the kernel prints (it gets a print buffer); ``raise_sites``: its
@@ -310,7 +317,10 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
     error_slot = None
     if debug:
         error_slot = len(params)
-        params.append(KernelParam(PARAM_BUFFER, error_slot, 0, msl.pointer("device", "uint"), ERROR_RECORD_PARAM))
+        # coherent(device) like the arrays of a kernel that fences device memory (its records are written
+        # under atomics by every threadgroup)
+        params.append(KernelParam(PARAM_BUFFER, error_slot, 0,
+                                  msl.pointer("device", "uint", any(a.coherent for a in arrays)), ERROR_RECORD_PARAM))
     print_slot = None
     if print_formats:
         print_slot = len(params)
@@ -329,7 +339,13 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
                for member, msl_type, attribute in BUILTINS]
     return KernelABI(entry_name, tuple(params), tuple(arrays), fields, size, error_slot, dynamic_threadgroup_memory,
                      static_threadgroup_memory, tuple(array_names), language_version, print_slot,
-                     tuple(print_formats), tuple(raise_sites) if debug else ())
+                     tuple(print_formats), tuple(raise_sites) if debug else (), tuple(sanitizer_sites))
+
+
+def _sanitizer_sites(items) -> tuple:
+    from .sanitize import Site
+    return tuple(Site(int(kind), str(array), str(filename), int(line), str(space))
+                 for kind, array, filename, line, space in items)
 
 
 class CompiledKernel(NamedTuple):

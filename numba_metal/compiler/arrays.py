@@ -13,7 +13,7 @@ import operator
 
 from numba.core import ir, types
 
-from . import conversions, msl, slicing
+from . import conversions, msl, sanitize, slicing
 from .lowering import Value
 
 
@@ -104,10 +104,10 @@ def narrow_type(lc, ty) -> bool:
     """Index arrays of type ``ty`` in 32-bit arithmetic (issue 28 item 1): arrays whose size is bounded at
     compile time, and device arrays the launch knows are small (``arraytypes.Index32Array``): an in-bounds
     index component and the element offset fit in a signed 32-bit ``int``, and an out-of-bounds access is
-    undefined with or without the truncation. Not with ``debug=True``, whose bounds checks report the
-    index as the program computed it. Not for a view of layout 'A' either (``x[::-1]``, made in the kernel),
+    undefined with or without the truncation. Not with ``debug=True`` (or the sanitizer's bounds check),
+    whose bounds checks report the index as the program computed it. Not for a view of layout 'A' either (``x[::-1]``, made in the kernel),
     whose strides may be negative: only C- and F-contiguous layouts are proven to have none."""
-    return not lc.debug and ty.layout in ("C", "F") and (getattr(ty, "address_space", None) in _SMALL_SPACES
+    return not lc.module.bounds_checked and ty.layout in ("C", "F") and (getattr(ty, "address_space", None) in _SMALL_SPACES
                                                           or getattr(ty, "index32", False))
 
 
@@ -149,7 +149,7 @@ def _components(lc, arr: Value, idx: list[Value], arrname: str, nonneg=(), narro
         else:
             lc.need("nm_wrap")
             i = msl.call("nm_wrap", msl.cast("long", v.expr), extent)
-        if lc.debug:
+        if lc.module.bounds_checked:
             i = lc.tmp(types.int64, i)
             lc.need("nm_in_bounds")
             checks.append(msl.call("nm_in_bounds", i, extent, msl.ENV_PARAM, msl.uint_literal(lc.array_id(arrname)),
@@ -313,6 +313,7 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
@@ -323,8 +324,9 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(),
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
-    store = msl.assign(msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow)),
-                       lc.store(dtype, lc.cast(value, dtype)))
+    element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
+    store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
 
@@ -452,6 +454,8 @@ def element_address(lc, arr: Value, index: Value) -> str:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(lc, arr, comps)
+    sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
+                    sanitize.called_array(lc), cond)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
@@ -461,3 +465,7 @@ def debug_name(var: ir.Var) -> str:
     """The name debug reports give the array a variable holds (for ``lc.array_id``); kernel-API families
     that check their own accesses use it too."""
     return _array_name(var)
+
+
+def _space(arr: Value):
+    return getattr(types.unliteral(arr.type), "address_space", None)

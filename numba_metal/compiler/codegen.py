@@ -737,7 +737,7 @@ def lower_kernel(tf: TypedFunction, *, debug: bool = False,
 
 
 def lower_kernel_linked(tf: TypedFunction, *, debug: bool = False, exact_float64: bool = False,
-                        link=()) -> tuple[str, abi.KernelABI, tuple]:
+                        link=(), sanitize: frozenset = frozenset()) -> tuple[str, abi.KernelABI, tuple]:
     """MSL source, ABI and linked files ((path, digest) of each) of a kernel; ``link``: (path, text,
     digest) of each MSL file the kernel links itself (``@metal.jit(link=...)``), placed first.
 
@@ -745,14 +745,14 @@ def lower_kernel_linked(tf: TypedFunction, *, debug: bool = False, exact_float64
     lowered a second time with every device pointer ``coherent(device)``: the fence is found while
     lowering, after types are already spelt.
     """
-    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64, link)
+    source, kernel_abi, module = _lower_kernel(tf, debug, False, exact_float64, link, sanitize)
     if module.fences_device_memory:
-        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64, link)
+        source, kernel_abi, module = _lower_kernel(tf, debug, True, exact_float64, link, sanitize)
     return source, kernel_abi, tuple(module.linked)
 
 
-def _lower_kernel(tf, debug, coherent, exact_float64, link):
-    module = ModuleBuilder(tf.name, debug=debug, coherent=coherent, exact_float64=exact_float64)
+def _lower_kernel(tf, debug, coherent, exact_float64, link, sanitize=frozenset()):
+    module = ModuleBuilder(tf.name, debug=debug, coherent=coherent, exact_float64=exact_float64, sanitize=sanitize)
     for path, text, digest in link:
         module.link(path, text, digest)
     lowering = FunctionLowering(module, tf, kind="kernel", name=function_name(tf, prefix="nm_"))

@@ -31,10 +31,11 @@ def argument_types(signature) -> tuple:
 
 
 def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None = None,
-                   link=()) -> CompiledKernel:
+                   link=(), sanitize=frozenset()) -> CompiledKernel:
     """Type and lower the kernel ``pyfunc`` for ``argtypes`` (``debug``: bounds-checked array accesses;
     ``float64``: ``"exact"`` computes float64 intermediates exactly in kernels without float64 data, see
-    precision.py; ``link``: paths of hand-written MSL files the kernel links, see linking.py)."""
+    precision.py; ``link``: paths of hand-written MSL files the kernel links, see linking.py; ``sanitize``: the
+    sanitizer's checks, see sanitize.py)."""
     argtypes = tuple(argtypes)
     linked = tuple((path,) + linking.read(path, "@metal.jit(link=...)") for path in linking.paths(link, "@metal.jit"))
     precision.check_option(float64)
@@ -50,7 +51,8 @@ def compile_kernel(pyfunc, argtypes, *, debug: bool = False, float64: str | None
                 break
             weak |= more
             tf = _typed(pyfunc, argtypes, float32_constants=weak)
-    source, kernel_abi, files = lower_kernel_linked(tf, debug=debug, exact_float64=exact, link=linked)
+    source, kernel_abi, files = lower_kernel_linked(tf, debug=debug, exact_float64=exact, link=linked,
+                                                    sanitize=frozenset(sanitize))
     return CompiledKernel(source, kernel_abi, tf, files)
 
 

@@ -15,7 +15,7 @@ from numba.core import ir, types
 from numba_metal.errors import UnsupportedFeatureError
 from numba_metal.runtime import PARAM_ARGUMENT_BLOCK, PARAM_BUFFER, PARAM_BUILTIN, PARAM_THREADGROUP
 
-from . import abi, arrays, effects, msl
+from . import abi, arrays, effects, msl, sanitize
 from .devicefn import DeviceFunctionBase
 from .lowering import Value, registry as lowerings
 
@@ -61,13 +61,13 @@ def kernel_abi(lc) -> abi.KernelABI:
                 raise UnsupportedFeatureError(
                     f"argument '{argname}' of type {ty} is not supported by Metal kernels", tf.location)
             arguments.append(abi.ScalarArgument(i, path, mtype, attribute))
-    return abi.layout(lc.name, tf.name, arguments, debug=lc.debug,
+    return abi.layout(lc.name, tf.name, arguments, debug=module.error_record,
                       dynamic_threadgroup_memory=module.uses_dynamic_shared,
                       static_threadgroup_memory=module.shared_bytes + module.pool_bytes,
                       array_names=module.array_names,
                       language_version=module.language_version,
                       print_formats=module.print_formats, raise_sites=module.raise_sites,
-                      where=tf.location)
+                      where=tf.location, sanitizer_sites=module.sanitizer_sites)
 
 
 def kernel_signature(kabi: abi.KernelABI) -> str:
@@ -92,7 +92,10 @@ def kernel_environment(lc) -> list[str]:
     lines = [msl.declare(msl.ENV_TYPE, msl.ENV_PARAM)]
     for member, _, _ in abi.BUILTINS:
         lines.append(msl.assign(msl.env(member), abi.builtin_param(member)))
-    lines.append(msl.assign(msl.env("err"), abi.ERROR_RECORD_PARAM if lc.debug else msl.NULL))
+    err = abi.ERROR_RECORD_PARAM if module.error_record else msl.NULL
+    if module.error_record and any(a.coherent for a in kernel.arrays):   # coherent(device): see abi.layout
+        err = msl.pointer_cast(msl.pointer("device", "uint"), err)
+    lines.append(msl.assign(msl.env("err"), err))
     if kernel.print_slot is not None:
         lines.append(msl.assign(msl.env("out"), abi.PRINT_BUFFER_PARAM))
     if module.uses_raise:
@@ -114,7 +117,7 @@ def kernel_environment(lc) -> list[str]:
     else:
         lines.append(msl.assign(msl.env("dynshared"), msl.NULL))
         lines.append(msl.assign(msl.env("dynshared_bytes"), msl.uint_literal(0)))
-    return lines
+    return lines + sanitize.prologue(module)
 
 
 def _read_only_buffer(lc, i: int, ty) -> bool:

@@ -221,7 +221,10 @@ def lower_raise(lc, term) -> None:
     lc.need("nm_raise")
     lc.module.uses_raise = True
     lc.raises = True
-    lc.emit(msl.statement(msl.call("nm_raise", msl.ENV_PARAM, msl.uint_literal(site), msl.uint_literal(lc.line()))))
+    if lc.debug or not lc.module.error_record:
+        lc.emit(msl.statement(msl.call("nm_raise", msl.ENV_PARAM, msl.uint_literal(site), msl.uint_literal(lc.line()))))
+    else:   # a sanitizing kernel without debug=True: the thread stops, nothing is recorded (as without debug)
+        lc.emit(msl.assign(msl.unary("*", lc.env("raised")), msl.uint_literal(1)))
     lc.emit(lc.return_after_raise())
 
 

@@ -46,9 +46,12 @@ class ModuleBuilder:
     """
 
     def __init__(self, kernel_name: str, *, debug: bool = False, coherent: bool = False,
-                 exact_float64: bool = False):
+                 exact_float64: bool = False, sanitize: frozenset = frozenset()):
         self.kernel_name = kernel_name
         self.debug = debug
+        self.sanitize = sanitize             # the sanitizer's checks (sanitize.py), CPU device only
+        self.sanitizer_sites: list = []      # sanitize.Site of each instrumented access
+        self._sanitizer_hooks = False
         self.coherent = coherent
         self.exact_float64 = exact_float64
         self.fences_device_memory = False
@@ -74,6 +77,22 @@ class ModuleBuilder:
         self.uses_raise = False
         self._raising: set = set()           # device functions that may raise
         self._records: dict = {}             # record type -> abi.RecordLayout
+
+    @property
+    def bounds_checked(self) -> bool:
+        """Array accesses are bounds-checked: ``debug=True`` or the sanitizer's ``bounds``."""
+        return self.debug or "bounds" in self.sanitize
+
+    @property
+    def error_record(self) -> bool:
+        """The kernel gets the error-record buffer (debug reports, and the sanitizer's shadow memory)."""
+        return self.debug or bool(self.sanitize)
+
+    def need_sanitizer_hooks(self) -> None:
+        if not self._sanitizer_hooks:
+            from .sanitize import hooks
+            self._sanitizer_hooks = True
+            self.define(hooks())
 
     # -- prelude ---------------------------------------------------------------------------
 

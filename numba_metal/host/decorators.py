@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 from numba_metal.compiler import linking, precision
+from numba_metal.compiler import sanitize as _sanitize
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
+from . import settings
 from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 
 #: Options of numba.cuda's ``jit`` numba-metal accepts (``inline``, ``forceinline``, ``opt`` and
@@ -16,7 +18,7 @@ from .dispatcher import DeviceFunction, Dispatcher, JitOptions
 #: ``launch_bounds`` sets Metal's ``[[max_total_threads_per_threadgroup]]``; ``shared_memory_carveout`` is
 #: validated as numba.cuda validates it and changes nothing (see :func:`_carveout`).
 KNOWN_OPTIONS = frozenset(["device", "fastmath", "debug", "cache", "inline", "forceinline", "opt", "lineinfo",
-                           "float64", "link", "launch_bounds", "shared_memory_carveout"])
+                           "float64", "link", "launch_bounds", "shared_memory_carveout", "sanitize"])
 #: Options of numba.cuda's ``jit`` that Metal has no equivalent of, and what each is.
 UNSUPPORTED_OPTIONS = {
     "max_registers": "a register cap",
@@ -39,7 +41,9 @@ def jit(func_or_sig=None, device=False, **options):
     ``[[max_total_threads_per_threadgroup]]`` and a launch of more threads per threadgroup is refused; the
     minimum blocks per multiprocessor and maximum blocks per cluster have no Metal counterpart and are
     accepted as the hints they are), ``shared_memory_carveout`` (validated as numba.cuda does, then ignored:
-    Metal's threadgroup memory is not carved out of a cache).
+    Metal's threadgroup memory is not carved out of a cache), ``sanitize`` (the kernel
+    sanitizer's checks on the CPU reference device: ``True``/``"all"`` or names from ``race``, ``sync``,
+    ``init``, ``bounds``; default ``NUMBA_METAL_SANITIZE``; docs/sanitizer.md).
     Signatures compile eagerly and then only those argument types are accepted: a string, a Numba
     signature (``void(float32[:], int32)``), a tuple of argument types (``(float32[:], int32)``), or a
     list of any of these (numba.cuda's forms).
@@ -73,12 +77,21 @@ def jit(func_or_sig=None, device=False, **options):
         raise MetalValueError("link keyword invalid for device function: pass link=[...] to the kernels "
                               "(@metal.jit) that call it, or to metal.declare_device")
     _carveout(options.get("shared_memory_carveout"))
+    try:
+        sanitize_checks = (_sanitize.parse(options["sanitize"], "@metal.jit(sanitize=...)") if "sanitize" in options
+                           else settings.sanitize_checks())
+    except ValueError as e:
+        raise NumbaMetalError(str(e)) from None
+    if device and options.get("sanitize"):
+        raise NumbaMetalError("@metal.jit(device=True, sanitize=...): device functions are sanitized in the "
+                              "kernels that call them; pass sanitize= to those kernels (@metal.jit)")
     jit_options = JitOptions(fastmath=bool(options.get("fastmath", False)),
                              debug=bool(options.get("debug", False)),
                              cache=bool(options.get("cache", False)),
                              float64=float64,
                              link=linking.paths(link, "@metal.jit(link=...)"),
-                             launch_bound=_launch_bound(options.get("launch_bounds")))
+                             launch_bound=_launch_bound(options.get("launch_bounds")),
+                             sanitize=() if device else tuple(c for c in _sanitize.CHECKS if c in sanitize_checks))
     sigs = None
     specialized = False
     if func_or_sig is not None and not callable(func_or_sig):

@@ -44,6 +44,7 @@ class JitOptions(NamedTuple):
     float64: str | None = None   # "exact": float64 intermediates computed exactly (compiler/precision.py)
     link: tuple = ()             # hand-written MSL files linked into the kernel (compiler/linking.py)
     launch_bound: int = 0        # launch_bounds' maximum threads per threadgroup (0: none), decorators.py
+    sanitize: tuple = ()         # the kernel sanitizer's checks, in sanitize.CHECKS order (CPU device only)
 
 
 def normalize_signature(sig):
@@ -374,7 +375,7 @@ class Dispatcher(KernelIntrospection):
     def _from_disk_cache(self, argtypes=None, key=None):
         """The specialisation from the disk cache (by Numba types or, without importing Numba, by argument
         keys), or None: caching is off, the types have no canonical spelling, or no valid entry exists."""
-        if not self.options.cache:
+        if not self.options.cache or self.options.sanitize:
             return None
         # Deferred: importing numba-metal loads neither the cache nor the compiled kernels' machinery.
         from . import cache
@@ -413,8 +414,8 @@ class Dispatcher(KernelIntrospection):
         from . import cache
         options = self.options
         compiled = compile_kernel(self.py_func, argtypes, debug=options.debug, float64=options.float64,
-                                  link=options.link)
-        if options.cache:
+                                  link=options.link, sanitize=options.sanitize)
+        if options.cache and not options.sanitize:
             try:
                 canon = [canonical_numba(t) for t in argtypes]
             except NotCanonical:

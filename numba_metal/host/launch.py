@@ -69,6 +69,12 @@ class LaunchState:
                                              label=f"{kernel.name} ({abi.entry_name})")
         self.view = self.dispatch.arg_view
         self.arg_size = abi.arg_size
+        # A sanitizing kernel (CPU device only): the sanitizer owns the error record's slot.
+        self.sanitizer = None
+        if kernel.dispatcher.options.sanitize:
+            from .sanitizer import LaunchSanitizer
+            self.sanitizer = LaunchSanitizer(self, error_index)
+            error_index = None
         # debug records and print output, per launching thread
         self.output = None
         if error_index is not None or print_index is not None:
@@ -111,6 +117,7 @@ class LaunchState:
                 if griddim != self._griddim or blockdim != self._blockdim:
                     self._set_grid(griddim, blockdim)
             output = self.output.bind(queue) if self.output is not None else None
+            checked = self.sanitizer.bind(config) if self.sanitizer is not None else None
             work_id = queue.submit(self.dispatch, self.arg_size)
         # After the submit: the next host access of device memory waits for this work.
         self.ctx.unwaited = True
@@ -119,6 +126,8 @@ class LaunchState:
             self.output.pending(output, blockdim)
             if output[0] is not None:   # debug=True: as numba.cuda, the launch waits and raises what it met
                 bound = bound or ()
+        if checked is not None:
+            self.sanitizer.finish(queue, checked)
         if start or bound is not None:
             self._finish(work_id, config, queue, start, bound)
 

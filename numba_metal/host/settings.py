@@ -22,6 +22,11 @@ raises MetalRuntimeError "still running after N s; the GPU cannot stop it" and t
 then on (its later launches, copies and waits raise the same error); on the CPU device and the simulated
 device's CPU engine the work is cancelled instead. ``set_kernel_time_limit`` bounds a kernel where the
 device can stop one.
+
+``NUMBA_METAL_SANITIZE`` (``race``, ``sync``, ``init``, ``bounds``, comma-separated, or ``all``; default none):
+every kernel decorated from then on is a sanitizing kernel (``@metal.jit(sanitize=...)``, which takes
+precedence; docs/sanitizer.md). The sanitizer runs on the CPU reference device only: a sanitizing kernel's
+launch on a Metal device is refused.
 """
 
 
@@ -103,4 +108,17 @@ def wait_deadline() -> float | None:
     return real("NUMBA_METAL_WAIT_DEADLINE", 0.0, 0.0, 1e9) or None
 
 
-__all__ = ["flag", "integer", "real", "wait_deadline", "warn_once", "user_stacklevel"]
+def sanitize_checks() -> frozenset:
+    """``NUMBA_METAL_SANITIZE``'s checks (see the module docstring); an unknown check warns once and none
+    apply."""
+    from numba_metal.compiler import sanitize
+    text = os.environ.get("NUMBA_METAL_SANITIZE", "").strip()
+    try:
+        return sanitize.parse(text, "NUMBA_METAL_SANITIZE")
+    except ValueError:
+        _refused("NUMBA_METAL_SANITIZE", text, f"a list of {', '.join(sanitize.CHECKS)} or 'all'",
+                 "no sanitizing (the default)")
+        return frozenset()
+
+
+__all__ = ["flag", "integer", "real", "wait_deadline", "warn_once", "user_stacklevel", "sanitize_checks"]

@@ -22,7 +22,7 @@ import types as pytypes
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
-from numba_metal.compiler import msl
+from numba_metal.compiler import msl, sanitize
 from numba_metal.compiler.lowering import Value, registry as lowering
 from numba_metal.compiler.declarations import registry as typing
 from numba_metal.errors import UnsupportedFeatureError
@@ -96,6 +96,8 @@ def _lower_barrier(lc, sig, args):
     if lc.callee is syncthreads and not lc.barrier_fences_device_memory():
         arguments = (_THREADGROUP,)
     call = msl.call(function, *arguments)
+    if function in ("threadgroup_barrier", "simdgroup_barrier"):
+        sanitize.barrier(lc, simd=function == "simdgroup_barrier")
     if function == "threadgroup_barrier" and lc.loc is not None:
         call += " " + msl.barrier_site(lc.loc.filename, lc.loc.line)
     return Value(call, types.none)
@@ -104,6 +106,7 @@ def _lower_barrier(lc, sig, args):
 @lowering.call(syncthreads_count, syncthreads_and, syncthreads_or)
 def _lower_sync_reduce(lc, sig, args):
     lc.need("nm_sync_count")
+    sanitize.barrier(lc)
     counter = lc.threadgroup_counter()
     count = msl.call("nm_sync_count", counter, lc.truth(args[0]), lc.env("tid"), lc.env("tsize"))
     if lc.callee is syncthreads_count:

@@ -10,7 +10,10 @@ kernel's module names the *functions* (or types, macros, constant tables) it use
 - ``mathlib.metal``: float and half routines MSL lacks (one section, ``mathlib``);
 - ``float64.metal``, ``float64_math.metal``, ``complex.metal``, ``libdevice.metal``: the emulated float64,
   its math functions, complex numbers and libdevice's helpers (row tables: ``float64_ops.py``,
-  ``float64_math_ops.py``, ``complex_ops.py``, ``libdevice_ops.py``).
+  ``float64_math_ops.py``, ``complex_ops.py``, ``libdevice_ops.py``);
+- ``sanitize.metal``: the kernel sanitizer's hooks, a template with ``@name@`` placeholders that
+  ``compiler/sanitize.py`` reads with :func:`parse` and fills in (not indexed: only sanitizing
+  specialisations include it, whole).
 
 The order of the emitted text is the prelude's sections, then the math library, then the others: a
 section's dependencies come first, roots in name order.

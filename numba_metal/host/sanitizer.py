@@ -1,0 +1,288 @@
+"""The kernel sanitizer's host half: the shadow-memory buffer of a sanitized launch, and its reports.
+
+A sanitizing kernel (``@metal.jit(sanitize=...)``, ``NUMBA_METAL_SANITIZE``; the instrumentation is
+``numba_metal/compiler/sanitize.py``, the user's guide docs/sanitizer.md) runs on the CPU reference device
+only: its launch state refuses any other device. Each launch binds a buffer laid out for its grid at the
+error record's slot (the error record, the sanitizer's header, the threadgroups' slots, the shadow tables
+and the reports) and waits for the kernel (a sanitized launch is synchronous); what it found is raised at
+the launching thread's next wait, as every kernel failure is (a launch with NumPy arguments waits itself):
+
+- the CPU device's refusal of a divergent barrier (which names the barrier's file:line and the threads
+  that did not arrive) as :class:`~numba_metal.errors.KernelSyncError`;
+- the error record's out-of-bounds index as :class:`~numba_metal.errors.KernelSanitizerBoundsError`;
+- the hooks' race and init reports as :class:`~numba_metal.errors.KernelRaceError` /
+  :class:`~numba_metal.errors.KernelUninitializedError`, naming the kernel, the array, the element, both
+  threads and both accesses' file:line; ``reports`` holds every distinct one (by pair of sites).
+
+Accesses the hooks could not check (a threadgroup slot reused while its threadgroup still ran, a full
+table) are counted and reported as a :class:`~numba_metal.errors.NumbaMetalWarning`: coverage was
+partial, which is never silent.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from numba_metal.compiler import kernel_io, sanitize
+from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError,
+                                KernelSanitizerBoundsError,
+                                KernelSyncError, KernelUninitializedError, NumbaMetalWarning, UnsupportedFeatureError)
+
+from . import settings
+
+#: Reports kept per launch (more are counted).
+MAX_REPORTS = 256
+#: Bytes of shadow tables a launch may use (the number of threadgroup slots shrinks to fit).
+SHADOW_BYTES = 64 << 20
+#: Launches on one buffer before its tables are cleared (a generation is 30 bits of a table entry's state).
+GENERATIONS = 1 << 29
+#: Threadgroup slots at most (threadgroups the CPU device runs at once are far fewer).
+MAX_SLOTS = 32
+
+
+_PAST = ("read", "wrote", "updated (atomic)")
+
+
+def _summary(reports, count) -> str:
+    """The message of an error or warning: its first report, then the others (one per pair of sites)."""
+    lines = [reports[0]["message"]]
+    if len(reports) > 1:
+        lines.append("also:")
+        lines.extend(f"  {r['message']}" for r in reports[1:9])
+        if len(reports) > 9:
+            lines.append(f"  ... and {len(reports) - 9} more pairs of sites")
+    if count is not None:
+        lines.append(f"({count} reports in all in this launch: each pair of sites is listed once)")
+    return "\n".join(lines)
+
+
+def refuse_unless_cpu(kernel, ctx) -> None:
+    """A sanitizing kernel runs on the CPU reference device only: anything else is refused, by name."""
+    if ctx.info.kind != "cpu":
+        checks = ",".join(kernel.dispatcher.options.sanitize)
+        raise UnsupportedFeatureError(
+            f"kernel {kernel.name}() is a sanitizing kernel (sanitize={checks!r}) and the kernel sanitizer runs on "
+            f"the CPU reference device only, not on {ctx.info.name!r} ({ctx.info.kind}); select it "
+            "(NUMBA_METAL_DEVICE=cpu or metal.select_device('cpu')), or unset NUMBA_METAL_SANITIZE / drop "
+            "sanitize= to run on this device")
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _unravel(linear: int, dims) -> tuple:
+    x = linear % dims[0]
+    y = linear // dims[0] % dims[1]
+    z = linear // (dims[0] * dims[1])
+    return (x, y, z)
+
+
+class LaunchSanitizer:
+    """The sanitizer of one launch state (a sanitizing specialisation on the CPU device)."""
+
+    def __init__(self, state, error_index: int):
+        refuse_unless_cpu(state.kernel, state.ctx)
+        self.state = state
+        self.index = error_index
+        self.checks = frozenset(state.kernel.dispatcher.options.sanitize)
+        sites = state.abi.sanitizer_sites
+        self.shared = any(s.space == "threadgroup" for s in sites)
+        self.device = any(s.space == "device" for s in sites)
+        self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
+        self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
+
+    def bind(self, config):
+        """Before the submit: lay out and bind this launch's buffer; returns what :meth:`finish` needs."""
+        griddim, blockdim = tuple(config.griddim), tuple(config.blockdim)
+        ngroups = griddim[0] * griddim[1] * griddim[2]
+        base = kernel_io.ERROR_RECORD_WORDS
+        header = {}
+        if self.tracks:
+            tg_bytes = self.state.static_shared + int(config.sharedmem or 0) if self.shared else 0
+            capacity = _pow2(max(16, tg_bytes)) if self.shared else 1
+            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared else 1
+            while slots > 1 and slots * capacity * sanitize.ENTRY_WORDS * 4 > SHADOW_BYTES:
+                slots //= 2
+            h = sanitize.HEADER_WORDS
+            header = {"slots": slots, "capacity": capacity, "max_reports": MAX_REPORTS, "slot_of": h,
+                      "slot_headers": h + ngroups}
+            header["tables"] = header["slot_headers"] + slots * sanitize.SLOT_WORDS
+            header["report_base"] = header["tables"] + slots * capacity * sanitize.ENTRY_WORDS
+            header["checks"] = sum(sanitize.CHECK_BITS[c] for c in self.checks if c in sanitize.CHECK_BITS)
+            header["shift"] = 32 - (capacity.bit_length() - 1)
+            header["device_table"] = header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
+            threads = ngroups * blockdim[0] * blockdim[1] * blockdim[2]
+            device = (min(_pow2(sanitize.DEVICE_ENTRIES_PER_THREAD * threads), sanitize.MAX_DEVICE_ENTRIES)
+                      if self.device and ngroups > 1 else 0)
+            header["device_capacity"] = device
+            header["device_shift"] = 32 - (device.bit_length() - 1) if device else 0
+            words = base + header["device_table"] + device * sanitize.DEVICE_WORDS
+        else:
+            words = base
+        ident = threading.get_ident()
+        buffer, size, generation = self._buffers.get(ident, (None, 0, 0))
+        view = None if buffer is None else np.frombuffer(buffer.memory(), dtype=np.uint32)
+        if buffer is None or size < words or generation >= GENERATIONS:
+            alive = {t.ident for t in threading.enumerate()}
+            for other in [i for i in self._buffers if i not in alive]:
+                del self._buffers[other]
+            if buffer is None or size < words:
+                buffer, size = self.state.ctx.device.new_buffer(4 * words), words
+                view = np.frombuffer(buffer.memory(), dtype=np.uint32)
+            view[:] = 0            # the tables once; later launches tell their entries apart by generation
+            generation = 0
+        generation += 1
+        self._buffers[ident] = (buffer, size, generation)
+        # the error record, the header, the threadgroups' slots and the slots' headers are cleared per launch
+        view[:base + header["tables"] if header else base] = 0
+        header = dict(header, generation=generation) if header else header
+        for name, value in header.items():
+            view[base + sanitize.HEADER[name]] = value
+        self.state.dispatch.set_buffer(self.index, buffer, 0)
+        return (buffer, griddim, blockdim, header)
+
+    def finish(self, queue, bound) -> None:
+        """After the submit: wait for the kernel, warn about device races, and leave what else the sanitizer
+        (or a ``debug=True`` raise) found for the launching thread's next wait, as every kernel failure is
+        reported (a launch with NumPy arguments waits: it raises there)."""
+        exc = self._outcome(queue, bound)
+        if exc is not None:
+            ctx = self.state.ctx
+            with ctx.lock:
+                checks = ctx.pending_checks.setdefault(threading.get_ident(), {})
+                checks[("sanitizer", id(self), len(checks))] = lambda: exc
+
+    def _outcome(self, queue, bound):
+        from . import streams
+        buffer, griddim, blockdim, header = bound
+        kernel = self.state.kernel
+        try:
+            streams.timed_wait(queue, "launch")
+        except KernelBarrierError as e:
+            if "sync" not in self.checks:
+                raise
+            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
+                                   kernel=kernel.name, reports=({"check": "sync", "message": e.message},))
+        words = np.frombuffer(buffer.memory(), dtype=np.uint32)
+        if words[kernel_io.RECORD["flag"]]:
+            from .kernel_output import KernelOutput
+            failure = KernelOutput(self.state, None, None).failure(buffer)
+            if isinstance(failure, KernelBoundsError):
+                return KernelSanitizerBoundsError(f"kernel sanitizer (bounds): {failure.message}", failure.location,
+                                                  kernel=kernel.name,
+                                                  reports=({"check": "bounds", "message": failure.message},))
+            if failure is not None:
+                return failure
+        if not header:
+            return None
+        base = kernel_io.ERROR_RECORD_WORDS
+        s = words[base:]
+        count = int(s[sanitize.HEADER["reports"]])
+        lost = int(s[sanitize.HEADER["lost"]])
+        if lost:
+            warnings.warn(NumbaMetalWarning(
+                f"kernel sanitizer: {lost} shared-memory accesses of kernel {kernel.name}() were not checked (a "
+                "threadgroup found no free shadow slot, or its table was full)"),
+                stacklevel=settings.user_stacklevel())
+        device_lost = int(s[sanitize.HEADER["device_lost"]])
+        if device_lost:
+            warnings.warn(NumbaMetalWarning(
+                f"kernel sanitizer: {device_lost} device-memory writes of kernel {kernel.name}() were not checked "
+                f"for races across threadgroups (the write table, {sanitize.DEVICE_ENTRIES_PER_THREAD} entries per "
+                f"thread of the grid and at most {sanitize.MAX_DEVICE_ENTRIES}, was full)"),
+                stacklevel=settings.user_stacklevel())
+        if count:
+            reports = self._reports(s, header, count, griddim, blockdim)
+            device = [r for r in reports if r["check"] == "device race"]
+            if device:
+                warnings.warn(DeviceRaceWarning(_summary(device, None), device[0]["location"], kernel=kernel.name,
+                                                reports=device), stacklevel=settings.user_stacklevel())
+            errors = [r for r in reports if r["check"] != "device race"]
+            if errors:
+                race = [r for r in errors if r["check"] == "race"]
+                first = race[0] if race else errors[0]
+                cls = KernelRaceError if race else KernelUninitializedError
+                errors = [first] + [r for r in errors if r is not first]
+                return cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
+        return None
+
+    def _reports(self, s, header, count, griddim, blockdim) -> list:
+        """The distinct reports of a launch (one per kind and pair of sites), threadgroup by threadgroup."""
+        sites = self.state.abi.sanitizer_sites
+        kept = min(count, MAX_REPORTS)
+        at = header["report_base"]
+        rows = s[at:at + kept * sanitize.REPORT_WORDS].reshape(kept, sanitize.REPORT_WORDS).astype(np.int64)
+        order = sorted(range(kept), key=lambda i: int(rows[i][sanitize.REPORT["group"]]))
+        reports, seen = [], {}
+        for i in order:
+            r = rows[i]
+            kind = int(r[0])
+            key = (kind, int(r[1]), int(r[2]))
+            if key in seen:
+                seen[key]["count"] += 1
+                continue
+            reports.append(self._report(r, sites, griddim, blockdim))
+            seen[key] = reports[-1]
+        return reports
+
+    def _report(self, r, sites, griddim, blockdim) -> dict:
+        kernel = self.state.kernel
+        R = sanitize.REPORT
+
+        def site_of(i):
+            return sites[i] if 0 <= i < len(sites) else sanitize.Site(sanitize.READ, "?", "?", 0)
+
+        def signed(v):
+            v = int(v) & 0xFFFFFFFF
+            return v - (1 << 32) if v >= 1 << 31 else v
+
+        here = site_of(int(r[R["site"]]))
+        index = tuple(signed(v) for v in r[R["index"]:R["index"] + 3])
+        index = tuple(i for i in index if i != -1) or index[:1]
+        element = "[" + ", ".join(map(str, index)) + "]"
+        group = _unravel(int(r[R["group"]]), griddim)
+        thread = _unravel(int(r[R["thread"]]), blockdim)
+        where = f"{here.filename}:{here.line}"
+        verb = _PAST[here.kind]
+        if int(r[R["kind"]]) == sanitize.REPORT_INIT:
+            message = (f"uninitialised read (init) in kernel {kernel.name}(): shared array '{here.array}' element "
+                       f"{element} was read ({sanitize.ACCESS_NAMES[here.kind]}) by thread {thread} of threadgroup "
+                       f"{group} at {where}, and no thread of the threadgroup had written it in this launch")
+            return {"check": "init", "kernel": kernel.name, "array": here.array, "element": index,
+                    "threadgroup": group, "thread": thread, "location": (here.filename, here.line),
+                    "message": message, "count": 1, "sites": (where,)}
+        prev = site_of(int(r[R["prev_site"]]))
+        if int(r[R["kind"]]) == sanitize.REPORT_DEVICE_RACE:
+            prev_group = _unravel(int(r[R["prev_thread"]]), griddim)
+            prev_thread = _unravel(int(r[R["extra"]]), blockdim)
+            prev_where = f"{prev.filename}:{prev.line}"
+            message = (f"device-memory race (write-after-write across threadgroups) in kernel {kernel.name}(): "
+                       f"array '{here.array}' element {element}: thread {prev_thread} of threadgroup {prev_group} "
+                       f"{_PAST[prev.kind]} it at {prev_where}, then thread {thread} of threadgroup {group} "
+                       f"{verb} it at {where}, without atomics (harmless only if every write stores the same value)")
+            return {"check": "device race", "kernel": kernel.name, "array": here.array, "element": index,
+                    "threadgroup": group, "thread": thread, "other_threadgroup": prev_group,
+                    "other_thread": prev_thread, "location": (here.filename, here.line),
+                    "other_location": (prev.filename, prev.line), "message": message, "count": 1,
+                    "sites": (prev_where, where)}
+        prev_thread = _unravel(int(r[R["prev_thread"]]), blockdim)
+        prev_where = f"{prev.filename}:{prev.line}"
+        pverb = _PAST[prev.kind]
+        hazard = {(sanitize.WRITE, sanitize.READ): "read-after-write",
+                  (sanitize.READ, sanitize.WRITE): "write-after-read",
+                  (sanitize.WRITE, sanitize.WRITE): "write-after-write"}.get(
+            (min(prev.kind, 1), min(here.kind, 1)), "atomic/plain")
+        message = (f"race ({hazard}) in kernel {kernel.name}(): shared array '{here.array}' element {element} of "
+                   f"threadgroup {group}: thread {prev_thread} {pverb} it at {prev_where}, then thread {thread} "
+                   f"{verb} it at {where}, with no syncthreads() between the two")
+        return {"check": "race", "kernel": kernel.name, "array": here.array, "element": index,
+                "threadgroup": group, "thread": thread, "other_thread": prev_thread,
+                "location": (here.filename, here.line), "other_location": (prev.filename, prev.line),
+                "message": message, "count": 1, "sites": (prev_where, where)}
+
+
+__all__ = ["LaunchSanitizer", "refuse_unless_cpu"]

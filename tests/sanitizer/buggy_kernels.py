@@ -1,0 +1,123 @@
+"""The sanitizer's corpus of buggy kernels: each with the check that must find it and the lines of both
+accesses (marked ``# A`` and ``# B`` in the source; see ``line_of``)."""
+
+import inspect
+
+import numpy as np
+
+from numba_metal import metal
+
+
+def line_of(fn, mark: str) -> int:
+    """The file line of the source line of ``fn`` ending with ``# <mark>``."""
+    lines, start = inspect.getsourcelines(fn)
+    for k, text in enumerate(lines):
+        if text.rstrip().endswith("# " + mark):
+            return start + k
+    raise LookupError(mark)
+
+
+def tree_reduction_missing_barrier(a, out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = a[metal.grid(1)]
+    metal.syncthreads()
+    k = 32
+    while k > 0:
+        if t < k:
+            s[t] += s[t + k]  # A
+        k //= 2              # (the syncthreads() that belongs here is missing)
+    if t == 0:
+        out[metal.blockIdx.x] = s[0]
+
+
+TILE = 4
+
+
+def matmul_missing_second_barrier(a, b, c):
+    sa = metal.shared.array((TILE, TILE), np.float32)
+    sb = metal.shared.array((TILE, TILE), np.float32)
+    tx = metal.threadIdx.x
+    ty = metal.threadIdx.y
+    row = metal.blockIdx.y * TILE + ty
+    col = metal.blockIdx.x * TILE + tx
+    acc = np.float32(0.0)
+    for k0 in range(0, a.shape[1], TILE):
+        sa[ty, tx] = a[row, k0 + tx]  # B
+        sb[ty, tx] = b[k0 + ty, col]
+        metal.syncthreads()
+        for k in range(TILE):
+            acc += sa[ty, k] * sb[k, tx]  # A
+        # the second syncthreads() is missing: the next tile overwrites sa while others still read it
+    c[row, col] = acc
+
+
+def barrier_under_if(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    s[t] = t
+    if t < 16:
+        metal.syncthreads()  # A
+    out[t] = s[31 - t]
+
+
+def loop_trip_count_differs(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    s[t] = 0
+    for i in range(t % 3):
+        metal.syncthreads()  # A
+        s[t] += i
+    out[t] = s[t]
+
+
+def partial_shared_init(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    if t < 32:
+        s[t] = 1.0
+    metal.syncthreads()
+    out[t] = s[63 - t]  # A
+
+
+def stencil_off_by_one(a, out):
+    i = metal.grid(1)
+    if i < a.size:
+        out[i] = a[i - 1] + a[i] + a[i + 1]  # A
+
+
+def write_write_same_element(out):
+    s = metal.shared.array(1, np.int32)
+    s[0] = metal.threadIdx.x  # A
+    metal.syncthreads()
+    if metal.threadIdx.x == 0:
+        out[0] = s[0]
+
+
+def atomic_then_plain_read(out):
+    s = metal.shared.array(1, np.int32)
+    t = metal.threadIdx.x
+    if t == 0:
+        s[0] = 0
+    metal.syncthreads()
+    metal.atomic.add(s, 0, 1)  # B
+    out[t] = s[0]  # A
+
+
+def cross_threadgroup_write(out):
+    out[metal.threadIdx.x] = metal.blockIdx.x  # A
+
+
+def simd_exchange_without_barrier(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t  # B
+    out[t] = s[t ^ 1]  # A
+
+
+def simd_exchange_across_simd_groups(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t  # B
+    metal.syncwarp()   # orders one SIMD group's lanes, not two SIMD groups
+    out[t] = s[63 - t]  # A

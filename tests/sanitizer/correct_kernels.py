@@ -1,0 +1,109 @@
+"""Correct kernels the sanitizer must not report (with every check on)."""
+
+import numpy as np
+
+from numba_metal import metal
+
+
+def tree_reduction(a, out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = a[metal.grid(1)]
+    metal.syncthreads()
+    k = 32
+    while k > 0:
+        if t < k:
+            s[t] += s[t + k]
+        metal.syncthreads()
+        k //= 2
+    if t == 0:
+        out[metal.blockIdx.x] = s[0]
+
+
+TILE = 4
+
+
+def tiled_matmul(a, b, c):
+    sa = metal.shared.array((TILE, TILE), np.float32)
+    sb = metal.shared.array((TILE, TILE), np.float32)
+    tx = metal.threadIdx.x
+    ty = metal.threadIdx.y
+    row = metal.blockIdx.y * TILE + ty
+    col = metal.blockIdx.x * TILE + tx
+    acc = np.float32(0.0)
+    for k0 in range(0, a.shape[1], TILE):
+        sa[ty, tx] = a[row, k0 + tx]
+        sb[ty, tx] = b[k0 + ty, col]
+        metal.syncthreads()
+        for k in range(TILE):
+            acc += sa[ty, k] * sb[k, tx]
+        metal.syncthreads()
+    c[row, col] = acc
+
+
+def shared_atomics(out):
+    s = metal.shared.array(1, np.int32)
+    if metal.threadIdx.x == 0:
+        s[0] = 0
+    metal.syncthreads()
+    metal.atomic.add(s, 0, 1)
+    metal.syncthreads()
+    out[metal.threadIdx.x] = s[0]
+
+
+def syncthreads_count_kernel(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    s[t] = t
+    n = metal.syncthreads_count(t % 2 == 0)
+    out[t] = s[31 - t] + n
+
+
+def stencil(a, out):
+    i = metal.grid(1)
+    if 0 < i < a.size - 1:
+        out[i] = a[i - 1] + a[i] + a[i + 1]
+
+
+def same_thread_rewrites(out):
+    s = metal.shared.array(32, np.float32)
+    t = metal.threadIdx.x
+    s[t] = 1.0
+    s[t] = s[t] + 1.0
+    out[t] = s[t]
+
+
+def each_thread_its_element(out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = i
+
+
+def cross_threadgroup_atomics(out):
+    metal.atomic.add(out, metal.threadIdx.x, 1)
+
+
+def simd_exchange(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    s[t] = t
+    metal.simdgroup_barrier()
+    out[t] = s[t ^ 1]
+    metal.syncwarp()
+    s[t] = out[t] + 1
+    metal.syncwarp()
+    out[t] = s[t ^ 1]
+
+
+def fencing_kernel(data, flag):
+    i = metal.grid(1)
+    data[i] = i
+    metal.threadfence()
+    if i == 0:
+        flag[0] = 1
+
+
+def many_writes_per_thread(out):
+    g = metal.blockIdx.x
+    for k in range(32):
+        out[g * 32 + k] = k
