@@ -280,3 +280,43 @@ def test_a_pytest_run_becomes_a_sanitizer_run_with_one_variable(tmp_path):
     env["NUMBA_METAL_SANITIZE"] = "all"
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode != 0 and "KernelRaceError" in run.stdout and "write-after-write" in run.stdout
+
+
+# -- views (slicing in kernels): shared memory split into views is checked element by element ---------------
+
+def _split_dynamic_shared(barrier: bool):
+    from numba import float32
+
+    def split(x, out):
+        dyn = metal.shared.array(0, float32)   # numba.cuda's documented way to split dynamic shared memory
+        n = metal.blockDim.x
+        a = dyn[:n]
+        b = dyn[n:]
+        t = metal.threadIdx.x
+        a[t] = x[t]                            # mark: write
+        if barrier:
+            metal.syncthreads()
+        b[t] = a[(t + 1) % n]                  # mark: read
+        metal.syncthreads()
+        out[t] = b[t]
+    return split
+
+
+def test_a_race_through_views_of_dynamic_shared_memory_names_the_view_and_both_lines():
+    import inspect
+    fn = _split_dynamic_shared(False)
+    src, first = inspect.getsourcelines(fn)
+    write = first + next(k for k, line in enumerate(src) if "# mark: write" in line)
+    read = first + next(k for k, line in enumerate(src) if "# mark: read" in line)
+    x = np.arange(32, dtype=np.float32)
+    with pytest.raises(KernelRaceError) as e:
+        metal.jit(sanitize="race")(fn)[1, 32, 0, 2 * 32 * 4](x, np.zeros(32, np.float32))
+    r = e.value.reports[0]
+    assert r["array"] == "a" and set(r["sites"]) == {f"{__file__}:{write}", f"{__file__}:{read}"}
+
+
+def test_the_same_views_with_their_barrier_are_not_reported():
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    metal.jit(sanitize="all")(_split_dynamic_shared(True))[1, 32, 0, 2 * 32 * 4](x, out)
+    np.testing.assert_array_equal(out, np.roll(x, -1))
