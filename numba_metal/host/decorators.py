@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from numba_metal.compiler import linking, precision
-from numba_metal.compiler import sanitize as _sanitize
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
 from . import settings
@@ -78,8 +77,11 @@ def jit(func_or_sig=None, device=False, **options):
                               "(@metal.jit) that call it, or to metal.declare_device")
     _carveout(options.get("shared_memory_carveout"))
     try:
-        sanitize_checks = (_sanitize.parse(options["sanitize"], "@metal.jit(sanitize=...)") if "sanitize" in options
-                           else settings.sanitize_checks())
+        if "sanitize" in options:
+            from numba_metal.compiler import sanitize as _sanitize   # only then: a plain jit imports no MSL code
+            sanitize_checks = _sanitize.parse(options["sanitize"], "@metal.jit(sanitize=...)")
+        else:
+            sanitize_checks = settings.sanitize_checks()
     except ValueError as e:
         raise NumbaMetalError(str(e)) from None
     if device and options.get("sanitize"):
@@ -91,7 +93,7 @@ def jit(func_or_sig=None, device=False, **options):
                              float64=float64,
                              link=linking.paths(link, "@metal.jit(link=...)"),
                              launch_bound=_launch_bound(options.get("launch_bounds")),
-                             sanitize=() if device else tuple(c for c in _sanitize.CHECKS if c in sanitize_checks))
+                             sanitize=() if device or not sanitize_checks else _sanitize_order(sanitize_checks))
     sigs = None
     specialized = False
     if func_or_sig is not None and not callable(func_or_sig):
@@ -169,3 +171,9 @@ def device_func(pyfunc=None, **options):
 
 
 __all__ = ["jit", "device_func", "declare_device", "KNOWN_OPTIONS", "UNSUPPORTED_OPTIONS"]
+
+
+def _sanitize_order(checks) -> tuple:
+    """The sanitizer's checks in their canonical order (part of the specialisation's options)."""
+    from numba_metal.compiler import sanitize
+    return tuple(c for c in sanitize.CHECKS if c in checks)

@@ -111,8 +111,10 @@ def wait_deadline() -> float | None:
 def sanitize_checks() -> frozenset:
     """``NUMBA_METAL_SANITIZE``'s checks (see the module docstring); an unknown check warns once and none
     apply."""
-    from numba_metal.compiler import sanitize
     text = os.environ.get("NUMBA_METAL_SANITIZE", "").strip()
+    if not text:
+        return frozenset()   # the common case: the sanitizer's compiler half (and MSL spelling) never imported
+    from numba_metal.compiler import sanitize
     try:
         return sanitize.parse(text, "NUMBA_METAL_SANITIZE")
     except ValueError:
