@@ -343,6 +343,8 @@ def layout(entry_name: str, kernel_name: str, arguments, *, debug: bool, dynamic
 
 
 def _sanitizer_sites(items) -> tuple:
+    if not items:
+        return ()   # a plain kernel's: loading it from the disk cache imports nothing of the sanitizer (nor msl)
     from .sanitize import Site
     return tuple(Site(int(kind), str(array), str(filename), int(line), str(space))
                  for kind, array, filename, line, space in items)
