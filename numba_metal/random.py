@@ -7,9 +7,8 @@ sequence and the same float32 and float64 uniforms bit for bit; normal values go
 normals, which numba.cuda computes from float32 uniforms and a float32 log) and agree to within a few
 ulp.
 
-One difference: the states array is a ``(n, 2)`` uint64 device array (``states[i, 0]`` is ``s0``,
-``states[i, 1]`` is ``s1``) rather than a 1-d array of a record dtype, because numba-metal kernels do
-not support record arrays. Kernels use it exactly as with numba.cuda::
+The states array is numba.cuda's too: a 1-d device array of the record dtype ``xoroshiro128p_dtype``
+(fields ``s0`` and ``s1``, uint64). Kernels use it exactly as with numba.cuda::
 
     from numba_metal.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
 

@@ -136,7 +136,8 @@ def docstring(qualified: str) -> str | None:
         return inspect.getdoc(importlib.import_module("numba_metal._version"))
     if isinstance(value, types.ModuleType):
         return inspect.getdoc(value)
-    if type(value).__module__ == "builtins" and not callable(value):
+    if (type(value).__module__ == "builtins" or type(value).__module__.startswith("numpy")) and not callable(value):
+        # a plain value (a number, a string, a NumPy dtype such as random.xoroshiro128p_dtype)
         return _value_comment(_defining_module(modname, name, value), name)
     if type(value).__module__.startswith("numba.core.types"):  # metal.int32...: Numba's own type objects
         return (f"Numba's type `{value}` (`numba.core.types.{name}`), as numba.cuda's `cuda.{name}`: it builds "

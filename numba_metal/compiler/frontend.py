@@ -309,10 +309,47 @@ def _apply_rewrites(state) -> None:
 _CONTAINERS = {"build_list": "lists", "build_map": "dicts", "build_set": "sets"}
 
 
+#: Kernel-API functions whose first argument (or ``shape=``) is an array shape: a list there is refused by
+#: their typing in numba.cuda's words ("No implementation of function Function(<function shared.array ...")
+#: rather than by check_constructs' general refusal of lists.
+_SHAPE_CALLEES = frozenset({"shared.array", "local.array"})
+
+
+def _shape_arguments(func_ir) -> set[str]:
+    """Names of the variables passed as the shape of a _SHAPE_CALLEES call."""
+    names = set()
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
+                continue
+            call = stmt.value
+            if getattr(_static_value(func_ir, call.func), "path", None) not in _SHAPE_CALLEES:
+                continue
+            shape = call.args[0] if call.args else dict(call.kws).get("shape")
+            if isinstance(shape, ir.Var):
+                names.add(shape.name)
+    return names
+
+
+def _static_value(func_ir, var):
+    """The Python object a variable holds if it is a global or closure value or an attribute chain of one
+    (``metal.shared.array``), else None."""
+    try:
+        d = func_ir.get_definition(var)
+    except (KeyError, ir.NotDefinedError):
+        return None
+    if isinstance(d, (ir.Global, ir.FreeVar)):
+        return d.value
+    if isinstance(d, ir.Expr) and d.op == "getattr":
+        return getattr(_static_value(func_ir, d.value), d.attr, None)
+    return None
+
+
 def check_constructs(func_ir) -> None:
     """Refuse Python constructs that have no meaning in a Metal kernel, naming the line, before typing
     (whose errors about them would be much less clear)."""
     from numba.core.unsafe import eh
+    shapes = _shape_arguments(func_ir)
     for block in func_ir.blocks.values():
         for stmt in block.body:
             loc = loc_of(stmt.loc)
@@ -335,6 +372,8 @@ def check_constructs(func_ir) -> None:
                 raise UnsupportedFeatureError("`try`/`except` is not supported in Metal kernels (a GPU thread "
                                               "cannot raise)", loc)
             if isinstance(value, ir.Expr):
+                if value.op == "build_list" and stmt.target.name in shapes:
+                    continue   # refused by the array's typing, in numba.cuda's words (kernel_api/memory.py)
                 if value.op in _CONTAINERS:
                     raise UnsupportedFeatureError(
                         f"{_CONTAINERS[value.op]} are not supported in Metal kernels; use tuples, "

@@ -107,6 +107,27 @@ U64_ATOMICS = ("Metal's only 64-bit atomics are max and min of uint64 in device 
                "threadgroup or value-returning 64-bit atomic")
 
 
+#: What an index component may be: numba.cuda converts each to intp (cudaimpl's _normalize_indices casts
+#: every component with context.cast), so a float, such as the float64 Numba makes when it merges int64
+#: and uint64, is truncated toward zero like int(x).
+_INDEX_TYPES = (types.Integer, types.Float)
+
+
+def _integer_index(lc, idx: Value) -> Value:
+    """The index with every float component converted to intp, as numba.cuda does (integers unchanged)."""
+    ty = types.unliteral(idx.type)
+    if isinstance(ty, types.Float):
+        return Value(lc.cast(idx, types.intp), types.intp)
+    if not isinstance(ty, types.BaseTuple) or not any(isinstance(t, types.Float) for t in ty.types):
+        return idx
+    to = types.Tuple([types.intp if isinstance(t, types.Float) else types.unliteral(t) for t in ty.types])
+    return Value(lc.cast(idx, to), to)
+
+
+def _address(lc, ary: Value, idx: Value) -> str:
+    return element_address(lc, ary, _integer_index(lc, idx))
+
+
 def _space(ary) -> str:
     return ary.address_space if isinstance(ary, MetalArray) else "device"
 
@@ -135,13 +156,12 @@ def _check_array(name, ary, idx):
         raise UnsupportedFeatureError(f"metal.{name}: atomics support int32, uint32 and float32 "
                                       f"arrays, not {ary.dtype}")
     nidx = len(idx) if isinstance(idx, types.BaseTuple) else 1
-    if isinstance(idx, types.BaseTuple):
-        ok = all(isinstance(t, types.Integer) for t in idx.types)
-    else:
-        ok = isinstance(idx, types.Integer)
+    comps = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
+    ok = all(isinstance(types.unliteral(t), _INDEX_TYPES) for t in comps)
     if not ok or nidx != ary.ndim:
         raise UnsupportedFeatureError(f"metal.{name}: the index must be {ary.ndim} integer(s) for a "
-                                      f"{ary.ndim}-d array, got {idx}")
+                                      f"{ary.ndim}-d array (a float is converted to an integer, as numba.cuda "
+                                      f"does), got {idx}")
     if not ary.mutable:
         raise UnsupportedFeatureError(f"metal.{name}: the array is read-only")
 
@@ -267,7 +287,7 @@ def _lower_update(lc, sig, args):
     aty = types.unliteral(sig.args[0])
     dtype = aty.dtype
     space = _space(aty)
-    ptr = element_address(lc, ary, idx)
+    ptr = _address(lc, ary, idx)
     v = lc.cast(val, dtype)
     if dtype == types.uint64:
         if not _result_unused(lc):
@@ -316,7 +336,7 @@ def _result_unused(lc) -> bool:
 def _lower_half_atomic_add(lc, sig, args):
     ary, idx, val = args
     aty = types.unliteral(sig.args[0])
-    ptr = element_address(lc, ary, idx)
+    ptr = _address(lc, ary, idx)
     value = lc.cast(val, types.float16)
     if _space(aty) == "threadgroup":
         # The half's place in its 32-bit word from its index, by pointer subtraction (legal MSL in every
@@ -331,7 +351,7 @@ def _lower_half_atomic_add(lc, sig, args):
 def _lower_cas(lc, sig, args):
     ary, idx, old, val = args
     aty = types.unliteral(sig.args[0])
-    ptr = element_address(lc, ary, idx)
+    ptr = _address(lc, ary, idx)
     return Value(msl.call(_helper(lc, aty, "cas"), ptr, lc.cast(old, aty.dtype), lc.cast(val, aty.dtype)),
                  aty.dtype)
 
@@ -350,7 +370,7 @@ def _lower_compare_exchange(lc, sig, args):
     ary, idx, old, val = args
     aty = types.unliteral(sig.args[0])
     dtype = aty.dtype
-    ptr = element_address(lc, ary, idx)
+    ptr = _address(lc, ary, idx)
     rt = sig.return_type
     expected = lc.cast(old, dtype)
     oldv = lc.tmp(dtype)

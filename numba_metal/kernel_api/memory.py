@@ -123,6 +123,9 @@ def _literal_shape(ty, stub=None) -> tuple[int, ...]:
         dims = (ty.literal_value,)
     elif isinstance(ty, types.BaseTuple) and all(isinstance(t, types.IntegerLiteral) for t in ty.types):
         dims = tuple(t.literal_value for t in ty.types)
+    elif isinstance(ty, types.List):
+        raise UnsupportedFeatureError(f"{what}: the shape must be a constant int or tuple of ints, not a list "
+                                      f"({ty}); write it as a tuple, (a, b) rather than [a, b]")
     else:
         raise UnsupportedFeatureError(f"{what}: the shape must be a constant int or tuple of ints "
                                       f"(a literal, global or closure value), not a run-time {ty}")

@@ -36,6 +36,9 @@ _TWO_NEG53_F64 = np.float64(2.0 ** -53)
 _TWO_PI_F64 = np.float64(2 * math.pi)
 _MINUS_TWO_F64 = np.float64(-2.0)
 
+#: A generator's state, numba.cuda.random's record dtype: states arrays are 1-d arrays of it.
+xoroshiro128p_dtype = np.dtype([("s0", np.uint64), ("s1", np.uint64)], align=True)
+
 
 @jit(device=True)
 def _rotl(x, k):
@@ -47,16 +50,16 @@ def xoroshiro128p_next(states, index):
     """The next uint64 of generator ``index``, advancing it.
 
     Raises:
-        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not a 2-d uint64 array or
-            ``index`` not an integer (also Numba's ``TypingError``).
+        KernelCompilationError: when the kernel calling it compiles, if ``states`` is not an array of
+            ``xoroshiro128p_dtype`` records or ``index`` not an integer (also Numba's ``TypingError``).
         NumbaMetalError: called from ordinary Python (a device function; ``.py_func`` runs it in Python).
     """
-    s0 = states[index, 0]
-    s1 = states[index, 1]
+    s0 = states[index]["s0"]
+    s1 = states[index]["s1"]
     result = s0 + s1
     s1 ^= s0
-    states[index, 0] = _rotl(s0, _U55) ^ s1 ^ (s1 << _U14)
-    states[index, 1] = _rotl(s1, _U36)
+    states[index]["s0"] = _rotl(s0, _U55) ^ s1 ^ (s1 << _U14)
+    states[index]["s1"] = _rotl(s1, _U36)
     return result
 
 
@@ -121,11 +124,11 @@ def xoroshiro128p_jump(states, index):
         jump = _JUMP0 if i == 0 else _JUMP1
         for b in range(64):
             if jump & (_U1 << np.uint64(b)):
-                s0 ^= states[index, 0]
-                s1 ^= states[index, 1]
+                s0 ^= states[index]["s0"]
+                s1 ^= states[index]["s1"]
             xoroshiro128p_next(states, index)
-    states[index, 0] = s0
-    states[index, 1] = s1
+    states[index]["s0"] = s0
+    states[index]["s1"] = s1
 
 
 @numba.njit(cache=False)
@@ -178,30 +181,31 @@ def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0):
     The states are computed on the host and copied in on ``stream`` (as numba.cuda does).
 
     Raises:
-        MetalValueError: ``states`` is not an (n, 2) uint64 array.
+        MetalValueError: ``states`` is not a 1-d array of ``xoroshiro128p_dtype``.
         MetalRuntimeError: the copy to the device fails, or work waited for before it failed.
     """
-    if states.ndim != 2 or states.shape[1] != 2 or states.dtype != np.uint64:
-        raise MetalValueError(f"states must be an (n, 2) uint64 device array from create_xoroshiro128p_states, "
-                              f"not shape {states.shape} {states.dtype}")
+    if states.ndim != 1 or states.dtype != xoroshiro128p_dtype:
+        raise MetalValueError(f"states must be a 1-d device array of xoroshiro128p_dtype (records s0, s1 of "
+                              f"uint64), as create_xoroshiro128p_states makes, not shape {states.shape} "
+                              f"{states.dtype}")
     if states.shape[0] == 0:
         return
-    host = np.empty(states.shape, np.uint64)
+    host = np.empty((states.shape[0], 2), np.uint64)   # s0, s1 per row: the records' bytes
     _init_states_host(host, np.uint64(seed % (1 << 64)), np.uint64(subsequence_start))
-    states.copy_to_device(host, stream=stream)
+    states.copy_to_device(host.view(xoroshiro128p_dtype).reshape(states.shape[0]), stream=stream)
 
 
 def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
-    """``n`` generator states for ``seed`` as an (n, 2) uint64 device array.
+    """``n`` generator states for ``seed``: a 1-d device array of ``xoroshiro128p_dtype`` (numba.cuda's).
 
     Raises:
         UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
     """
-    states = device_array((int(n), 2), dtype=np.uint64, stream=stream)
+    states = device_array(int(n), dtype=xoroshiro128p_dtype, stream=stream)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)
     return states
 
 
-__all__ = ["create_xoroshiro128p_states", "init_xoroshiro128p_states", "xoroshiro128p_next",
+__all__ = ["xoroshiro128p_dtype", "create_xoroshiro128p_states", "init_xoroshiro128p_states", "xoroshiro128p_next",
            "xoroshiro128p_jump", "xoroshiro128p_uniform_float32", "xoroshiro128p_normal_float32",
            "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float64"]

@@ -91,7 +91,7 @@ def test_monte_carlo_with_float64_random_numbers():
     integrate[2, TPB](states, samples, out)
     metal.synchronize()
     # The same xoroshiro128+ streams in NumPy: the uniforms are the top 53 bits times 2**-53.
-    s0, s1 = start[:, 0].copy(), start[:, 1].copy()
+    s0, s1 = start["s0"].copy(), start["s1"].copy()
     acc = np.zeros(n)
     with np.errstate(over="ignore"):
         for _ in range(samples):

@@ -195,6 +195,34 @@ def test_nd_device_arrays_with_tuple_indices():
 
 
 @metal.jit
+def float_index_components(grid2, flat, shared_out):
+    """numba.cuda converts each index component to intp (truncating a float, like int(x)): Numba merges
+    int64 and uint64 into float64, so (tx, uint64(ty)) unified with an int64 tuple is Tuple(int64, float64)."""
+    tx = metal.threadIdx.x
+    ty = metal.threadIdx.y
+    sm = metal.shared.array((4, 8), np.uint32)
+    sm[tx, ty] = 0
+    metal.syncthreads()
+    idx = (tx, np.uint64(ty))
+    if tx > 100:   # never: only there to merge the tuple's types, as numba-cuda's test_atomic_add3 does
+        idx = (tx % 4, ty % 8)
+    metal.atomic.add(sm, idx, np.uint32(1))
+    metal.atomic.add(grid2, idx, 1)
+    metal.atomic.inc(flat, ty + 0.75, np.uint32(100))   # a scalar float index of a 1-d array: ty
+    metal.syncthreads()
+    shared_out[tx, ty] = sm[tx, ty]
+
+
+def test_float_index_components_are_converted_to_integers_as_numba_cuda_does():
+    grid2 = np.zeros((4, 8), np.int32)
+    flat = np.zeros(8, np.uint32)
+    shared_out = np.zeros((4, 8), np.uint32)
+    float_index_components[1, (4, 8)](grid2, flat, shared_out)
+    assert (grid2 == 1).all() and (shared_out == 1).all()
+    np.testing.assert_array_equal(flat, np.full(8, 4, np.uint32))
+
+
+@metal.jit
 def elections(lock, winners, cas_olds, ce, flags, fl):
     """Exactly one thread wins each election."""
     i = metal.grid(1)
@@ -336,6 +364,8 @@ except metal.NumbaMetalError as e:
     ("metal.atomic.inc(a, 0, 1)", "uint32"),
     ("metal.atomic.cas(b, 0, 0.0, 1.0)", "int32 or uint32"),
     ("metal.atomic.add(a, (0, 1), 1)", "index"),
+    ("metal.atomic.add(a, 1j, 1)", "index must be 1 integer"),
+    ("metal.atomic.add(a, (0, 1j), 1)", "index must be 1 integer"),
     ("x = metal.local.array(4, np.int32)\nmetal.atomic.add(x, 0, 1)", "device and shared"),
 ])
 def test_other_unsupported_atomics_are_refused_clearly(call, message):

@@ -162,6 +162,29 @@ def test_shape_and_dtype_errors_include_numba_cudas_words(array):
         metal.jit((int32[::1],))(ns["k"])
 
 
+GLOBAL_ROWS, GLOBAL_COLS = 5, 6
+
+
+@pytest.mark.parametrize("array", ["shared", "local"])
+def test_a_list_shape_is_refused_in_numba_cudas_words(array):
+    # numba.cuda's test_sm_creation.test_global_build_list: a list is not a shape (a tuple is)
+    from numba.core.errors import TypingError
+
+    ns = {"metal": metal, "float32": float32, "GLOBAL_ROWS": GLOBAL_ROWS, "GLOBAL_COLS": GLOBAL_COLS}
+    exec(f"def k(A):\n    sa = metal.{array}.array(shape=[GLOBAL_ROWS, GLOBAL_COLS], dtype=float32)\n"
+         "    A[0, 0] = sa[0, 0]\n", ns)
+    with pytest.raises(TypingError, match=f"metal.{array}.array: the shape must be a constant int or tuple of "
+                                          "ints, not a list .*write it as a tuple") as e:
+        metal.jit((float32[:, :],))(ns["k"])
+    assert (f"No implementation of function Function(<function {array}.array" in str(e.value)
+            and "found for signature:\n \n >>> array(shape=list(int64)<iv=[5, 6]>, dtype=class(float32))"
+            in str(e.value))
+    # a list anywhere else is still refused where it is built
+    exec("def k2(A):\n    xs = [1, 2]\n    A[0, 0] = xs[0]\n", ns)
+    with pytest.raises(UnsupportedFeatureError, match="lists are not supported in Metal kernels"):
+        metal.jit((float32[:, :],))(ns["k2"])
+
+
 @metal.jit(device=True)
 def block_sum(v):
     """A block reduction in a device function with its own shared array (as numba.cuda allows)."""

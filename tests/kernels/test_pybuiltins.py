@@ -68,3 +68,45 @@ def test_min_max_nan_follow_pythons_algorithm():
     k[1, 2](a, b, out)
     np.testing.assert_array_equal(out, [[min(np.nan, 1.0), max(np.nan, 1.0)],
                                         [min(1.0, np.nan), max(1.0, np.nan)]])
+
+
+def _numba_cuda_round(x, nd):
+    """numba-cuda's round_to_impl for a float32 x: scaled in float64 (exact for these ndigits), rounded half
+    to even, unscaled, converted to float32."""
+    x = float(np.float32(x))
+    if nd >= 0:
+        p = 10.0 ** nd
+        y = x * p
+        if np.isinf(y):
+            return np.float32(x)
+    else:
+        p = 10.0 ** -nd
+        y = x / p
+    z = round(y)
+    if abs(y - z) == 0.5:
+        z = 2.0 * round(y / 2.0)
+    return np.float32(z / p if nd >= 0 else z * p)
+
+
+@metal.jit
+def round_ndigits_kernel(x, nd, out):
+    i = metal.grid(1)
+    if i < x.size:
+        out[i] = round(x[i], nd[i])
+
+
+def test_round_ndigits_of_float32_halfway_cases_is_numba_cudas():
+    # numba-cuda's test_round_to_f4_halfway: float32(0.3425) is 0.342500001..., so round(x, 3) is 0.343; the
+    # float32 product x * 1000 is exactly 342.5, which rounding half to even alone takes to 342.
+    rng = np.random.default_rng(7)
+    nds = rng.integers(-4, 8, 4000)
+    # near-halves at each ndigits (k + 0.5) / 10**nd in float32, plus values of every magnitude
+    near_half = ((rng.integers(-10**4, 10**4, 4000) + 0.5) / 10.0 ** nds).astype(np.float32)
+    spread = (rng.standard_normal(4000) * 10.0 ** rng.integers(-6, 7, 4000)).astype(np.float32)
+    x = np.concatenate([[0.3425, -0.3425, 2.5, 0.125, 1e30, 123.0], near_half, spread]).astype(np.float32)
+    nd = np.concatenate([[3, 3, 0, 2, 3, -45], nds, nds]).astype(np.int32)
+    out = np.zeros_like(x)
+    round_ndigits_kernel[(x.size + 127) // 128, 128](x, nd, out)
+    expected = np.array([_numba_cuda_round(a, int(n)) for a, n in zip(x, nd)], np.float32)
+    assert out[0] == np.float32(0.343) and out[1] == np.float32(-0.343) and out[5] == 0.0
+    np.testing.assert_array_equal(out, expected)

@@ -32,7 +32,7 @@ fp16.hrcp fp16.hexp fp16.hexp2 fp16.hexp10 fp16.hlog fp16.hlog2 fp16.hlog10 fp16
 fp16.htanh_approx
 random.create_xoroshiro128p_states random.init_xoroshiro128p_states random.xoroshiro128p_uniform_float32
 random.xoroshiro128p_uniform_float64 random.xoroshiro128p_normal_float32 random.xoroshiro128p_normal_float64
-random.xoroshiro128p_next random.xoroshiro128p_jump
+random.xoroshiro128p_next random.xoroshiro128p_jump random.xoroshiro128p_dtype
 int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128 boolean void
 intp uintp
 """.split()

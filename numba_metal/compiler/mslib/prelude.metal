@@ -429,18 +429,31 @@ NM_INLINE bool nm_eq(long a, ulong b) { return a >= 0l && ulong(a) == b; }
 NM_INLINE bool nm_eq(ulong a, long b) { return b >= 0l && a == ulong(b); }
 
 //@@ round requires: pow10
-// round(x, ndigits) as Numba computes it (scale, round half to even, unscale).
+// round(x, ndigits) as numba.cuda computes it: numba-cuda's round_to_impl scales the float32 x by 10**ndigits in
+// float64, where the product is exact, rounds it half to even and unscales. In float32 the scaled value is
+// itself rounded, which can turn a value just above or below a half into a half (0.3425f * 1000 is
+// 342.500001..., whose float32 product is 342.5, which rint takes to 342): the product's rounding error
+// (exactly, by fma) decides such ties. nm_round_exact: the integer nearest y + e (halves to even), where
+// y = fl(y + e) and |e| <= ulp(y) / 2.
+NM_INLINE float nm_round_exact(float y, float e) {
+    float z = rint(y);
+    if (fabs(y - z) == 0.5f && e != 0.0f) z = e > 0.0f ? ceil(y) : floor(y);
+    return z;
+}
 NM_INLINE float nm_round_ndigits(float x, long nd) {
     if (isnan(x)) return as_type<float>(as_type<uint>(x) | 0x00400000u);  // quieted, as NumPy's np.round
     if (isinf(x)) return x;
     if (nd >= 0l) {
         float p = nm_pow10(nd);
         float y = x * p;
-        if (isinf(y)) return x;
-        return rint(y) / p;
+        // Beyond 2**24 numba.cuda's float64 result is within half an ulp of x, so it converts back to x.
+        if (isinf(y) || fabs(y) >= 16777216.0f) return x;
+        return nm_round_exact(y, fma(x, p, -y)) / p;
     }
     float p = nm_pow10(-nd);
-    return rint(x / p) * p;
+    if (isinf(p)) return copysign(0.0f, x);   // numba.cuda: x / 10**-nd rounds to 0, times 10**-nd is 0
+    float y = x / p;
+    return nm_round_exact(y, fma(-y, p, x)) * p;   // the remainder x - y * p has the sign of x / p - y
 }
 
 //@@ pow10 requires: base
