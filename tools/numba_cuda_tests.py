@@ -51,7 +51,8 @@ TIERS = {
         "test_vectorize_device test_reduction test_array test_record_dtype test_ssa "
         "test_make_function_to_jit_function test_dispatcher test_print").split()]
          + [("doc_examples", m) for m in (
-             "test_vecadd test_matmul test_random test_montecarlo test_reduction test_ufunc test_globals").split()]
+             "test_vecadd test_matmul test_random test_montecarlo test_reduction test_ufunc test_globals "
+             "test_laplace test_sessionize test_cpu_gpu_compat").split()]
          + [("cudadrv", m) for m in (
              "test_cuda_ndarray test_cuda_array_slicing test_array_attr test_events test_pinned "
              "test_streams").split()],

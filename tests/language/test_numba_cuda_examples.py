@@ -274,3 +274,43 @@ def test_vector_type_members():
     out = np.zeros(3, np.float32)
     vector_lengths[1, 3](xs, ys, zs, out)
     np.testing.assert_array_equal(out, [5, 5, 3])
+
+
+# -- "Cooperative groups": the 1-d heat equation (laplace) example without its grid.sync() --------------
+# numba.cuda's example runs every timestep in one launch, separated by a grid-wide barrier, which Metal
+# does not have; here each timestep is one launch (the launch boundary is the grid-wide barrier), through
+# numba.cuda's forall, with the example's kernel body unchanged.
+
+
+@metal.jit
+def heat_step(data, next_data, k):
+    i = metal.grid(1)
+    if i >= len(data):
+        return
+    curr_temp = data[i]
+    if i == 0:
+        next_temp = curr_temp + k * (data[i + 1] - (2 * curr_temp))
+    elif i == len(data) - 1:
+        next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp))
+    else:
+        next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp) + data[i + 1])
+    next_data[i] = next_temp
+
+
+def test_laplace_heat_equation_without_grid_sync_is_numpys_bit_for_bit():
+    size, niter, k = 1001, 64, 0.25
+    data = np.zeros(size)                      # float64, as the example
+    data[500] = 10000
+    buf = [metal.to_device(data), metal.device_array_like(data)]
+    for step in range(niter):
+        heat_step.forall(size)(buf[step % 2], buf[(step + 1) % 2], k)
+    expect = data.copy()
+    for _ in range(niter):
+        nxt = np.empty_like(expect)
+        nxt[0] = expect[0] + k * (expect[1] - (2 * expect[0]))
+        nxt[-1] = expect[-1] + k * (expect[-2] - (2 * expect[-1]))
+        nxt[1:-1] = expect[1:-1] + k * (expect[:-2] - (2 * expect[1:-1]) + expect[2:])
+        expect = nxt
+    got = buf[niter % 2].copy_to_host()
+    assert got.dtype == np.float64 and np.array_equal(got, expect)
+    assert got.sum() > 9999 and got[500] < 10000   # heat spread and (nearly) conserved
