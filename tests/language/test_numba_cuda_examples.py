@@ -314,3 +314,61 @@ def test_laplace_heat_equation_without_grid_sync_is_numpys_bit_for_bit():
     got = buf[niter % 2].copy_to_host()
     assert got.dtype == np.float64 and np.array_equal(got, expect)
     assert got.sum() > 9999 and got[500] < 10000   # heat spread and (nearly) conserved
+
+
+# -- "Cooperative groups": sessionization, its grid.sync() as a launch boundary -----------------------------
+# numba.cuda's example marks session starts, synchronises the grid, then lets each start thread label its
+# session; here the two halves are two launches (Metal has no grid-wide barrier), with the example's logic
+# (non-starts marked -1 rather than left 0, so that the first session's label 0 is not mistaken for "unset",
+# and the look-ahead bounded by the array's end), over data of our own.
+
+SESSION_TIMEOUT = 3600 * 10**9          # one hour in nanoseconds, a module constant as in the example
+
+
+@metal.jit
+def mark_session_starts(user_id, timestamp, results):
+    gid = metal.grid(1)
+    size = len(user_id)
+    if gid >= size:
+        return
+    is_first_datapoint = gid == 0
+    if not is_first_datapoint:
+        new_user = user_id[gid] != user_id[gid - 1]
+        timed_out = timestamp[gid] - timestamp[gid - 1] > SESSION_TIMEOUT
+        is_sess_boundary = new_user or timed_out
+    else:
+        is_sess_boundary = True
+    if is_sess_boundary:
+        results[gid] = gid
+    else:
+        results[gid] = -1
+
+
+@metal.jit
+def label_sessions(results):
+    gid = metal.grid(1)
+    size = len(results)
+    if gid >= size or results[gid] != gid:
+        return
+    look_ahead = 1
+    while gid + look_ahead < size and results[gid + look_ahead] == -1:
+        results[gid + look_ahead] = gid
+        look_ahead += 1
+
+
+def test_sessionize_with_its_grid_barrier_as_a_launch_boundary():
+    rng = np.random.default_rng(7)
+    n = 300
+    ids = np.sort(rng.integers(0, 12, n)).astype(np.int64)
+    gaps = rng.choice([60, 600, 7200], size=n, p=[0.6, 0.3, 0.1]) * 10**9
+    ts = np.cumsum(gaps).astype(np.int64)
+    results = metal.device_array(n, np.int64)
+    mark_session_starts.forall(n)(metal.to_device(ids), metal.to_device(ts), results)
+    label_sessions.forall(n)(results)
+    expect = np.empty(n, np.int64)
+    for i in range(n):
+        start = i == 0 or ids[i] != ids[i - 1] or ts[i] - ts[i - 1] > SESSION_TIMEOUT
+        expect[i] = i if start else expect[i - 1]
+    got = results.copy_to_host()
+    np.testing.assert_array_equal(got, expect)
+    assert len(np.unique(got)) > 12            # sessions split by users and by timeouts
