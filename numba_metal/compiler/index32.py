@@ -72,28 +72,30 @@ def narrowed(tf, narrow_access, facts) -> frozenset:
             found[stmt.target.name] -= 1
         return found
 
+    # Each statement's variable uses and the index variable of its 32-bit array access (None if it has
+    # none), computed once: neither depends on the candidates the fixed point below narrows.
+    table = []
+    for s in stmts:
+        site = index_of(s)
+        table.append((s, uses(s), site[1].name if site is not None and index_use(*site) else None))
+
     # Tuples used only as the index of arrays indexed in 32 bits: their items are index components.
     tuples = {n for n, t in typemap.items() if isinstance(t, types.BaseTuple) and t.types
               and all(_integer(x) for x in t.types)}
-    for s in stmts:
-        site = index_of(s)
-        approved = Counter()
-        if site is not None and site[1].name in tuples and index_use(*site):
-            approved[site[1].name] += 1
-        for name, n in uses(s).items():
-            if name in tuples and n > approved[name]:
+    for s, used_here, index32_var in table:
+        for name, n in used_here.items():
+            if name in tuples and n > (1 if name == index32_var else 0):
                 tuples.discard(name)
 
     candidates = {n for n, t in typemap.items() if _integer(t) and isinstance(facts.get(n), int)
                   and facts[n] < 2 ** 32}
     changed = True
-    while changed:
+    while changed and candidates:
         changed = False
-        for s in stmts:
+        for s, used_here, index32_var in table:
             approved = Counter()
-            site = index_of(s)
-            if site is not None and index_use(*site):
-                approved[site[1].name] += 1
+            if index32_var is not None:
+                approved[index32_var] += 1
             if isinstance(s, ir.Assign):
                 target, v = s.target.name, s.value
                 if isinstance(v, ir.Var) and target in candidates:
@@ -109,13 +111,13 @@ def narrowed(tf, narrow_access, facts) -> frozenset:
                 elif isinstance(v, ir.Expr) and v.op == "build_tuple" and target in tuples:
                     for item in v.items:
                         approved[item.name] += 1
-            for name, n in uses(s).items():
+            for name, n in used_here.items():
                 if name in candidates and n > approved[name]:
                     candidates.discard(name)
                     changed = True
     used = set()
-    for s in stmts:
-        used.update(name for name, n in uses(s).items() if n > 0)
+    for _, used_here, _ in table:
+        used.update(name for name, n in used_here.items() if n > 0)
     return frozenset(candidates & used)       # a variable nothing reads keeps its type
 
 
