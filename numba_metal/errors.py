@@ -15,6 +15,17 @@ so that importing numba-metal does not import it).
 
 from __future__ import annotations
 
+import re
+
+#: Terminal escape codes (SGR): Numba highlights its own messages with them when colorama is installed.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without terminal escape codes: a numba-metal message that quotes a Numba error keeps
+    Numba's words but not its highlighting, whatever the installation (with colorama or not)."""
+    return _ANSI.sub("", text)
+
 
 class NumbaMetalError(Exception):
     """Base class of every numba-metal error.
@@ -23,6 +34,7 @@ class NumbaMetalError(Exception):
     """
 
     def __init__(self, message: str, location: tuple[str, int] | None = None):
+        message = plain_text(message)
         self.message = message
         self.location = location
         if location is not None and location[0]:

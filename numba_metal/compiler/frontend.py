@@ -21,7 +21,7 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from numba.core.rewrites.static_raise import RewriteConstRaises
 from numba.core.typed_passes import type_inference_stage
 
-from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError
+from numba_metal.errors import KernelCompilationError, NumbaMetalError, UnsupportedFeatureError, plain_text
 
 from . import captures
 from .typing import TARGET_CONTEXT, typing_context
@@ -519,14 +519,13 @@ def _first_line(exc) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _UNTYPED_GLOBAL = re.compile(r"Untyped global name '([^']+)':.*?type of <class '([^']+)'>")
 
 
 def _strip_numba_banner(text: str) -> str:
     # Numba highlights its messages with terminal escape codes and prefixes banners such as
     # "Failed in nopython mode pipeline": keep its explanation, drop the escapes and the chatter.
-    text = _ANSI.sub("", text)
+    text = plain_text(text)
     # Numba repeats the same "File ..., line N:" block once per frame of its own; keep one of each.
     blocks, seen = [], set()
     for block in text.split("\n\n"):

@@ -218,3 +218,17 @@ def test_the_pth_file_registers_the_target_in_a_program_that_never_imports_numba
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[1, 2, 3]"
+
+
+def test_the_pth_file_is_silent_when_its_module_is_gone(tmp_path):
+    """An environment whose numba-metal was removed by hand, or whose editable install's clone was deleted,
+    keeps the .pth file: every Python start must stay silent (numba.vectorize(target='metal') then says the
+    installation is out of date, numba_metal/libraries/vectorize.py)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(metal.__file__)))
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "numba_metal_target.pth").write_text(open(os.path.join(root, "numba_metal_target.pth")).read())
+    code = f"import site; site.addsitedir({str(site_dir)!r}); print('started')"
+    r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0 and r.stdout.strip() == "started" and r.stderr == "", r.stderr

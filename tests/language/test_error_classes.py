@@ -56,3 +56,29 @@ def test_typing_error_keeps_class_message_and_location():
     assert isinstance(t, KernelCompilationError) and isinstance(t, TypingError)
     assert str(t) == str(e) and t.location == ("k.py", 3)
     assert typing_error(t) is t
+
+
+@pytest.fixture
+def numba_highlights(monkeypatch):
+    """Numba's messages as an installation with colorama gives them: wrapped in terminal escape codes
+    (numba.core.errors.termcolor() is a HighlightColorScheme only when colorama imports)."""
+    from numba.core import errors as numba_errors
+
+    class Bold:
+        def __getattr__(self, name):
+            return lambda text: f"\x1b[1m{text}\x1b[0m"
+
+    monkeypatch.setattr(numba_errors, "_termcolor_inst", Bold())
+
+
+def test_a_message_quoting_numba_keeps_its_words_without_its_terminal_highlighting(numba_highlights):
+    def k(out):
+        s = metal.local.array(4, "int33")
+        out[0] = s[0]
+
+    with pytest.raises(TypingError) as info:
+        metal.compile_msl(k, "void(int32[:])")
+    assert "metal.local.array(shape, dtype): Invalid NumPy dtype specified: 'int33'; use a Numba type" \
+        in str(info.value)
+    assert "\x1b" not in str(info.value) and "\x1b" not in info.value.message
+    assert NumbaMetalError("\x1b[1mbold\x1b[0m and plain").message == "bold and plain"
