@@ -16,9 +16,10 @@
 // Public functions (float and half overloads; half computes in float and rounds once):
 //   nm_erf nm_erfc nm_tgamma nm_lgamma nm_expm1 nm_log1p nm_hypot nm_remainder nm_cbrt
 // Methods, measured accuracy and how to re-run the measurements: docs/math-accuracy.md.
-// Polynomial coefficients are minimax fits (relative error, linear-programming exchange on a
-// dense Chebyshev grid, then coefficient-by-coefficient rounding to float32 with refitting of the
-// remaining ones) made for this file; none is copied from another library.
+// Polynomial coefficients are minimax fits (relative error, Remez exchange on a dense Chebyshev
+// grid, then coefficient-by-coefficient rounding to float32 with refitting of the remaining ones)
+// made for this file by tools/minimax_mathlib.py, which regenerates every one of them
+// (tests/tools/test_minimax_mathlib.py checks that bit for bit); none is copied from another library.
 // Helpers whose names start with nm_i_ are internal.
 
 #ifndef NM_INLINE
@@ -94,9 +95,9 @@ NM_INLINE float nm_i_df_recip(nm_i_df d) {
 
 // expm1(r) = r + r^2 * H(r) on |r| <= ln2/2; relative error of the fit 2^-31.1.
 NM_INLINE float nm_i_poly_expm1(float r) {
-    float p = 1.976050844e-04f;
-    p = metal::fma(p, r, 1.393232844e-03f);
-    p = metal::fma(p, r, 8.333547041e-03f);
+    float p = 1.976019121e-04f;
+    p = metal::fma(p, r, 1.393230865e-03f);
+    p = metal::fma(p, r, 8.333547972e-03f);
     p = metal::fma(p, r, 4.166649282e-02f);
     p = metal::fma(p, r, 1.666666567e-01f);
     p = metal::fma(p, r, 5.000000000e-01f);
@@ -106,9 +107,9 @@ NM_INLINE float nm_i_poly_expm1(float r) {
 // log(1+f) = 2s + s*z*T(z), s = f/(2+f), z = s^2 <= 0.02944 (|s| <= (sqrt2-1)/(sqrt2+1)).
 // Error of s*z*T relative to log(1+f): 2^-35.2.
 NM_INLINE float nm_i_poly_log(float z) {
-    float p = 2.427885681e-01f;
-    p = metal::fma(p, z, 2.849879265e-01f);
-    p = metal::fma(p, z, 4.000097215e-01f);
+    float p = 2.428610623e-01f;
+    p = metal::fma(p, z, 2.849848866e-01f);
+    p = metal::fma(p, z, 4.000097513e-01f);
     p = metal::fma(p, z, 6.666666269e-01f);
     return p;
 }
@@ -129,13 +130,13 @@ NM_INLINE float nm_i_poly_erf(float z) {
 // a in [0.5, 10.0546875], q in [-0.6, 0.6682]. Relative error of the fit 2^-27.2.
 // Returns G as hi + lo (the last Horner step is done error-free).
 NM_INLINE nm_i_df nm_i_poly_erfcx(float q) {
-    float p = -2.374514879e-04f;
-    p = metal::fma(p, q, -1.287057064e-03f);
-    p = metal::fma(p, q, 1.164773596e-03f);
-    p = metal::fma(p, q, 8.677138947e-03f);
-    p = metal::fma(p, q, -8.013891056e-03f);
-    p = metal::fma(p, q, -5.421622843e-02f);
-    p = metal::fma(p, q, 1.640500724e-01f);
+    float p = -2.378866484e-04f;
+    p = metal::fma(p, q, -1.287047053e-03f);
+    p = metal::fma(p, q, 1.165213180e-03f);
+    p = metal::fma(p, q, 8.677124046e-03f);
+    p = metal::fma(p, q, -8.014033549e-03f);
+    p = metal::fma(p, q, -5.421622470e-02f);
+    p = metal::fma(p, q, 1.640500873e-01f);
     p = metal::fma(p, q, -1.660303324e-01f);
     p = metal::fma(p, q, -9.276382625e-02f);
     float ph = p * q;
@@ -144,11 +145,11 @@ NM_INLINE nm_i_df nm_i_poly_erfcx(float q) {
     return nm_i_fast_two_sum(s.hi, s.lo + pl);
 }
 
-// 1/Gamma(1+t) = 1 + t(t-1) S(t) for t in [-0.5, 1]; relative error of the fit 2^-26.4.
+// 1/Gamma(1+t) = 1 + t(t-1) S(t) for t in [-0.5, 1]; error of the fit relative to S 2^-26.4.
 // Returns S as hi + lo (the last Horner step is done error-free).
 NM_INLINE nm_i_df nm_i_poly_rgamma(float t) {
-    float p = -1.541336678e-05f;
-    p = metal::fma(p, t, 1.068199344e-04f);
+    float p = -1.541335951e-05f;
+    p = metal::fma(p, t, 1.068199272e-04f);
     p = metal::fma(p, t, -1.213566429e-04f);
     p = metal::fma(p, t, -1.263181213e-03f);
     p = metal::fma(p, t, 5.950185470e-03f);
@@ -174,10 +175,10 @@ NM_INLINE float nm_i_poly_sinpi(float u) {
 
 // cbrt(m) for m in [0.5, 1]; relative error 2^-13.7 (a starting value for Newton's method).
 NM_INLINE float nm_i_poly_cbrt(float m) {
-    float p = 1.467074007e-01f;
-    p = metal::fma(p, m, -5.173964500e-01f);
-    p = metal::fma(p, m, 9.319857955e-01f);
-    p = metal::fma(p, m, 4.387762547e-01f);
+    float p = 1.467074305e-01f;
+    p = metal::fma(p, m, -5.173965693e-01f);
+    p = metal::fma(p, m, 9.319859147e-01f);
+    p = metal::fma(p, m, 4.387762249e-01f);
     return p;
 }
 
