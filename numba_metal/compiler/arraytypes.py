@@ -119,9 +119,10 @@ class Index32Array(types.Array):
 
     ``strides_of`` (a kernel argument's position, or None): the launch's *stride group* (issue 28 item 4):
     every array argument of the launch whose type has the same ``strides_of`` has the same element strides
-    (``host.arguments.arg_keys`` decides, and the launch checks it again when its arrays change:
-    ``host.launch``), so arrays.py shares one row offset among their subscripts. A view (``copy``) has
-    other strides and drops it."""
+    on every axis but the last (a C-contiguous array's subscripts take that one to be 1):
+    ``host.arguments.arg_keys`` decides, and the launch checks it again when its arrays change
+    (``host.launch``). arrays.py shares one row offset among their subscripts. A view (``copy``) has other
+    strides and drops it."""
 
     index32 = True
 

@@ -196,7 +196,9 @@ def element_strides(value) -> tuple:
 
 def stride_groups(args, keys) -> dict:
     """{argument position: position of the group's first array} for the launch's *stride groups* (issue 28
-    item 4): array arguments (``_grouped`` keys) whose element strides are equal, two or more to a group.
+    item 4): array arguments (``_grouped`` keys) with as many axes and the same element strides on every
+    axis but the last (whose stride a C-contiguous array's subscripts take to be 1), two or more to a
+    group.
     The compiler shares one row offset among a group's subscripts (the hand-written stencil's one row
     width for its input and output); a launch whose arrays have other strides gets its own specialisation.
     Computed on the checked path only; the launch path checks a grouped specialisation's fact when its
@@ -204,7 +206,7 @@ def stride_groups(args, keys) -> dict:
     found: dict = {}
     for i, k in enumerate(keys):
         if _grouped(k):
-            found.setdefault(element_strides(args[i]), []).append(i)
+            found.setdefault((k.ndim, element_strides(args[i])[:-1]), []).append(i)
     return {i: members[0] for members in found.values() if len(members) > 1 for i in members}
 
 

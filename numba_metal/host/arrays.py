@@ -77,9 +77,9 @@ class ArrayKey:
     indexed in 32 bits (``array_flags.index32``): what a launch looks a specialisation up by. Interned
     (:func:`array_key`), so it compares and hashes by identity: the launch path hashes keys on every launch,
     and hashing a NumPy dtype is slow. ``strides_of`` (None unless set by ``arguments.arg_keys``): the
-    launch knows this array's element strides equal those of array argument ``strides_of`` (issue 28 item
-    4: one row offset for the arrays of a stride group); an array's own key (``DeviceNDArray.key``) never
-    has it."""
+    launch knows this array's element strides (but the last) equal those of array argument ``strides_of``
+    (issue 28 item 4: one row offset for the arrays of a stride group); an array's own key
+    (``DeviceNDArray.key``) never has it."""
 
     __slots__ = ("dtype", "ndim", "layout", "readonly", "index32", "strides_of", "__weakref__")
 

@@ -23,8 +23,8 @@ class StridesDiffer(Exception):
 def encoder(abi, same_strides=()):
     """The argument encoder generated for ``abi`` (a :class:`~numba_metal.compiler.abi.KernelABI`): a pair
     of functions ``(encode, encode_bound)``. ``same_strides``: pairs ``(j, k)`` of array arguments (indices
-    into ``abi.arrays``) whose element strides the specialisation takes to be equal (its stride groups,
-    issue 28 item 4); ``encode`` checks them when it binds arrays (not for the arrays of the previous
+    into ``abi.arrays``) whose element strides (but the last) the specialisation takes to be equal (its
+    stride groups, issue 28 item 4); ``encode`` checks them when it binds arrays (not for the arrays of the previous
     launch, whose geometry never changes) and raises :class:`StridesDiffer` if they differ.
 
     ``encode(S, args, L)`` encodes a launch's arguments ``args`` with launch configuration ``L`` (its
@@ -101,7 +101,8 @@ def python_source(abi, same_strides=()) -> str:
             n = abi.arrays[j].ndim
             if abi.arrays[k].ndim != n:
                 raise ValueError(f"arrays {j} and {k} of a stride group have {n} and {abi.arrays[k].ndim} axes")
-            lines.append(f"        if v{j}[{n}:{2 * n}] != v{k}[{n}:{2 * n}]:")
+            # the strides a row offset uses: all but the last (a C-contiguous array's unit stride)
+            lines.append(f"        if {' or '.join(f'v{j}[{m}] != v{k}[{m}]' for m in range(n, 2 * n - 1))}:")
             lines.append("            raise _StridesDiffer")
         lines.append(f"        v = S.values = {' + '.join(f'v{j}' for j in range(len(arrays)))}")
         if split > 0:

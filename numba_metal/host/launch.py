@@ -178,7 +178,7 @@ class LaunchState:
         strides = {}
         for j, a in enumerate(self.abi.arrays):
             b = bind_array(ctx, args[a.arg], a.arg, kernel.name, a.written_at)
-            strides[j] = b.strides
+            strides[j] = b.strides[:-1]
             if b.copy_back is not None or b.sync:
                 waited_for = waited_for or []
                 waited_for.append(b)
