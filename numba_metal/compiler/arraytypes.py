@@ -128,7 +128,7 @@ class Index32Array(types.Array):
 
     def __init__(self, dtype, ndim, layout, readonly=False, aligned=True, strides_of=None):
         self.strides_of = strides_of
-        group = "" if strides_of is None else f", strides of arg {strides_of}"
+        group = "" if strides_of is None else ", strides of arg " + str(strides_of)
         super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
                          name=f"array({dtype}, {ndim}d, {layout}{', readonly' if readonly else ''}, index32{group})")
 
