@@ -128,3 +128,41 @@ def test_host_arrays_of_another_row_width_get_their_own_specialisation():
     # grouped: out[y, x] is at inp's row offset; without the group, at its own, from its own stride
     assert "v_out.strides[0]" not in msl[(0, 0)] and "v_out.strides[0]" in msl[(None, None)]
 
+
+
+SRC = """
+def stencil(inp, out):
+    x, y = metal.grid(2)
+    rows, cols = inp.shape
+    if 1 <= y < rows - 1 and 1 <= x < cols - 1:
+        out[y, x] = inp[y - 1, x] + inp[y + 1, x] + inp[y, x - 1] + inp[y, x + 1] - 4 * inp[y, x]
+"""
+
+
+def test_a_grouped_specialisation_from_the_disk_cache_checks_its_group(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setenv("NUMBA_METAL_CACHE_DIR", str(tmp_path / "cache"))
+    mod = types.ModuleType("nm_stride_groups_cached")
+    mod.__file__ = "<nm_stride_groups_cached>"
+    mod.metal = metal
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    exec(compile(SRC, mod.__file__, "exec"), mod.__dict__)
+    x = np.random.default_rng(4).integers(-100, 100, (20, 30)).astype(np.int32)
+    d_in = metal.to_device(x)
+    first = metal.jit(cache=True)(mod.stencil)
+    first[(2, 2), (16, 16)](d_in, metal.to_device(np.zeros_like(x)))
+    (compiled,) = first.specializations.values()
+    assert not compiled.from_cache and compiled.stride_groups == ((0, 1),)
+    # a new dispatcher (as in a new process) loads it by the launch's key, groups included
+    again = metal.jit(cache=True)(mod.stencil)
+    out = metal.to_device(np.zeros_like(x))
+    again[(2, 2), (16, 16)](d_in, out)
+    (loaded,) = set(again._by_key.values())     # under its key and the launch path's key of these arrays
+    assert loaded.from_cache and loaded.stride_groups == ((0, 1),)
+    np.testing.assert_array_equal(out.copy_to_host(), _want(x, x.shape))
+    wide = metal.to_device(np.zeros((20, 37), np.int32))
+    again[(2, 2), (16, 16)](d_in, wide)
+    np.testing.assert_array_equal(wide.copy_to_host(), _want(x, wide.shape))
+    assert sorted(k.stride_groups for k in set(again._by_key.values())) == [(), ((0, 1),)]
