@@ -338,10 +338,11 @@ def generated_msl(name: str, wide: bool = False) -> str:
     ``2**31`` or more elements gets)."""
     if wide:
         return metal.compile_msl(KERNELS[name], SIGNATURES[name])
-    from numba_metal.host.arguments import typeof_arg
+    from numba_metal.host.arguments import arg_keys, numba_type_of_key
     args = {"vadd": (np.zeros(1, np.float32),) * 3, "saxpy": (np.float32(1),) + (np.zeros(1, np.float32),) * 2,
-            "reduce": (np.zeros(1, np.float32),) * 2}.get(name, (np.zeros((1, 1), np.float32),) * 3)
-    return metal.compile_msl(KERNELS[name], tuple(typeof_arg(a, i) for i, a in enumerate(args[:KERNELS[name].__code__.co_argcount])))
+            "reduce": (np.zeros(1, np.float32),) * 2}.get(name, (np.zeros((4, 4), np.float32),) * 3)
+    keys = arg_keys(args[:KERNELS[name].__code__.co_argcount])   # with the launch's stride groups
+    return metal.compile_msl(KERNELS[name], tuple(numba_type_of_key(k) for k in keys))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import operator
 
 from numba.core import ir, types
 
-from . import conversions, msl, sanitize, slicing
+from . import conversions, msl, ranges, sanitize, slicing
 from .lowering import Value
 
 
@@ -216,12 +216,13 @@ def _split(lc, var: ir.Var):
 
 
 def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
-    """The 32-bit element offset of a full index ``(v0 + d0, ..., vn + dn)`` (``dk`` integer literals, every
+    """The element (an MSL lvalue) at the 32-bit element offset of a full index ``(v0 + d0, ..., vn + dn)`` (``dk`` integer literals, every
     component proven non-negative) into a C-contiguous array (issue 28 item 4): the row offset
     ``v0 * s0 + ... + vn`` is computed once per array and variables in a block of straight-line code and
     shared by the subscripts that differ only in their constants (a stencil's neighbours), each adding
-    ``d0 * s0 + ... + dn``. Exact: the offset is the same sum modulo 2**32, and an in-bounds one is below
-    2**31. None where it does not apply."""
+    ``d0 * s0 + ... + dn``; the arrays of one stride group (``Index32Array.strides_of``: the launch knows
+    their strides are equal) share it too. Exact: the offset is the same sum modulo 2**32, and an in-bounds
+    one is below 2**31. None where it does not apply."""
     aty = arr.type
     if index_var is None or aty.layout != "C" or aty.ndim < 2 or len(nonneg) != aty.ndim or not all(nonneg):
         return None
@@ -239,12 +240,17 @@ def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
     strides = [msl.uint_literal(static[k]) if static else (msl.uint_literal(1) if k == aty.ndim - 1 else
                msl.cast("uint", _stride(arr, k))) for k in range(aty.ndim)]
     bases = tuple(lc.var(v.name) for v, _ in parts)
-    key = (arr.expr, bases)
+    # the arrays of a launch's stride group (arraytypes.Index32Array.strides_of) have the same strides,
+    # so the same row offset: the hand-written stencil's one row width for its input and output
+    group = getattr(aty, "strides_of", None)
+    key = (arr.expr if static or group is None else ("strides of arg", group, aty.ndim), bases)
     base = lc.shared_offset(key)
     if base is None:
         terms = [msl.cast("uint", b) if k == aty.ndim - 1 else msl.binary("*", msl.cast("uint", b), strides[k])
                  for k, b in enumerate(bases)]
         base = lc.shared_offset(key, msl.sum_of(terms))
+    if not static and _row_pointer_exact(lc, aty, parts):
+        return _row_pointer_element(lc, arr, base, bases, parts)
     offset = base
     for k, (_, dk) in enumerate(parts):
         if dk == 0:
@@ -253,7 +259,39 @@ def _shared_row_offset(lc, arr: Value, index_var, nonneg) -> str | None:
         step = msl.uint_literal(abs(dk) * (static[k] if static else 1)) if unit else \
             (strides[k] if abs(dk) == 1 else msl.binary("*", msl.uint_literal(abs(dk)), strides[k]))
         offset = msl.binary("+" if dk > 0 else "-", offset, step)
-    return offset
+    return msl.index(_data(arr), offset)
+
+
+def _row_pointer_exact(lc, aty, parts) -> bool:
+    """A subscript ``(v0 + d0, ..., vn + dn)`` of a device array the launch knows is small may address its
+    element as ``p[d]`` from a row pointer ``p = data + row offset`` (a signed element distance ``d``, as a
+    hand-written stencil's ``p[-nx]``): exact when the row offset ``v0 * s0 + ... + vn`` is in ``[0, 2**32)``,
+    so that the ``uint`` holding it is its value. It is when every ``vk`` is proven non-negative (ranges.py),
+    the launch's strides are in ``[0, 2**31)`` (``host.array_flags.index32`` for a C-contiguous array), and
+    the subscript moves along one axis by at most one (``|d0| + ... + |dn| <= 1``): an in-bounds element's
+    offset is below ``2**31`` and the row offset differs from it by at most one stride. (An out-of-bounds
+    access is undefined either way.)"""
+    if not getattr(aty, "index32", False) or sum(abs(d) for _, d in parts) > 1:
+        return False
+    facts = ranges.bounds(lc.tf)
+    return all(ranges.index_is_nonnegative(facts.get(v.name)) for v, _ in parts)
+
+
+def _row_pointer_element(lc, arr: Value, base: str, bases, parts) -> str:
+    """``p[d]`` for :func:`_row_pointer_exact`'s subscripts (``data[base]`` if ``d`` is 0): one row pointer
+    per array and row offset in a block, whose neighbours' distances an Apple GPU's loads may take as an
+    immediate or a register offset (a ``uint`` index ``base - 1u`` must be computed: it wraps at 0)."""
+    n = len(parts)
+    k, dk = next(((k, dk) for k, (_, dk) in enumerate(parts) if dk), (None, 0))
+    if not dk:
+        return msl.index(_data(arr), base)
+    key = (arr.expr, bases, "row pointer")
+    pointer = lc.shared_offset(key)
+    if pointer is None:
+        pointer = lc.shared_pointer(key, lc.module.data_pointer_type(arr.type),
+                                    msl.binary("+", _data(arr), base))
+    step = "1" if k == n - 1 else msl.cast("int", _stride(arr, k))
+    return msl.index(pointer, step if dk > 0 else msl.unary("-", step))
 
 
 def lower_getitem(lc, expr: ir.Expr, target) -> Value:
@@ -310,8 +348,8 @@ def _view(lc, base: Value, idx, parts, nonneg, name: str, tty) -> Value:
 def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None) -> Value:
     narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
-    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
-    element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
+    shared = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    element = shared or msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
     sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
     if cond:
@@ -323,8 +361,8 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(),
     narrow = _narrow(lc, arr, index_var)
     comps, cond = _components(lc, arr, idx, name, nonneg, narrow)
     dtype = arr.type.dtype
-    offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
-    element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
+    shared = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
+    element = shared or msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
     sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
     store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)

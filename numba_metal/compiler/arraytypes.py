@@ -115,13 +115,22 @@ class Index32Array(types.Array):
     ``host.arrays.index32``). An in-bounds index component and element offset of it, or of any view of it
     (a view's elements are the array's), fit in a signed 32-bit ``int``, so arrays.py computes them in
     32 bits. A plain ``types.Array`` (an explicit signature, a typed view Numba rebuilt) says nothing of
-    its size and is indexed in 64 bits."""
+    its size and is indexed in 64 bits.
+
+    ``strides_of`` (a kernel argument's position, or None): the launch's *stride group* (issue 28 item 4):
+    every array argument of the launch whose type has the same ``strides_of`` has the same element strides
+    on every axis but the last (a C-contiguous array's subscripts take that one to be 1):
+    ``host.arguments.arg_keys`` decides, and the launch checks it again when its arrays change
+    (``host.launch``). arrays.py shares one row offset among their subscripts. A view (``copy``) has other
+    strides and drops it."""
 
     index32 = True
 
-    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True):
+    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True, strides_of=None):
+        self.strides_of = strides_of
+        group = "" if strides_of is None else ", strides of arg " + str(strides_of)
         super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
-                         name=f"array({dtype}, {ndim}d, {layout}{', readonly' if readonly else ''}, index32)")
+                         name=f"array({dtype}, {ndim}d, {layout}{', readonly' if readonly else ''}, index32{group})")
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
         if dtype is not None and dtype != self.dtype:     # a reinterpreting view counts other elements
@@ -132,7 +141,7 @@ class Index32Array(types.Array):
 
     @property
     def key(self):
-        return super().key + ("index32",)
+        return super().key + (("index32",) if self.strides_of is None else ("index32", self.strides_of))
 
 
 def plain(ty):

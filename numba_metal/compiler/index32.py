@@ -262,6 +262,14 @@ class IndexFacts:
         name = self._row_offsets[key] = self.tmp(types.uint32, init)
         return name
 
+    def shared_pointer(self, key, msl_type: str, init: str) -> str:
+        """A row pointer (``msl_type``, assigned ``init`` here) shared like :meth:`shared_offset`'s offsets
+        (arrays.py's neighbours of a stencil as ``p[-1]``, ``p[+stride]``)."""
+        name = self._row_offsets[key] = self.fresh_name("nm_t")
+        self.declare(msl.declare(msl_type, name))
+        self.emit(msl.assign(name, init))
+        return name
+
     def defined_here(self, name: str):
         """(position, value) of the only assignment of variable ``name`` if it is earlier in the block being
         lowered (arrays.py's shared row offsets), else None."""

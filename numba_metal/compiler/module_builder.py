@@ -108,6 +108,12 @@ class ModuleBuilder:
 
     # -- types -----------------------------------------------------------------------------
 
+    def data_pointer_type(self, ty) -> str:
+        """The MSL type of the data pointer of arrays of type ``ty`` (an ``nm_arr``'s first member)."""
+        space = array_space(ty)
+        return msl.pointer(space, self.element_type_name(ty.dtype), self.coherent and space == "device",
+                           const=space == "device" and not ty.mutable)
+
     def type_name(self, ty) -> str | None:
         """MSL spelling of a Numba type, defining a struct for it if needed; None if the type has no
         run-time representation (modules, functions, classes...)."""
@@ -151,8 +157,7 @@ class ModuleBuilder:
             self.need("nm_arr")
             elem = self.element_type_name(ty.dtype)
             space = array_space(ty)
-            name = msl.template("nm_arr", msl.pointer(space, elem, self.coherent and space == "device",
-                                                      const=space == "device" and not ty.mutable), ty.ndim)
+            name = msl.template("nm_arr", self.data_pointer_type(ty), ty.ndim)
         elif isinstance(ty, types.BaseTuple):
             members = [self.type_name(t) for t in ty.types]
             if any(m is None for m in members):

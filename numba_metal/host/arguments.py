@@ -167,8 +167,56 @@ def arg_key(value, position: int):
 
 
 def arg_keys(args) -> tuple:
-    """The argument keys of a launch's arguments (raises KernelLaunchError for one that cannot be passed)."""
-    return tuple([arg_key(a, i) for i, a in enumerate(args)])
+    """The argument keys of a launch's arguments (raises KernelLaunchError for one that cannot be passed),
+    with the launch's stride groups (:func:`stride_groups`)."""
+    keys = [arg_key(a, i) for i, a in enumerate(args)]
+    groups = stride_groups(args, keys)
+    for i, first in groups.items():
+        k = keys[i]
+        keys[i] = array_key(k.dtype, k.ndim, k.layout, k.readonly, k.index32, first)
+    return tuple(keys)
+
+
+def _grouped(key) -> bool:
+    """An array argument with this key may join a stride group: its subscripts are those arrays.py shares
+    row offsets between (C-contiguous, 2-d or more, indexed in 32 bits)."""
+    return type(key) is ArrayKey and key.index32 and key.layout == "C" and key.ndim >= 2
+
+
+def element_strides(value) -> tuple:
+    """The element strides of an array argument (a device array, a NumPy array, or either in an ``In``/
+    ``Out``/``InOut`` hint)."""
+    if isinstance(value, ArgHint):
+        value = value.value
+    if isinstance(value, DeviceNDArray):
+        return value.binding()[1]
+    itemsize = value.itemsize
+    return tuple(s // itemsize for s in value.strides)
+
+
+def stride_groups(args, keys) -> dict:
+    """{argument position: position of the group's first array} for the launch's *stride groups* (issue 28
+    item 4): array arguments (``_grouped`` keys) with as many axes and the same element strides on every
+    axis but the last (whose stride a C-contiguous array's subscripts take to be 1), two or more to a
+    group.
+    The compiler shares one row offset among a group's subscripts (the hand-written stencil's one row
+    width for its input and output); a launch whose arrays have other strides gets its own specialisation.
+    Computed on the checked path only; the launch path checks a grouped specialisation's fact when its
+    arrays change (``host.launch``)."""
+    found: dict = {}
+    for i, k in enumerate(keys):
+        if _grouped(k):
+            found.setdefault((k.ndim, element_strides(args[i])[:-1]), []).append(i)
+    return {i: members[0] for members in found.values() if len(members) > 1 for i in members}
+
+
+def without_stride_groups(key: tuple) -> tuple:
+    """``key`` (argument keys) without stride groups: what the launch path's raw key (``raw_keyer``) of the
+    same arrays is (``key`` itself if it has none)."""
+    if not any(type(k) is ArrayKey and k.strides_of is not None for k in key):
+        return key
+    return tuple(array_key(k.dtype, k.ndim, k.layout, k.readonly, k.index32)
+                 if type(k) is ArrayKey and k.strides_of is not None else k for k in key)
 
 
 _raw_keyers: dict = {}
@@ -195,7 +243,7 @@ def raw_keyer(nargs: int):
 def numba_type_of_key(key):
     """The Numba type an argument with this key gets (imports Numba)."""
     if type(key) is ArrayKey:
-        return array_type(key.dtype, key.ndim, key.layout, key.readonly, key.index32)
+        return array_type(key.dtype, key.ndim, key.layout, key.readonly, key.index32, key.strides_of)
     if type(key) is ScalarKey:
         return array_type(key.dtype, 1, "C").dtype
     if isinstance(key, DeviceFunctionBase):
@@ -244,7 +292,8 @@ def canonical(key) -> str:
         name = dtype.name if dtype.isnative and dtype.fields is None else None
         if name not in _DTYPE_NAMES:
             raise NotCanonical(str(dtype))
-        return f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''}{',i32' if key.index32 else ''})"
+        return (f"A({name},{key.ndim},{key.layout}{',ro' if key.readonly else ''}{',i32' if key.index32 else ''}"
+                f"{'' if key.strides_of is None else f',s{key.strides_of}'})")
     if type(key) is tuple:
         return "T(" + ",".join(canonical(k) for k in key[1:]) + ")"
     if type(key) is ScalarKey:
@@ -265,7 +314,9 @@ def canonical_numba(ty) -> str:
         if not ty.aligned or str(ty.dtype) not in _DTYPE_NAMES or type(ty) is not (Index32Array if index32 else
                                                                                    types.Array):
             raise NotCanonical(str(ty))
-        return f"A({ty.dtype},{ty.ndim},{ty.layout}{'' if ty.mutable else ',ro'}{',i32' if index32 else ''})"
+        group = getattr(ty, "strides_of", None)
+        return (f"A({ty.dtype},{ty.ndim},{ty.layout}{'' if ty.mutable else ',ro'}{',i32' if index32 else ''}"
+                f"{'' if group is None else f',s{group}'})")
     if isinstance(ty, (types.UniTuple, types.Tuple)) and type(ty) in (types.UniTuple, types.Tuple):
         return "T(" + ",".join(canonical_numba(t) for t in ty.types) + ")"
     if type(ty) in (types.Integer, types.Float, types.Boolean) and str(ty) in _DTYPE_NAMES:

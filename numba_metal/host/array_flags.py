@@ -54,11 +54,15 @@ def index32(shape, strides, itemsize) -> bool:
     """True if this geometry has fewer than ``2**31`` elements, each fewer than ``2**31`` elements from
     element ``[0, ..., 0]`` (whatever the strides' signs), and every axis (an empty array's too) is shorter
     than ``2**31``: an in-bounds index component and element offset then fit in a signed 32-bit ``int``,
-    and the compiler may take the shape's values to be below ``2**31`` (compiler/ranges.py). Part of a
+    and the compiler may take the shape's values to be below ``2**31`` (compiler/ranges.py); the stride of
+    an axis of length 1 (which NumPy leaves free) is in ``[0, 2**31)`` elements too. Part of a
     launch's argument key (``host.arrays.ArrayKey``), so that a launch with a larger array gets the 64-bit
     specialisation."""
     if any(n >= INDEX32_LIMIT for n in shape):
         return False          # an axis's length is read as a value below 2**31 (a range() bound, say)
+    if any(n == 1 and not 0 <= s < INDEX32_LIMIT * itemsize for n, s in zip(shape, strides)):
+        return False          # the stride of a length-1 axis is free (NumPy): compiler/arrays.py's row
+                              # pointers take every stride of a C-contiguous array in [0, 2**31) elements
     if 0 in shape:
         return True
     size = 1

@@ -18,6 +18,7 @@ from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchErro
 from . import device as _device
 from . import streams as _streams
 from .array_flags import ArrayFlags, contiguity_flags, index32
+from .array_keys import ArrayKey, array_key, array_type  # noqa: F401 - re-exported: the keys of these arrays
 from .mapped import MappedNDArray
 
 
@@ -70,60 +71,6 @@ def _is_contig(shape, strides, itemsize, order) -> bool:
             return False
         acc *= shape[k]
     return True
-
-
-class ArrayKey:
-    """The key of arrays of one dtype, number of dimensions, layout and writability, and whether they are
-    indexed in 32 bits (``array_flags.index32``): what a launch looks a specialisation up by. Interned (:func:`array_key`), so it compares and hashes by identity: the launch
-    path hashes keys on every launch, and hashing a NumPy dtype is slow."""
-
-    __slots__ = ("dtype", "ndim", "layout", "readonly", "index32", "__weakref__")
-
-    def __init__(self, dtype: np.dtype, ndim: int, layout: str, readonly: bool, index32: bool = False):
-        self.dtype, self.ndim, self.layout, self.readonly, self.index32 = dtype, ndim, layout, readonly, index32
-
-    def __repr__(self) -> str:
-        return (f"ArrayKey({self.dtype}, {self.ndim}, {self.layout!r}{', readonly' if self.readonly else ''}"
-                f"{', index32' if self.index32 else ''})")
-
-    def __reduce__(self):
-        return (array_key, (self.dtype, self.ndim, self.layout, self.readonly, self.index32))
-
-
-_array_keys: dict = {}
-
-
-def array_key(dtype, ndim: int, layout: str, readonly: bool = False, index32: bool = False) -> ArrayKey:
-    """The (interned) key of arrays of this dtype, number of dimensions and layout."""
-    spec = (np.dtype(dtype), int(ndim), layout, bool(readonly), bool(index32))
-    key = _array_keys.get(spec)
-    if key is None:
-        key = _array_keys.setdefault(spec, ArrayKey(*spec))
-    return key
-
-
-_array_types: dict = {}
-
-
-def array_type(dtype, ndim: int, layout: str, readonly: bool = False, index32: bool = False):
-    """The Numba array type for a dtype, number of dimensions and layout (cached; imports Numba);
-    ``index32``: the compiler's ``Index32Array``."""
-    key = (np.dtype(dtype), ndim, layout, readonly, index32)
-    ty = _array_types.get(key)
-    if ty is None:
-        from numba.core import types
-        from numba.np.numpy_support import from_dtype
-        try:
-            nbdtype = from_dtype(key[0])
-        except Exception:  # noqa: BLE001 - any dtype Numba cannot represent
-            raise KernelLaunchError(f"arrays of dtype {key[0]} are not supported") from None
-        if index32:
-            from numba_metal.compiler.arraytypes import Index32Array
-            ty = Index32Array(nbdtype, ndim, layout, readonly=readonly)
-        else:
-            ty = types.Array(nbdtype, ndim, layout, readonly=readonly)
-        _array_types[key] = ty
-    return ty
 
 
 def element_binding(offset, shape, strides, itemsize) -> tuple:

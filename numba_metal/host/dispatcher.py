@@ -29,7 +29,9 @@ from numba_metal.errors import (DispatcherStateError, KernelLaunchError, LaunchA
 
 from . import device as _device
 from . import perf_warnings
-from .arguments import NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer
+from .arguments import (NotCanonical, arg_keys, canonical, canonical_numba, numba_type_of_key, raw_keyer,
+                        without_stride_groups)
+from .encoder import StridesDiffer
 from .interop import kernel_arguments
 from .introspection import KernelIntrospection
 from .launchconfig import compile_for_launch, current_launch_args
@@ -355,7 +357,24 @@ class Dispatcher(KernelIntrospection):
                         if convert is not None:
                             self._conversions[key] = convert
                 self._by_key[key] = kernel
+                raw = without_stride_groups(key)
+                if raw is not key:
+                    # The launch path's raw key of these arrays has no stride groups: it finds this
+                    # specialisation, whose launches check the groups' strides (StridesDiffer)
+                    self._by_key.setdefault(raw, kernel)
             return kernel
+
+    def _kernel_without_stride_groups(self, args):
+        """The specialisation for ``args`` compiled without stride groups, which the launch path's raw key
+        finds from now on: a launch found a specialisation whose stride groups its arrays do not have
+        (``encoder.StridesDiffer``). Valid whatever the arrays' strides, so the launch path never
+        switches back and forth."""
+        key = without_stride_groups(arg_keys(args))
+        with self._lock:
+            kernel = self._by_key.get(key)
+            if kernel is not None and kernel.stride_groups:
+                del self._by_key[key]
+        return self._kernel_for_key(key)
 
     def compile(self, argtypes):
         """The specialisation for ``argtypes`` (a tuple of Numba types or a signature string)."""
@@ -680,7 +699,11 @@ class LaunchConfig:
         state = kernel.launch_states.get(ctx)
         if state is None:
             state = kernel.launch_state(ctx)
-        state.launch(args, self)
+        try:
+            state.launch(args, self)
+        except StridesDiffer:   # raised before anything is submitted
+            kernel = disp._kernel_without_stride_groups(args)
+            kernel.launch_state(ctx).launch(args, self)
 
 
 __all__ = ["Dispatcher", "DeviceFunction", "JitOptions", "LaunchConfig", "normalize_signature",

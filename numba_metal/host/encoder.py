@@ -14,9 +14,18 @@ import struct
 from numba_metal.compiler.abi import SCALAR_ATTRIBUTES
 
 
-def encoder(abi):
+class StridesDiffer(Exception):
+    """Raised by an encoder (before anything is submitted) when arrays of a stride group its specialisation
+    was compiled for have different strides: the launch takes the specialisation without stride groups
+    (``LaunchConfig.__call__``). Never reaches the user."""
+
+
+def encoder(abi, same_strides=()):
     """The argument encoder generated for ``abi`` (a :class:`~numba_metal.compiler.abi.KernelABI`): a pair
-    of functions ``(encode, encode_bound)``.
+    of functions ``(encode, encode_bound)``. ``same_strides``: pairs ``(j, k)`` of array arguments (indices
+    into ``abi.arrays``) whose element strides (but the last) the specialisation takes to be equal (its
+    stride groups, issue 28 item 4); ``encode`` checks them when it binds arrays (not for the arrays of the previous
+    launch, whose geometry never changes) and raises :class:`StridesDiffer` if they differ.
 
     ``encode(S, args, L)`` encodes a launch's arguments ``args`` with launch configuration ``L`` (its
     ``sharedmem`` and ``shared_length``) into the launch state ``S``, when every array argument is a device
@@ -37,12 +46,12 @@ def encoder(abi):
 
     Packing raises struct.error, OverflowError or TypeError for a scalar that does not fit its type.
     """
-    namespace = {"_pack": struct.Struct(abi.arg_format).pack_into}
+    namespace = {"_pack": struct.Struct(abi.arg_format).pack_into, "_StridesDiffer": StridesDiffer}
     split = _array_prefix(abi)
     if split >= 0:   # the format is "<" and one code per member
         namespace["_pack_arrays"] = struct.Struct(abi.arg_format[:1 + split]).pack_into
         namespace["_pack_other"] = struct.Struct("<" + abi.arg_format[1 + split:]).pack_into
-    exec(compile(python_source(abi), f"<numba_metal encoder {abi.entry_name}>", "exec"), namespace)
+    exec(compile(python_source(abi, same_strides), f"<numba_metal encoder {abi.entry_name}>", "exec"), namespace)
     return namespace["encode"], namespace["encode_bound"]
 
 
@@ -54,8 +63,8 @@ def _array_prefix(abi) -> int:
     return n if sources[:n] == ["array"] * n else -1
 
 
-def python_source(abi) -> str:
-    """The Python source of :func:`encoder`'s two functions for ``abi``.
+def python_source(abi, same_strides=()) -> str:
+    """The Python source of :func:`encoder`'s two functions for ``abi`` (and ``same_strides``).
 
     ``encode`` packs the arrays' members (shapes, strides, origins) only when it binds arrays: for the
     arrays of the previous launch they are already in ``S.view``, which nothing else writes between
@@ -88,6 +97,13 @@ def python_source(abi) -> str:
             lines.append(f"        v{j} = S.bind({j}, {x})")
             lines.append(f"        if v{j} is None:")
             lines.append("            return False")
+        for j, k in same_strides:
+            n = abi.arrays[j].ndim
+            if abi.arrays[k].ndim != n:
+                raise ValueError(f"arrays {j} and {k} of a stride group have {n} and {abi.arrays[k].ndim} axes")
+            # the strides a row offset uses: all but the last (a C-contiguous array's unit stride)
+            lines.append(f"        if {' or '.join(f'v{j}[{m}] != v{k}[{m}]' for m in range(n, 2 * n - 1))}:")
+            lines.append("            raise _StridesDiffer")
         lines.append(f"        v = S.values = {' + '.join(f'v{j}' for j in range(len(arrays)))}")
         if split > 0:
             lines.append("        _pack_arrays(S.view, 0, *v)")

@@ -75,6 +75,21 @@ class Kernel(KernelFigures):
         return self._argtypes
 
     @property
+    def stride_groups(self) -> tuple:
+        """The stride groups this specialisation was compiled for (issue 28 item 4): tuples of the positions
+        of array arguments whose element strides it takes to be equal (``arguments.stride_groups``), read
+        from its argument keys (without importing Numba) or types; empty for most kernels."""
+        if self._key is not None:
+            labels = [getattr(k, "strides_of", None) for k in self._key]
+        else:
+            labels = [getattr(t, "strides_of", None) for t in self.argtypes]
+        groups: dict = {}
+        for i, label in enumerate(labels):
+            if label is not None:
+                groups.setdefault(label, []).append(i)
+        return tuple(tuple(g) for g in groups.values() if len(g) > 1)
+
+    @property
     def typed(self):
         """The typed IR (re-created on demand for a specialisation loaded from the disk cache)."""
         if self._typed is None:

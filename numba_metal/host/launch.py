@@ -23,7 +23,7 @@ from numba_metal.errors import KernelCompilationError, KernelLaunchError
 from . import streams as _streams
 from .arguments import bind_array
 from .arrays import DeviceNDArray
-from .encoder import encoder
+from .encoder import StridesDiffer, encoder
 from .kernel_output import KernelOutput
 
 
@@ -79,7 +79,14 @@ class LaunchState:
         self.output = None
         if error_index is not None or print_index is not None:
             self.output = KernelOutput(self, error_index, print_index)
-        self._encode, self._encode_bound = encoder(abi)
+        # The stride groups the kernel was compiled for, as pairs of its bound arrays (an argument the
+        # kernel does not use is not bound, and nothing of it is assumed)
+        slot_of = {a.arg: j for j, a in enumerate(abi.arrays)}
+        self.same_strides = []
+        for group in kernel.stride_groups:
+            js = [slot_of[i] for i in group if i in slot_of]
+            self.same_strides += zip(js, js[1:])
+        self._encode, self._encode_bound = encoder(abi, self.same_strides)
         self.queue = ctx.default_queue
         n = len(abi.arrays)
         self._with_origin = [a.layout == "A" for a in abi.arrays]
@@ -168,14 +175,18 @@ class LaunchState:
         waited_for = None
         values = ()
         self.last = (None,) * len(self.last)  # bindings change here: the next fast launch rebinds
+        strides = {}
         for j, a in enumerate(self.abi.arrays):
             b = bind_array(ctx, args[a.arg], a.arg, kernel.name, a.written_at)
+            strides[j] = b.strides[:-1]
             if b.copy_back is not None or b.sync:
                 waited_for = waited_for or []
                 waited_for.append(b)
             if self._buffers[j] is not b.buffer or self._offsets[j] != b.bind_offset:
                 self._bind(j, b.buffer, b.bind_offset)
             values += b.shape + b.strides + ((b.origin,) if self._with_origin[j] else ())
+        if any(strides[j] != strides[k] for j, k in self.same_strides):
+            raise StridesDiffer   # nothing was submitted; host arrays' device copies are dropped
         self._encode_bound(self, values, args, config)
         return waited_for
 
