@@ -286,8 +286,9 @@ class Dispatcher(KernelIntrospection):
 
     @property
     def extensions(self) -> list:
-        """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused)."""
-        return []
+        """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused),
+        so the list is empty and adding to it raises ``UnsupportedFeatureError`` rather than being ignored."""
+        return _NoExtensions()
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -685,3 +686,16 @@ class LaunchConfig:
 
 __all__ = ["Dispatcher", "DeviceFunction", "JitOptions", "LaunchConfig", "normalize_signature",
            "annotate_types"]
+
+
+class _NoExtensions(list):
+    """``Dispatcher.extensions``: an empty list that refuses additions (numba.cuda's ``prepare_args``
+    extensions, e.g. ``kernel.extensions.append(obj)``, would be silently ignored otherwise)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise UnsupportedFeatureError(
+            "kernel.extensions: numba-metal has no argument-preparation extensions (numba.cuda's prepare_args "
+            "objects); wrap the argument instead: metal.In(arr) (copied to the device, never back), "
+            "metal.Out(arr), metal.InOut(arr)")
+
+    append = extend = insert = __iadd__ = __setitem__ = _refuse
