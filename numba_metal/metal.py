@@ -39,11 +39,22 @@ from numba_metal.host.batch import batch  # noqa: F401
 from numba_metal.host.kernel_output import PrintOutputTruncated  # noqa: F401
 from numba_metal.host.interop import (as_cuda_array, as_metal_array, from_cuda_array_interface,  # noqa: F401
                                       from_dlpack, is_cuda_array, is_metal_array)
+from numba_metal.compiler.linking import LINKABLE_CODE as _LINKABLE_CODE
 from numba_metal.libraries.reduction import Reduce, reduce, reduce_max, reduce_min, reduce_sum  # noqa: F401
 from numba_metal.libraries import vectorize as _vectorize
 from numba_metal.libraries.vectorize import guvectorize, vectorize  # noqa: F401
 
 _vectorize.install()  # target='metal' for numba.vectorize / numba.guvectorize
+
+# numba.cuda's linkable code in memory (CUSource, PTXSource, Fatbin, Cubin, Archive, Object, LTOIR): NVIDIA's
+# code, held as numba.cuda holds it and refused when linked (compiler/linking.py)
+CUSource = _LINKABLE_CODE["CUSource"]
+PTXSource = _LINKABLE_CODE["PTXSource"]
+Fatbin = _LINKABLE_CODE["Fatbin"]
+Cubin = _LINKABLE_CODE["Cubin"]
+Archive = _LINKABLE_CODE["Archive"]
+Object = _LINKABLE_CODE["Object"]
+LTOIR = _LINKABLE_CODE["LTOIR"]
 
 
 def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, float64=None, link=None) -> str:
@@ -68,6 +79,58 @@ def compile_msl(pyfunc, signature, device=False, fastmath=False, debug=False, fl
     if device:
         return driver.compile_device_function(pyfunc, argtypes, float64=float64)
     return driver.compile_kernel(pyfunc, argtypes, debug=debug, float64=float64, link=link).source
+
+
+def _refuse_nvidia_code(name: str, output: str):
+    raise UnsupportedFeatureError(
+        f"metal.{name}: numba.cuda's {name} produces {output}, NVIDIA's code; Metal compiles MSL: "
+        "metal.compile_msl(pyfunc, signature) gives the MSL numba-metal generates (Dispatcher.inspect_msl() "
+        "that of a compiled kernel)")
+
+
+def compile_ptx(pyfunc, sig, **options):
+    """numba.cuda's ``compile_ptx``: refused, PTX is NVIDIA's; :func:`compile_msl` gives the MSL.
+
+    Raises:
+        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
+    """
+    _refuse_nvidia_code("compile_ptx", "PTX")
+
+
+def compile_ptx_for_current_device(pyfunc, sig, **options):
+    """numba.cuda's ``compile_ptx_for_current_device``: refused, PTX is NVIDIA's; :func:`compile_msl`.
+
+    Raises:
+        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
+    """
+    _refuse_nvidia_code("compile_ptx_for_current_device", "PTX")
+
+
+def compile(pyfunc, sig, **options):
+    """numba.cuda's ``compile`` (PTX or LTO-IR): refused, both are NVIDIA's; :func:`compile_msl`.
+
+    Raises:
+        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
+    """
+    _refuse_nvidia_code("compile", "PTX or LTO-IR")
+
+
+def compile_for_current_device(pyfunc, sig, **options):
+    """numba.cuda's ``compile_for_current_device``: refused, PTX and LTO-IR are NVIDIA's; :func:`compile_msl`.
+
+    Raises:
+        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
+    """
+    _refuse_nvidia_code("compile_for_current_device", "PTX or LTO-IR")
+
+
+def compile_all(pyfunc, sig, **options):
+    """numba.cuda's ``compile_all`` (code and its linked files, for NVIDIA's linker): refused; :func:`compile_msl`.
+
+    Raises:
+        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
+    """
+    _refuse_nvidia_code("compile_all", "PTX, LTO-IR or cubin")
 
 
 def math_functions() -> frozenset[str]:

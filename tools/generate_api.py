@@ -46,6 +46,7 @@ SECTIONS = {
     "numba_metal.host.dispatcher": "Kernels and device functions",
     "numba_metal.host.arguments": "Kernels and device functions",
     "numba_metal.metal": "Kernels and device functions",
+    "numba_metal.compiler.linking": "Kernels and device functions",
     "numba_metal.host.arrays": "Device arrays and unified memory",
     "numba_metal.host.allocation": "Device arrays and unified memory",
     "numba_metal.host.mapped": "Device arrays and unified memory",

@@ -18,11 +18,118 @@ from numba_metal.errors import NumbaMetalError, UnsupportedFeatureError
 CUDA_SUFFIXES = (".cu", ".cuh", ".ptx", ".cubin", ".fatbin", ".o", ".a", ".lib", ".ltoir")
 
 
+class LinkableCode:
+    """numba.cuda's linkable code held in memory (``cuda.CUSource(source)``, ``cuda.PTXSource``...): every kind
+    is NVIDIA's code, which Metal cannot run. The object holds ``data`` and ``name`` as numba.cuda's does, so a
+    program that makes one still imports; linking it (``link=[...]``) raises ``UnsupportedFeatureError``
+    saying to port the function to MSL."""
+
+    #: what the subclass holds, in words
+    kind = "NVIDIA code"
+    default_name = "<unnamed>"
+
+    def __init__(self, data, name=None, setup_callback=None, teardown_callback=None, nrt=False):
+        self._data = data
+        self._name = name
+        self.setup_callback = setup_callback
+        self.teardown_callback = teardown_callback
+        self.nrt = nrt
+
+    @property
+    def name(self) -> str:
+        return self._name or self.default_name
+
+    @property
+    def data(self):
+        return self._data.getvalue() if hasattr(self._data, "getvalue") else self._data
+
+
+class CUSource(LinkableCode):
+    """numba.cuda's ``CUSource``: CUDA C/C++ source in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "CUDA C/C++ source"
+    default_name = "<unnamed-cu>"
+
+
+class PTXSource(LinkableCode):
+    """numba.cuda's ``PTXSource``: PTX in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "PTX"
+    default_name = "<unnamed-ptx>"
+
+
+class Fatbin(LinkableCode):
+    """numba.cuda's ``Fatbin``: a CUDA fat binary in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "a CUDA fat binary"
+    default_name = "<unnamed-fatbin>"
+
+
+class Cubin(LinkableCode):
+    """numba.cuda's ``Cubin``: a CUDA cubin in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "a CUDA cubin"
+    default_name = "<unnamed-cubin>"
+
+
+class Archive(LinkableCode):
+    """numba.cuda's ``Archive``: an archive of CUDA objects in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "an archive of CUDA objects"
+    default_name = "<unnamed-archive>"
+
+
+class Object(LinkableCode):
+    """numba.cuda's ``Object``: a CUDA object file in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "a CUDA object file"
+    default_name = "<unnamed-object>"
+
+
+class LTOIR(LinkableCode):
+    """numba.cuda's ``LTOIR``: NVIDIA LTO-IR in memory, held as numba.cuda holds it.
+
+    Raises:
+        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
+    """
+
+    kind = "NVIDIA LTO-IR"
+    default_name = "<unnamed-ltoir>"
+
+
+#: numba.cuda's kinds of linkable code in memory, by class name (``metal.CUSource``...)
+LINKABLE_CODE = {cls.__name__: cls for cls in (CUSource, PTXSource, Fatbin, Cubin, Archive, Object, LTOIR)}
+
+
 def paths(link, caller: str, name: str | None = None) -> tuple:
     """``link`` (a path or a list of paths) as a tuple of path strings; ``caller`` and ``name`` (the
     declared function's) name the caller in errors. Refuses anything that is not a path, and numba.cuda's
     non-MSL code."""
-    if isinstance(link, (str, os.PathLike)):
+    if isinstance(link, (str, os.PathLike, LinkableCode)):
         link = [link]
     try:
         items = list(link or ())
@@ -30,6 +137,11 @@ def paths(link, caller: str, name: str | None = None) -> tuple:
         raise NumbaMetalError(f"{_who(caller, name)}: link must be a list of .metal file paths, not {link!r}") from None
     found = []
     for p in items:
+        if isinstance(p, LinkableCode):
+            raise UnsupportedFeatureError(
+                f"{_who(caller, name)}: {type(p).__name__} {p.name!r} holds {p.kind}, which Metal cannot run; port "
+                "the function to Metal Shading Language in a .metal file, link that file, and declare the function "
+                "with metal.declare_device(name, signature)")
         if not isinstance(p, (str, os.PathLike)):
             raise NumbaMetalError(f"{_who(caller, name)}: link must be a list of .metal file paths; {p!r} is not a path "
                                   "(numba.cuda's PTXSource/CUSource objects hold CUDA code, which Metal cannot run)")

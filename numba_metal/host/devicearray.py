@@ -12,7 +12,7 @@ from numba_metal.errors import MetalValueError
 
 from .arrays import DeviceNDArray, is_device_array
 
-__all__ = ["DeviceNDArray", "array_core", "auto_device", "is_contiguous", "is_cuda_ndarray", "require_cuda_ndarray",
+__all__ = ["DeviceNDArray", "array_core", "auto_device", "from_array_like", "is_contiguous", "is_cuda_ndarray", "require_cuda_ndarray",
            "sentry_contiguous", "verify_cuda_ndarray_interface"]
 
 #: numba.cuda's name for ``is_device_array``
@@ -107,3 +107,19 @@ def auto_device(obj, stream=0, copy=True, user_explicit=False):
     if copy:
         return to_device(ary, stream=stream), True
     return DeviceNDArray(ary.shape, ary.strides if ary.ndim else (), ary.dtype, stream=stream), True
+
+
+def from_array_like(ary, stream=0, gpu_data=None) -> DeviceNDArray:
+    """A new device array like ``ary``: its shape, strides and dtype (numba.cuda's function, which
+    ``cuda.device_array_like`` differs from by making a contiguous array), uninitialised (zero-filled).
+
+    Raises:
+        UnsupportedFeatureError: ``gpu_data`` is given (numba.cuda's existing CUDA allocation; numba-metal
+            arrays own their Metal buffers).
+        NumbaMetalError, UnsupportedPlatformError, MetalRuntimeError: as ``device_array``.
+    """
+    if gpu_data is not None:
+        from numba_metal.errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError("from_array_like(gpu_data=...): numba.cuda's CUDA allocation has no Metal "
+                                      "counterpart; leave gpu_data out to allocate a new array")
+    return DeviceNDArray(ary.shape, tuple(ary.strides) if ary.ndim else (), np.dtype(ary.dtype), stream=stream)

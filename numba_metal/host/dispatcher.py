@@ -87,7 +87,10 @@ class DeviceFunction(DeviceFunctionBase):
         KernelCompilationError: when a kernel calling it compiles and the call's argument types do not type
             (also Numba's ``TypingError``).
         UnsupportedFeatureError: when a kernel calling it compiles and its body uses a construct Metal cannot
-            express.
+            express; ``inspect_llvm()``/``inspect_asm()`` (Metal has neither: ``inspect_msl(signature)``).
+        DispatcherStateError: launched like a kernel (``f[1, 1]()``) or asked for SASS, numba.cuda's
+            ``RuntimeError`` ("Cannot compile a device function as a kernel", "Cannot inspect SASS of a device
+            function").
     """
 
     def __init__(self, pyfunc, sigs=None, options: JitOptions = JitOptions()):
@@ -130,6 +133,22 @@ class DeviceFunction(DeviceFunctionBase):
 
     def __repr__(self) -> str:
         return f"<numba_metal device function {self.__name__}>"
+
+    def __getitem__(self, config):
+        raise DispatcherStateError(f"Cannot compile a device function as a kernel: {self.__name__} is a device "
+                                   "function (device=True); launch a @metal.jit kernel that calls it")
+
+    def inspect_llvm(self, signature=None):
+        raise UnsupportedFeatureError(f"{self.__name__}.inspect_llvm(): there is no LLVM for Metal device functions; "
+                                      "inspect_msl(signature) gives the Metal Shading Language source")
+
+    def inspect_asm(self, signature=None):
+        raise UnsupportedFeatureError(f"{self.__name__}.inspect_asm(): there is no ASM for Metal device functions; "
+                                      "inspect_msl(signature) gives the Metal Shading Language source")
+
+    def inspect_sass(self, signature=None):
+        raise DispatcherStateError(f"Cannot inspect SASS of a device function ({self.__name__}), as in numba.cuda; "
+                                   "Metal has no SASS at all: inspect_msl(signature) gives the MSL")
 
     def __reduce__(self):
         return (_unpickle, (DeviceFunction, _pickled_function(self.py_func), self.options, None))
@@ -288,8 +307,9 @@ class Dispatcher(KernelIntrospection):
 
     @property
     def extensions(self) -> list:
-        """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused)."""
-        return []
+        """numba.cuda's argument-preparation extensions: numba-metal has none (``extensions=`` is refused),
+        so the list is empty and adding to it raises ``UnsupportedFeatureError`` rather than being ignored."""
+        return _NoExtensions()
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -708,3 +728,16 @@ class LaunchConfig:
 
 __all__ = ["Dispatcher", "DeviceFunction", "JitOptions", "LaunchConfig", "normalize_signature",
            "annotate_types"]
+
+
+class _NoExtensions(list):
+    """``Dispatcher.extensions``: an empty list that refuses additions (numba.cuda's ``prepare_args``
+    extensions, e.g. ``kernel.extensions.append(obj)``, would be silently ignored otherwise)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise UnsupportedFeatureError(
+            "kernel.extensions: numba-metal has no argument-preparation extensions (numba.cuda's prepare_args "
+            "objects); wrap the argument instead: metal.In(arr) (copied to the device, never back), "
+            "metal.Out(arr), metal.InOut(arr)")
+
+    append = extend = insert = __iadd__ = __setitem__ = _refuse

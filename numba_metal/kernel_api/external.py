@@ -96,8 +96,9 @@ def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
         raise NumbaMetalError(f"metal.declare_device({name!r}): {sig!r} is not a signature such as "
                               f"'float32(float32, float32)' ({e})") from None
     if restype is None:
-        raise MetalTypeError(f"metal.declare_device({name!r}): the signature needs a return type "
-                              "(void for none), e.g. 'float32(float32, float32)'")
+        raise MetalTypeError(f"metal.declare_device({name!r}): Return type must be provided for device "
+                             "declarations (numba.cuda's words): the signature needs a return type (void for none), "
+                             "e.g. 'float32(float32, float32)'")
     link = linking.paths(link, "metal.declare_device", name)
     function = ExternalFunction(name, restype(*argtypes), link)
     if link and not any(_defines(text, name) for _, text, _ in function.sources()):

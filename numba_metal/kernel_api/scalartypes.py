@@ -27,6 +27,10 @@ SCALAR_TYPES = {
     "b1": types.b1, "i1": types.i1, "i2": types.i2, "i4": types.i4, "i8": types.i8,
     "u1": types.u1, "u2": types.u2, "u4": types.u4, "u8": types.u8,
     "f2": types.f2, "f4": types.f4, "f8": types.f8, "c8": types.c8, "c16": types.c16,
+    # numba.cuda's C names (numba.cuda.types' ``__all__``): ``double`` is float64, ``short`` int16...
+    "byte": types.byte, "char": types.char, "uchar": types.uchar, "short": types.short, "ushort": types.ushort,
+    "intc": types.intc, "uintc": types.uintc, "int_": types.int_, "uint": types.uint, "long_": types.long_,
+    "ulong": types.ulong, "longlong": types.longlong, "ulonglong": types.ulonglong, "double": types.double,
 }
 
 globals().update(SCALAR_TYPES)

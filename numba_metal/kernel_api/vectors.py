@@ -52,9 +52,11 @@ _STUBS = {}
 for _name, _vty in VECTOR_TYPES.items():
     _STUBS[_name] = Stub(_name, f"{_name}(...): a vector of {_vty.count} {_vty.element} (numba.cuda's vector type)")
     _STUBS[_name].vector_type = _vty
+    _STUBS[_name].aliases = []      # numba.cuda's: the CUDA names of this constructor (``float4``...)
 for _alias, _element in ALIASES.items():
     for _n in range(1, 5):
         _STUBS[_alias + str(_n)] = _STUBS[_element + "x" + str(_n)]
+        _STUBS[_alias + str(_n)].aliases.append(_alias + str(_n))
 
 # Numba registers a global by its module and name: each constructor is a module attribute.
 globals().update(_STUBS)

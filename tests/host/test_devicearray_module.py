@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numba_metal import metal
-from numba_metal.errors import MetalTypeError, MetalValueError
+from numba_metal.errors import MetalTypeError, MetalValueError, UnsupportedFeatureError
 from numba_metal.host import devicearray
 
 
@@ -96,3 +96,13 @@ def test_array_like_of_a_strided_view_is_laid_out_as_numpy_zeros_like(like):
         assert got.shape == view.shape and got.strides == np.zeros_like(view).strides   # F view: (8, 40)
         assert got.flags["F_CONTIGUOUS"] == (order == "F")
     assert like(metal.device_array((4, 6))[::2, ::2].T).strides == np.zeros_like(np.zeros((4, 6))[::2, ::2].T).strides
+
+
+def test_from_array_like_keeps_shape_strides_and_dtype_and_refuses_gpu_data():
+    # numba.cuda's devicearray.from_array_like (numba-cuda's test_transpose makes its output with it)
+    for host in (np.zeros((4, 6)), np.asfortranarray(np.zeros((3, 5), np.int32)), np.zeros(7, np.complex64)):
+        d = devicearray.from_array_like(host)
+        assert (d.shape, d.strides, d.dtype) == (host.shape, host.strides, host.dtype)
+        np.testing.assert_array_equal(d.copy_to_host(), host)
+    with pytest.raises(UnsupportedFeatureError, match="gpu_data"):
+        devicearray.from_array_like(np.zeros(3), gpu_data=object())

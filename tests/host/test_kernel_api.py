@@ -157,6 +157,10 @@ def test_overloads_definitions_and_inspection():
     assert one._type_annotation.typemap["value"] == types.float32  # numba.cuda's typing, by variable
     assert "kernel void" in kernel.inspect_msl((types.Array(types.int32, 1, "C"), types.int64))
     assert kernel.extensions == []
+    with pytest.raises(UnsupportedFeatureError, match=r"metal\.In\(arr\)"):
+        kernel.extensions.append(object())                          # numba.cuda's prepare_args objects: refused,
+    with pytest.raises(UnsupportedFeatureError):                    # never silently ignored
+        kernel.extensions.extend([object()])
     for name in ("inspect_llvm", "inspect_asm", "inspect_sass"):
         with pytest.raises(UnsupportedFeatureError, match="inspect_msl"):
             getattr(kernel, name)()
@@ -257,3 +261,13 @@ def test_a_process_without_numba_warns_with_numbas_class():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "numba.core.errors", "NumbaPerformanceWarning"]
+
+
+@pytest.mark.parametrize("name", ["compile_ptx", "compile_ptx_for_current_device", "compile",
+                                  "compile_for_current_device", "compile_all"])
+def test_numba_cudas_nvidia_compilers_are_refused_naming_compile_msl(name):
+    # numba.cuda's compile_ptx & co. produce PTX or LTO-IR: a port gets a clear refusal naming the MSL
+    # counterpart, which works for the same function and signature
+    with pytest.raises(UnsupportedFeatureError, match=r"metal\.compile_msl"):
+        getattr(metal, name)(fill, "void(int32[::1], int32)")
+    assert "kernel void" in metal.compile_msl(fill, "void(int32[::1], int32)")

@@ -168,6 +168,19 @@ def test_calling_a_device_function_from_the_host_says_how_to_use_it():
     assert square.py_func(3) == 9
 
 
+def test_a_device_function_launched_or_inspected_as_a_kernel_is_refused_as_numba_cuda_refuses_it():
+    # numba.cuda's RuntimeErrors (numba-cuda's test_device_func_as_kernel_disallowed, test_inspect_sass_disallowed)
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel") as e:
+        square[1, 1](3)
+    assert isinstance(e.value, NumbaMetalError)
+    with pytest.raises(RuntimeError, match="Cannot inspect SASS of a device function"):
+        square.inspect_sass((types.int32,))
+    for name in ("inspect_llvm", "inspect_asm"):
+        with pytest.raises(UnsupportedFeatureError, match=r"inspect_msl\(signature\)"):
+            getattr(square, name)((types.int32,))
+    assert "square" in square.inspect_msl((types.int32,))
+
+
 def test_calling_a_plain_python_function_suggests_the_decorator():
     def helper(x):
         return x + 1

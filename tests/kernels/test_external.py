@@ -63,7 +63,7 @@ def test_mistakes_are_named_when_declaring(ops, tmp_path):
         metal.declare_device("mul_add", "float32(", link=[ops])
     with pytest.raises(NumbaMetalError, match="cannot read the linked file"):
         metal.declare_device("mul_add", "float32()", link=[str(tmp_path / "missing.metal")])
-    with pytest.raises(TypeError, match="needs a return type"):   # numba.cuda's TypeError
+    with pytest.raises(TypeError, match="Return type must be provided.*needs a return type"):  # numba.cuda's
         metal.declare_device("mul_add", "(float32, float32, float32)", link=[ops])
     with pytest.raises(UnsupportedFeatureError, match="'numba' or 'c'"):
         metal.declare_device("mul_add", "float32(float32, float32, float32)", link=[ops], abi="ptx")
@@ -119,6 +119,15 @@ def test_link_mistakes_are_refused_as_numba_cuda_does(ops):
         metal.jit(device=True, link=[ops])
     with pytest.raises(NumbaMetalError, match="not a path"):
         metal.jit(link=[3])
+    # numba.cuda's code objects in memory are made as in numba.cuda (a module defining one still imports) and
+    # refused when linked, alone or in a list, naming their kind
+    cu = metal.CUSource('extern "C" __device__ int f(int *out, int a) { *out = a; return 0; }')
+    assert cu.name == "<unnamed-cu>" and "__device__" in cu.data
+    with pytest.raises(UnsupportedFeatureError, match=r"CUSource '<unnamed-cu>' holds CUDA C/C\+\+ source"):
+        metal.declare_device("f", "int32(int32)", link=cu)
+    for kind in ("PTXSource", "Fatbin", "Cubin", "Archive", "Object", "LTOIR"):
+        with pytest.raises(UnsupportedFeatureError, match=f"{kind} 'k' holds .*Metal Shading Language"):
+            metal.jit(link=[ops, getattr(metal, kind)(b"...", name="k")])
 
     @metal.jit(link=["/nonexistent/missing.metal"])
     def k(out):

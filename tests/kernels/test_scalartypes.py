@@ -70,3 +70,26 @@ def test_explicit_signature_with_metal_types():
     x = np.arange(5, dtype=np.float32)
     scale[1, 5](x, np.float32(2.5))
     np.testing.assert_array_equal(x, np.arange(5, dtype=np.float32) * np.float32(2.5))
+
+
+def test_numba_cudas_c_names_are_its_types_in_signatures_and_conversions():
+    # numba.cuda exports numba.cuda.types' C names (numba-cuda's test_blackscholes: `from numba.cuda import
+    # double, void`); each is Numba's type object of that C type
+    c_names = {"double": types.float64, "byte": types.uint8, "char": types.int8, "uchar": types.uint8,
+               "short": types.int16, "ushort": types.uint16, "intc": types.int32, "uintc": types.uint32,
+               "longlong": types.int64, "ulonglong": types.uint64}
+    for name, ty in c_names.items():
+        assert getattr(metal, name) is ty, name
+
+    @metal.jit(metal.void(metal.double[::1], metal.short[::1], metal.double))
+    def k(x, s, scale):
+        i = metal.grid(1)
+        if i < x.size:
+            x[i] = metal.double(x[i]) * scale
+            s[i] = metal.short(x[i])
+
+    x = np.array([1.5, -2.25, 40000.0], np.float64)
+    s = np.zeros(3, np.int16)
+    k[1, 3](x, s, 3.0)
+    np.testing.assert_array_equal(x, [4.5, -6.75, 120000.0])
+    np.testing.assert_array_equal(s[:2], [4, -6])

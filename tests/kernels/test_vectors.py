@@ -55,6 +55,16 @@ def test_aliases_are_the_same_constructors():
     assert metal.float4 is metal.float32x4 and metal.int2 is metal.int32x2
 
 
+def test_each_constructor_lists_its_cuda_aliases_as_numba_cudas_does():
+    # numba.cuda's vector-type objects carry ``aliases``, the CUDA names that are the same object
+    for name in VECTOR_TYPES:
+        ctor = getattr(metal, name)
+        expected = sorted(f"{a}{name[-1]}" for a, e in ALIASES.items() if e == name[:-2])
+        assert sorted(ctor.aliases) == expected, name
+        assert all(getattr(metal, alias) is ctor for alias in ctor.aliases)
+    assert metal.int64x2.aliases == ["long2", "longlong2"] and metal.float32x4.aliases == ["float4"]
+
+
 @metal.jit
 def composed(a, out):
     xy = metal.float32x2(a[0], a[1])

@@ -44,6 +44,18 @@ IMPOSSIBLE: tuple[tuple[str, str], ...] = (
     ("cudapy/test_localmem.py::TestCudaLocalMem::test_local_array", "ptx_link"),        # ".local" in the PTX
     ("cudapy/test_constmem.py::TestCudaConstantMemory::test_const_array*", "ptx_link"),  # ld.const in the PTX
     ("cudapy/test_errors.py::TestJitErrors::test_lto_without_nvjitlink_error", "ptx_link"),
+    # tier 3: regexes over the PTX compile_ptx gives (casts' PTX instructions; every libdevice function compiled
+    # to PTX, whose calls numba-metal's own tests run: tests/kernels/test_libdevice.py, tests/language/)
+    ("cudapy/test_casting.py::TestCasting::test_*_ptx", "ptx_link"),
+    ("cudapy/test_casting.py::TestCasting::test_native_cast", "ptx_link"),
+    ("cudapy/test_libdevice.py::TestLibdeviceCompilation::*", "ptx_link"),
+    # tier 3: kernels calling CUDA C functions linked from cuda.CUSource (numba-metal's counterpart, MSL linked
+    # with declare_device(link=[".metal"]), is tests/kernels/test_external.py)
+    ("cudapy/test_device_func.py::TestDeclareDevice::test_link_*", "ptx_link"),
+    ("cudapy/test_device_func.py::TestDeclareDevice::test_*declared_function*", "ptx_link"),
+    ("cudapy/test_device_func.py::TestDeclareDevice::test_declared_in_called_function*", "ptx_link"),
+    ("cudapy/test_device_func.py::TestDeclareDeviceCABI::*", "ptx_link"),
+    ("cudapy/test_extending.py::TestExtendingLinkage::test_linked_called_through_overload", "ptx_link"),
     # .maxntid/.minnctapersm/.maxclusterrank in inspect_asm()'s PTX (numba-metal's launch_bounds, Metal's
     # [[max_total_threads_per_threadgroup]], is tested in tests/host/test_signature_dispatch.py)
     ("cudapy/test_dispatcher.py::TestLaunchBounds::test_launch_bounds_*", "ptx_link"),

@@ -35,7 +35,7 @@ ALIASES = {
     "numba.cuda.np": "numba.np",
     "numba.cuda.utils": "numba.core.utils",
     "numba.cuda.cgutils": "numba.core.cgutils",
-    "numba.cuda.memory_management": "numba.core.runtime",
+    "numba.cuda.misc": "numba.misc",
     "numba.cuda.random": "numba_metal.random",
 }
 

@@ -40,7 +40,8 @@ def get_current_device():
 
 
 #: the stand-in's own submodules, importable as attributes (``cuda.cudadrv.driver``...)
-_SUBMODULES = ("cudadrv", "testing", "compiler", "launchconfig", "cudaimpl", "extending")
+_SUBMODULES = ("cudadrv", "testing", "compiler", "launchconfig", "cudaimpl", "extending", "args", "cudadecl",
+               "deviceufunc", "kernels", "vector_types", "libdevicefuncs", "errors")
 
 
 def __getattr__(name):

@@ -1,15 +1,6 @@
-"""``numba.cuda.compiler``: numba.cuda's PTX compilers, which produce NVIDIA code; each raises saying so."""
+"""``numba.cuda.compiler``: numba.cuda's PTX/LTO-IR compilers, which produce NVIDIA code. They are numba-metal's
+refusals of the same names (``metal.compile_ptx``...), which raise ``UnsupportedFeatureError`` naming
+``metal.compile_msl``."""
 
-
-def _nvidia(name):
-    def refuse(*args, **kwargs):
-        from numba_metal.errors import UnsupportedFeatureError
-        raise UnsupportedFeatureError(f"numba.cuda.compiler.{name} produces PTX; numba-metal generates MSL "
-                                      "(metal.compile_msl) (numba_cuda_standin)")
-    refuse.__name__ = name
-    return refuse
-
-
-compile_ptx = _nvidia("compile_ptx")
-compile_ptx_for_current_device = _nvidia("compile_ptx_for_current_device")
-compile = _nvidia("compile")
+from numba_metal.metal import (compile, compile_all, compile_for_current_device, compile_ptx,  # noqa: F401
+                               compile_ptx_for_current_device)

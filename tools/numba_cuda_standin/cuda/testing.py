@@ -8,6 +8,7 @@ run, and pass or fail on what numba-metal does.
 """
 
 import os
+import pathlib
 import platform
 import unittest
 
@@ -16,6 +17,9 @@ from numba.core import config
 from numba.cuda.tests.support import TestCase
 
 from numba_cuda_standin import impossible
+
+#: numba-cuda's test data (CUDA C, PTX, cache use cases), in the unpacked tests (``NUMBA_CUDA_TESTS_ROOT``)
+test_data_dir = pathlib.Path(os.environ.get("NUMBA_CUDA_TESTS_ROOT", ".")) / "numba" / "cuda" / "tests" / "data"
 
 
 class CUDATestCase(TestCase):
@@ -32,8 +36,8 @@ class CUDATestCase(TestCase):
         self._warn_on_implicit_copy = config.CUDA_WARN_ON_IMPLICIT_COPY
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
         config.CUDA_WARN_ON_IMPLICIT_COPY = 0
-        self._switches = {name: os.environ.get(name) for name in self.SWITCHES}
-        os.environ.update(dict.fromkeys(self.SWITCHES, "0"))
+        self._switches = {name: os.environ.get(name) for name in CUDATestCase.SWITCHES}
+        os.environ.update(dict.fromkeys(CUDATestCase.SWITCHES, "0"))
 
     def tearDown(self):
         config.CUDA_LOW_OCCUPANCY_WARNINGS = self._low_occupancy_warnings
