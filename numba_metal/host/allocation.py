@@ -14,6 +14,7 @@ import numpy as np
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
+from . import init_shadow as _init_shadow
 from . import streams as _streams
 from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, contiguous_strides, copy_into_host, from_host,
                      new_buffer, normalize_shape, as_mapped)
@@ -54,6 +55,8 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> 
                               f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
                               "signed integers)")
     buf = new_buffer(ctx, nbytes)
+    if _init_shadow.ARMED:   # the sanitizer's init check: this memory is uninitialised (init_shadow.py)
+        _init_shadow.track(buf, nbytes)
     return DeviceNDArray.on_buffer(buf, 0, shape, strides, dtype, ctx, stream)
 
 
