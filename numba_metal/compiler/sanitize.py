@@ -39,6 +39,10 @@ CHECKS = ("race", "sync", "init", "bounds")
 #: Access kinds of a site.
 READ, WRITE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("read", "write", "atomic")
+#: The kind of a threadgroup barrier's site (sync: each thread's last barrier and its arrivals).
+BARRIER = 3
+#: A thread's barrier record (sync): threadgroup barriers it arrived at, the site of the last, exited (1).
+SYNC_WORDS = 3
 
 #: Words of the sanitizer's header (after the error record), by name: what the host fills in and the
 #: hooks read (or count).
@@ -62,6 +66,7 @@ HEADER = {
     "device_lost": 16,  # atomic: device-memory writes not checked (the write table was full)
     "init_table": 17,   # word offset of the device arrays' initialised-shadow ranges (INIT_WORDS each)
     "init_count": 18,   # those ranges (0: no device memory is checked for initialisation)
+    "sync_threads": 19,  # word offset of the slots' per-thread barrier records (SYNC_WORDS each; 0: none)
 }
 HEADER_WORDS = 20
 #: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD
@@ -212,7 +217,13 @@ def called_array(lc) -> str:
 
 
 def barrier(lc, simd: bool = False) -> None:
-    """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it."""
+    """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it: its epoch (race,
+    init) and, with ``sync``, the thread's barrier record (the site, the arrivals) that names each thread of a
+    divergent barrier."""
+    if "sync" in lc.module.sanitize and not simd:
+        lc.module.need_sanitizer_hooks()
+        lc.emit(msl.statement(msl.call("nm_san_sync", msl.ENV_PARAM,
+                                       msl.uint_literal(site(lc, BARRIER, "", "barrier")))))
     if not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
@@ -221,7 +232,8 @@ def barrier(lc, simd: bool = False) -> None:
 
 def prologue(module) -> list[str]:
     """The kernel's statements after its environment (thread 0 claims its threadgroup's slot)."""
-    if not tracks_threadgroup(module) or not any(s.space == "threadgroup" for s in module.sanitizer_sites):
+    spaces = {s.space for s in module.sanitizer_sites}
+    if not ((tracks_threadgroup(module) and "threadgroup" in spaces) or "barrier" in spaces):
         return []
     module.need_sanitizer_hooks()
     return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM)),
@@ -239,7 +251,7 @@ _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WO
                      DEVICE_PROBES=str(DEVICE_PROBES), INIT_WORDS=str(INIT_WORDS),
                      REPORT_DEVICE_INIT=str(REPORT_DEVICE_INIT), REPORT_LOCAL_INIT=str(REPORT_LOCAL_INIT),
                      SIMD_ARRIVALS=str(SIMD_ARRIVALS), SIMD_EPOCHS=str(SIMD_EPOCHS),
-                     ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
+                     ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS), SYNC_WORDS=str(SYNC_WORDS))
 
 
 def hooks() -> str:

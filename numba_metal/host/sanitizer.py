@@ -93,7 +93,8 @@ class LaunchSanitizer:
         self.shared = any(s.space == "threadgroup" for s in sites)
         self.device = any(s.space == "device" and s.kind != sanitize.READ for s in sites)
         self.init = "init" in self.checks   # device_array memory: the arguments' shadows (init_shadow.py)
-        self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
+        self.barriers = "sync" in self.checks and any(s.space == "barrier" for s in sites)
+        self.tracks = (bool(self.checks & {"race", "init"}) and bool(sites)) or self.barriers
         self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
 
     def bind(self, config, args=()):
@@ -105,7 +106,7 @@ class LaunchSanitizer:
         if self.tracks:
             tg_bytes = self.state.static_shared + int(config.sharedmem or 0) if self.shared else 0
             capacity = _pow2(max(16, tg_bytes)) if self.shared else 1
-            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared else 1
+            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared or self.barriers else 1
             while slots > 1 and slots * capacity * sanitize.ENTRY_WORDS * 4 > SHADOW_BYTES:
                 slots //= 2
             h = sanitize.HEADER_WORDS
@@ -128,6 +129,9 @@ class LaunchSanitizer:
             for array_buffer, shadow in shadows:
                 placed.append((array_buffer, shadow, words - base))
                 words += -(-shadow.written.size // 4)
+            if self.barriers:   # each slot's threads' barrier records (sync)
+                header["sync_threads"] = words - base
+                words += slots * blockdim[0] * blockdim[1] * blockdim[2] * sanitize.SYNC_WORDS
         else:
             words = base
         ident = threading.get_ident()
@@ -193,8 +197,14 @@ class LaunchSanitizer:
             init_shadow.mark_written_arguments(self.state.abi, args)   # stopped: what it wrote is unknown
             if "sync" not in self.checks:
                 raise
-            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
-                                   kernel=kernel.name, reports=({"check": "sync", "message": e.message},))
+            report = {"check": "sync", "kernel": kernel.name, "message": e.message}
+            if header.get("sync_threads"):
+                from .sanitizer_sync import thread_records
+                words = np.frombuffer(buffer.memory(), dtype=np.uint32)[kernel_io.ERROR_RECORD_WORDS:]
+                report = thread_records(kernel.name, e.message, words, header, griddim, blockdim,
+                                        self.state.abi.sanitizer_sites) or report
+            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {report['message']}",
+                                   e.location, kernel=kernel.name, reports=(report,))
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         base = kernel_io.ERROR_RECORD_WORDS
         for array_buffer, shadow, at in ranges:   # what the kernel wrote, back into the arrays' shadows

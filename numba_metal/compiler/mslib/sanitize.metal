@@ -37,6 +37,13 @@ static inline void nm_san_begin(thread const nm_env& c) {
             for (uint i = 1u; i < @SLOT_WORDS@u; i++) {
                 h[i] = 0u;
             }
+            if (s[@sync_threads@] != 0u) {
+                uint n = c.tsize.x * c.tsize.y * c.tsize.z * @SYNC_WORDS@u;
+                device uint* r = s + s[@sync_threads@] + slot * n;
+                for (uint i = 0u; i < n; i++) {
+                    r[i] = 0u;
+                }
+            }
             s[s[@slot_of@] + g - 1u] = slot;
             return;
         }
@@ -61,6 +68,10 @@ static inline void nm_san_end(thread const nm_env& c) {
     device uint* h = nm_san_slot(c, slot);
     if (h == nullptr) {
         return;
+    }
+    device uint* s = nm_san_header(c);
+    if (s[@sync_threads@] != 0u) {
+        s[s[@sync_threads@] + (slot * c.tsize.x * c.tsize.y * c.tsize.z + nm_san_thread(c)) * @SYNC_WORDS@u + 2u] = 1u;
     }
     h[3] += 1u;
     if (h[3] == c.tsize.x * c.tsize.y * c.tsize.z) {
@@ -295,4 +306,21 @@ static inline void nm_san_local(thread const nm_env& c, thread const uchar* p, t
             shadow[at + b] = 1u;
         }
     }
+}
+// A threadgroup barrier (sync): the thread's record counts its arrivals and keeps the barrier's site, so that
+// the host names every thread of a divergent barrier (where it waits, or that it exited, and after how many).
+static inline void nm_san_sync(thread const nm_env& c, uint site) {
+    device uint* s = nm_san_header(c);
+    if (s[@sync_threads@] == 0u) {
+        return;
+    }
+    uint slot;
+    device uint* h = nm_san_slot(c, slot);
+    if (h == nullptr) {
+        return;
+    }
+    device uint* r = s + s[@sync_threads@] + (slot * c.tsize.x * c.tsize.y * c.tsize.z + nm_san_thread(c)) *
+                     @SYNC_WORDS@u;
+    r[0] += 1u;
+    r[1] = site;
 }
