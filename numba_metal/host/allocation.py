@@ -128,7 +128,9 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
         UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
             ``device_array``.
     """
-    return as_mapped(device_array(shape, dtype, strides=strides, order=order))
+    dev = device_array(shape, dtype, strides=strides, order=order)
+    _init_shadow.release(dev.buffer)   # the host writes mapped memory directly: the init check cannot see it
+    return as_mapped(dev)
 
 
 def mapped_array_like(ary, stream=0):

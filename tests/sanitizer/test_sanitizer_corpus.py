@@ -198,6 +198,9 @@ def test_memory_handed_to_other_code_counts_as_written():
     b = metal.device_array(8, np.float32)
     np.from_dlpack(b)[:] = 1
     no_report(read, (1, 8), b, metal.device_array(8, np.float32))
+    m = metal.mapped_array(8, np.float32)              # mapped (pinned, managed) memory: the host writes it
+    m[:] = 2
+    no_report(read, (1, 8), m, metal.device_array(8, np.float32))
 
 
 def test_writes_of_plain_kernels_records_slices_and_atomics_mark_the_memory():
