@@ -64,7 +64,12 @@ def track(buffer, nbytes: int, what: str = "device_array") -> None:
 
 def of(buffer):
     """The buffer's :class:`Shadow`, or None (fully initialised, or not tracked)."""
-    return _shadows.get(buffer) if _shadows else None
+    if not _shadows:
+        return None
+    try:
+        return _shadows.get(buffer)
+    except TypeError:   # not a runtime buffer (no weak reference to it): never tracked
+        return None
 
 
 def release(buffer) -> None:
