@@ -212,6 +212,8 @@ class LaunchSanitizer:
             shadow.written[:] = words[base + at:base + at + -(-n // 4)].view(np.uint8)[:n]
             if shadow.written.all():
                 init_shadow.release(array_buffer)
+        if ranges and buffer.nbytes > SHADOW_BYTES:   # large arrays' shadows: not kept for the next launch
+            self._buffers.pop(threading.get_ident(), None)
         if not self.init:   # the kernel's writes were not tracked: what it may write is written
             init_shadow.mark_written_arguments(self.state.abi, args)
         if words[kernel_io.RECORD["flag"]]:
