@@ -313,7 +313,7 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond, _data(arr))
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
@@ -325,7 +325,7 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(),
     dtype = arr.type.dtype
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond, _data(arr))
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
     store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -456,7 +456,7 @@ def element_address(lc, arr: Value, index: Value, init_kind: int = sanitize.ATOM
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(lc, arr, comps)
     sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
-                    sanitize.called_array(lc), cond, _data(arr), init_kind)
+                    sanitize.called_array(lc), cond, init_kind)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))

@@ -149,14 +149,13 @@ def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     return len(sites) - 1
 
 
-def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, data=None,
+def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None,
            init_kind: int | None = None) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
-    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any; ``data``:
-    the array's MSL data expression): every access of a threadgroup array (race, init), every write of a
-    device array (race across threadgroups), every access of a device array (init: device_array memory) and
-    of a local array declared by this function (init; ``init_kind``: the kind the init check counts, if not
-    ``kind``)."""
+    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any): every
+    access of a threadgroup array (race, init), every write of a device array (race across threadgroups),
+    every access of a device array (init: device_array memory) and of a local array declared by this
+    function (init; ``init_kind``: the kind the init check counts, if not ``kind``)."""
     checks = lc.module.sanitize
     if not checks:
         return
@@ -196,7 +195,8 @@ def _size_of(pointer: str) -> str:
 
 def local_shadow(lc, name: str, nbytes: int) -> None:
     """With ``init``: a local array ``name`` of ``nbytes`` gets a shadow of as many bytes (0: this thread has
-    not written the byte), declared next to it; accesses of the array through ``name`` consult it."""
+    not written the byte), declared next to it; this function's accesses of thread memory within the array
+    (through any view) consult it."""
     if "init" not in lc.module.sanitize:
         return
     shadow = lc.fresh_name("nm_san_local")
