@@ -180,16 +180,14 @@ def element(lc, arr: Value, index: Value) -> Value:
     """``arr[index]`` of an array of records, fully indexed: the record (a reference into the array)."""
     aty = types.unliteral(arr.type)
     _check_full_index(lc, aty, index)
-    # a reference the record's fields are read or written through: for the init check, a write (never a false
-    # report)
-    return Value(arrays.element_address(lc, arr, index, sanitize.WRITE), aty.dtype)
+    return Value(arrays.element_address(lc, arr, index, kind=None), aty.dtype)
 
 
 def set_element(lc, arr: Value, index: Value, value: Value) -> None:
     """``arr[index] = record``: the record's bytes copied."""
     aty = types.unliteral(arr.type)
     _check_full_index(lc, aty, index)
-    _copy_record(lc, arrays.element_address(lc, arr, index, sanitize.WRITE), aty.dtype, value)
+    _copy_record(lc, arrays.element_address(lc, arr, index, kind=sanitize.WRITE), aty.dtype, value)
 
 
 def _copy_record(lc, dst: str, dst_type: types.Record, value: Value) -> None:

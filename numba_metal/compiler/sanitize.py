@@ -149,26 +149,25 @@ def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     return len(sites) - 1
 
 
-def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None,
-           init_kind: int | None = None) -> None:
+def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, *,
+           init_only: bool = False) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
     address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any): every
     access of a threadgroup array (race, init), every write of a device array (race across threadgroups),
     every access of a device array (init: device_array memory) and of a local array declared by this
-    function (init; ``init_kind``: the kind the init check counts, if not ``kind``)."""
+    function (init; ``init_only``: the init check's hooks only, a record reference counted as a write)."""
     checks = lc.module.sanitize
     if not checks:
         return
     calls = []
-    init_kind = kind if init_kind is None else init_kind
     index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
     if space == "threadgroup":
-        if tracks_threadgroup(lc.module):
+        if tracks_threadgroup(lc.module) and not init_only:
             calls.append(("nm_san_tg", msl.cast("ulong", pointer), "threadgroup"))
     elif space in (None, "device"):
         if "init" in checks:
             calls.append(("nm_san_devinit", msl.cast("ulong", pointer), "device", _size_of(pointer)))
-        if kind != READ and "race" in checks:
+        if kind != READ and "race" in checks and not init_only:
             calls.append(("nm_san_dev", msl.cast("ulong", pointer), "device"))
     elif space == "thread" and "init" in checks:
         # the local arrays this function declared so far: the hook checks the address against each
@@ -181,11 +180,10 @@ def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, co
     lc.module.need_sanitizer_hooks()
     ids = {}
     for hook, address, where, *size in calls:
-        k = init_kind if size else kind
-        if (where, k) not in ids:
-            ids[where, k] = site(lc, k, array, where)
-        call = msl.statement(msl.call(hook, msl.ENV_PARAM, address, *size, msl.uint_literal(ids[where, k]),
-                                      msl.uint_literal(k), *index))
+        if where not in ids:
+            ids[where] = site(lc, kind, array, where)
+        call = msl.statement(msl.call(hook, msl.ENV_PARAM, address, *size, msl.uint_literal(ids[where]),
+                                      msl.uint_literal(kind), *index))
         lc.emit(msl.if_statement(cond, call) if cond else call)
 
 

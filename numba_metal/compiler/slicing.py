@@ -393,8 +393,9 @@ def assign(lc, dst: Value, value: Value, name: str = "?") -> None:
     for k, i in enumerate(loops):
         lc.emit(msl.for_count(i, _extent(dst, k)))
     offset = msl.sum_of([msl.binary("*", i, _step(dst, k)) for k, i in enumerate(loops)])
-    target = msl.index(msl.member(dst.expr, "data"), offset)
-    sanitize.access(lc, getattr(dty, "address_space", None), msl.address_of(target), loops, sanitize.WRITE, name)
-    lc.emit(msl.assign(target, lc.store(dty.dtype, lc.cast(item, dty.dtype))))
+    element = msl.index(msl.member(dst.expr, "data"), offset)
+    # the kernel sanitizer sees each element written (its index in the view ``name[...]`` was sliced to)
+    sanitize.access(lc, getattr(dty, "address_space", None), msl.address_of(element), loops, sanitize.WRITE, name)
+    lc.emit(msl.assign(element, lc.store(dty.dtype, lc.cast(item, dty.dtype))))
     for _ in loops:
         lc.emit(msl.END)
