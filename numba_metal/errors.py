@@ -131,7 +131,9 @@ class KernelSyncError(KernelSanitizerError, KernelBarrierError):
 
 
 class KernelUninitializedError(KernelSanitizerError):
-    """``init``: a read of a shared-array element no thread of the threadgroup wrote in this launch."""
+    """``init``: a read of a shared-array element no thread of the threadgroup wrote in this launch, of a
+    local-array element this thread has not written, or of ``device_array`` memory nothing wrote since its
+    allocation."""
 
     check = "init"
 

@@ -441,7 +441,7 @@ def lower_setitem(lc, stmt) -> None:
                [p.position < len(nonneg) and nonneg[p.position] for p in ints])
         return
     # Slice assignment (a[1:3] = v, m[i] = row): into the view, element by element (slicing.py).
-    slicing.assign(lc, _view(lc, target, idx, parts, nonneg, name, None), value)
+    slicing.assign(lc, _view(lc, target, idx, parts, nonneg, name, None), value, name)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
@@ -483,17 +483,21 @@ def _size(arr: Value) -> str:
     return size
 
 
-def element_address(lc, arr: Value, index: Value) -> str:
-    """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it). With
-    ``debug=True`` an out-of-bounds index is reported and replaced by 0."""
+def element_address(lc, arr: Value, index: Value, kind=sanitize.ATOMIC) -> str:
+    """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it; records are
+    referenced by it). With ``debug=True`` an out-of-bounds index is reported and replaced by 0. The kernel
+    sanitizer sees an access of ``kind`` (``sanitize.WRITE``: a whole record written; None: a reference
+    taken, whose field writes its init check cannot see: the element counts as written)."""
     aty = types.unliteral(arr.type)
     idx = _index_values(lc, index)
     if idx is None or len(idx) != aty.ndim:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(lc, arr, comps)
-    sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
-                    sanitize.called_array(lc), cond)
+    sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps,
+                    sanitize.WRITE if kind is None else kind,
+                    sanitize.called_array(lc) if kind == sanitize.ATOMIC else debug_name_of(arr), cond,
+                    init_only=kind is None)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
@@ -503,6 +507,11 @@ def debug_name(var: ir.Var) -> str:
     """The name debug reports give the array a variable holds (for ``lc.array_id``); kernel-API families
     that check their own accesses use it too."""
     return _array_name(var)
+
+
+def debug_name_of(arr: Value) -> str:
+    """The Python name of an array value (its MSL variable ``v_<name>``)."""
+    return arr.expr[2:] if arr.expr.startswith("v_") else arr.expr
 
 
 def _space(arr: Value):

@@ -220,6 +220,9 @@ class FunctionLowering(index32.IndexFacts):
             self.declare(msl.declare_array(RECORD_WORD, name, -(-nbytes // 16), zero=True))
             return msl.pointer_cast(msl.pointer("thread", element), name)
         self.declare(msl.declare_array(element, name, length, zero=True))
+        if self.module.sanitize:
+            from . import sanitize
+            sanitize.local_shadow(self, name, nbytes)
         return name
 
     def shared_array(self, element: str, length: int, nbytes: int, words: bool = False) -> str:

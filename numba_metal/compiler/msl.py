@@ -305,6 +305,11 @@ def address_of(expr: str) -> str:
     return f"(&{expr})"
 
 
+def size_of_pointee(pointer: str) -> str:
+    """The bytes of what ``pointer`` points to: ``sizeof(*p)``."""
+    return f"sizeof(*{pointer})"
+
+
 def braces(items) -> str:
     """A brace-enclosed initializer list: ``{a, b}``."""
     return "{" + ", ".join(items) + "}"

@@ -39,6 +39,10 @@ CHECKS = ("race", "sync", "init", "bounds")
 #: Access kinds of a site.
 READ, WRITE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("read", "write", "atomic")
+#: The kind of a threadgroup barrier's site (sync: each thread's last barrier and its arrivals).
+BARRIER = 3
+#: A thread's barrier record (sync): threadgroup barriers it arrived at, the site of the last, exited (1).
+SYNC_WORDS = 3
 
 #: Words of the sanitizer's header (after the error record), by name: what the host fills in and the
 #: hooks read (or count).
@@ -60,6 +64,9 @@ HEADER = {
     "device_shift": 14,     # 32 - log2(device_capacity)
     "generation": 15,   # the launch's number on this buffer (from 1): table entries of other launches are free
     "device_lost": 16,  # atomic: device-memory writes not checked (the write table was full)
+    "init_table": 17,   # word offset of the device arrays' initialised-shadow ranges (INIT_WORDS each)
+    "init_count": 18,   # those ranges (0: no device memory is checked for initialisation)
+    "sync_threads": 19,  # word offset of the slots' per-thread barrier records (SYNC_WORDS each; 0: none)
 }
 HEADER_WORDS = 20
 #: A slot's header: owner + 1 (0: free), barrier epoch, barrier arrivals, threads exited, then per SIMD
@@ -71,6 +78,12 @@ ENTRY_WORDS = 16
 REPORT_WORDS = 12
 #: Report kinds (word 0 of a report).
 REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
+#: A read of device_array memory never written since its allocation (prev_site: the range's number), of a
+#: local-array element this thread has not written.
+REPORT_DEVICE_INIT, REPORT_LOCAL_INIT = 4, 5
+#: Words of an initialised-shadow range: base address (2 words), length in bytes (2 words), word offset (from
+#: the header) of its shadow bytes (one byte per byte of the allocation: 0 never written, 1 written).
+INIT_WORDS = 8
 #: Words of a device-memory write table entry: state (0 empty, 1 being filled, 2 ready), address (2 words),
 #: last writer's threadgroup + 1, its thread, its site (bit 31: atomic).
 DEVICE_WORDS = 6
@@ -136,23 +149,59 @@ def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     return len(sites) - 1
 
 
-def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None) -> None:
+def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, *,
+           init_only: bool = False) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
-    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any):
-    every access of a threadgroup array (race, init), every write of a device array (race across
-    threadgroups)."""
-    if space == "threadgroup" and tracks_threadgroup(lc.module):
-        hook = "nm_san_tg"
-    elif space in (None, "device") and kind != READ and "race" in lc.module.sanitize:
-        hook = "nm_san_dev"
-    else:
+    address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any): every
+    access of a threadgroup array (race, init), every write of a device array (race across threadgroups),
+    every access of a device array (init: device_array memory) and of a local array declared by this
+    function (init; ``init_only``: the init check's hooks only, a record reference counted as a write)."""
+    checks = lc.module.sanitize
+    if not checks:
+        return
+    calls = []
+    index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
+    if space == "threadgroup":
+        if tracks_threadgroup(lc.module) and not init_only:
+            calls.append(("nm_san_tg", msl.cast("ulong", pointer), "threadgroup"))
+    elif space in (None, "device"):
+        if "init" in checks:
+            calls.append(("nm_san_devinit", msl.cast("ulong", pointer), "device", _size_of(pointer)))
+        if kind != READ and "race" in checks and not init_only:
+            calls.append(("nm_san_dev", msl.cast("ulong", pointer), "device"))
+    elif space == "thread" and "init" in checks:
+        # the local arrays this function declared so far: the hook checks the address against each
+        for name, shadow, nbytes in getattr(lc, "sanitizer_local_shadows", ()):
+            calls.append(("nm_san_local", msl.pointer_cast("thread const uchar*", pointer), "thread",
+                          msl.pointer_cast("thread const uchar*", name), msl.uint_literal(nbytes), shadow,
+                          _size_of(pointer)))
+    if not calls:
         return
     lc.module.need_sanitizer_hooks()
-    index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
-    call = msl.statement(msl.call(hook, msl.ENV_PARAM, msl.cast("ulong", pointer),
-                                  msl.uint_literal(site(lc, kind, array, "threadgroup" if hook == "nm_san_tg" else
-                                                        "device")), msl.uint_literal(kind), *index))
-    lc.emit(msl.if_statement(cond, call) if cond else call)
+    ids = {}
+    for hook, address, where, *size in calls:
+        if where not in ids:
+            ids[where] = site(lc, kind, array, where)
+        call = msl.statement(msl.call(hook, msl.ENV_PARAM, address, *size, msl.uint_literal(ids[where]),
+                                      msl.uint_literal(kind), *index))
+        lc.emit(msl.if_statement(cond, call) if cond else call)
+
+
+def _size_of(pointer: str) -> str:
+    return msl.cast("uint", msl.size_of_pointee(pointer))
+
+
+def local_shadow(lc, name: str, nbytes: int) -> None:
+    """With ``init``: a local array ``name`` of ``nbytes`` gets a shadow of as many bytes (0: this thread has
+    not written the byte), declared next to it; this function's accesses of thread memory within the array
+    (through any view) consult it."""
+    if "init" not in lc.module.sanitize:
+        return
+    shadow = lc.fresh_name("nm_san_local")
+    lc.declare(msl.declare_array("uchar", shadow, max(1, nbytes), zero=True))
+    if not hasattr(lc, "sanitizer_local_shadows"):
+        lc.sanitizer_local_shadows = []
+    lc.sanitizer_local_shadows.append((name, shadow, nbytes))
 
 
 def called_array(lc) -> str:
@@ -166,7 +215,13 @@ def called_array(lc) -> str:
 
 
 def barrier(lc, simd: bool = False) -> None:
-    """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it."""
+    """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it: its epoch (race,
+    init) and, with ``sync``, the thread's barrier record (the site, the arrivals) that names each thread of a
+    divergent barrier."""
+    if "sync" in lc.module.sanitize and not simd:
+        lc.module.need_sanitizer_hooks()
+        lc.emit(msl.statement(msl.call("nm_san_sync", msl.ENV_PARAM,
+                                       msl.uint_literal(site(lc, BARRIER, "", "barrier")))))
     if not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
@@ -175,7 +230,8 @@ def barrier(lc, simd: bool = False) -> None:
 
 def prologue(module) -> list[str]:
     """The kernel's statements after its environment (thread 0 claims its threadgroup's slot)."""
-    if not tracks_threadgroup(module) or not any(s.space == "threadgroup" for s in module.sanitizer_sites):
+    spaces = {s.space for s in module.sanitizer_sites}
+    if not ((tracks_threadgroup(module) and "threadgroup" in spaces) or "barrier" in spaces):
         return []
     module.need_sanitizer_hooks()
     return [msl.statement(msl.call("nm_san_begin", msl.ENV_PARAM)),
@@ -190,9 +246,10 @@ _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WO
                      REPORT_WORDS=str(REPORT_WORDS), WRITE=str(WRITE), READ=str(READ), ATOMIC=str(ATOMIC),
                      REPORT_INIT=str(REPORT_INIT), REPORT_RACE=str(REPORT_RACE), NO_SITE=str(NO_SITE),
                      REPORT_DEVICE_RACE=str(REPORT_DEVICE_RACE), DEVICE_WORDS=str(DEVICE_WORDS),
-                     DEVICE_PROBES=str(DEVICE_PROBES),
+                     DEVICE_PROBES=str(DEVICE_PROBES), INIT_WORDS=str(INIT_WORDS),
+                     REPORT_DEVICE_INIT=str(REPORT_DEVICE_INIT), REPORT_LOCAL_INIT=str(REPORT_LOCAL_INIT),
                      SIMD_ARRIVALS=str(SIMD_ARRIVALS), SIMD_EPOCHS=str(SIMD_EPOCHS),
-                     ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS))
+                     ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS), SYNC_WORDS=str(SYNC_WORDS))
 
 
 def hooks() -> str:

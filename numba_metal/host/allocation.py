@@ -14,6 +14,7 @@ import numpy as np
 from numba_metal.errors import MetalTypeError, MetalValueError, NumbaMetalError, UnsupportedFeatureError
 
 from . import device as _device
+from . import init_shadow as _init_shadow
 from . import streams as _streams
 from .arrays import (MAX_ARRAY_BYTES, DeviceNDArray, as_dtype, contiguous_strides, copy_into_host, from_host,
                      new_buffer, normalize_shape, as_mapped)
@@ -36,6 +37,11 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> 
         MetalRuntimeError: the runtime library cannot be loaded, or the device cannot allocate the memory (the
             message names the size).
     """
+    return _new_array(shape, dtype, strides, order, stream, True)
+
+
+def _new_array(shape, dtype, strides, order, stream, uninitialised: bool) -> DeviceNDArray:
+    """``device_array``'s work; ``uninitialised``: the sanitizer's init check may track it."""
     ctx = _device.current()
     dtype = as_dtype(dtype)
     shape = normalize_shape(shape)
@@ -54,6 +60,8 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0) -> 
                               f"the {MAX_ARRAY_BYTES} bytes any array can have (sizes and indices are 64-bit "
                               "signed integers)")
     buf = new_buffer(ctx, nbytes)
+    if uninitialised and _init_shadow.ARMED:   # the sanitizer's init check: uninitialised memory (init_shadow.py)
+        _init_shadow.track(buf, nbytes)
     return DeviceNDArray.on_buffer(buf, 0, shape, strides, dtype, ctx, stream)
 
 
@@ -125,7 +133,8 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
         UnsupportedPlatformError, MetalTypeError, MetalValueError, NumbaMetalError, MetalRuntimeError: as
             ``device_array``.
     """
-    return as_mapped(device_array(shape, dtype, strides=strides, order=order))
+    # not tracked by the sanitizer's init check: the host writes mapped memory directly, unseen
+    return as_mapped(_new_array(shape, dtype, strides, order, 0, False))
 
 
 def mapped_array_like(ary, stream=0):

@@ -15,7 +15,7 @@ from numba_metal.host import profiling
 from numba_metal.errors import (CopyRequiredError, DLPackError, KernelLaunchError, MetalTypeError, MetalValueError,
                                 NumbaMetalError, UnsupportedFeatureError)
 
-from . import device as _device
+from . import device as _device, init_shadow as _shadow
 from . import streams as _streams
 from .array_flags import ArrayFlags, contiguity_flags, index32
 from .array_keys import ArrayKey, array_key, array_type  # noqa: F401 - re-exported: the keys of these arrays
@@ -265,6 +265,7 @@ class DeviceNDArray:
             return
         start = profiling.now_ns() if profiling.listeners else 0
         np.copyto(dst, src.reshape(self.shape))
+        _shadow.mark(self)   # the sanitizer's init check: these elements are written (init_shadow.py)
         if start:
             profiling.emit("copy", direction="d2d" if isinstance(ary, DeviceNDArray) else "h2d",
                            nbytes=self.nbytes, start_ns=start, end_ns=profiling.now_ns())
@@ -312,6 +313,7 @@ class DeviceNDArray:
                 raise MetalValueError(f"Can't copy sequence with size {have} to array axis {axis} with "
                                       f"dimension {want}")
         view[index] = rhs.reshape(shape)
+        _shadow.mark(self, index)
 
     # -- numba.cuda's views -------------------------------------------------------------------
 
@@ -625,6 +627,7 @@ class _MemoryOwner:
 
 def _owning_view(dev: DeviceNDArray, address: int) -> np.ndarray:
     """A NumPy view of ``dev``'s elements (element 0 at ``address``) that keeps its buffer alive."""
+    _shadow.release(dev.buffer)   # code numba-metal does not see may write it (the sanitizer's init check)
     if dev.size == 0:
         return np.empty(dev.shape, dev.dtype)
     return np.asarray(_MemoryOwner(dev.buffer, address, dev.shape, dev.strides, dev.dtype))

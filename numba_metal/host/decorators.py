@@ -84,6 +84,9 @@ def jit(func_or_sig=None, device=False, **options):
             sanitize_checks = settings.sanitize_checks()
     except ValueError as e:
         raise NumbaMetalError(str(e)) from None
+    if "init" in sanitize_checks and not device:
+        from . import init_shadow   # device_array memory is tracked from now on
+        init_shadow.arm()
     if device and options.get("sanitize"):
         raise NumbaMetalError("@metal.jit(device=True, sanitize=...): device functions are sanitized in the "
                               "kernels that call them; pass sanitize= to those kernels (@metal.jit)")

@@ -24,6 +24,8 @@ import numpy as np
 from numba_metal import runtime
 from numba_metal.errors import DLPackError
 
+from . import init_shadow
+
 #: The DLPack version numba-metal produces and reads (the structures are the same across 1.x).
 VERSION = (1, 1)
 
@@ -157,6 +159,8 @@ def export(data: int, byte_offset: int, shape, byte_strides, dtype, device: tupl
            *, versioned: bool, version=VERSION, read_only=False, copied=False):
     """A DLPack capsule of the memory at ``data`` + ``byte_offset`` (``data`` is the host pointer for
     kDLCPU, the MTLBuffer for kDLMetal); ``owner`` is kept alive until the consumer deletes the tensor."""
+    if getattr(owner, "buffer", None) is not None:
+        init_shadow.release(owner.buffer)   # the consumer may write it (the sanitizer's init check)
     itemsize = np.dtype(dtype).itemsize
     code, bits, lanes = dl_dtype(dtype)
     ndim = len(shape)

@@ -20,6 +20,7 @@ import threading
 from numba_metal.host import profiling
 from numba_metal.errors import KernelCompilationError, KernelLaunchError
 
+from . import init_shadow as _init_shadow
 from . import streams as _streams
 from .arguments import bind_array
 from .arrays import DeviceNDArray
@@ -124,7 +125,7 @@ class LaunchState:
                 if griddim != self._griddim or blockdim != self._blockdim:
                     self._set_grid(griddim, blockdim)
             output = self.output.bind(queue) if self.output is not None else None
-            checked = self.sanitizer.bind(config) if self.sanitizer is not None else None
+            checked = self.sanitizer.bind(config, args) if self.sanitizer is not None else None
             work_id = queue.submit(self.dispatch, self.arg_size)
         # After the submit: the next host access of device memory waits for this work.
         self.ctx.unwaited = True
@@ -135,6 +136,8 @@ class LaunchState:
                 bound = bound or ()
         if checked is not None:
             self.sanitizer.finish(queue, checked)
+        elif _init_shadow.ARMED:   # a launch whose writes the init check does not see: what it may write is
+            _init_shadow.mark_written_arguments(self.abi, args)   # written (never a false report)
         if start or bound is not None:
             self._finish(work_id, config, queue, start, bound)
 

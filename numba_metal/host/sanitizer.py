@@ -91,20 +91,22 @@ class LaunchSanitizer:
         self.checks = frozenset(state.kernel.dispatcher.options.sanitize)
         sites = state.abi.sanitizer_sites
         self.shared = any(s.space == "threadgroup" for s in sites)
-        self.device = any(s.space == "device" for s in sites)
-        self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
+        self.device = any(s.space == "device" and s.kind != sanitize.READ for s in sites)
+        self.init = "init" in self.checks   # device_array memory: the arguments' shadows (init_shadow.py)
+        self.barriers = "sync" in self.checks and any(s.space == "barrier" for s in sites)
+        self.tracks = (bool(self.checks & {"race", "init"}) and bool(sites)) or self.barriers
         self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
 
-    def bind(self, config):
+    def bind(self, config, args=()):
         """Before the submit: lay out and bind this launch's buffer; returns what :meth:`finish` needs."""
         griddim, blockdim = tuple(config.griddim), tuple(config.blockdim)
         ngroups = griddim[0] * griddim[1] * griddim[2]
         base = kernel_io.ERROR_RECORD_WORDS
-        header = {}
+        header, placed = {}, []
         if self.tracks:
             tg_bytes = self.state.static_shared + int(config.sharedmem or 0) if self.shared else 0
             capacity = _pow2(max(16, tg_bytes)) if self.shared else 1
-            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared else 1
+            slots = max(1, min(ngroups, MAX_SLOTS)) if self.shared or self.barriers else 1
             while slots > 1 and slots * capacity * sanitize.ENTRY_WORDS * 4 > SHADOW_BYTES:
                 slots //= 2
             h = sanitize.HEADER_WORDS
@@ -120,7 +122,16 @@ class LaunchSanitizer:
                       if self.device and ngroups > 1 else 0)
             header["device_capacity"] = device
             header["device_shift"] = 32 - (device.bit_length() - 1) if device else 0
-            words = base + header["device_table"] + device * sanitize.DEVICE_WORDS
+            header["init_table"] = header["device_table"] + device * sanitize.DEVICE_WORDS
+            shadows = self._shadows(args) if self.init else []
+            header["init_count"] = len(shadows)
+            words = base + header["init_table"] + len(shadows) * sanitize.INIT_WORDS
+            for array_buffer, shadow in shadows:
+                placed.append((array_buffer, shadow, words - base))
+                words += -(-shadow.written.size // 4)
+            if self.barriers:   # each slot's threads' barrier records (sync)
+                header["sync_threads"] = words - base
+                words += slots * blockdim[0] * blockdim[1] * blockdim[2] * sanitize.SYNC_WORDS
         else:
             words = base
         ident = threading.get_ident()
@@ -142,8 +153,28 @@ class LaunchSanitizer:
         header = dict(header, generation=generation) if header else header
         for name, value in header.items():
             view[base + sanitize.HEADER[name]] = value
+        ranges = []
+        for k, (array_buffer, shadow, at) in enumerate(placed):
+            row = base + header["init_table"] + k * sanitize.INIT_WORDS
+            n = shadow.written.size
+            view[row:row + 5] = (array_buffer.address & 0xFFFFFFFF, array_buffer.address >> 32, n & 0xFFFFFFFF,
+                                 n >> 32, at)
+            view[base + at:base + at + -(-n // 4)].view(np.uint8)[:n] = shadow.written
+            ranges.append((array_buffer, shadow, at))
         self.state.dispatch.set_buffer(self.index, buffer, 0)
-        return (buffer, griddim, blockdim, header)
+        return (buffer, griddim, blockdim, header, ranges, args)
+
+    def _shadows(self, args) -> list:
+        """(buffer, Shadow) of each device-array argument whose memory is tracked, once per buffer."""
+        from . import init_shadow
+        found = {}
+        for a in self.state.abi.arrays:
+            value = args[a.arg] if a.arg < len(args) else None
+            buffer = getattr(value, "buffer", None)
+            shadow = init_shadow.of(buffer) if buffer is not None else None
+            if shadow is not None and id(buffer) not in found:
+                found[id(buffer)] = (buffer, shadow)
+        return list(found.values())
 
     def finish(self, queue, bound) -> None:
         """After the submit: wait for the kernel, warn about device races, and leave what else the sanitizer
@@ -157,17 +188,34 @@ class LaunchSanitizer:
                 checks[("sanitizer", id(self), len(checks))] = lambda: exc
 
     def _outcome(self, queue, bound):
-        from . import streams
-        buffer, griddim, blockdim, header = bound
+        from . import init_shadow, streams
+        buffer, griddim, blockdim, header, ranges, args = bound
         kernel = self.state.kernel
         try:
             streams.timed_wait(queue, "launch")
         except KernelBarrierError as e:
+            init_shadow.mark_written_arguments(self.state.abi, args)   # stopped: what it wrote is unknown
             if "sync" not in self.checks:
                 raise
-            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
-                                   kernel=kernel.name, reports=({"check": "sync", "message": e.message},))
+            report = {"check": "sync", "kernel": kernel.name, "message": e.message}
+            if header.get("sync_threads"):
+                from .sanitizer_sync import thread_records
+                words = np.frombuffer(buffer.memory(), dtype=np.uint32)[kernel_io.ERROR_RECORD_WORDS:]
+                report = thread_records(kernel.name, e.message, words, header, griddim, blockdim,
+                                        self.state.abi.sanitizer_sites) or report
+            return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {report['message']}",
+                                   e.location, kernel=kernel.name, reports=(report,))
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
+        base = kernel_io.ERROR_RECORD_WORDS
+        for array_buffer, shadow, at in ranges:   # what the kernel wrote, back into the arrays' shadows
+            n = shadow.written.size
+            shadow.written[:] = words[base + at:base + at + -(-n // 4)].view(np.uint8)[:n]
+            if shadow.written.all():
+                init_shadow.release(array_buffer)
+        if ranges and buffer.nbytes > SHADOW_BYTES:   # large arrays' shadows: not kept for the next launch
+            self._buffers.pop(threading.get_ident(), None)
+        if not self.init:   # the kernel's writes were not tracked: what it may write is written
+            init_shadow.mark_written_arguments(self.state.abi, args)
         if words[kernel_io.RECORD["flag"]]:
             from .kernel_output import KernelOutput
             failure = KernelOutput(self.state, None, None).failure(buffer)
@@ -179,7 +227,6 @@ class LaunchSanitizer:
                 return failure
         if not header:
             return None
-        base = kernel_io.ERROR_RECORD_WORDS
         s = words[base:]
         count = int(s[sanitize.HEADER["reports"]])
         lost = int(s[sanitize.HEADER["lost"]])
@@ -196,7 +243,7 @@ class LaunchSanitizer:
                 f"thread of the grid and at most {sanitize.MAX_DEVICE_ENTRIES}, was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
-            reports = self._reports(s, header, count, griddim, blockdim)
+            reports = self._reports(s, header, count, griddim, blockdim, ranges)
             device = [r for r in reports if r["check"] == "device race"]
             if device:
                 warnings.warn(DeviceRaceWarning(_summary(device, None), device[0]["location"], kernel=kernel.name,
@@ -210,7 +257,7 @@ class LaunchSanitizer:
                 return cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
         return None
 
-    def _reports(self, s, header, count, griddim, blockdim) -> list:
+    def _reports(self, s, header, count, griddim, blockdim, ranges=()) -> list:
         """The distinct reports of a launch (one per kind and pair of sites), threadgroup by threadgroup."""
         sites = self.state.abi.sanitizer_sites
         kept = min(count, MAX_REPORTS)
@@ -225,11 +272,11 @@ class LaunchSanitizer:
             if key in seen:
                 seen[key]["count"] += 1
                 continue
-            reports.append(self._report(r, sites, griddim, blockdim))
+            reports.append(self._report(r, sites, griddim, blockdim, ranges))
             seen[key] = reports[-1]
         return reports
 
-    def _report(self, r, sites, griddim, blockdim) -> dict:
+    def _report(self, r, sites, griddim, blockdim, ranges=()) -> dict:
         kernel = self.state.kernel
         R = sanitize.REPORT
 
@@ -248,6 +295,8 @@ class LaunchSanitizer:
         thread = _unravel(int(r[R["thread"]]), blockdim)
         where = f"{here.filename}:{here.line}"
         verb = _PAST[here.kind]
+        if int(r[R["kind"]]) in (sanitize.REPORT_DEVICE_INIT, sanitize.REPORT_LOCAL_INIT):
+            return _init_report(kernel.name, r, here, element, index, group, thread, ranges)
         if int(r[R["kind"]]) == sanitize.REPORT_INIT:
             message = (f"uninitialised read (init) in kernel {kernel.name}(): shared array '{here.array}' element "
                        f"{element} was read ({sanitize.ACCESS_NAMES[here.kind]}) by thread {thread} of threadgroup "
@@ -283,6 +332,31 @@ class LaunchSanitizer:
                 "threadgroup": group, "thread": thread, "other_thread": prev_thread,
                 "location": (here.filename, here.line), "other_location": (prev.filename, prev.line),
                 "message": message, "count": 1, "sites": (prev_where, where)}
+
+
+def _init_report(kernel, r, here, element, index, group, thread, ranges) -> dict:
+    """The report of a read of a device_array element never written since its allocation (naming both
+    lines: the read's and the allocation's), or of a local-array element this thread has not written."""
+    where = f"{here.filename}:{here.line}"
+    access = sanitize.ACCESS_NAMES[here.kind]
+    report = {"check": "init", "kernel": kernel, "array": here.array, "element": index, "threadgroup": group,
+              "thread": thread, "location": (here.filename, here.line), "count": 1}
+    if int(r[sanitize.REPORT["kind"]]) == sanitize.REPORT_LOCAL_INIT:
+        report["message"] = (f"uninitialised read (init) in kernel {kernel}(): local array '{here.array}' element "
+                             f"{element} was read ({access}) by thread {thread} of threadgroup {group} at {where}, "
+                             "and this thread had not written it (a local array is uninitialised on a GPU: "
+                             "numba-metal zero-fills it, numba.cuda does not)")
+        report["sites"] = (where,)
+        return dict(report, space="local")
+    k = int(r[sanitize.REPORT["prev_site"]])
+    filename, line, what = ranges[k][1].where if 0 <= k < len(ranges) else ("?", 0, "device_array")
+    allocated = f"{filename}:{line}"
+    report["message"] = (f"uninitialised read (init) in kernel {kernel}(): device array '{here.array}' element "
+                         f"{element} was read ({access}) by thread {thread} of threadgroup {group} at {where}, and "
+                         f"nothing has written it since {what}() allocated it at {allocated} (no kernel, no copy "
+                         "from the host: its memory is uninitialised on a GPU)")
+    return dict(report, space="device", allocated_at=(filename, line), other_location=(filename, line),
+                sites=(allocated, where))
 
 
 __all__ = ["LaunchSanitizer", "refuse_unless_cpu"]

@@ -28,7 +28,7 @@ from typing import NamedTuple
 from numba.core import types
 from numba.core.typing.templates import AbstractTemplate, signature
 
-from numba_metal.compiler import msl
+from numba_metal.compiler import msl, sanitize
 from numba_metal.compiler.arrays import element_address
 from numba_metal.compiler.arraytypes import MetalArray
 from numba_metal.compiler.lowering import Value, registry as lowering
@@ -361,6 +361,8 @@ def _lower_compare_and_swap(lc, sig, args):
     ary, old, val = args
     aty = types.unliteral(sig.args[0])
     ptr = msl.address_of(msl.index(msl.member(ary.expr, "data"), 0))
+    sanitize.access(lc, getattr(aty, "address_space", None), ptr, [msl.long_literal(0)], sanitize.ATOMIC,
+                    sanitize.called_array(lc))
     return Value(msl.call(_helper(lc, aty, "cas"), ptr, lc.cast(old, aty.dtype), lc.cast(val, aty.dtype)),
                  aty.dtype)
 

@@ -121,3 +121,92 @@ def simd_exchange_across_simd_groups(out):
     s[t] = t  # B
     metal.syncwarp()   # orders one SIMD group's lanes, not two SIMD groups
     out[t] = s[63 - t]  # A
+
+
+# -- more shapes of each class (tests/sanitizer/test_sanitizer_corpus.py; correct twins in correct_kernels.py) --
+
+def transpose_missing_barrier(a, out):
+    s = metal.shared.array((8, 8), np.float32)
+    tx = metal.threadIdx.x
+    ty = metal.threadIdx.y
+    s[ty, tx] = a[ty, tx]  # B
+    # the syncthreads() that belongs here is missing: other threads' elements are read before they are written
+    out[ty, tx] = s[tx, ty]  # A
+
+
+def barrier_in_both_branches(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    s[t] = t
+    if t < 16:
+        metal.syncthreads()  # A
+    else:
+        metal.syncthreads()  # B
+    out[t] = s[31 - t]
+
+
+def early_return_before_barrier(a, out):
+    s = metal.shared.array(32, np.float32)
+    t = metal.threadIdx.x
+    i = metal.grid(1)
+    if i >= a.size:
+        return                # the last threadgroup's spare threads leave before the barrier
+    s[t] = a[i]
+    metal.syncthreads()  # A
+    out[i] = s[31 - t]
+
+
+def shared_halo_not_loaded(a, out):
+    s = metal.shared.array(34, np.float32)
+    t = metal.threadIdx.x
+    i = metal.grid(1)
+    s[t + 1] = a[i]          # the interior only: s[0] and s[33] (the halo) are never loaded
+    metal.syncthreads()
+    out[i] = s[t] + s[t + 1] + s[t + 2]  # A
+
+
+def local_array_partial_init(out):
+    acc = metal.local.array(4, np.float32)
+    t = metal.threadIdx.x
+    for k in range(t % 4):
+        acc[k] = k
+    total = np.float32(0.0)
+    for k in range(4):
+        total += acc[k]  # A
+    out[t] = total
+
+
+def device_array_never_written(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i] * 2  # A
+
+
+def device_array_half_written_by_a_kernel(out):
+    i = metal.grid(1)
+    if i < out.size // 2:
+        out[i] = i  # B
+
+
+def device_array_read_all(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i] + 1  # A
+
+
+def device_counter_never_zeroed(counter):
+    metal.atomic.add(counter, 0, 1)  # A
+
+
+def stencil_2d_off_by_one(a, out):
+    i, j = metal.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        out[i, j] = a[i, j] + a[i, j + 1]  # A
+
+
+def shared_index_past_the_end(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    s[t + 1] = t  # A
+    metal.syncthreads()
+    out[t] = s[t]

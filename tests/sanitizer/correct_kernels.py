@@ -107,3 +107,115 @@ def many_writes_per_thread(out):
     g = metal.blockIdx.x
     for k in range(32):
         out[g * 32 + k] = k
+
+
+# -- the correct twins of buggy_kernels.py's further shapes -------------------------------------------------
+
+def transpose(a, out):
+    s = metal.shared.array((8, 8), np.float32)
+    tx = metal.threadIdx.x
+    ty = metal.threadIdx.y
+    s[ty, tx] = a[ty, tx]
+    metal.syncthreads()
+    out[ty, tx] = s[tx, ty]
+
+
+def barrier_outside_the_branch(out):
+    s = metal.shared.array(32, np.int32)
+    t = metal.threadIdx.x
+    if t < 16:
+        s[t] = t
+    else:
+        s[t] = t
+    metal.syncthreads()
+    out[t] = s[31 - t]
+
+
+def guarded_work_around_the_barrier(a, out):
+    s = metal.shared.array(32, np.float32)
+    t = metal.threadIdx.x
+    i = metal.grid(1)
+    if i < a.size:
+        s[t] = a[i]
+    metal.syncthreads()
+    if i < a.size:
+        out[i] = s[t] * 2
+
+
+def shared_halo_loaded(a, out):
+    s = metal.shared.array(34, np.float32)
+    t = metal.threadIdx.x
+    i = metal.grid(1)
+    s[t + 1] = a[i]
+    if t == 0:
+        s[0] = a[i - 1] if i > 0 else np.float32(0.0)
+    if t == 31:
+        s[33] = a[i + 1] if i + 1 < a.size else np.float32(0.0)
+    metal.syncthreads()
+    out[i] = s[t] + s[t + 1] + s[t + 2]
+
+
+def local_array_full_init(out):
+    acc = metal.local.array(4, np.float32)
+    t = metal.threadIdx.x
+    for k in range(4):
+        acc[k] = k if k < t % 4 else 0
+    total = np.float32(0.0)
+    for k in range(4):
+        total += acc[k]
+    out[t] = total
+
+
+def device_array_fill(out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = i
+
+
+def device_array_read_all(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i] + 1
+
+
+def device_counter(counter):
+    metal.atomic.add(counter, 0, 1)
+
+
+def stencil_2d(a, out):
+    i, j = metal.grid(2)
+    if i < a.shape[0] and j + 1 < a.shape[1]:
+        out[i, j] = a[i, j] + a[i, j + 1]
+
+
+def shared_index_in_bounds(out):
+    s = metal.shared.array(33, np.int32)
+    t = metal.threadIdx.x
+    s[t + 1] = t
+    metal.syncthreads()
+    out[t] = s[t + 1]
+
+
+def record_fill(out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i].x = i
+        out[i].y = 2 * i
+
+
+def record_read(a, out):
+    i = metal.grid(1)
+    if i < out.size:
+        out[i] = a[i].x + a[i].y
+
+
+def slice_fill(out):
+    if metal.grid(1) == 0:
+        out[:] = 7
+
+
+def compare_and_swap_after_fill(flag):
+    if metal.grid(1) == 0:
+        flag[0] = 0
+    metal.syncthreads()
+    metal.atomic.compare_and_swap(flag, 0, 1)

@@ -37,6 +37,13 @@ static inline void nm_san_begin(thread const nm_env& c) {
             for (uint i = 1u; i < @SLOT_WORDS@u; i++) {
                 h[i] = 0u;
             }
+            if (s[@sync_threads@] != 0u) {
+                uint n = c.tsize.x * c.tsize.y * c.tsize.z * @SYNC_WORDS@u;
+                device uint* r = s + s[@sync_threads@] + slot * n;
+                for (uint i = 0u; i < n; i++) {
+                    r[i] = 0u;
+                }
+            }
             s[s[@slot_of@] + g - 1u] = slot;
             return;
         }
@@ -61,6 +68,10 @@ static inline void nm_san_end(thread const nm_env& c) {
     device uint* h = nm_san_slot(c, slot);
     if (h == nullptr) {
         return;
+    }
+    device uint* s = nm_san_header(c);
+    if (s[@sync_threads@] != 0u) {
+        s[s[@sync_threads@] + (slot * c.tsize.x * c.tsize.y * c.tsize.z + nm_san_thread(c)) * @SYNC_WORDS@u + 2u] = 1u;
     }
     h[3] += 1u;
     if (h[3] == c.tsize.x * c.tsize.y * c.tsize.z) {
@@ -235,4 +246,81 @@ static inline void nm_san_dev(thread const nm_env& c, ulong addr, uint site, uin
         return;
     }
     atomic_fetch_add_explicit((device atomic_uint*)(s + @device_lost@), 1u, memory_order_relaxed);
+}
+// An access of device memory (init): when the address lies in one of the launch's device_array allocations
+// the host tracks (its initialised-shadow ranges), a write (or atomic) marks its bytes written, and a read (or
+// atomic) of a byte never written since the allocation is reported (prev_site: the range's number).
+static inline void nm_san_devinit(thread const nm_env& c, ulong addr, uint size, uint site, uint kind, long i0,
+                                  long i1, long i2) {
+    device uint* s = nm_san_header(c);
+    uint n = s[@init_count@];
+    device uint* r = s + s[@init_table@];
+    for (uint k = 0u; k < n; k++, r += @INIT_WORDS@u) {
+        ulong base = (ulong)r[0] | ((ulong)r[1] << 32);
+        ulong len = (ulong)r[2] | ((ulong)r[3] << 32);
+        if (addr < base || addr - base >= len) {
+            continue;
+        }
+        device uchar* shadow = (device uchar*)(s + r[4]) + (addr - base);
+        uint m = (uint)min((ulong)size, len - (addr - base));
+        if (kind != @WRITE@u) {
+            bool unwritten = false;
+            for (uint b = 0u; b < m; b++) {
+                unwritten = unwritten || shadow[b] == 0u;
+            }
+            if (unwritten) {
+                nm_san_report(s, @REPORT_DEVICE_INIT@u, site, k, nm_san_group(c), nm_san_thread(c), @NO_SITE@u,
+                              i0, i1, i2, 0u);
+            }
+        }
+        if (kind != @READ@u) {
+            for (uint b = 0u; b < m; b++) {
+                shadow[b] = 1u;
+            }
+        }
+        return;
+    }
+}
+// An access of a local array (init) at p, checked against one local array of the function (at base, nbytes
+// long, with its shadow: declared next to it, zero at the function's entry, marking the bytes this thread
+// wrote): a read (or atomic) of a byte this thread has not written is reported.
+static inline void nm_san_local(thread const nm_env& c, thread const uchar* p, thread const uchar* base, uint nbytes,
+                                thread uchar* shadow, uint size, uint site, uint kind, long i0, long i1, long i2) {
+    if (p < base || p >= base + nbytes) {
+        return;
+    }
+    uint at = (uint)(p - base);
+    uint m = min(size, nbytes - at);
+    if (kind != @WRITE@u) {
+        bool unwritten = false;
+        for (uint b = 0u; b < m; b++) {
+            unwritten = unwritten || shadow[at + b] == 0u;
+        }
+        if (unwritten) {
+            nm_san_report(nm_san_header(c), @REPORT_LOCAL_INIT@u, site, @NO_SITE@u, nm_san_group(c),
+                          nm_san_thread(c), @NO_SITE@u, i0, i1, i2, 0u);
+        }
+    }
+    if (kind != @READ@u) {
+        for (uint b = 0u; b < m; b++) {
+            shadow[at + b] = 1u;
+        }
+    }
+}
+// A threadgroup barrier (sync): the thread's record counts its arrivals and keeps the barrier's site, so that
+// the host names every thread of a divergent barrier (where it waits, or that it exited, and after how many).
+static inline void nm_san_sync(thread const nm_env& c, uint site) {
+    device uint* s = nm_san_header(c);
+    if (s[@sync_threads@] == 0u) {
+        return;
+    }
+    uint slot;
+    device uint* h = nm_san_slot(c, slot);
+    if (h == nullptr) {
+        return;
+    }
+    device uint* r = s + s[@sync_threads@] + (slot * c.tsize.x * c.tsize.y * c.tsize.z + nm_san_thread(c)) *
+                     @SYNC_WORDS@u;
+    r[0] += 1u;
+    r[1] = site;
 }
