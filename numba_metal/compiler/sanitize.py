@@ -76,8 +76,10 @@ REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
 DEVICE_WORDS = 6
 #: Entries a device-memory write probes at most before it counts itself as not checked.
 DEVICE_PROBES = 64
-#: Device-memory write table entries per thread of the grid (at most MAX_DEVICE_ENTRIES).
+#: Device-memory write table entries per thread of the grid and device-write site of the kernel (at least
+#: MIN_DEVICE_ENTRIES, at most MAX_DEVICE_ENTRIES).
 DEVICE_ENTRIES_PER_THREAD = 2
+MIN_DEVICE_ENTRIES = 1 << 14
 MAX_DEVICE_ENTRIES = 1 << 20
 #: A report's words: kind, site, previous site, threadgroup (linear), thread (linear), previous thread,
 #: the element's index (three components, -1 where the array has fewer axes).

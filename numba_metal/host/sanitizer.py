@@ -29,7 +29,7 @@ import numpy as np
 from numba_metal.compiler import kernel_io, sanitize
 from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError,
                                 KernelSanitizerBoundsError,
-                                KernelSyncError, KernelUninitializedError, NumbaMetalWarning, UnsupportedFeatureError)
+                                KernelSyncError, KernelUninitializedError, NumbaMetalError, NumbaMetalWarning, UnsupportedFeatureError)
 
 from . import settings
 
@@ -92,6 +92,7 @@ class LaunchSanitizer:
         sites = state.abi.sanitizer_sites
         self.shared = any(s.space == "threadgroup" for s in sites)
         self.device = any(s.space == "device" for s in sites)
+        self.device_sites = sum(s.space == "device" for s in sites)   # device writes in the kernel's code
         self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
         self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
 
@@ -116,7 +117,8 @@ class LaunchSanitizer:
             header["shift"] = 32 - (capacity.bit_length() - 1)
             header["device_table"] = header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
             threads = ngroups * blockdim[0] * blockdim[1] * blockdim[2]
-            device = (min(_pow2(sanitize.DEVICE_ENTRIES_PER_THREAD * threads), sanitize.MAX_DEVICE_ENTRIES)
+            wanted = sanitize.DEVICE_ENTRIES_PER_THREAD * threads * self.device_sites
+            device = (min(_pow2(max(wanted, sanitize.MIN_DEVICE_ENTRIES)), sanitize.MAX_DEVICE_ENTRIES)
                       if self.device and ngroups > 1 else 0)
             header["device_capacity"] = device
             header["device_shift"] = 32 - (device.bit_length() - 1) if device else 0
@@ -164,9 +166,13 @@ class LaunchSanitizer:
             streams.timed_wait(queue, "launch")
         except KernelBarrierError as e:
             if "sync" not in self.checks:
-                raise
+                return e
             return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {e.message}", e.location,
                                    kernel=kernel.name, reports=({"check": "sync", "message": e.message},))
+        except NumbaMetalError as e:
+            # any other failure of the kernel (a time limit, a fault) is the launch's, raised at the next
+            # wait as without the sanitizer
+            return e
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         if words[kernel_io.RECORD["flag"]]:
             from .kernel_output import KernelOutput
@@ -193,7 +199,8 @@ class LaunchSanitizer:
             warnings.warn(NumbaMetalWarning(
                 f"kernel sanitizer: {device_lost} device-memory writes of kernel {kernel.name}() were not checked "
                 f"for races across threadgroups (the write table, {sanitize.DEVICE_ENTRIES_PER_THREAD} entries per "
-                f"thread of the grid and at most {sanitize.MAX_DEVICE_ENTRIES}, was full)"),
+                f"thread of the grid and device-write site, at least {sanitize.MIN_DEVICE_ENTRIES} and at most "
+                f"{sanitize.MAX_DEVICE_ENTRIES}, was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
             reports = self._reports(s, header, count, griddim, blockdim)
