@@ -94,7 +94,8 @@ class LaunchSanitizer:
         self.device = any(s.space == "device" for s in sites)
         self.device_sites = sum(s.space == "device" for s in sites)   # device writes in the kernel's code
         self.tracks = bool(self.checks & {"race", "init"}) and bool(sites)
-        self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
+        # launching thread -> (buffer, words, generation, layout): a sanitized launch waits for its kernel
+        self._buffers: dict = {}
 
     def bind(self, config):
         """Before the submit: lay out and bind this launch's buffer; returns what :meth:`finish` needs."""
@@ -126,19 +127,22 @@ class LaunchSanitizer:
         else:
             words = base
         ident = threading.get_ident()
-        buffer, size, generation = self._buffers.get(ident, (None, 0, 0))
+        buffer, size, generation, layout = self._buffers.get(ident, (None, 0, 0, None))
         view = None if buffer is None else np.frombuffer(buffer.memory(), dtype=np.uint32)
-        if buffer is None or size < words or generation >= GENERATIONS:
+        # Entries of earlier launches are told apart by generation only where they stand at the same place:
+        # a launch laid out otherwise (another grid) starts from cleared tables, or it would read another
+        # launch's words as its own entries (a device-write entry forever "being filled": a hung kernel).
+        if buffer is None or size < words or generation >= GENERATIONS or layout != header:
             alive = {t.ident for t in threading.enumerate()}
             for other in [i for i in self._buffers if i not in alive]:
                 del self._buffers[other]
             if buffer is None or size < words:
                 buffer, size = self.state.ctx.device.new_buffer(4 * words), words
                 view = np.frombuffer(buffer.memory(), dtype=np.uint32)
-            view[:] = 0            # the tables once; later launches tell their entries apart by generation
+            view[:words] = 0       # the tables once; later launches tell their entries apart by generation
             generation = 0
         generation += 1
-        self._buffers[ident] = (buffer, size, generation)
+        self._buffers[ident] = (buffer, size, generation, header)
         # the error record, the header, the threadgroups' slots and the slots' headers are cleared per launch
         view[:base + header["tables"] if header else base] = 0
         header = dict(header, generation=generation) if header else header

@@ -322,3 +322,25 @@ def test_the_same_views_with_their_barrier_are_not_reported():
     out = np.zeros(32, np.float32)
     metal.jit(sanitize="all")(_split_dynamic_shared(True))[1, 32, 0, 2 * 32 * 4](x, out)
     np.testing.assert_array_equal(out, np.roll(x, -1))
+
+
+def test_launches_of_one_kernel_with_different_grids_reuse_its_shadow_buffer_cleanly():
+    # A launch's shadow layout depends on its grid (the slot of each threadgroup comes first), and the
+    # launching thread's buffer is reused. The words of a launch with another layout once stood where the
+    # next launch keeps its device-write table: a thread number read as an entry's "being filled" state made
+    # the kernel spin forever (benchmarks/asian_option_pricing: 40 threadgroups, then 8).
+    reduction = sanitized(ok.tree_reduction)
+    writes = sanitized(ok.each_thread_its_element)
+    previous = metal.set_kernel_time_limit(20.0)   # a spin is an error naming the kernel, not a hung test
+    try:
+        for blocks in [40] * 40 + [8, 1, 5, 1, 8, 2] * 3:
+            out = metal.device_array(256 * blocks, np.int32)
+            writes[blocks, 256](out)
+            assert (out.copy_to_host() == np.arange(256 * blocks)).all()
+        for blocks in (8, 1, 5, 1, 8, 2):
+            a = np.arange(64 * blocks, dtype=np.float32)
+            out = np.zeros(blocks, np.float32)
+            reduction[blocks, 64](a, out)
+            np.testing.assert_allclose(out, a.reshape(blocks, 64).sum(axis=1))
+    finally:
+        metal.set_kernel_time_limit(previous)
