@@ -156,6 +156,8 @@ class LaunchSanitizer:
         (or a ``debug=True`` raise) found for the launching thread's next wait, as every kernel failure is
         reported (a launch with NumPy arguments waits: it raises there)."""
         exc = self._outcome(queue, bound)
+        if exc is not None and self.state.kernel.dispatcher.options.debug:
+            raise exc   # a debug=True launch raises what it met, sanitized or not (numba.cuda's)
         if exc is not None:
             ctx = self.state.ctx
             with ctx.lock:
@@ -192,7 +194,8 @@ class LaunchSanitizer:
         base = kernel_io.ERROR_RECORD_WORDS
         s = words[base:]
         count = int(s[sanitize.HEADER["reports"]])
-        lost = int(s[sanitize.HEADER["lost"]])
+        # without shared arrays only the barrier hooks ran (no threadgroup claims a slot): nothing went unchecked
+        lost = int(s[sanitize.HEADER["lost"]]) if self.shared else 0
         if lost:
             warnings.warn(NumbaMetalWarning(
                 f"kernel sanitizer: {lost} shared-memory accesses of kernel {kernel.name}() were not checked (a "

@@ -268,6 +268,24 @@ def test_refused_on_a_metal_device():
         metal.select_device(previous)
 
 
+@pytest.mark.skipif("metal-sim" not in {d.kind for d in runtime.list_devices(include_simulated=True)},
+                    reason="the simulated Metal device exists only in builds without Metal")
+def test_the_variable_sanitizes_on_the_cpu_device_and_elsewhere_the_kernel_runs_plain_said_once(monkeypatch):
+    monkeypatch.setenv("NUMBA_METAL_SANITIZE", "all")
+    k = metal.jit(bug.tree_reduction_missing_barrier)
+    with pytest.raises(KernelRaceError):     # on the CPU device: sanitized
+        k[1, 64](np.zeros(64, np.float32), np.zeros(1, np.float32))
+    previous = metal.get_current_device().kind
+    metal.select_device("metal-sim")
+    try:
+        out = np.zeros(2, np.float32)
+        with pytest.warns(NumbaMetalWarning, match="runs unsanitized on .*CPU reference device only"):
+            metal.jit(ok.tree_reduction)[2, 64](np.arange(128, dtype=np.float32), out)
+        assert out.tolist() == [np.arange(64).sum(), np.arange(64, 128).sum()]
+    finally:
+        metal.select_device(previous)
+
+
 def test_a_pytest_run_becomes_a_sanitizer_run_with_one_variable(tmp_path):
     test = tmp_path / "test_user.py"
     test.write_text(
