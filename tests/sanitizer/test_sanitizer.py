@@ -362,3 +362,9 @@ def test_launches_of_one_kernel_with_different_grids_reuse_its_shadow_buffer_cle
             np.testing.assert_allclose(out, a.reshape(blocks, 64).sum(axis=1))
     finally:
         metal.set_kernel_time_limit(previous)
+
+
+@pytest.mark.unsanitized("the marker's own test: under the sanitized suite run it must unset the variable")
+def test_a_test_marked_unsanitized_decorates_plain_kernels():
+    assert "NUMBA_METAL_SANITIZE" not in os.environ
+    assert metal.jit(ok.stencil).options.sanitize == ()
