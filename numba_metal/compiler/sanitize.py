@@ -80,7 +80,7 @@ DEVICE_PROBES = 64
 #: MIN_DEVICE_ENTRIES, at most MAX_DEVICE_ENTRIES).
 DEVICE_ENTRIES_PER_THREAD = 2
 MIN_DEVICE_ENTRIES = 1 << 14
-MAX_DEVICE_ENTRIES = 1 << 20
+MAX_DEVICE_ENTRIES = 1 << 21
 #: A report's words: kind, site, previous site, threadgroup (linear), thread (linear), previous thread,
 #: the element's index (three components, -1 where the array has fewer axes).
 REPORT = {"kind": 0, "site": 1, "prev_site": 2, "group": 3, "thread": 4, "prev_thread": 5, "index": 6,
