@@ -359,11 +359,12 @@ class Dispatcher(KernelIntrospection):
             return kernel
 
     #: Sanitizing because of NUMBA_METAL_SANITIZE (not an explicit ``sanitize=``): launches on another device
-    #: than the CPU reference device run :meth:`_unsanitized`'s specialisations (host/kernel.py).
+    #: than the CPU reference device run :meth:`plain_variant`'s specialisations (host/kernel.py).
     sanitize_from_env = False
 
-    def _unsanitized(self):
-        """This kernel without the sanitizer (a dispatcher of its own, made once)."""
+    def plain_variant(self):
+        """This kernel without the sanitizer (a dispatcher of its own, made once): what a kernel sanitizing
+        because of ``NUMBA_METAL_SANITIZE`` runs on another device than the CPU reference device."""
         with self._lock:
             plain = self.__dict__.get("_plain_variant")
             if plain is None:

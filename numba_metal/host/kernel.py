@@ -115,7 +115,7 @@ class Kernel(KernelFigures):
                     f"kernel {self.name}() runs unsanitized on {ctx.info.name!r} ({ctx.info.kind}): "
                     "NUMBA_METAL_SANITIZE sanitizes kernels on the CPU reference device only (docs/sanitizer.md)",
                     ("sanitize-elsewhere", id(self.dispatcher), ctx.info.kind))
-                state = self.dispatcher._unsanitized().compile(self.argtypes).launch_state(ctx)
+                state = self.dispatcher.plain_variant().compile(self.argtypes).launch_state(ctx)
                 self.launch_states[ctx] = state
             if state is None:
                 try:
