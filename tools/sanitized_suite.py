@@ -8,8 +8,9 @@ last result.
     python tools/sanitized_suite.py --timeout 1800 --logs /tmp/sanitized
 
 A test that must not run sanitized says why with ``@pytest.mark.unsanitized(reason)`` (tests/conftest.py), or
-its deliberately buggy kernel says ``sanitize=False``: a clean run hides no failure. The exit status is 1 when
-any directory failed or ran out of time.
+its deliberately buggy kernel says ``sanitize=False``: a clean run hides no failure. A ``DeviceRaceWarning`` is
+an error here, unless the test ignores it on purpose (idempotent writes). The exit status is 1 when any
+directory failed or ran out of time.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ def main(argv=None) -> int:
     failed = 0
     total = time.perf_counter()
     for name in names:
+        # a device-memory race across threadgroups is a warning (idempotent writes exist): here it fails the
+        # test unless the test says it writes so on purpose
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
-               os.path.join("tests", name)]
+               "-W", "error::numba_metal.errors.DeviceRaceWarning", os.path.join("tests", name)]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout)
