@@ -128,6 +128,8 @@ class LaunchState:
                 bound = bound or ()
         if checked is not None:
             self.sanitizer.finish(queue, checked)
+            if self.kernel.dispatcher.options.debug:   # debug=True: the launch raises what it met, as unsanitized
+                bound = bound or ()
         if start or bound is not None:
             self._finish(work_id, config, queue, start, bound)
 

@@ -156,8 +156,6 @@ class LaunchSanitizer:
         (or a ``debug=True`` raise) found for the launching thread's next wait, as every kernel failure is
         reported (a launch with NumPy arguments waits: it raises there)."""
         exc = self._outcome(queue, bound)
-        if exc is not None and self.state.kernel.dispatcher.options.debug:
-            raise exc   # a debug=True launch raises what it met, sanitized or not (numba.cuda's)
         if exc is not None:
             ctx = self.state.ctx
             with ctx.lock:
@@ -182,7 +180,7 @@ class LaunchSanitizer:
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         if words[kernel_io.RECORD["flag"]]:
             from .kernel_output import KernelOutput
-            failure = KernelOutput(self.state, None, None).failure(buffer)
+            failure = KernelOutput(self.state, None, None).failure(buffer, blockdim)
             if isinstance(failure, KernelBoundsError):
                 return KernelSanitizerBoundsError(f"kernel sanitizer (bounds): {failure.message}", failure.location,
                                                   kernel=kernel.name,
