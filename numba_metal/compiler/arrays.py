@@ -313,7 +313,7 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond, _record_bytes(dtype))
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
@@ -325,7 +325,7 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(),
     dtype = arr.type.dtype
     offset = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = msl.index(_data(arr), offset or _offset(lc, arr, comps, narrow=narrow))
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond, _record_bytes(dtype))
     store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -403,7 +403,7 @@ def lower_setitem(lc, stmt) -> None:
                [p.position < len(nonneg) and nonneg[p.position] for p in ints])
         return
     # Slice assignment (a[1:3] = v, m[i] = row): into the view, element by element (slicing.py).
-    slicing.assign(lc, _view(lc, target, idx, parts, nonneg, name, None), value)
+    slicing.assign(lc, _view(lc, target, idx, parts, nonneg, name, None), value, name)
 
 
 def lower_array_attribute(lc, arr: Value, attr: str, result_ty) -> Value | None:
@@ -445,17 +445,23 @@ def _size(arr: Value) -> str:
     return size
 
 
-def element_address(lc, arr: Value, index: Value) -> str:
-    """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it). With
-    ``debug=True`` an out-of-bounds index is reported and replaced by 0."""
+def element_address(lc, arr: Value, index: Value, kind=sanitize.ATOMIC) -> str:
+    """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it; records are
+    referenced by it). With ``debug=True`` an out-of-bounds index is reported and replaced by 0. The kernel
+    sanitizer sees an access of ``kind`` (``sanitize.WRITE``: a whole record written; None: a reference
+    taken, whose field accesses are their own)."""
     aty = types.unliteral(arr.type)
     idx = _index_values(lc, index)
     if idx is None or len(idx) != aty.ndim:
         lc.error(f"an atomic on a {aty.ndim}-d array needs {aty.ndim} integer indices")
     comps, cond = _components(lc, arr, idx, arr.expr)
     offset = _offset(lc, arr, comps)
-    sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
-                    sanitize.called_array(lc), cond)
+    if kind == sanitize.ATOMIC:
+        sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, sanitize.ATOMIC,
+                        sanitize.called_array(lc), cond)
+    elif kind is not None:
+        sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps, kind,
+                        arr.expr[2:] if arr.expr.startswith("v_") else arr.expr, cond, _record_bytes(aty.dtype))
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
@@ -465,6 +471,11 @@ def debug_name(var: ir.Var) -> str:
     """The name debug reports give the array a variable holds (for ``lc.array_id``); kernel-API families
     that check their own accesses use it too."""
     return _array_name(var)
+
+
+def _record_bytes(dtype) -> int:
+    """A record's bytes (the sanitizer sees a whole record's access byte by byte), else 0."""
+    return dtype.size if isinstance(dtype, types.Record) else 0
 
 
 def _space(arr: Value):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from numba.core import types
 
-from . import abi, arrays, msl
+from . import abi, arrays, msl, sanitize
 from .arraytypes import plain_record
 from .lowering import Value
 
@@ -180,14 +180,14 @@ def element(lc, arr: Value, index: Value) -> Value:
     """``arr[index]`` of an array of records, fully indexed: the record (a reference into the array)."""
     aty = types.unliteral(arr.type)
     _check_full_index(lc, aty, index)
-    return Value(arrays.element_address(lc, arr, index), aty.dtype)
+    return Value(arrays.element_address(lc, arr, index, kind=None), aty.dtype)
 
 
 def set_element(lc, arr: Value, index: Value, value: Value) -> None:
     """``arr[index] = record``: the record's bytes copied."""
     aty = types.unliteral(arr.type)
     _check_full_index(lc, aty, index)
-    _copy_record(lc, arrays.element_address(lc, arr, index), aty.dtype, value)
+    _copy_record(lc, arrays.element_address(lc, arr, index, kind=sanitize.WRITE), aty.dtype, value)
 
 
 def _copy_record(lc, dst: str, dst_type: types.Record, value: Value) -> None:

@@ -138,13 +138,22 @@ def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     return len(sites) - 1
 
 
-def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None) -> None:
+def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, size: int = 0) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
     address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any):
     every access of a threadgroup array (race, init), every write of a device array (race across
-    threadgroups)."""
+    threadgroups). ``size``: a record's bytes, for a whole record of a threadgroup array (every byte is an
+    element: a field or a field's element is then accessed at its own address)."""
     if space == "threadgroup" and tracks_threadgroup(lc.module):
         hook = "nm_san_tg"
+        if size > 1:
+            lc.module.need_sanitizer_hooks()
+            index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
+            call = msl.statement(msl.call("nm_san_tg_bytes", msl.ENV_PARAM, msl.cast("ulong", pointer),
+                                          msl.uint_literal(size), msl.uint_literal(site(lc, kind, array)),
+                                          msl.uint_literal(kind), *index))
+            lc.emit(msl.if_statement(cond, call) if cond else call)
+            return
     elif space in (None, "device") and kind != READ and "race" in lc.module.sanitize:
         hook = "nm_san_dev"
     else:

@@ -23,7 +23,7 @@ from numba.core import ir, types
 
 from numba_metal.errors import UnsupportedFeatureError
 
-from . import kernel_io, msl
+from . import kernel_io, msl, sanitize
 from .lowering import Value
 
 _LONG_MAX = (1 << 63) - 1
@@ -356,7 +356,7 @@ def _may_overlap(lc, dst: Value, src: Value) -> str | None:
     return msl.all_of([nonempty, touching, msl.unary("!", msl.all_of(same))])
 
 
-def assign(lc, dst: Value, value: Value) -> None:
+def assign(lc, dst: Value, value: Value, name: str = "?") -> None:
     """``dst[...] = value`` for a view ``dst``: a scalar stored in every element, or an array broadcast to
     ``dst``'s shape by NumPy's rules (else ``ValueError``, Numba's message), element by element in C order.
     A source sharing memory with ``dst`` (``x[1:] = x[:-1]``) raises ``ValueError``: Numba copies it
@@ -393,6 +393,9 @@ def assign(lc, dst: Value, value: Value) -> None:
     for k, i in enumerate(loops):
         lc.emit(msl.for_count(i, _extent(dst, k)))
     offset = msl.sum_of([msl.binary("*", i, _step(dst, k)) for k, i in enumerate(loops)])
-    lc.emit(msl.assign(msl.index(msl.member(dst.expr, "data"), offset), lc.store(dty.dtype, lc.cast(item, dty.dtype))))
+    element = msl.index(msl.member(dst.expr, "data"), offset)
+    # the kernel sanitizer sees each element written (its index in the view ``name[...]`` was sliced to)
+    sanitize.access(lc, getattr(dty, "address_space", None), msl.address_of(element), loops, sanitize.WRITE, name)
+    lc.emit(msl.assign(element, lc.store(dty.dtype, lc.cast(item, dty.dtype))))
     for _ in loops:
         lc.emit(msl.END)
