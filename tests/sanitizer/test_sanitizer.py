@@ -342,6 +342,18 @@ def test_the_same_views_with_their_barrier_are_not_reported():
     np.testing.assert_array_equal(out, np.roll(x, -1))
 
 
+def test_slice_assignments_and_whole_records_in_shared_memory_count_as_written():
+    # both were once reported as uninitialised reads: the slice's writes and the record's bytes went unseen
+    out = np.zeros(64, np.float32)
+    sanitized(ok.slice_filled_shared)[1, 64](out)
+    assert out.tolist() == [1.0, 2.0] * 32
+    src = np.zeros(32, ok.PAIR)
+    src["v"][:, 0], src["v"][:, 1] = np.arange(32), 100
+    res = np.zeros(32, np.float32)
+    sanitized(ok.shared_records)[1, 32](src, res)
+    assert res.tolist() == [100.0 + 31 - t for t in range(32)]
+
+
 def test_launches_of_one_kernel_with_different_grids_reuse_its_shadow_buffer_cleanly():
     # A launch's shadow layout depends on its grid (the slot of each threadgroup comes first), and the
     # launching thread's buffer is reused. The words of a launch with another layout once stood where the
