@@ -29,7 +29,8 @@ import numpy as np
 from numba_metal.compiler import kernel_io, sanitize
 from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError,
                                 KernelSanitizerBoundsError,
-                                KernelSyncError, KernelUninitializedError, NumbaMetalError, NumbaMetalWarning, UnsupportedFeatureError)
+                                KernelSyncError, KernelUninitializedError, NumbaMetalError, NumbaMetalWarning,
+                                UnsupportedFeatureError)
 
 from . import settings
 

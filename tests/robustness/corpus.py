@@ -218,7 +218,8 @@ CORPUS: list[Bad] = [
         MetalRuntimeError, "out of bounds", launch=f"k[1, 8](metal.to_device({A1})); metal.synchronize()"),
     # -- faults while kernels run: a MetalRuntimeError naming the kernel, never a dead or hung process -------
     # sanitize=False: this case is the fault itself (the sanitizer would report it as out of bounds first)
-    Bad("wild_write_fault", k("a[i + (1 << 40)] = 1", decorator="@metal.jit(sanitize=False)"), MetalRuntimeError, "'k.*faulted with SIG(SEGV|BUS)",
+    Bad("wild_write_fault", k("a[i + (1 << 40)] = 1", decorator="@metal.jit(sanitize=False)"),
+        MetalRuntimeError, "'k.*faulted with SIG(SEGV|BUS)",
         launch=SYNC_LAUNCH, located=False),
     Bad("local_array_16mb", k(LOCAL_ARRAY.format(n=4 * 1024 * 1024, sync="")), UF,
         "16777216 bytes per thread, more than numba-metal's limit of 8192", launch=SYNC_LAUNCH),
