@@ -351,7 +351,8 @@ def _load(lc, arr: Value, idx: list[Value], name: str, nonneg=(), index_var=None
     shared = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = shared or msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
     dtype = arr.type.dtype
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond)
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.READ, name, cond,
+                    _record_bytes(dtype))
     if cond:
         element = msl.select(cond, element, msl.cast(lc.element_type(dtype), "0"))
     return Value(lc.load(dtype, element), dtype)
@@ -363,7 +364,8 @@ def _store(lc, arr: Value, idx: list[Value], value: Value, name: str, nonneg=(),
     dtype = arr.type.dtype
     shared = _shared_row_offset(lc, arr, index_var, nonneg) if narrow else None
     element = shared or msl.index(_data(arr), _offset(lc, arr, comps, narrow=narrow))
-    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond)
+    sanitize.access(lc, _space(arr), msl.address_of(element), comps, sanitize.WRITE, name, cond,
+                    _record_bytes(dtype))
     store = msl.assign(element, lc.store(dtype, lc.cast(value, dtype)))
     lc.emit(msl.if_statement(cond, store) if cond else store)
 
@@ -487,7 +489,8 @@ def element_address(lc, arr: Value, index: Value, kind=sanitize.ATOMIC) -> str:
     """``&arr[index]`` as an MSL pointer in the array's address space (atomics take it; records are
     referenced by it). With ``debug=True`` an out-of-bounds index is reported and replaced by 0. The kernel
     sanitizer sees an access of ``kind`` (``sanitize.WRITE``: a whole record written; None: a reference
-    taken, whose field writes its init check cannot see: the element counts as written)."""
+    taken, whose field writes its init check cannot see: the element counts as written; a threadgroup
+    record's field accesses are their own)."""
     aty = types.unliteral(arr.type)
     idx = _index_values(lc, index)
     if idx is None or len(idx) != aty.ndim:
@@ -497,7 +500,7 @@ def element_address(lc, arr: Value, index: Value, kind=sanitize.ATOMIC) -> str:
     sanitize.access(lc, _space(arr), msl.address_of(msl.index(_data(arr), offset)), comps,
                     sanitize.WRITE if kind is None else kind,
                     sanitize.called_array(lc) if kind == sanitize.ATOMIC else debug_name_of(arr), cond,
-                    init_only=kind is None)
+                    0 if kind in (None, sanitize.ATOMIC) else _record_bytes(aty.dtype), init_only=kind is None)
     if cond:
         offset = msl.select(cond, offset, msl.long_literal(0))
     return msl.address_of(msl.index(_data(arr), offset))
@@ -512,6 +515,11 @@ def debug_name(var: ir.Var) -> str:
 def debug_name_of(arr: Value) -> str:
     """The Python name of an array value (its MSL variable ``v_<name>``)."""
     return arr.expr[2:] if arr.expr.startswith("v_") else arr.expr
+
+
+def _record_bytes(dtype) -> int:
+    """A record's bytes (the sanitizer sees a whole record's access byte by byte), else 0."""
+    return dtype.size if isinstance(dtype, types.Record) else 0
 
 
 def _space(arr: Value):

@@ -89,9 +89,11 @@ INIT_WORDS = 8
 DEVICE_WORDS = 6
 #: Entries a device-memory write probes at most before it counts itself as not checked.
 DEVICE_PROBES = 64
-#: Device-memory write table entries per thread of the grid (at most MAX_DEVICE_ENTRIES).
+#: Device-memory write table entries per thread of the grid and device-write site of the kernel (at least
+#: MIN_DEVICE_ENTRIES, at most MAX_DEVICE_ENTRIES).
 DEVICE_ENTRIES_PER_THREAD = 2
-MAX_DEVICE_ENTRIES = 1 << 20
+MIN_DEVICE_ENTRIES = 1 << 14
+MAX_DEVICE_ENTRIES = 1 << 21
 #: A report's words: kind, site, previous site, threadgroup (linear), thread (linear), previous thread,
 #: the element's index (three components, -1 where the array has fewer axes).
 REPORT = {"kind": 0, "site": 1, "prev_site": 2, "group": 3, "thread": 4, "prev_thread": 5, "index": 6,
@@ -149,13 +151,15 @@ def site(lc, kind: int, array: str, space: str = "threadgroup") -> int:
     return len(sites) - 1
 
 
-def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, *,
+def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, cond=None, size: int = 0, *,
            init_only: bool = False) -> None:
     """Instrument an access of the element at ``pointer`` (an MSL element lvalue's address) of an array in
     address space ``space`` (index components ``comps``; ``cond``: the in-bounds condition, if any): every
     access of a threadgroup array (race, init), every write of a device array (race across threadgroups),
     every access of a device array (init: device_array memory) and of a local array declared by this
-    function (init; ``init_only``: the init check's hooks only, a record reference counted as a write)."""
+    function (init; ``init_only``: the init check's hooks only, a record reference counted as a write).
+    ``size``: a record's bytes, for a whole record of a threadgroup array (every byte is an element: a field
+    or a field's element is then accessed at its own address)."""
     checks = lc.module.sanitize
     if not checks:
         return
@@ -163,7 +167,10 @@ def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, co
     index = [msl.cast("long", c) for c in list(comps)[:3]] + [msl.long_literal(-1)] * (3 - min(3, len(comps)))
     if space == "threadgroup":
         if tracks_threadgroup(lc.module) and not init_only:
-            calls.append(("nm_san_tg", msl.cast("ulong", pointer), "threadgroup"))
+            if size > 1:
+                calls.append(("nm_san_tg_bytes", msl.cast("ulong", pointer), "threadgroup", msl.uint_literal(size)))
+            else:
+                calls.append(("nm_san_tg", msl.cast("ulong", pointer), "threadgroup"))
     elif space in (None, "device"):
         if "init" in checks:
             calls.append(("nm_san_devinit", msl.cast("ulong", pointer), "device", _size_of(pointer)))
@@ -179,10 +186,10 @@ def access(lc, space: str | None, pointer: str, comps, kind: int, array: str, co
         return
     lc.module.need_sanitizer_hooks()
     ids = {}
-    for hook, address, where, *size in calls:
+    for hook, address, where, *extra in calls:
         if where not in ids:
             ids[where] = site(lc, kind, array, where)
-        call = msl.statement(msl.call(hook, msl.ENV_PARAM, address, *size, msl.uint_literal(ids[where]),
+        call = msl.statement(msl.call(hook, msl.ENV_PARAM, address, *extra, msl.uint_literal(ids[where]),
                                       msl.uint_literal(kind), *index))
         lc.emit(msl.if_statement(cond, call) if cond else call)
 

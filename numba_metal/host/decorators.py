@@ -108,7 +108,9 @@ def jit(func_or_sig=None, device=False, **options):
     def decorate(pyfunc):
         if device:
             return DeviceFunction(pyfunc, sigs, jit_options)
-        return Dispatcher(pyfunc, sigs, jit_options, specialized=specialized)
+        disp = Dispatcher(pyfunc, sigs, jit_options, specialized=specialized)
+        disp.sanitize_from_env = bool(jit_options.sanitize) and "sanitize" not in options
+        return disp
 
     if func_or_sig is not None:
         if isinstance(func_or_sig, (Dispatcher, DeviceFunction)):

@@ -297,6 +297,7 @@ class Dispatcher(KernelIntrospection):
             specialization = self._specialized_dispatchers.get(argtypes)
             if specialization is None:
                 specialization = Dispatcher(self.py_func, [argtypes], self.options, specialized=True)
+                specialization.sanitize_from_env = self.sanitize_from_env
                 self._specialized_dispatchers[argtypes] = specialization
         return specialization
 
@@ -395,6 +396,19 @@ class Dispatcher(KernelIntrospection):
             if kernel is not None and kernel.stride_groups:
                 del self._by_key[key]
         return self._kernel_for_key(key)
+
+    #: Sanitizing because of NUMBA_METAL_SANITIZE (not an explicit ``sanitize=``): launches on another device
+    #: than the CPU reference device run :meth:`plain_variant`'s specialisations (host/kernel.py).
+    sanitize_from_env = False
+
+    def plain_variant(self):
+        """This kernel without the sanitizer (a dispatcher of its own, made once): what a kernel sanitizing
+        because of ``NUMBA_METAL_SANITIZE`` runs on another device than the CPU reference device."""
+        with self._lock:
+            plain = self.__dict__.get("_plain_variant")
+            if plain is None:
+                plain = self._plain_variant = Dispatcher(self.py_func, None, self.options._replace(sanitize=()))
+        return plain
 
     def compile(self, argtypes):
         """The specialisation for ``argtypes`` (a tuple of Numba types or a signature string)."""

@@ -123,6 +123,15 @@ class Kernel(KernelFigures):
             return state
         with self._lock:
             state = self.launch_states.get(ctx)
+            if state is None and self.dispatcher.sanitize_from_env and ctx.info.kind != "cpu":
+                # NUMBA_METAL_SANITIZE sanitizes what runs on the CPU reference device; elsewhere the kernel
+                # runs as compiled without it, said once (an explicit sanitize= is refused there instead)
+                settings.warn_once(
+                    f"kernel {self.name}() runs unsanitized on {ctx.info.name!r} ({ctx.info.kind}): "
+                    "NUMBA_METAL_SANITIZE sanitizes kernels on the CPU reference device only (docs/sanitizer.md)",
+                    ("sanitize-elsewhere", id(self.dispatcher), ctx.info.kind))
+                state = self.dispatcher.plain_variant().compile(self.argtypes).launch_state(ctx)
+                self.launch_states[ctx] = state
             if state is None:
                 try:
                     state = LaunchState(self, ctx)

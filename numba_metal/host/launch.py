@@ -136,6 +136,8 @@ class LaunchState:
                 bound = bound or ()
         if checked is not None:
             self.sanitizer.finish(queue, checked)
+            if self.kernel.dispatcher.options.debug:   # debug=True: the launch raises what it met, as unsanitized
+                bound = bound or ()
         elif _init_shadow.ARMED:   # a launch whose writes the init check does not see: what it may write is
             _init_shadow.mark_written_arguments(self.abi, args)   # written (never a false report)
         if start or bound is not None:

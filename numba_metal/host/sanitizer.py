@@ -29,7 +29,8 @@ import numpy as np
 from numba_metal.compiler import kernel_io, sanitize
 from numba_metal.errors import (DeviceRaceWarning, KernelBarrierError, KernelBoundsError, KernelRaceError,
                                 KernelSanitizerBoundsError,
-                                KernelSyncError, KernelUninitializedError, NumbaMetalWarning, UnsupportedFeatureError)
+                                KernelSyncError, KernelUninitializedError, NumbaMetalError, NumbaMetalWarning,
+                                UnsupportedFeatureError)
 
 from . import settings
 
@@ -91,11 +92,13 @@ class LaunchSanitizer:
         self.checks = frozenset(state.kernel.dispatcher.options.sanitize)
         sites = state.abi.sanitizer_sites
         self.shared = any(s.space == "threadgroup" for s in sites)
-        self.device = any(s.space == "device" and s.kind != sanitize.READ for s in sites)
+        self.device_sites = sum(s.space == "device" and s.kind != sanitize.READ for s in sites)   # device writes
+        self.device = self.device_sites > 0
         self.init = "init" in self.checks   # device_array memory: the arguments' shadows (init_shadow.py)
         self.barriers = "sync" in self.checks and any(s.space == "barrier" for s in sites)
         self.tracks = (bool(self.checks & {"race", "init"}) and bool(sites)) or self.barriers
-        self._buffers: dict = {}   # launching thread -> (buffer, words): a sanitized launch waits for its kernel
+        # launching thread -> (buffer, words, generation, layout): a sanitized launch waits for its kernel
+        self._buffers: dict = {}
 
     def bind(self, config, args=()):
         """Before the submit: lay out and bind this launch's buffer; returns what :meth:`finish` needs."""
@@ -118,7 +121,8 @@ class LaunchSanitizer:
             header["shift"] = 32 - (capacity.bit_length() - 1)
             header["device_table"] = header["report_base"] + MAX_REPORTS * sanitize.REPORT_WORDS
             threads = ngroups * blockdim[0] * blockdim[1] * blockdim[2]
-            device = (min(_pow2(sanitize.DEVICE_ENTRIES_PER_THREAD * threads), sanitize.MAX_DEVICE_ENTRIES)
+            wanted = sanitize.DEVICE_ENTRIES_PER_THREAD * threads * self.device_sites
+            device = (min(_pow2(max(wanted, sanitize.MIN_DEVICE_ENTRIES)), sanitize.MAX_DEVICE_ENTRIES)
                       if self.device and ngroups > 1 else 0)
             header["device_capacity"] = device
             header["device_shift"] = 32 - (device.bit_length() - 1) if device else 0
@@ -135,19 +139,22 @@ class LaunchSanitizer:
         else:
             words = base
         ident = threading.get_ident()
-        buffer, size, generation = self._buffers.get(ident, (None, 0, 0))
+        buffer, size, generation, layout = self._buffers.get(ident, (None, 0, 0, None))
         view = None if buffer is None else np.frombuffer(buffer.memory(), dtype=np.uint32)
-        if buffer is None or size < words or generation >= GENERATIONS:
+        # Entries of earlier launches are told apart by generation only where they stand at the same place:
+        # a launch laid out otherwise (another grid) starts from cleared tables, or it would read another
+        # launch's words as its own entries (a device-write entry forever "being filled": a hung kernel).
+        if buffer is None or size < words or generation >= GENERATIONS or layout != header:
             alive = {t.ident for t in threading.enumerate()}
             for other in [i for i in self._buffers if i not in alive]:
                 del self._buffers[other]
             if buffer is None or size < words:
                 buffer, size = self.state.ctx.device.new_buffer(4 * words), words
                 view = np.frombuffer(buffer.memory(), dtype=np.uint32)
-            view[:] = 0            # the tables once; later launches tell their entries apart by generation
+            view[:words] = 0       # the tables once; later launches tell their entries apart by generation
             generation = 0
         generation += 1
-        self._buffers[ident] = (buffer, size, generation)
+        self._buffers[ident] = (buffer, size, generation, header)
         # the error record, the header, the threadgroups' slots and the slots' headers are cleared per launch
         view[:base + header["tables"] if header else base] = 0
         header = dict(header, generation=generation) if header else header
@@ -196,7 +203,7 @@ class LaunchSanitizer:
         except KernelBarrierError as e:
             init_shadow.mark_written_arguments(self.state.abi, args)   # stopped: what it wrote is unknown
             if "sync" not in self.checks:
-                raise
+                return e
             report = {"check": "sync", "kernel": kernel.name, "message": e.message}
             if header.get("sync_threads"):
                 from .sanitizer_sync import thread_records
@@ -205,6 +212,11 @@ class LaunchSanitizer:
                                         self.state.abi.sanitizer_sites) or report
             return KernelSyncError(f"kernel sanitizer (sync) in kernel {kernel.name}(): {report['message']}",
                                    e.location, kernel=kernel.name, reports=(report,))
+        except NumbaMetalError as e:
+            # any other failure of the kernel (a time limit, a fault) is the launch's, raised at the next
+            # wait as without the sanitizer; what it wrote is unknown
+            init_shadow.mark_written_arguments(self.state.abi, args)
+            return e
         words = np.frombuffer(buffer.memory(), dtype=np.uint32)
         base = kernel_io.ERROR_RECORD_WORDS
         for array_buffer, shadow, at in ranges:   # what the kernel wrote, back into the arrays' shadows
@@ -218,7 +230,7 @@ class LaunchSanitizer:
             init_shadow.mark_written_arguments(self.state.abi, args)
         if words[kernel_io.RECORD["flag"]]:
             from .kernel_output import KernelOutput
-            failure = KernelOutput(self.state, None, None).failure(buffer)
+            failure = KernelOutput(self.state, None, None).failure(buffer, blockdim)
             if isinstance(failure, KernelBoundsError):
                 return KernelSanitizerBoundsError(f"kernel sanitizer (bounds): {failure.message}", failure.location,
                                                   kernel=kernel.name,
@@ -229,7 +241,8 @@ class LaunchSanitizer:
             return None
         s = words[base:]
         count = int(s[sanitize.HEADER["reports"]])
-        lost = int(s[sanitize.HEADER["lost"]])
+        # without shared arrays only the barrier hooks ran (no threadgroup claims a slot): nothing went unchecked
+        lost = int(s[sanitize.HEADER["lost"]]) if self.shared else 0
         if lost:
             warnings.warn(NumbaMetalWarning(
                 f"kernel sanitizer: {lost} shared-memory accesses of kernel {kernel.name}() were not checked (a "
@@ -240,7 +253,8 @@ class LaunchSanitizer:
             warnings.warn(NumbaMetalWarning(
                 f"kernel sanitizer: {device_lost} device-memory writes of kernel {kernel.name}() were not checked "
                 f"for races across threadgroups (the write table, {sanitize.DEVICE_ENTRIES_PER_THREAD} entries per "
-                f"thread of the grid and at most {sanitize.MAX_DEVICE_ENTRIES}, was full)"),
+                f"thread of the grid and device-write site, at least {sanitize.MIN_DEVICE_ENTRIES} and at most "
+                f"{sanitize.MAX_DEVICE_ENTRIES}, was full)"),
                 stacklevel=settings.user_stacklevel())
         if count:
             reports = self._reports(s, header, count, griddim, blockdim, ranges)

@@ -27,6 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PYTHON_TAGS = {"python", "py"}
 SHELL_TAGS = {"sh", "bash", "console", "shell"}
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
+#: A runnable block that must run without NUMBA_METAL_SANITIZE in the sanitized suite run (docs/testing.md):
+#: ``<!-- unsanitized: REASON -->`` directly above it.
+UNSANITIZED = re.compile(r"^\s*<!--\s*unsanitized:\s*(?P<reason>.*?)\s*-->\s*$")
 
 
 def pages() -> list[str]:
@@ -48,6 +51,7 @@ class Block:
     tag: str           # the fence's first info word, lower case; "" for untagged and indented blocks
     code: str
     not_run: str | None  # the reason given by a not-run marker, or None
+    unsanitized: str | None = None  # the reason given by an unsanitized marker, or None
 
     @property
     def where(self) -> str:
@@ -69,12 +73,12 @@ _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$"
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
 
 
-def _marker_before(lines: list[str], i: int) -> str | None:
+def _marker_before(lines: list[str], i: int, marker=NOT_RUN) -> str | None:
     j = i - 1
     while j >= 0 and not lines[j].strip():
         j -= 1
     if j >= 0:
-        m = NOT_RUN.match(lines[j])
+        m = marker.match(lines[j])
         if m:
             return m.group("reason")
     return None
@@ -96,7 +100,8 @@ def blocks(page: str) -> list[Block]:
             while j < len(lines) and not re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[j]):
                 body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
                 j += 1
-            found.append(Block(page, i + 1, tag, "\n".join(body) + "\n", _marker_before(lines, i)))
+            found.append(Block(page, i + 1, tag, "\n".join(body) + "\n", _marker_before(lines, i),
+                               _marker_before(lines, i, UNSANITIZED)))
             i = j + 1
             continue
         after_blank = i == 0 or not lines[i - 1].strip()

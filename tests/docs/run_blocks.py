@@ -46,12 +46,17 @@ def main(page: str) -> int:
             continue
         print(f"--- running {block.kind} block {block.where}", flush=True)
         if block.kind == "python":
+            # a block marked unsanitized runs without NUMBA_METAL_SANITIZE (the sanitized suite run)
+            sanitize = os.environ.pop("NUMBA_METAL_SANITIZE", None) if block.unsanitized else None
             try:
                 exec(compile("\n" * block.line + block.code, os.path.join(doc_pages.ROOT, page), "exec"), namespace)
             except BaseException:  # noqa: BLE001 - any failure of a documented example is reported
                 traceback.print_exc()
                 print(f"FAILED: the python block at {block.where}", flush=True)
                 return 1
+            finally:
+                if sanitize is not None:
+                    os.environ["NUMBA_METAL_SANITIZE"] = sanitize
             if findings:
                 print("\n".join(f"kernel '{k}': {f}" for k, f in findings))
                 print(f"FAILED: the python block at {block.where} compiled MSL that breaks MSL's rules", flush=True)

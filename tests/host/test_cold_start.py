@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -85,6 +87,7 @@ print(json.dumps({"from_cache": scale.kernel_for_args((out, out, np.float32(3)))
 """
 
 
+@pytest.mark.unsanitized("launches from the disk cache, which a sanitizing kernel never enters")
 def test_a_launch_from_the_warm_disk_cache_loads_neither_numba_nor_openssl_nor_the_code_generator(tmp_path):
     """What a process whose kernel comes from the disk cache imports is what start-up pays for: not Numba,
     not hashlib (which loads OpenSSL: CPython's own SHA-256 and BLAKE2 serve, runtime/digests.py), not the

@@ -22,6 +22,9 @@ from numba_metal.host import cache
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+#: Every test here checks the disk cache, which a sanitizing kernel never enters (docs/sanitizer.md).
+pytestmark = pytest.mark.unsanitized("checks the disk cache, which a sanitizing kernel never enters")
+
 DRIVER = r"""
 import json, sys
 import numpy as np

@@ -78,6 +78,7 @@ def test_map_blocks_with_the_threaded_scheduler():
     np.testing.assert_array_equal(got, 2 * x + y)
 
 
+@pytest.mark.unsanitized("counts the workers' disk-cache entries: a sanitizing kernel is never cached")
 def test_kernels_in_local_cluster_worker_processes(tmp_path):
     # The cluster runs from a script of its own, as a user's program would (its workers are spawned and
     # import the script as their main module), bounded in time; the two workers share one disk cache.

@@ -274,6 +274,7 @@ print(json.dumps({"out": out.copy_to_host().tolist(), "data": kmod.DATA.copy_to_
 """
 
 
+@pytest.mark.unsanitized("launches from the disk cache, which a sanitizing kernel never enters")
 def test_the_disk_cache_binds_the_captured_array_of_each_process(tmp_path):
     src = tmp_path / "src"
     src.mkdir()

@@ -66,7 +66,7 @@ def test_small_and_large_arrays_have_different_keys_types_and_cache_spellings():
     assert d.argument_key() is ks
 
 
-@metal.jit
+@metal.jit(sanitize=False)   # its test reads the plain variant's MSL (a sanitizing kernel's has checks and hooks)
 def _copy(a, out):
     i = metal.grid(1)
     if i < out.size:
@@ -185,6 +185,7 @@ def test_narrowed_index_arithmetic_matches_int64_on_both_specialisations():
         assert re.search(rf"\blong v_{name}\b", small), name
 
 
+@pytest.mark.unsanitized("reads the plain variant's MSL (a sanitizing kernel's has the bounds checks and hooks)")
 def test_no_64_bit_multiply_on_the_index_path_of_a_2d_stencil():
     @metal.jit
     def stencil(inp, out):

@@ -265,6 +265,7 @@ def test_raise_on_the_simulated_metal_device():
     assert "[0.0, 2.0, 0.0]" in r.stdout
 
 
+@pytest.mark.unsanitized("launches from the disk cache, which a sanitizing kernel never enters")
 def test_print_and_raise_work_from_the_disk_cache_without_numba(tmp_path):
     src = tmp_path / "cached_kernel.py"
     src.write_text(textwrap.dedent("""

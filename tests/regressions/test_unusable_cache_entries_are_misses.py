@@ -74,6 +74,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.unsanitized("damages a disk-cache entry, which a sanitizing kernel never enters")
 @pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
 def test_an_entry_that_verifies_but_cannot_be_used_is_a_miss_and_is_rebuilt(cache_dir, damage):
     assert launch() == (EXPECTED, False)

@@ -101,6 +101,9 @@ def check_program(seed: int) -> str | None:
     return "compiled:matches_reference"
 
 
+# sanitized run: a mutation (a junk statement) may make threads of several threadgroups write one element, a
+# race of the mutated program the sanitizer rightly reports (a DeviceRaceWarning by design)
+@pytest.mark.filterwarnings("ignore::numba_metal.errors.DeviceRaceWarning")
 @pytest.mark.parametrize("chunk", range(-(-PROGRAMS // CHUNK)))
 def test_fuzzed_programs_are_refused_cleanly_or_run_correctly(chunk):
     start = SEED_BASE + chunk * CHUNK

@@ -219,3 +219,22 @@ def compare_and_swap_after_fill(flag):
         flag[0] = 0
     metal.syncthreads()
     metal.atomic.compare_and_swap(flag, 0, 1)
+def slice_filled_shared(out):
+    s = metal.shared.array(64, np.float32)
+    t = metal.threadIdx.x
+    if t == 0:
+        s[:] = 1.0            # a slice assignment writes every element
+        s[1::2] = 2.0
+    metal.syncthreads()
+    out[t] = s[t]
+
+
+PAIR = np.dtype([("a", np.int32), ("v", np.float32, (2,))], align=True)
+
+
+def shared_records(src, out):
+    s = metal.shared.array(32, PAIR)
+    t = metal.threadIdx.x
+    s[t] = src[t]             # a whole record written
+    metal.syncthreads()
+    out[t] = s[31 - t].v[1] + s[31 - t]["v"][0]   # its field's elements read, at their own addresses

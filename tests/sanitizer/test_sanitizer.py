@@ -151,7 +151,9 @@ def test_simd_group_barriers_order_one_simd_group_only():
                    for r in e.value.reports)
 
 
-def test_writes_the_device_table_cannot_hold_are_a_warning_never_silent():
+def test_writes_the_device_table_cannot_hold_are_a_warning_never_silent(monkeypatch):
+    from numba_metal.compiler import sanitize
+    monkeypatch.setattr(sanitize, "MIN_DEVICE_ENTRIES", 4)   # 2 threads x 1 site x 2 entries: 4 for 64 writes
     out = np.zeros(64, np.int32)
     with pytest.warns(NumbaMetalWarning, match="device-memory writes .* were not checked"):
         sanitized(ok.many_writes_per_thread)[2, 1](out)
@@ -243,7 +245,7 @@ def test_plain_variant_msl_is_unchanged_and_sanitized_is_its_own_specialisation(
     assert "nm_san" not in plain.source and plain.abi.sanitizer_sites == () and plain.abi.error_slot is None
     san = compile_kernel(ok.tree_reduction, args, sanitize=frozenset({"race", "init", "bounds"}))
     assert "nm_san_tg" in san.source and san.abi.sanitizer_sites and san.abi.error_slot is not None
-    assert metal.jit(ok.tree_reduction).options != metal.jit(sanitize="all")(ok.tree_reduction).options
+    assert metal.jit(sanitize=False)(ok.tree_reduction).options != metal.jit(sanitize="all")(ok.tree_reduction).options
 
 
 def test_sanitize_abi_round_trips_through_the_cache_form():
@@ -262,6 +264,24 @@ def test_refused_on_a_metal_device():
     try:
         with pytest.raises(UnsupportedFeatureError, match="CPU reference device only"):
             sanitized(ok.stencil)[1, 32](np.ones(32, np.float32), np.zeros(32, np.float32))
+    finally:
+        metal.select_device(previous)
+
+
+@pytest.mark.skipif("metal-sim" not in {d.kind for d in runtime.list_devices(include_simulated=True)},
+                    reason="the simulated Metal device exists only in builds without Metal")
+def test_the_variable_sanitizes_on_the_cpu_device_and_elsewhere_the_kernel_runs_plain_said_once(monkeypatch):
+    monkeypatch.setenv("NUMBA_METAL_SANITIZE", "all")
+    k = metal.jit(bug.tree_reduction_missing_barrier)
+    with pytest.raises(KernelRaceError):     # on the CPU device: sanitized
+        k[1, 64](np.zeros(64, np.float32), np.zeros(1, np.float32))
+    previous = metal.get_current_device().kind
+    metal.select_device("metal-sim")
+    try:
+        out = np.zeros(2, np.float32)
+        with pytest.warns(NumbaMetalWarning, match="runs unsanitized on .*CPU reference device only"):
+            metal.jit(ok.tree_reduction)[2, 64](np.arange(128, dtype=np.float32), out)
+        assert out.tolist() == [np.arange(64).sum(), np.arange(64, 128).sum()]
     finally:
         metal.select_device(previous)
 
@@ -320,3 +340,43 @@ def test_the_same_views_with_their_barrier_are_not_reported():
     out = np.zeros(32, np.float32)
     metal.jit(sanitize="all")(_split_dynamic_shared(True))[1, 32, 0, 2 * 32 * 4](x, out)
     np.testing.assert_array_equal(out, np.roll(x, -1))
+
+
+def test_slice_assignments_and_whole_records_in_shared_memory_count_as_written():
+    # both were once reported as uninitialised reads: the slice's writes and the record's bytes went unseen
+    out = np.zeros(64, np.float32)
+    sanitized(ok.slice_filled_shared)[1, 64](out)
+    assert out.tolist() == [1.0, 2.0] * 32
+    src = np.zeros(32, ok.PAIR)
+    src["v"][:, 0], src["v"][:, 1] = np.arange(32), 100
+    res = np.zeros(32, np.float32)
+    sanitized(ok.shared_records)[1, 32](src, res)
+    assert res.tolist() == [100.0 + 31 - t for t in range(32)]
+
+
+def test_launches_of_one_kernel_with_different_grids_reuse_its_shadow_buffer_cleanly():
+    # A launch's shadow layout depends on its grid (the slot of each threadgroup comes first), and the
+    # launching thread's buffer is reused. The words of a launch with another layout once stood where the
+    # next launch keeps its device-write table: a thread number read as an entry's "being filled" state made
+    # the kernel spin forever (benchmarks/asian_option_pricing: 40 threadgroups, then 8).
+    reduction = sanitized(ok.tree_reduction)
+    writes = sanitized(ok.each_thread_its_element)
+    previous = metal.set_kernel_time_limit(20.0)   # a spin is an error naming the kernel, not a hung test
+    try:
+        for blocks in [40] * 40 + [8, 1, 5, 1, 8, 2] * 3:
+            out = metal.device_array(256 * blocks, np.int32)
+            writes[blocks, 256](out)
+            assert (out.copy_to_host() == np.arange(256 * blocks)).all()
+        for blocks in (8, 1, 5, 1, 8, 2):
+            a = np.arange(64 * blocks, dtype=np.float32)
+            out = np.zeros(blocks, np.float32)
+            reduction[blocks, 64](a, out)
+            np.testing.assert_allclose(out, a.reshape(blocks, 64).sum(axis=1))
+    finally:
+        metal.set_kernel_time_limit(previous)
+
+
+@pytest.mark.unsanitized("the marker's own test: under the sanitized suite run it must unset the variable")
+def test_a_test_marked_unsanitized_decorates_plain_kernels():
+    assert "NUMBA_METAL_SANITIZE" not in os.environ
+    assert metal.jit(ok.stencil).options.sanitize == ()

@@ -181,6 +181,14 @@ static inline void nm_san_tg(thread const nm_env& c, ulong addr, uint site, uint
         e->r1_thread = 0u; e->r2_thread = 0u;
     }
 }
+// A whole record of a threadgroup array: each of its bytes is an element (its fields, and their elements, are
+// accessed at their own addresses).
+static inline void nm_san_tg_bytes(thread const nm_env& c, ulong addr, uint bytes, uint site, uint kind, long i0,
+                                   long i1, long i2) {
+    for (uint b = 0u; b < bytes; b++) {
+        nm_san_tg(c, addr + b, site, kind, i0, i1, i2);
+    }
+}
 // A SIMD-group barrier (simdgroup_barrier, syncwarp): orders the accesses of its SIMD group's threads.
 static inline void nm_san_simd_barrier(thread const nm_env& c) {
     uint slot;
