@@ -88,49 +88,34 @@ def _refuse_nvidia_code(name: str, output: str):
         "that of a compiled kernel)")
 
 
-def compile_ptx(pyfunc, sig, **options):
-    """numba.cuda's ``compile_ptx``: refused, PTX is NVIDIA's; :func:`compile_msl` gives the MSL.
-
-    Raises:
-        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
-    """
-    _refuse_nvidia_code("compile_ptx", "PTX")
-
-
-def compile_ptx_for_current_device(pyfunc, sig, **options):
-    """numba.cuda's ``compile_ptx_for_current_device``: refused, PTX is NVIDIA's; :func:`compile_msl`.
-
-    Raises:
-        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
-    """
-    _refuse_nvidia_code("compile_ptx_for_current_device", "PTX")
+#: numba.cuda's compilers to NVIDIA's code: name -> what it produces. Each is refused naming compile_msl.
+_NVIDIA_COMPILERS = {
+    "compile_ptx": "PTX",
+    "compile_ptx_for_current_device": "PTX",
+    "compile": "PTX or LTO-IR",
+    "compile_for_current_device": "PTX or LTO-IR",
+    "compile_all": "PTX, LTO-IR or cubin",
+}
 
 
-def compile(pyfunc, sig, **options):
-    """numba.cuda's ``compile`` (PTX or LTO-IR): refused, both are NVIDIA's; :func:`compile_msl`.
+def _nvidia_compiler(name: str):
+    output = _NVIDIA_COMPILERS[name]
 
-    Raises:
-        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
-    """
-    _refuse_nvidia_code("compile", "PTX or LTO-IR")
-
-
-def compile_for_current_device(pyfunc, sig, **options):
-    """numba.cuda's ``compile_for_current_device``: refused, PTX and LTO-IR are NVIDIA's; :func:`compile_msl`.
-
-    Raises:
-        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
-    """
-    _refuse_nvidia_code("compile_for_current_device", "PTX or LTO-IR")
+    def refused(pyfunc, sig, **options):
+        _refuse_nvidia_code(name, output)
+    refused.__name__ = refused.__qualname__ = name
+    refused.__module__ = __name__
+    refused.__doc__ = (f"numba.cuda's ``{name}`` ({output}): refused, NVIDIA's code; :func:`compile_msl` gives "
+                       "the MSL.\n\n    Raises:\n        UnsupportedFeatureError: always, naming "
+                       "``metal.compile_msl``.\n    ")
+    return refused
 
 
-def compile_all(pyfunc, sig, **options):
-    """numba.cuda's ``compile_all`` (code and its linked files, for NVIDIA's linker): refused; :func:`compile_msl`.
-
-    Raises:
-        UnsupportedFeatureError: always, naming ``metal.compile_msl``.
-    """
-    _refuse_nvidia_code("compile_all", "PTX, LTO-IR or cubin")
+compile_ptx = _nvidia_compiler("compile_ptx")
+compile_ptx_for_current_device = _nvidia_compiler("compile_ptx_for_current_device")
+compile = _nvidia_compiler("compile")
+compile_for_current_device = _nvidia_compiler("compile_for_current_device")
+compile_all = _nvidia_compiler("compile_all")
 
 
 def math_functions() -> frozenset[str]:

@@ -198,6 +198,16 @@ def cbrt_seed():
 # ---------------------------------------------------------------------------------------------------
 # erf, erfc
 
+def _chebyfit(f, interval, degree):
+    """mpmath.chebyfit's polynomial in ascending powers, with its error estimate (mpmath 1.4 takes ``asc``
+    and deprecates the descending order it returns by default; mpmath 1.3 has only that order)."""
+    import inspect
+    if "asc" in inspect.signature(mp.chebyfit).parameters:
+        return mp.chebyfit(f, interval, degree, error=True, asc=True)
+    poly, err = mp.chebyfit(f, interval, degree, error=True)
+    return list(reversed(poly)), err
+
+
 def erf_poly():
     # erf(x)/x = 2/sqrt(pi) sum (-1)^n x^2n / (n! (2n+1)) in u = x^2/2 (|x| < 1); the alternating series'
     # truncation after n = 20 is below its first omitted term, 2/sqrt(pi)/(21! 43) < 2^-70
@@ -223,8 +233,8 @@ def erfc_fits():
     with mp.workprec(200):
         for lo, width in ERFC_INTERVALS:
             centre = mp.mpf(lo) + mp.mpf(width) / 2
-            poly, err = mp.chebyfit(lambda u: _erfc_g(centre + u * width), [-0.5, 0.5], ERFC_DEGREE, error=True)
-            out.append((centre, list(reversed(poly)), err))
+            poly, err = _chebyfit(lambda u: _erfc_g(centre + u * width), [-0.5, 0.5], ERFC_DEGREE)
+            out.append((centre, poly, err))
     return out
 
 
@@ -249,8 +259,8 @@ def lgamma_fit():
     """H(t) = lgamma(2 + t)/t on [-1/2, 1/2] (H(0) = 1 - Euler's gamma), Chebyshev interpolation."""
     with mp.workprec(200):
         h = lambda t: mp.loggamma(2 + t) / t if t != 0 else 1 - mp.euler
-        poly, err = mp.chebyfit(h, [-0.5, 0.5], LGAMMA_DEGREE, error=True)
-    return list(reversed(poly)), err
+        poly, err = _chebyfit(h, [-0.5, 0.5], LGAMMA_DEGREE)
+    return poly, err
 
 
 def lgamma_poly():
