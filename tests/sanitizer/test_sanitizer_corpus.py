@@ -19,18 +19,9 @@ from numba_metal.errors import (KernelRaceError, KernelSanitizerBoundsError, Ker
 
 from . import buggy_kernels as bug
 from . import correct_kernels as ok
+from .support import ROOT, sanitized, where
 
 pytestmark = pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")
-FILE_BUG = bug.__file__
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def sanitized(fn, checks="all"):
-    return metal.jit(sanitize=checks)(fn)
-
-
-def where(fn, mark):
-    return f"{FILE_BUG}:{bug.line_of(fn, mark)}"
 
 
 def here() -> str:
