@@ -7,6 +7,7 @@ it launched before, and every result must be the one NumPy gives."""
 import re
 
 import numpy as np
+import pytest
 
 from numba_metal import metal
 from numba_metal.compiler.arraytypes import Index32Array
@@ -72,6 +73,7 @@ def test_a_length_one_axis_with_a_free_stride_is_indexed_in_64_bits():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.unsanitized("reads the plain variant's MSL (a sanitizing kernel's has the bounds checks and hooks)")
 def test_the_group_shares_one_row_offset_and_a_row_pointer_for_the_neighbours():
     x = np.random.default_rng(0).integers(-100, 100, (37, 45)).astype(np.int32)
     out = np.zeros_like(x)
@@ -113,6 +115,7 @@ def test_device_arrays_of_another_row_width_after_a_grouped_launch_get_their_own
     assert len(k.specializations) == 2
 
 
+@pytest.mark.unsanitized("reads the plain variant's MSL (a sanitizing kernel's has the bounds checks and hooks)")
 def test_host_arrays_of_another_row_width_get_their_own_specialisation():
     rng = np.random.default_rng(2)
     x = rng.integers(-100, 100, (20, 30)).astype(np.int32)
@@ -139,6 +142,7 @@ def stencil(inp, out):
 """
 
 
+@pytest.mark.unsanitized("launches from the disk cache, which a sanitizing kernel never enters")
 def test_a_grouped_specialisation_from_the_disk_cache_checks_its_group(tmp_path, monkeypatch):
     import sys
     import types

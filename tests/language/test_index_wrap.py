@@ -248,6 +248,8 @@ def small_arrays(a, out):
     tab = metal.const.array_like(TABLE)
     t = metal.threadIdx.x
     s[t // 8, t % 8] = a[t]
+    for j in range(4):
+        loc[j] = 0
     loc[t % 4] = a[t]
     metal.syncthreads()
     k = t - 5                                          # negative for t < 5: wraps, in 32 bits
@@ -268,7 +270,7 @@ def test_threadgroup_thread_and_constant_arrays_are_indexed_in_32_bits_and_still
     t = np.arange(32)
     k = t - 5
     s = a.reshape(4, 8)
-    # loc is each thread's own: only loc[t % 4] was written (the rest are 0)
+    # loc is each thread's own: zeroed, then loc[t % 4] written
     want = s[k // 8, k % 8] + s[-1, t % 8 - 8] + np.where(k % 4 == t % 4, a, 0) + TABLE[k % 10 - 10]
     np.testing.assert_array_equal(out, want.astype(np.float32))
 

@@ -36,7 +36,7 @@ def halve(x):
 INTERNAL = {
     "metal.reduce (both passes)": lambda: metal.reduce(lambda a, b: a + b)(np.arange(100_000, dtype=np.float32)),
     "metal.reduce of a few elements": lambda: metal.reduce(lambda a, b: a + b)(metal.to_device(np.ones(10))),
-    "forall's grid": lambda: add_one.forall(10)(metal.device_array(10, np.float32)),
+    "forall's grid": lambda: add_one.forall(10)(metal.to_device(np.zeros(10, np.float32))),
     "a ufunc's grid": lambda: halve(metal.to_device(np.ones(10, np.float32))),
 }
 
@@ -50,7 +50,7 @@ def test_launches_numba_metal_configures_itself_do_not_warn(launch):
 
 
 def test_the_users_own_small_grid_still_warns_at_the_users_line_with_numbas_class():
-    d = metal.device_array(10, np.float32)
+    d = metal.to_device(np.zeros(10, np.float32))
     with pytest.warns(NumbaPerformanceWarning, match="Grid size 1 will likely result") as caught:
         add_one.configure(1, 32)(d)
     assert {w.filename for w in caught} == {__file__}
