@@ -81,6 +81,9 @@ REPORT_RACE, REPORT_INIT, REPORT_DEVICE_RACE = 1, 2, 3
 #: A read of device_array memory never written since its allocation (prev_site: the range's number), of a
 #: local-array element this thread has not written.
 REPORT_DEVICE_INIT, REPORT_LOCAL_INIT = 4, 5
+#: A SIMD-group barrier not every lane of its SIMD group reached (extra: the lanes that did; prev_site: the
+#: site of the lanes it met, when another).
+REPORT_SIMD_SYNC = 6
 #: Words of an initialised-shadow range: base address (2 words), length in bytes (2 words), word offset (from
 #: the header) of its shadow bytes (one byte per byte of the allocation: 0 never written, 1 written).
 INIT_WORDS = 8
@@ -225,10 +228,15 @@ def barrier(lc, simd: bool = False) -> None:
     """Instrument a threadgroup barrier (``simd``: a SIMD-group barrier), called before it: its epoch (race,
     init) and, with ``sync``, the thread's barrier record (the site, the arrivals) that names each thread of a
     divergent barrier."""
-    if "sync" in lc.module.sanitize and not simd:
+    if "sync" in lc.module.sanitize:
         lc.module.need_sanitizer_hooks()
-        lc.emit(msl.statement(msl.call("nm_san_sync", msl.ENV_PARAM,
-                                       msl.uint_literal(site(lc, BARRIER, "", "barrier")))))
+        if simd:   # a rendezvous of this site's own (its operand is the site: see nm_san_simd_sync)
+            here = msl.uint_literal(site(lc, BARRIER, "", "simd barrier"))
+            lc.emit(msl.statement(msl.call("nm_san_simd_sync", msl.ENV_PARAM, here,
+                                           msl.call("simd_broadcast_first", here))))
+        else:
+            lc.emit(msl.statement(msl.call("nm_san_sync", msl.ENV_PARAM,
+                                           msl.uint_literal(site(lc, BARRIER, "", "barrier")))))
     if not tracks_threadgroup(lc.module):
         return
     lc.module.need_sanitizer_hooks()
@@ -255,6 +263,7 @@ _PLACEHOLDERS = dict({name: str(word) for name, word in HEADER.items()}, SLOT_WO
                      REPORT_DEVICE_RACE=str(REPORT_DEVICE_RACE), DEVICE_WORDS=str(DEVICE_WORDS),
                      DEVICE_PROBES=str(DEVICE_PROBES), INIT_WORDS=str(INIT_WORDS),
                      REPORT_DEVICE_INIT=str(REPORT_DEVICE_INIT), REPORT_LOCAL_INIT=str(REPORT_LOCAL_INIT),
+                     REPORT_SIMD_SYNC=str(REPORT_SIMD_SYNC),
                      SIMD_ARRIVALS=str(SIMD_ARRIVALS), SIMD_EPOCHS=str(SIMD_EPOCHS),
                      ERROR_RECORD_WORDS=str(ERROR_RECORD_WORDS), SYNC_WORDS=str(SYNC_WORDS))
 

@@ -95,7 +95,7 @@ class LaunchSanitizer:
         self.device_sites = sum(s.space == "device" and s.kind != sanitize.READ for s in sites)   # device writes
         self.device = self.device_sites > 0
         self.init = "init" in self.checks   # device_array memory: the arguments' shadows (init_shadow.py)
-        self.barriers = "sync" in self.checks and any(s.space == "barrier" for s in sites)
+        self.barriers = "sync" in self.checks and any(s.space in ("barrier", "simd barrier") for s in sites)
         self.tracks = (bool(self.checks & {"race", "init"}) and bool(sites)) or self.barriers
         # launching thread -> (buffer, words, generation, layout): a sanitized launch waits for its kernel
         self._buffers: dict = {}
@@ -266,7 +266,7 @@ class LaunchSanitizer:
             if errors:
                 race = [r for r in errors if r["check"] == "race"]
                 first = race[0] if race else errors[0]
-                cls = KernelRaceError if race else KernelUninitializedError
+                cls = {"race": KernelRaceError, "sync": KernelSyncError}.get(first["check"], KernelUninitializedError)
                 errors = [first] + [r for r in errors if r is not first]
                 return cls(_summary(errors, count), first["location"], kernel=kernel.name, reports=errors)
         return None
@@ -302,6 +302,9 @@ class LaunchSanitizer:
             return v - (1 << 32) if v >= 1 << 31 else v
 
         here = site_of(int(r[R["site"]]))
+        if int(r[R["kind"]]) == sanitize.REPORT_SIMD_SYNC:
+            return _simd_sync_report(kernel.name, r, here, site_of(int(r[R["prev_site"]])),
+                                     _unravel(int(r[R["group"]]), griddim), blockdim)
         index = tuple(signed(v) for v in r[R["index"]:R["index"] + 3])
         index = tuple(i for i in index if i != -1) or index[:1]
         element = "[" + ", ".join(map(str, index)) + "]"
@@ -346,6 +349,41 @@ class LaunchSanitizer:
                 "threadgroup": group, "thread": thread, "other_thread": prev_thread,
                 "location": (here.filename, here.line), "other_location": (prev.filename, prev.line),
                 "message": message, "count": 1, "sites": (prev_where, where)}
+
+
+def _simd_sync_report(kernel, r, here, other, group, blockdim) -> dict:
+    """The report of a SIMD-group barrier that not every lane of its SIMD group reached."""
+    R = sanitize.REPORT
+    t = int(r[R["thread"]])
+    first = t - t % 32
+    n = blockdim[0] * blockdim[1] * blockdim[2]
+    mask = int(r[R["extra"]]) & 0xFFFFFFFF
+    arrived = [first + i for i in range(32) if mask >> i & 1]
+    missing = [first + i for i in range(min(32, n - first)) if not mask >> i & 1]
+    where = f"{here.filename}:{here.line}"
+    threads = [_unravel(i, blockdim) for i in arrived]
+    if other is not here and (other.filename, other.line) != (here.filename, here.line):
+        elsewhere = f"{other.filename}:{other.line}"
+        what = (f"lanes of SIMD group {first // 32} of threadgroup {group} met at two SIMD-group barriers, at "
+                f"{where} and at {elsewhere}")
+        sites = (where, elsewhere)
+    else:
+        what = (f"the SIMD-group barrier at {where} was reached by threads {_span(threads)} of threadgroup "
+                f"{group}, not by threads {_span([_unravel(i, blockdim) for i in missing])} of their SIMD group "
+                f"{first // 32} (they exited, or wait at another barrier)")
+        sites = (where,)
+    message = (f"divergent SIMD-group barrier (sync) in kernel {kernel}(): {what}; every lane of a SIMD group must "
+               "reach the same simdgroup_barrier()/syncwarp() (undefined behaviour on a GPU otherwise)")
+    return {"check": "sync", "kernel": kernel, "threadgroup": group, "thread": threads[0] if threads else None,
+            "simdgroup": first // 32, "lanes": tuple(i - first for i in arrived), "location": (here.filename, here.line),
+            "message": message, "count": 1, "sites": sites}
+
+
+def _span(threads) -> str:
+    """Threads as a short list: the first, '..', the last when there are more than three."""
+    if len(threads) > 3:
+        return f"{threads[0]} .. {threads[-1]} ({len(threads)})"
+    return ", ".join(map(str, threads)) or "none"
 
 
 def _init_report(kernel, r, here, element, index, group, thread, ranges) -> dict:

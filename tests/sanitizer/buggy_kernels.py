@@ -210,3 +210,29 @@ def shared_index_past_the_end(out):
     s[t + 1] = t  # A
     metal.syncthreads()
     out[t] = s[t]
+
+
+# -- SIMD-group barriers (syncwarp, simdgroup_barrier): every lane of the SIMD group must reach the same one --
+
+def syncwarp_under_if(out):
+    t = metal.threadIdx.x
+    if t < 16:
+        metal.syncwarp()  # A
+    out[t] = t
+
+
+def syncwarp_in_both_branches(out):
+    t = metal.threadIdx.x
+    if t % 2 == 0:
+        metal.syncwarp()  # A
+    else:
+        metal.simdgroup_barrier()  # B
+    out[t] = t
+
+
+def syncwarp_after_early_return(out):
+    t = metal.threadIdx.x
+    if t >= 40:
+        return
+    metal.syncwarp()  # A
+    out[t] = t

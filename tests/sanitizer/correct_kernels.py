@@ -238,3 +238,11 @@ def shared_records(src, out):
     s[t] = src[t]             # a whole record written
     metal.syncthreads()
     out[t] = s[31 - t].v[1] + s[31 - t]["v"][0]   # its field's elements read, at their own addresses
+
+
+def syncwarp_every_lane(out):
+    s = metal.shared.array(48, np.int32)
+    t = metal.threadIdx.x
+    s[t] = t
+    metal.syncwarp()
+    out[t] = s[t ^ 1] if (t ^ 1) < 48 else t

@@ -87,6 +87,38 @@ def test_barriers_at_two_call_sites_name_both_sites_and_their_threads():
     np.testing.assert_array_equal(out, 31 - np.arange(32))
 
 
+def test_a_syncwarp_not_every_lane_reaches_names_the_site_and_the_lanes():
+    with pytest.raises(KernelSyncError) as e:
+        sanitized(bug.syncwarp_under_if, "sync")[1, 64](np.zeros(64, np.int32))
+    r = e.value.reports[0]
+    assert r["sites"] == (where(bug.syncwarp_under_if, "A"),) and r["location"][1] == bug.line_of(
+        bug.syncwarp_under_if, "A")
+    assert r["simdgroup"] == 0 and r["lanes"] == tuple(range(16)) and r["thread"] == (0, 0, 0)
+    assert "not by threads (16, 0, 0) .. (31, 0, 0) (16)" in str(e.value)
+    # SIMD group 1 (threads 32..63) never reaches it: no lane of it waited, nothing to report for it
+    assert len(e.value.reports) == 1
+
+
+def test_syncwarps_at_two_sites_are_each_reported_with_their_lanes():
+    with pytest.raises(KernelSyncError) as e:
+        sanitized(bug.syncwarp_in_both_branches, "sync")[1, 32](np.zeros(32, np.int32))
+    sites = {r["sites"][0]: r["lanes"] for r in e.value.reports}
+    assert sites == {where(bug.syncwarp_in_both_branches, "A"): tuple(range(0, 32, 2)),
+                     where(bug.syncwarp_in_both_branches, "B"): tuple(range(1, 32, 2))}
+
+
+def test_a_syncwarp_after_an_early_return_names_the_partial_simd_group():
+    with pytest.raises(KernelSyncError) as e:
+        sanitized(bug.syncwarp_after_early_return, "all")[1, 48](np.zeros(48, np.int32))
+    r = e.value.reports[0]
+    assert r["simdgroup"] == 1 and r["lanes"] == tuple(range(8))    # threads 32..39 of 32..47
+    assert r["sites"] == (where(bug.syncwarp_after_early_return, "A"),)
+    out = np.zeros(48, np.int32)
+    no_report(sanitized(ok.syncwarp_every_lane), (1, 48), out)     # a partial SIMD group, every lane there
+    t = np.arange(48)
+    np.testing.assert_array_equal(out, np.where((t ^ 1) < 48, t ^ 1, t))
+
+
 def test_an_early_return_before_a_barrier_names_the_threads_that_left():
     a = np.ones(40, np.float32)
     with pytest.raises(KernelSyncError) as e:

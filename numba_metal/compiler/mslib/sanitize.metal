@@ -205,6 +205,24 @@ static inline void nm_san_simd_barrier(thread const nm_env& c) {
         h[@SIMD_EPOCHS@u + sg] += 1u;
     }
 }
+// A SIMD-group barrier (simdgroup_barrier, syncwarp) with the sync check, called before it with
+// simd_broadcast_first(site) of the lanes that met there: every lane of the SIMD group must reach the same
+// SIMD-group barrier (MSL: every thread of the group must reach it). The CPU device runs each SIMD-group
+// function as a rendezvous of the SIMD group's live lanes at one call, and the broadcast takes the site as
+// its operand, so the C++ compiler cannot merge two sites' rendezvous into one: fewer lanes than the SIMD
+// group has (others exited, or wait at another barrier), or lanes of another site, are a divergent
+// SIMD-group barrier, reported once, by the lowest lane that arrived.
+static inline void nm_san_simd_sync(thread const nm_env& c, uint site, uint first_site) {
+    uint mask = (uint)(ulong)simd_active_threads_mask();
+    uint n = c.tsize.x * c.tsize.y * c.tsize.z;
+    uint t = nm_san_thread(c);
+    uint lanes = min(32u, n - t / 32u * 32u);
+    uint full = lanes == 32u ? 0xFFFFFFFFu : (1u << lanes) - 1u;
+    if ((mask != full || first_site != site) && t % 32u == ctz(mask)) {
+        nm_san_report(nm_san_header(c), @REPORT_SIMD_SYNC@u, site, first_site, nm_san_group(c), t, 0u, 0l, 0l, 0l,
+                      mask);
+    }
+}
 // A write (or atomic) of device memory: the element's last writer is kept in a table shared by every
 // threadgroup (filled under a compare-and-swap, as threadgroups run in parallel); a write by another
 // threadgroup than the last writer's, not both atomics, is reported (a warning on the host).
