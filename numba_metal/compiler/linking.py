@@ -28,6 +28,13 @@ class LinkableCode:
     kind = "NVIDIA code"
     default_name = "<unnamed>"
 
+    def __init_subclass__(cls, kind: str, default_name: str, **options):
+        super().__init_subclass__(**options)
+        cls.kind, cls.default_name = kind, default_name
+        cls.__doc__ = ("numba.cuda's ``%s``: %s in memory, held as numba.cuda holds it.\n\n    Raises:\n        "
+                       "nothing: making one only stores it; linking it (``link=``) raises "
+                       "UnsupportedFeatureError.\n    ") % (cls.__name__, kind)
+
     def __init__(self, data, name=None, setup_callback=None, teardown_callback=None, nrt=False):
         self._data = data
         self._name = name
@@ -44,81 +51,32 @@ class LinkableCode:
         return self._data.getvalue() if hasattr(self._data, "getvalue") else self._data
 
 
-class CUSource(LinkableCode):
-    """numba.cuda's ``CUSource``: CUDA C/C++ source in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "CUDA C/C++ source"
-    default_name = "<unnamed-cu>"
+class CUSource(LinkableCode, kind="CUDA C/C++ source", default_name="<unnamed-cu>"):
+    pass
 
 
-class PTXSource(LinkableCode):
-    """numba.cuda's ``PTXSource``: PTX in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "PTX"
-    default_name = "<unnamed-ptx>"
+class PTXSource(LinkableCode, kind="PTX", default_name="<unnamed-ptx>"):
+    pass
 
 
-class Fatbin(LinkableCode):
-    """numba.cuda's ``Fatbin``: a CUDA fat binary in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "a CUDA fat binary"
-    default_name = "<unnamed-fatbin>"
+class Fatbin(LinkableCode, kind="a CUDA fat binary", default_name="<unnamed-fatbin>"):
+    pass
 
 
-class Cubin(LinkableCode):
-    """numba.cuda's ``Cubin``: a CUDA cubin in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "a CUDA cubin"
-    default_name = "<unnamed-cubin>"
+class Cubin(LinkableCode, kind="a CUDA cubin", default_name="<unnamed-cubin>"):
+    pass
 
 
-class Archive(LinkableCode):
-    """numba.cuda's ``Archive``: an archive of CUDA objects in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "an archive of CUDA objects"
-    default_name = "<unnamed-archive>"
+class Archive(LinkableCode, kind="an archive of CUDA objects", default_name="<unnamed-archive>"):
+    pass
 
 
-class Object(LinkableCode):
-    """numba.cuda's ``Object``: a CUDA object file in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "a CUDA object file"
-    default_name = "<unnamed-object>"
+class Object(LinkableCode, kind="a CUDA object file", default_name="<unnamed-object>"):
+    pass
 
 
-class LTOIR(LinkableCode):
-    """numba.cuda's ``LTOIR``: NVIDIA LTO-IR in memory, held as numba.cuda holds it.
-
-    Raises:
-        nothing: making one only stores it; linking it (``link=``) raises UnsupportedFeatureError.
-    """
-
-    kind = "NVIDIA LTO-IR"
-    default_name = "<unnamed-ltoir>"
+class LTOIR(LinkableCode, kind="NVIDIA LTO-IR", default_name="<unnamed-ltoir>"):
+    pass
 
 
 #: numba.cuda's kinds of linkable code in memory, by class name (``metal.CUSource``...)
